@@ -1,0 +1,43 @@
+/**
+ * `fleet-mirror sandbox`: starts the local sandbox fleet (one local and two remote
+ * API servers on one etcd), prints how to reach each cluster, and runs until Ctrl-C.
+ */
+import { ControlPlane } from "../sandbox/control-plane.ts";
+
+export const sandboxClusters = ["local", "east", "west"] as const;
+
+export async function startSandbox(out: NodeJS.WritableStream): Promise<ControlPlane> {
+  out.write("Starting the sandbox control plane (etcd + 3 kube-apiservers on 127.0.0.1)...\n");
+  const started = Date.now();
+  const plane = await ControlPlane.start({ clusters: sandboxClusters });
+  out.write(`Control plane ready in ${((Date.now() - started) / 1000).toFixed(1)} s (working dir ${plane.dir})\n\n`);
+  out.write(`${"CLUSTER".padEnd(8)} ${"SERVER".padEnd(26)} KUBECONFIG\n`);
+  for (const name of plane.clusterNames) {
+    const c = plane.cluster(name);
+    out.write(`${name.padEnd(8)} ${c.server.padEnd(26)} ${c.adminKubeconfigPath}\n`);
+  }
+  out.write(`\nTry: kubectl --kubeconfig ${plane.cluster("local").adminKubeconfigPath} get namespaces\n`);
+  return plane;
+}
+
+/** Resolves on the first SIGINT or SIGTERM. */
+export function untilSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const onSignal = (signal: NodeJS.Signals) => {
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+      resolve(signal);
+    };
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
+  });
+}
+
+export async function sandboxCommand(): Promise<number> {
+  const plane = await startSandbox(process.stdout);
+  process.stdout.write("Press Ctrl-C to stop.\n");
+  await untilSignal();
+  process.stdout.write("Stopping the sandbox...\n");
+  await plane.stop();
+  return 0;
+}

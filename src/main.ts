@@ -1,0 +1,49 @@
+#!/usr/bin/env node
+/** CLI entry: picks a command and runs it; every command returns an exit code. */
+import { sandboxCommand } from "./cli/sandbox.ts";
+
+const usage = `fleet-mirror — mirrors Services from many remote Kubernetes clusters into one local cluster
+
+Usage: fleet-mirror <command> [flags]
+
+Commands:
+  demo      start a local sandbox fleet and mirror it (what \`npm start\` runs)
+  sandbox   start the sandbox control plane only and print its clusters
+  help      show this text
+
+Run \`fleet-mirror <command> --help\` for a command's flags.
+`;
+
+async function main(argv: readonly string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case "demo":
+    case "sandbox":
+      if (rest.includes("--help") || rest.includes("-h")) {
+        process.stdout.write(
+          `Usage: fleet-mirror ${command}\n\nStarts etcd and three kube-apiservers (local, east, west) on 127.0.0.1 and runs until Ctrl-C.\n`,
+        );
+        return 0;
+      }
+      return sandboxCommand();
+    case undefined:
+    case "help":
+    case "--help":
+    case "-h":
+      process.stdout.write(usage);
+      return command === undefined ? 2 : 0;
+    default:
+      process.stderr.write(`fleet-mirror: unknown command "${command}"\n\n${usage}`);
+      return 2;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    process.stderr.write(`fleet-mirror: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exitCode = 1;
+  },
+);

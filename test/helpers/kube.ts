@@ -1,0 +1,49 @@
+/** Small conveniences over @kubernetes/client-node for tests (never used by the product). */
+import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
+import type { SandboxCluster } from "../../src/sandbox/control-plane.ts";
+
+export function kubeConfigFromString(text: string): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromString(text);
+  return kc;
+}
+
+export function adminKubeConfig(cluster: SandboxCluster): KubeConfig {
+  return kubeConfigFromString(cluster.adminKubeconfig);
+}
+
+export function coreApi(kc: KubeConfig): CoreV1Api {
+  return kc.makeApiClient(CoreV1Api);
+}
+
+/** The HTTP status of a client-node ApiException, or undefined for anything else. */
+export function statusCode(error: unknown): number | undefined {
+  if (typeof error === "object" && error !== null && "code" in error) {
+    const code = (error as { code: unknown }).code;
+    return typeof code === "number" ? code : undefined;
+  }
+  return undefined;
+}
+
+/** Polls `check` until it returns a value that is not undefined, or throws after `timeoutMs`. */
+export async function eventually<T>(
+  what: string,
+  check: () => Promise<T | undefined> | T | undefined,
+  timeoutMs = 30_000,
+  intervalMs = 100,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined) return value;
+    } catch (error) {
+      lastError = error;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`, { cause: lastError });
+    }
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
