@@ -1,0 +1,22 @@
+/**
+ * A plain, serializable description of how to reach one API server. The supervisor
+ * builds it from a kubeconfig (with @kubernetes/client-node, on the main thread) and
+ * hands it to a worker thread, which then needs nothing heavier than node:https.
+ *
+ * Invariant: it holds inline credentials only; nothing in it names a file or a program.
+ */
+export type ConnectionAuth =
+  | { readonly kind: "token"; readonly token: string }
+  | { readonly kind: "client-certificate"; readonly certPem: string; readonly keyPem: string }
+  | { readonly kind: "anonymous" };
+
+export interface ConnectionSpec {
+  /** `https://host:port[/prefix]`, no trailing slash. */
+  readonly server: string;
+  /** PEM bundle of the CAs to trust; the system CAs when omitted. */
+  readonly caPem?: string;
+  readonly insecureSkipTlsVerify?: boolean;
+  /** TLS SNI / certificate name to verify, when it differs from the server's host. */
+  readonly tlsServerName?: string;
+  readonly auth: ConnectionAuth;
+}
