@@ -1,0 +1,17 @@
+/**
+ * Logging: pino, JSON lines on stdout. Worker threads log through their own pino
+ * instance with a `cluster` (or `actor`) binding on every line; lines are written
+ * synchronously so a thread that crashes does not lose its last words.
+ */
+import { pino, type Logger } from "pino";
+
+export type { Logger };
+
+export function createLogger(level: string, bindings: Record<string, unknown> = {}): Logger {
+  return pino({ level, base: { pid: process.pid, ...bindings } }, pino.destination({ dest: 1, sync: true }));
+}
+
+/** A logger that discards everything (for in-process tests that do not look at logs). */
+export function silentLogger(): Logger {
+  return pino({ level: "silent" });
+}

@@ -1,0 +1,267 @@
+/**
+ * Every message that crosses a thread boundary, as one discriminated union per port.
+ *
+ * Topology:
+ *   supervisor (main) ⇄ remote-cluster actor   over the worker's parentPort: lifecycle + status
+ *   supervisor (main) ⇄ local-writer actor     over the worker's parentPort: lifecycle + registered clusters + status
+ *   remote-cluster actor ⇄ local-writer actor  over a dedicated MessageChannel: desired mirrors + acks
+ *
+ * Invariants:
+ * - Messages assert state ("mirror K now looks like X", "cluster C's full set is S",
+ *   "the registered clusters are R"); applying one twice, or an older one after a newer
+ *   one of the same sequence, changes nothing. Actor incarnations carry an `epoch`;
+ *   a receiver ignores data from an epoch older than the newest it has seen.
+ * - Flow control: an actor has at most `maxInFlight` un-acknowledged `desired.batch`
+ *   messages; meanwhile it coalesces changes by key, so neither side queues more than
+ *   one entry per mirror however fast the remote changes.
+ * - Every message is decoded with `decode*` at the receiving boundary; anything
+ *   malformed is rejected with a specific error, never trusted.
+ */
+import type { MessagePort } from "node:worker_threads";
+import type { ClusterSettings, DesiredMirror, MirrorProblem } from "../core/desired.ts";
+import type { ConnectionSpec } from "../kube/connection.ts";
+import type { SerializedError } from "./errors.ts";
+
+// ---------------------------------------------------------------------------------
+// Shared shapes
+
+/** A watch failure as the watcher reports it (plain data). */
+export interface WatchFailureInfo {
+  readonly phase: "list" | "watch";
+  readonly reason: string;
+  readonly message: string;
+  readonly attempt: number;
+  readonly retryInMs: number;
+}
+
+export type ClusterSyncState = "starting" | "syncing" | "synced" | "stale";
+
+/** What a remote-cluster actor asserts about itself; the latest one replaces the previous. */
+export interface ClusterStatus {
+  readonly cluster: string;
+  readonly epoch: number;
+  readonly state: ClusterSyncState;
+  /** Epoch ms since when the cluster has been in `state`. */
+  readonly since: number;
+  readonly lastSyncedAt?: number;
+  readonly exportedServices: number;
+  readonly mirrors: number;
+  readonly problems: readonly MirrorProblem[];
+  readonly lastFailure?: WatchFailureInfo;
+  /** Gateways (`namespace/name`) in use and why each is unusable, if it is. */
+  readonly gateways: readonly { readonly key: string; readonly usable: boolean; readonly reason?: string }[];
+  readonly watch: { readonly lists: number; readonly watchesStarted: number; readonly failures: number; readonly relistsOnGone: number };
+  readonly failuresByReason: Readonly<Record<string, number>>;
+}
+
+export interface RemoteActorOptions {
+  /** How often ingress hostnames are resolved again (SPEC §2). */
+  readonly resolvePeriodMs: number;
+  /** Un-acknowledged batches allowed in flight to the writer. */
+  readonly maxInFlight: number;
+  /** Changes arriving within this window are sent as one batch. */
+  readonly batchDelayMs: number;
+  readonly logLevel: string;
+  readonly watchInactivityTimeoutMs?: number;
+}
+
+export interface WriterOptions {
+  readonly createNamespaces: boolean;
+  readonly excludedNamespaces: readonly string[];
+  readonly concurrency: number;
+  /** Client-side write rate limit; qps <= 0 disables it. */
+  readonly qps: number;
+  readonly burst: number;
+  readonly resyncPeriodMs: number;
+  /** Re-check period of mirrors blocked by a conflict or a missing namespace. */
+  readonly blockedRecheckMs: number;
+  readonly logLevel: string;
+  /** Where Events for the controller itself (not a mirror) are recorded. */
+  readonly namespace: string;
+}
+
+// ---------------------------------------------------------------------------------
+// supervisor → remote-cluster actor
+
+export type ToRemoteActor =
+  | {
+      readonly type: "actor.init";
+      readonly cluster: ClusterSettings;
+      readonly epoch: number;
+      readonly connection: ConnectionSpec;
+      readonly options: RemoteActorOptions;
+      /** Transferred: the actor's end of its channel to the local writer. */
+      readonly writerPort: MessagePort;
+    }
+  /** The writer restarted: send the full desired set again on this new port. */
+  | { readonly type: "actor.attach-writer"; readonly writerPort: MessagePort }
+  | { readonly type: "actor.stop" };
+
+// remote-cluster actor → supervisor
+export type FromRemoteActor =
+  | { readonly type: "actor.ready"; readonly cluster: string; readonly epoch: number }
+  | { readonly type: "actor.status"; readonly status: ClusterStatus }
+  | { readonly type: "actor.stopped"; readonly cluster: string; readonly epoch: number }
+  | { readonly type: "actor.failed"; readonly cluster: string; readonly epoch: number; readonly error: SerializedError };
+
+// ---------------------------------------------------------------------------------
+// remote-cluster actor ⇄ local writer (dedicated channel)
+
+export type ToWriterFromActor = {
+  readonly type: "desired.batch";
+  readonly cluster: string;
+  readonly epoch: number;
+  readonly seq: number;
+  /**
+   * true: after a complete list, `upserts` is the cluster's FULL desired set and
+   * `deletes` is empty; anything else the writer holds for the cluster is gone. Only
+   * a complete batch allows garbage collection of the cluster's mirrors (SPEC §6).
+   */
+  readonly complete: boolean;
+  readonly upserts: readonly DesiredMirror[];
+  /** Local keys (`namespace/name`) whose mirror is no longer desired. */
+  readonly deletes: readonly string[];
+};
+
+export type ToActorFromWriter = { readonly type: "desired.ack"; readonly cluster: string; readonly epoch: number; readonly seq: number };
+
+// ---------------------------------------------------------------------------------
+// supervisor → local writer
+
+export interface EventRequest {
+  readonly involved: { readonly kind: string; readonly namespace: string; readonly name: string; readonly uid?: string; readonly apiVersion: string };
+  readonly type: "Normal" | "Warning";
+  readonly reason: string;
+  readonly message: string;
+}
+
+export type ToWriter =
+  | { readonly type: "writer.init"; readonly connection: ConnectionSpec; readonly options: WriterOptions }
+  /** A new actor incarnation's end of the desired channel. */
+  | { readonly type: "writer.attach"; readonly cluster: string; readonly epoch: number; readonly port: MessagePort }
+  /**
+   * The full set of cluster names whose mirrors must be kept: registered clusters plus
+   * names still claimed by a credentials Secret that is currently invalid. Mirrors of
+   * any other cluster are garbage (SPEC §1 Secret deleted / renamed, §6).
+   */
+  | { readonly type: "writer.clusters"; readonly keep: readonly string[] }
+  | { readonly type: "writer.event"; readonly event: EventRequest }
+  | { readonly type: "writer.stop" };
+
+export interface WriterClusterStatus {
+  readonly mirrors: number;
+  readonly blocked: readonly { readonly key: string; readonly reason: string; readonly message: string }[];
+  readonly complete: boolean;
+}
+
+export interface WriterStatus {
+  readonly ready: boolean;
+  readonly queueDepth: number;
+  readonly inFlight: number;
+  readonly writes: Readonly<Record<string, number>>;
+  readonly retries: number;
+  readonly clusters: Readonly<Record<string, WriterClusterStatus>>;
+  readonly lastError?: SerializedError;
+}
+
+// local writer → supervisor
+export type FromWriter =
+  | { readonly type: "writer.ready" }
+  | { readonly type: "writer.status"; readonly status: WriterStatus }
+  | { readonly type: "writer.stopped" }
+  | { readonly type: "writer.failed"; readonly error: SerializedError };
+
+// ---------------------------------------------------------------------------------
+// Boundary decoding
+
+export class ProtocolError extends Error {
+  override name = "ProtocolError";
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function typeOf(value: unknown, where: string): string {
+  if (!isRecord(value) || typeof value["type"] !== "string") throw new ProtocolError(`${where}: message has no type`);
+  return value["type"];
+}
+
+function requireFields(value: Record<string, unknown>, where: string, fields: Record<string, "string" | "number" | "boolean" | "object" | "array">): void {
+  for (const [key, kind] of Object.entries(fields)) {
+    const v = value[key];
+    const ok = kind === "array" ? Array.isArray(v) : kind === "object" ? isRecord(v) : typeof v === kind;
+    if (!ok) throw new ProtocolError(`${where}: field ${key} must be ${kind}`);
+  }
+}
+
+const remoteActorTypes = new Set(["actor.init", "actor.attach-writer", "actor.stop"]);
+export function decodeToRemoteActor(value: unknown): ToRemoteActor {
+  const type = typeOf(value, "to remote actor");
+  if (!remoteActorTypes.has(type)) throw new ProtocolError(`to remote actor: unknown type ${type}`);
+  const v = value as Record<string, unknown>;
+  if (type === "actor.init") requireFields(v, type, { cluster: "object", epoch: "number", connection: "object", options: "object", writerPort: "object" });
+  if (type === "actor.attach-writer") requireFields(v, type, { writerPort: "object" });
+  return value as ToRemoteActor;
+}
+
+const fromRemoteActorTypes = new Set(["actor.ready", "actor.status", "actor.stopped", "actor.failed"]);
+export function decodeFromRemoteActor(value: unknown): FromRemoteActor {
+  const type = typeOf(value, "from remote actor");
+  if (!fromRemoteActorTypes.has(type)) throw new ProtocolError(`from remote actor: unknown type ${type}`);
+  const v = value as Record<string, unknown>;
+  if (type === "actor.status") requireFields(v, type, { status: "object" });
+  else requireFields(v, type, { cluster: "string", epoch: "number" });
+  if (type === "actor.failed") requireFields(v, type, { error: "object" });
+  return value as FromRemoteActor;
+}
+
+export function decodeToWriterFromActor(value: unknown): ToWriterFromActor {
+  const type = typeOf(value, "desired channel");
+  if (type !== "desired.batch") throw new ProtocolError(`desired channel: unknown type ${type}`);
+  const v = value as Record<string, unknown>;
+  requireFields(v, type, { cluster: "string", epoch: "number", seq: "number", complete: "boolean", upserts: "array", deletes: "array" });
+  for (const m of v["upserts"] as unknown[]) {
+    if (!isRecord(m)) throw new ProtocolError(`${type}: upsert is not an object`);
+    requireFields(m, `${type} upsert`, { cluster: "string", namespace: "string", name: "string", labels: "object", ports: "array", addresses: "array" });
+    if (m["cluster"] !== v["cluster"]) throw new ProtocolError(`${type}: upsert for cluster ${String(m["cluster"])} on ${String(v["cluster"])}'s channel`);
+  }
+  for (const k of v["deletes"] as unknown[]) {
+    if (typeof k !== "string" || !k.includes("/")) throw new ProtocolError(`${type}: delete key must be namespace/name`);
+  }
+  return value as ToWriterFromActor;
+}
+
+export function decodeToActorFromWriter(value: unknown): ToActorFromWriter {
+  const type = typeOf(value, "desired channel");
+  if (type !== "desired.ack") throw new ProtocolError(`desired channel: unknown type ${type}`);
+  requireFields(value as Record<string, unknown>, type, { cluster: "string", epoch: "number", seq: "number" });
+  return value as ToActorFromWriter;
+}
+
+const toWriterTypes = new Set(["writer.init", "writer.attach", "writer.clusters", "writer.event", "writer.stop"]);
+export function decodeToWriter(value: unknown): ToWriter {
+  const type = typeOf(value, "to writer");
+  if (!toWriterTypes.has(type)) throw new ProtocolError(`to writer: unknown type ${type}`);
+  const v = value as Record<string, unknown>;
+  if (type === "writer.init") requireFields(v, type, { connection: "object", options: "object" });
+  if (type === "writer.attach") requireFields(v, type, { cluster: "string", epoch: "number", port: "object" });
+  if (type === "writer.clusters") requireFields(v, type, { keep: "array" });
+  if (type === "writer.event") requireFields(v, type, { event: "object" });
+  return value as ToWriter;
+}
+
+const fromWriterTypes = new Set(["writer.ready", "writer.status", "writer.stopped", "writer.failed"]);
+export function decodeFromWriter(value: unknown): FromWriter {
+  const type = typeOf(value, "from writer");
+  if (!fromWriterTypes.has(type)) throw new ProtocolError(`from writer: unknown type ${type}`);
+  const v = value as Record<string, unknown>;
+  if (type === "writer.status") requireFields(v, type, { status: "object" });
+  if (type === "writer.failed") requireFields(v, type, { error: "object" });
+  return value as FromWriter;
+}
+
+/** Compile-time exhaustiveness check for switches over a union's `type`. */
+export function assertNever(value: never): never {
+  throw new ProtocolError(`unhandled message ${JSON.stringify(value)}`);
+}

@@ -1,0 +1,120 @@
+/**
+ * The writer's view of what every remote cluster wants: the latest desired mirror per
+ * (cluster, local key), fed by `desired.batch` assertions. Pure data structure, no I/O.
+ *
+ * Invariants:
+ * - a batch from an epoch older than the newest seen for its cluster is ignored;
+ * - a `complete` batch replaces the cluster's whole set and marks it complete, which is
+ *   the only thing (besides the cluster leaving the keep set) that allows garbage
+ *   collection of that cluster's mirrors;
+ * - `keep === undefined` until the supervisor has listed the credentials Secrets: until
+ *   then no cluster is considered unregistered, so nothing is collected for that reason.
+ */
+import type { DesiredMirror } from "../../src/core/desired.ts";
+import { objectKey } from "../../src/core/objects.ts";
+import type { ToWriterFromActor } from "../../src/protocol/messages.ts";
+
+interface ClusterDesired {
+  epoch: number;
+  complete: boolean;
+  readonly mirrors: Map<string, DesiredMirror>;
+}
+
+export class DesiredStore {
+  readonly #clusters = new Map<string, ClusterDesired>();
+  /** local key → clusters that want a mirror under that name */
+  readonly #claimants = new Map<string, Set<string>>();
+  #keep: Set<string> | undefined;
+
+  /** Applies a batch; returns the local keys whose desired state may have changed. */
+  applyBatch(batch: ToWriterFromActor): string[] {
+    let cd = this.#clusters.get(batch.cluster);
+    if (cd && batch.epoch < cd.epoch) return [];
+    if (this.#keep && !this.#keep.has(batch.cluster)) return []; // unregistered meanwhile
+    if (!cd) {
+      cd = { epoch: batch.epoch, complete: false, mirrors: new Map() };
+      this.#clusters.set(batch.cluster, cd);
+    }
+    cd.epoch = batch.epoch;
+    const touched: string[] = [];
+    if (batch.complete) {
+      const next = new Set(batch.upserts.map((m) => objectKey(m)));
+      for (const key of [...cd.mirrors.keys()]) {
+        if (!next.has(key)) {
+          this.#remove(batch.cluster, cd, key);
+          touched.push(key);
+        }
+      }
+      cd.complete = true;
+    }
+    for (const key of batch.deletes) {
+      if (cd.mirrors.has(key)) {
+        this.#remove(batch.cluster, cd, key);
+        touched.push(key);
+      }
+    }
+    for (const mirror of batch.upserts) {
+      const key = objectKey(mirror);
+      cd.mirrors.set(key, mirror);
+      let claimants = this.#claimants.get(key);
+      if (!claimants) this.#claimants.set(key, (claimants = new Set()));
+      claimants.add(batch.cluster);
+      touched.push(key);
+    }
+    return touched;
+  }
+
+  /**
+   * Sets the clusters whose mirrors are kept; forgets the desired state of every other
+   * cluster. Returns the clusters dropped and the keys they claimed.
+   */
+  setKeep(keep: Iterable<string>): { dropped: string[]; keys: string[] } {
+    this.#keep = new Set(keep);
+    const dropped: string[] = [];
+    const keys: string[] = [];
+    for (const [cluster, cd] of this.#clusters) {
+      if (this.#keep.has(cluster)) continue;
+      dropped.push(cluster);
+      for (const key of [...cd.mirrors.keys()]) {
+        this.#remove(cluster, cd, key);
+        keys.push(key);
+      }
+      this.#clusters.delete(cluster);
+    }
+    return { dropped, keys };
+  }
+
+  /**
+   * May no-longer-desired mirrors of `cluster` be deleted? Only with complete knowledge:
+   * the cluster sent a complete set, or it is known to be unregistered.
+   */
+  gcAllowed(cluster: string): boolean {
+    if (!this.#keep) return this.#clusters.get(cluster)?.complete === true;
+    return !this.#keep.has(cluster) || this.#clusters.get(cluster)?.complete === true;
+  }
+
+  claimants(key: string): readonly string[] {
+    return [...(this.#claimants.get(key) ?? [])].sort();
+  }
+
+  get(cluster: string, key: string): DesiredMirror | undefined {
+    return this.#clusters.get(cluster)?.mirrors.get(key);
+  }
+
+  keys(): IterableIterator<string> {
+    return this.#claimants.keys();
+  }
+
+  clusterSummary(): Map<string, { mirrors: number; complete: boolean }> {
+    const out = new Map<string, { mirrors: number; complete: boolean }>();
+    for (const [cluster, cd] of this.#clusters) out.set(cluster, { mirrors: cd.mirrors.size, complete: cd.complete });
+    return out;
+  }
+
+  #remove(cluster: string, cd: ClusterDesired, key: string): void {
+    cd.mirrors.delete(key);
+    const claimants = this.#claimants.get(key);
+    claimants?.delete(cluster);
+    if (claimants?.size === 0) this.#claimants.delete(key);
+  }
+}
