@@ -3,7 +3,7 @@
  * instance with a `cluster` (or `actor`) binding on every line; lines are written
  * synchronously so a thread that crashes does not lose its last words.
  */
-import { pino, type Logger } from "pino";
+import { type Logger, pino } from "pino";
 
 export type { Logger };
 

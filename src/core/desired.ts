@@ -114,12 +114,15 @@ export function viewGateway(gateway: Service | undefined, lookup: HostnameLookup
   const base = {
     exists: true,
     ...(gateway.metadata.resourceVersion ? { resourceVersion: gateway.metadata.resourceVersion } : {}),
-    ...(gateway.metadata.annotations?.[GATEWAY_IDENTITY] ? { identity: gateway.metadata.annotations[GATEWAY_IDENTITY] } : {}),
+    ...(gateway.metadata.annotations?.[GATEWAY_IDENTITY]
+      ? { identity: gateway.metadata.annotations[GATEWAY_IDENTITY] }
+      : {}),
   };
   const port = gateway.spec?.ports?.find((p) => p.name === GATEWAY_PORT_NAME)?.port;
   if (port === undefined) return { ...base, addresses: [], unusable: `gateway has no port named ${GATEWAY_PORT_NAME}` };
   const ingresses = gateway.status?.loadBalancer?.ingress ?? [];
-  if (ingresses.length === 0) return { ...base, addresses: [], incomingPort: port, unusable: "gateway has no ingress yet" };
+  if (ingresses.length === 0)
+    return { ...base, addresses: [], incomingPort: port, unusable: "gateway has no ingress yet" };
   const ips = new Set<string>();
   const unresolved: string[] = [];
   for (const ingress of ingresses) {
@@ -133,7 +136,12 @@ export function viewGateway(gateway: Service | undefined, lookup: HostnameLookup
   // A hostname is never copied into an address (SPEC §8): unresolved ones are left out,
   // and if nothing resolved the gateway is unusable until it does.
   if (ips.size === 0) {
-    return { ...base, addresses: [], incomingPort: port, unusable: `gateway ingress hostname(s) ${unresolved.join(", ")} do not resolve` };
+    return {
+      ...base,
+      addresses: [],
+      incomingPort: port,
+      unusable: `gateway ingress hostname(s) ${unresolved.join(", ")} do not resolve`,
+    };
   }
   return { ...base, addresses: [...ips].sort(compareIps), incomingPort: port };
 }
@@ -190,7 +198,11 @@ export function desiredMirrorFor(settings: ClusterSettings, service: Service, ga
 
   const usable = gateway.addresses.length > 0 && gateway.incomingPort !== undefined;
   const endpointPorts: MirrorEndpointPort[] = usable
-    ? ports.map((p) => ({ ...(p.name ? { name: p.name } : {}), protocol: p.protocol, port: gateway.incomingPort as number }))
+    ? ports.map((p) => ({
+        ...(p.name ? { name: p.name } : {}),
+        protocol: p.protocol,
+        port: gateway.incomingPort as number,
+      }))
     : [];
   return {
     kind: "mirror",

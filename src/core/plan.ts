@@ -19,7 +19,13 @@ import type { EndpointSubset, Endpoints, ObjectMeta, Service, ServicePort } from
 
 export type WriteAction =
   | { readonly verb: "create"; readonly kind: "Namespace"; readonly name: string; readonly body: object }
-  | { readonly verb: "create"; readonly kind: "Service" | "Endpoints"; readonly namespace: string; readonly name: string; readonly body: object }
+  | {
+      readonly verb: "create";
+      readonly kind: "Service" | "Endpoints";
+      readonly namespace: string;
+      readonly name: string;
+      readonly body: object;
+    }
   | {
       readonly verb: "update";
       readonly kind: "Service" | "Endpoints";
@@ -68,7 +74,9 @@ export interface PlanInput {
 // Normalization: compare what the API server returns with what we want, ignoring
 // the defaults it fills in, so an unchanged mirror never causes a write.
 
-function normalizeServicePorts(ports: readonly ServicePort[] | undefined): string {
+type ComparablePort = Pick<ServicePort, "name" | "protocol" | "port" | "targetPort" | "nodePort">;
+
+function normalizeServicePorts(ports: readonly ComparablePort[] | undefined): string {
   return JSON.stringify(
     (ports ?? []).map((p) => [p.name ?? "", p.protocol ?? "TCP", p.port, p.targetPort ?? p.port, p.nodePort ?? null]),
   );
@@ -100,7 +108,11 @@ export function desiredSubsets(desired: DesiredMirror): EndpointSubset[] {
   return [
     {
       addresses: desired.addresses.map((ip) => ({ ip })),
-      ports: desired.endpointPorts.map((p) => ({ ...(p.name ? { name: p.name } : {}), port: p.port, protocol: p.protocol })),
+      ports: desired.endpointPorts.map((p) => ({
+        ...(p.name ? { name: p.name } : {}),
+        port: p.port,
+        protocol: p.protocol,
+      })),
     },
   ];
 }
@@ -124,7 +136,10 @@ export function endpointsMatch(desired: DesiredMirror, observed: Endpoints): boo
 }
 
 /** Foreign annotations (not `mirror.linkerd.io/*`) are kept; ours are replaced exactly. */
-function mergeAnnotations(observed: ObjectMeta | undefined, ours: Readonly<Record<string, string>>): Record<string, string> {
+function mergeAnnotations(
+  observed: ObjectMeta | undefined,
+  ours: Readonly<Record<string, string>>,
+): Record<string, string> {
   const merged: Record<string, string> = {};
   for (const [k, v] of Object.entries(observed?.annotations ?? {})) if (!k.startsWith(MIRROR_PREFIX)) merged[k] = v;
   return Object.assign(merged, ours);
@@ -136,7 +151,12 @@ export function serviceBody(desired: DesiredMirror, observed?: Service): object 
     return {
       apiVersion: "v1",
       kind: "Service",
-      metadata: { name: desired.name, namespace: desired.namespace, labels: { ...desired.labels }, annotations: { ...desired.serviceAnnotations } },
+      metadata: {
+        name: desired.name,
+        namespace: desired.namespace,
+        labels: { ...desired.labels },
+        annotations: { ...desired.serviceAnnotations },
+      },
       spec: { type: "ClusterIP", ports },
     };
   }
@@ -145,20 +165,37 @@ export function serviceBody(desired: DesiredMirror, observed?: Service): object 
     ...observed,
     apiVersion: "v1",
     kind: "Service",
-    metadata: { ...observed.metadata, labels: { ...desired.labels }, annotations: mergeAnnotations(observed.metadata, desired.serviceAnnotations) },
+    metadata: {
+      ...observed.metadata,
+      labels: { ...desired.labels },
+      annotations: mergeAnnotations(observed.metadata, desired.serviceAnnotations),
+    },
     spec: { ...spec, type: "ClusterIP", ports },
   };
 }
 
 export function endpointsBody(desired: DesiredMirror, observed?: Endpoints): object {
   const metadata = observed
-    ? { ...observed.metadata, labels: { ...desired.labels }, annotations: mergeAnnotations(observed.metadata, desired.endpointsAnnotations) }
-    : { name: desired.name, namespace: desired.namespace, labels: { ...desired.labels }, annotations: { ...desired.endpointsAnnotations } };
+    ? {
+        ...observed.metadata,
+        labels: { ...desired.labels },
+        annotations: mergeAnnotations(observed.metadata, desired.endpointsAnnotations),
+      }
+    : {
+        name: desired.name,
+        namespace: desired.namespace,
+        labels: { ...desired.labels },
+        annotations: { ...desired.endpointsAnnotations },
+      };
   return { ...(observed ?? {}), apiVersion: "v1", kind: "Endpoints", metadata, subsets: desiredSubsets(desired) };
 }
 
 export function namespaceBody(name: string, cluster: string): object {
-  return { apiVersion: "v1", kind: "Namespace", metadata: { name, labels: { [MIRRORED_SERVICE]: "true", [CLUSTER_NAME]: cluster } } };
+  return {
+    apiVersion: "v1",
+    kind: "Namespace",
+    metadata: { name, labels: { [MIRRORED_SERVICE]: "true", [CLUSTER_NAME]: cluster } },
+  };
 }
 
 // ---------------------------------------------------------------------------------
@@ -191,7 +228,10 @@ export function planMirror(input: PlanInput): MirrorPlan {
   // Defence in depth: the remote actor already skips these, but nothing a remote
   // cluster sends may make the writer write into an excluded namespace (SPEC §7).
   if (input.excludedNamespaces.includes(desired.namespace)) {
-    return { actions: [], blocked: { reason: "excluded-namespace", message: `namespace ${desired.namespace} is excluded from mirroring` } };
+    return {
+      actions: [],
+      blocked: { reason: "excluded-namespace", message: `namespace ${desired.namespace} is excluded from mirroring` },
+    };
   }
   for (const [kind, observed] of [
     ["Service", input.service],
@@ -202,7 +242,10 @@ export function planMirror(input: PlanInput): MirrorPlan {
     if (owner === undefined) {
       return {
         actions: [],
-        blocked: { reason: "user-owned", message: `${kind} ${input.key} exists and is not a fleet-mirror mirror; it is left as is` },
+        blocked: {
+          reason: "user-owned",
+          message: `${kind} ${input.key} exists and is not a fleet-mirror mirror; it is left as is`,
+        },
       };
     }
     if (owner !== desired.cluster) {
@@ -221,17 +264,26 @@ export function planMirror(input: PlanInput): MirrorPlan {
     if (!input.createNamespaces) {
       return {
         actions: [],
-        blocked: { reason: "namespace-missing", message: `namespace ${desired.namespace} does not exist and namespace creation is off` },
+        blocked: {
+          reason: "namespace-missing",
+          message: `namespace ${desired.namespace} does not exist and namespace creation is off`,
+        },
       };
     }
-    actions.push({ verb: "create", kind: "Namespace", name: desired.namespace, body: namespaceBody(desired.namespace, desired.cluster) });
+    actions.push({
+      verb: "create",
+      kind: "Namespace",
+      name: desired.namespace,
+      body: namespaceBody(desired.namespace, desired.cluster),
+    });
   }
   const { namespace, name } = desired;
   if (!input.service) actions.push({ verb: "create", kind: "Service", namespace, name, body: serviceBody(desired) });
   else if (!serviceMatches(desired, input.service)) {
     actions.push({ verb: "update", kind: "Service", namespace, name, body: serviceBody(desired, input.service) });
   }
-  if (!input.endpoints) actions.push({ verb: "create", kind: "Endpoints", namespace, name, body: endpointsBody(desired) });
+  if (!input.endpoints)
+    actions.push({ verb: "create", kind: "Endpoints", namespace, name, body: endpointsBody(desired) });
   else if (!endpointsMatch(desired, input.endpoints)) {
     actions.push({ verb: "update", kind: "Endpoints", namespace, name, body: endpointsBody(desired, input.endpoints) });
   }

@@ -21,6 +21,7 @@
  *   not throw (a throw is reported as a failure with reason `internal`).
  */
 import { EventEmitter } from "eventemitter3";
+import { type BackoffOptions, exponentialBackoff } from "../core/backoff.ts";
 import { type KubeObject, objectKey } from "../core/objects.ts";
 import { KubeApiError, type KubeClient, KubeTransportError, type Query, type WatchEvent } from "./client.ts";
 
@@ -39,7 +40,11 @@ export interface WatcherOptions {
   readonly watchTimeoutSeconds?: { readonly min: number; readonly max: number };
   /** A watch that receives no byte for this long is dropped and re-opened. Default 150 000 ms (bookmarks arrive about every minute). */
   readonly inactivityTimeoutMs?: number;
-  /** Backoff after consecutive failures: doubles from `initialMs` (default 250) up to `maxMs` (default 30 000), equal jitter. */
+  /**
+   * Backoff after consecutive failures: doubles from `initialMs` (default 250) up to
+   * `maxMs` (default 30 000), jittered ±50 % (capped at `maxMs`); a Retry-After from the
+   * server is a lower bound.
+   */
   readonly backoff?: { readonly initialMs?: number; readonly maxMs?: number };
   /** Source of randomness in [0, 1), for jitter and watch timeouts. Default `Math.random`. */
   readonly random?: () => number;
@@ -76,21 +81,6 @@ export interface WatcherEvents<T> {
   /** A key's object changed; `previous`/`current` are undefined when it did not / no longer exists. */
   change: [key: string, previous: T | undefined, current: T | undefined];
   failure: [failure: WatchFailure];
-}
-
-/**
- * Delay before attempt `attempt` (1-based): `min(maxMs, initialMs * 2^(attempt-1))`,
- * with equal jitter (half fixed, half random), never below `retryAfterMs`.
- */
-export function backoffDelayMs(
-  attempt: number,
-  policy: { readonly initialMs: number; readonly maxMs: number },
-  random: () => number,
-  retryAfterMs = 0,
-): number {
-  const ceiling = Math.min(policy.maxMs, policy.initialMs * 2 ** Math.max(0, attempt - 1));
-  const delay = Math.round(ceiling / 2 + (random() * ceiling) / 2);
-  return Math.max(delay, retryAfterMs);
 }
 
 /** A watch that ended normally this soon without any event counts as a failure, so a broken proxy cannot spin us. */
@@ -131,7 +121,7 @@ export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>
   readonly #pageSize: number;
   readonly #watchTimeout: { readonly min: number; readonly max: number };
   readonly #inactivityTimeoutMs: number;
-  readonly #backoff: { readonly initialMs: number; readonly maxMs: number };
+  readonly #backoff: BackoffOptions;
   readonly #random: () => number;
 
   #store = new Map<string, T>();
@@ -163,7 +153,7 @@ export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>
     this.#inactivityTimeoutMs = positive("inactivityTimeoutMs", options.inactivityTimeoutMs ?? 150_000);
     const initialMs = positive("backoff.initialMs", options.backoff?.initialMs ?? 250);
     const maxMs = positive("backoff.maxMs", options.backoff?.maxMs ?? 30_000);
-    this.#backoff = { initialMs, maxMs: Math.max(initialMs, maxMs) };
+    this.#backoff = { initialMs, maxMs: Math.max(initialMs, maxMs), jitter: 0.5 };
     this.#random = options.random ?? Math.random;
   }
 
@@ -232,7 +222,10 @@ export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>
         this.#consecutiveFailures++;
         this.#stats.failures++;
         const attempt = this.#consecutiveFailures;
-        const retryInMs = backoffDelayMs(attempt, this.#backoff, this.#random, fault.retryAfterMs);
+        const retryInMs = Math.max(
+          Math.round(exponentialBackoff(this.#backoff, attempt - 1, this.#random)),
+          fault.retryAfterMs,
+        );
         try {
           this.emit("failure", { phase, reason: fault.reason, message: fault.message, attempt, retryInMs });
         } catch {

@@ -33,7 +33,11 @@ export function serializeError(error: unknown, where?: string, depth = 0): Seria
       ...(error.cause !== undefined && depth < 5 ? { cause: serializeError(error.cause, undefined, depth + 1) } : {}),
     };
   }
-  return { name: "NonError", message: typeof error === "string" ? error : JSON.stringify(error) ?? String(error), ...(where ? { where } : {}) };
+  return {
+    name: "NonError",
+    message: typeof error === "string" ? error : (JSON.stringify(error) ?? String(error)),
+    ...(where ? { where } : {}),
+  };
 }
 
 /** One line: `where: message (caused by: ...)`. */

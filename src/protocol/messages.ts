@@ -50,7 +50,12 @@ export interface ClusterStatus {
   readonly lastFailure?: WatchFailureInfo;
   /** Gateways (`namespace/name`) in use and why each is unusable, if it is. */
   readonly gateways: readonly { readonly key: string; readonly usable: boolean; readonly reason?: string }[];
-  readonly watch: { readonly lists: number; readonly watchesStarted: number; readonly failures: number; readonly relistsOnGone: number };
+  readonly watch: {
+    readonly lists: number;
+    readonly watchesStarted: number;
+    readonly failures: number;
+    readonly relistsOnGone: number;
+  };
   readonly failuresByReason: Readonly<Record<string, number>>;
 }
 
@@ -102,7 +107,12 @@ export type FromRemoteActor =
   | { readonly type: "actor.ready"; readonly cluster: string; readonly epoch: number }
   | { readonly type: "actor.status"; readonly status: ClusterStatus }
   | { readonly type: "actor.stopped"; readonly cluster: string; readonly epoch: number }
-  | { readonly type: "actor.failed"; readonly cluster: string; readonly epoch: number; readonly error: SerializedError };
+  | {
+      readonly type: "actor.failed";
+      readonly cluster: string;
+      readonly epoch: number;
+      readonly error: SerializedError;
+    };
 
 // ---------------------------------------------------------------------------------
 // remote-cluster actor ⇄ local writer (dedicated channel)
@@ -123,13 +133,24 @@ export type ToWriterFromActor = {
   readonly deletes: readonly string[];
 };
 
-export type ToActorFromWriter = { readonly type: "desired.ack"; readonly cluster: string; readonly epoch: number; readonly seq: number };
+export type ToActorFromWriter = {
+  readonly type: "desired.ack";
+  readonly cluster: string;
+  readonly epoch: number;
+  readonly seq: number;
+};
 
 // ---------------------------------------------------------------------------------
 // supervisor → local writer
 
 export interface EventRequest {
-  readonly involved: { readonly kind: string; readonly namespace: string; readonly name: string; readonly uid?: string; readonly apiVersion: string };
+  readonly involved: {
+    readonly kind: string;
+    readonly namespace: string;
+    readonly name: string;
+    readonly uid?: string;
+    readonly apiVersion: string;
+  };
   readonly type: "Normal" | "Warning";
   readonly reason: string;
   readonly message: string;
@@ -187,7 +208,11 @@ function typeOf(value: unknown, where: string): string {
   return value["type"];
 }
 
-function requireFields(value: Record<string, unknown>, where: string, fields: Record<string, "string" | "number" | "boolean" | "object" | "array">): void {
+function requireFields(
+  value: Record<string, unknown>,
+  where: string,
+  fields: Record<string, "string" | "number" | "boolean" | "object" | "array">,
+): void {
   for (const [key, kind] of Object.entries(fields)) {
     const v = value[key];
     const ok = kind === "array" ? Array.isArray(v) : kind === "object" ? isRecord(v) : typeof v === kind;
@@ -200,7 +225,14 @@ export function decodeToRemoteActor(value: unknown): ToRemoteActor {
   const type = typeOf(value, "to remote actor");
   if (!remoteActorTypes.has(type)) throw new ProtocolError(`to remote actor: unknown type ${type}`);
   const v = value as Record<string, unknown>;
-  if (type === "actor.init") requireFields(v, type, { cluster: "object", epoch: "number", connection: "object", options: "object", writerPort: "object" });
+  if (type === "actor.init")
+    requireFields(v, type, {
+      cluster: "object",
+      epoch: "number",
+      connection: "object",
+      options: "object",
+      writerPort: "object",
+    });
   if (type === "actor.attach-writer") requireFields(v, type, { writerPort: "object" });
   return value as ToRemoteActor;
 }
@@ -220,14 +252,32 @@ export function decodeToWriterFromActor(value: unknown): ToWriterFromActor {
   const type = typeOf(value, "desired channel");
   if (type !== "desired.batch") throw new ProtocolError(`desired channel: unknown type ${type}`);
   const v = value as Record<string, unknown>;
-  requireFields(v, type, { cluster: "string", epoch: "number", seq: "number", complete: "boolean", upserts: "array", deletes: "array" });
+  requireFields(v, type, {
+    cluster: "string",
+    epoch: "number",
+    seq: "number",
+    complete: "boolean",
+    upserts: "array",
+    deletes: "array",
+  });
   for (const m of v["upserts"] as unknown[]) {
     if (!isRecord(m)) throw new ProtocolError(`${type}: upsert is not an object`);
-    requireFields(m, `${type} upsert`, { cluster: "string", namespace: "string", name: "string", labels: "object", ports: "array", addresses: "array" });
-    if (m["cluster"] !== v["cluster"]) throw new ProtocolError(`${type}: upsert for cluster ${String(m["cluster"])} on ${String(v["cluster"])}'s channel`);
+    requireFields(m, `${type} upsert`, {
+      cluster: "string",
+      namespace: "string",
+      name: "string",
+      labels: "object",
+      ports: "array",
+      addresses: "array",
+    });
+    if (m["cluster"] !== v["cluster"])
+      throw new ProtocolError(
+        `${type}: upsert for cluster ${String(m["cluster"])} on ${String(v["cluster"])}'s channel`,
+      );
   }
   for (const k of v["deletes"] as unknown[]) {
-    if (typeof k !== "string" || !k.includes("/")) throw new ProtocolError(`${type}: delete key must be namespace/name`);
+    if (typeof k !== "string" || !k.includes("/"))
+      throw new ProtocolError(`${type}: delete key must be namespace/name`);
   }
   return value as ToWriterFromActor;
 }

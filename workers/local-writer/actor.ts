@@ -15,16 +15,16 @@
  * - ownership (SPEC §5) and garbage collection only on complete knowledge (SPEC §6).
  */
 import { hostname } from "node:os";
-import { TokenBucket } from "../../src/core/rate-limit.ts";
 import type { DesiredMirror } from "../../src/core/desired.ts";
 import { MIRRORED_SERVICE, ownerCluster } from "../../src/core/labels.ts";
 import type { Endpoints, KubeObject, Namespace, Service } from "../../src/core/objects.ts";
 import { splitKey } from "../../src/core/objects.ts";
 import { type Blocked, planMirror, type WriteAction } from "../../src/core/plan.ts";
+import { TokenBucket } from "../../src/core/rate-limit.ts";
 import { type ReconcileResult, runWorkers, WorkQueue } from "../../src/core/workqueue.ts";
 import { KubeApiError, KubeClient } from "../../src/kube/client.ts";
 import type { ConnectionSpec } from "../../src/kube/connection.ts";
-import { type WatchFailure, Watcher } from "../../src/kube/watcher.ts";
+import { Watcher, type WatchFailure } from "../../src/kube/watcher.ts";
 import type { Logger } from "../../src/log.ts";
 import { describeError, type SerializedError, serializeError } from "../../src/protocol/errors.ts";
 import {
@@ -99,24 +99,29 @@ export class LocalWriterActor {
     this.#ports = ports;
     this.#log = deps.logger;
     this.#client = new KubeClient(connection, { userAgent: "fleet-mirror/local-writer" });
-    this.#services = new Watcher<Service>({ client: this.#client, path: "/api/v1/services", labelSelector: MIRROR_SELECTOR });
-    this.#endpoints = new Watcher<Endpoints>({ client: this.#client, path: "/api/v1/endpoints", labelSelector: MIRROR_SELECTOR });
+    this.#services = new Watcher<Service>({
+      client: this.#client,
+      path: "/api/v1/services",
+      labelSelector: MIRROR_SELECTOR,
+    });
+    this.#endpoints = new Watcher<Endpoints>({
+      client: this.#client,
+      path: "/api/v1/endpoints",
+      labelSelector: MIRROR_SELECTOR,
+    });
     this.#namespaces = new Watcher<Namespace>({ client: this.#client, path: "/api/v1/namespaces" });
     this.#queue = new WorkQueue<string>({ itemBackoff: { initialMs: 100, maxMs: 5 * 60_000 } });
     this.#bucket = new TokenBucket(options.qps, options.burst);
 
-    for (const [kind, watcher] of [
-      ["Service", this.#services],
-      ["Endpoints", this.#endpoints],
-    ] as const) {
-      watcher.on("change", (key, _previous, current) => {
-        const written = this.#written.get(`${kind}/${key}`);
-        if (written && (!current || !newer(written.resourceVersion, current.metadata.resourceVersion))) {
-          this.#written.delete(`${kind}/${key}`);
-        }
-        this.#enqueue(key);
-      });
-    }
+    const onMirrorChange = (kind: "Service" | "Endpoints", key: string, current: KubeObject | undefined): void => {
+      const written = this.#written.get(`${kind}/${key}`);
+      if (written && (!current || !newer(written.resourceVersion, current.metadata.resourceVersion))) {
+        this.#written.delete(`${kind}/${key}`);
+      }
+      this.#enqueue(key);
+    };
+    this.#services.on("change", (key, _previous, current) => onMirrorChange("Service", key, current));
+    this.#endpoints.on("change", (key, _previous, current) => onMirrorChange("Endpoints", key, current));
     this.#namespaces.on("change", (name) => {
       for (const key of this.#desired.keys()) if (key.startsWith(`${name}/`)) this.#enqueue(key);
     });
@@ -163,7 +168,8 @@ export class LocalWriterActor {
   setKeep(keep: readonly string[]): void {
     const { dropped, keys } = this.#desired.setKeep(keep);
     for (const key of keys) this.#enqueue(key);
-    if (dropped.length > 0) this.#log.info({ clusters: dropped }, "clusters unregistered: their mirrors will be deleted");
+    if (dropped.length > 0)
+      this.#log.info({ clusters: dropped }, "clusters unregistered: their mirrors will be deleted");
     for (const cluster of dropped) this.#actorPorts.get(cluster)?.port.close();
     for (const cluster of dropped) this.#actorPorts.delete(cluster);
     // Mirrors of clusters the writer never heard of (removed while fleet-mirror was down).
@@ -229,11 +235,19 @@ export class LocalWriterActor {
     if (this.#ready || this.#stopped) return;
     if (!this.#services.hasSynced || !this.#endpoints.hasSynced || !this.#namespaces.hasSynced) return;
     this.#ready = true;
-    this.#workers = runWorkers(this.#queue, this.#options.concurrency, (key) => this.#reconcile(key), (key, error, requeues) => {
-      this.#retries += 1;
-      this.#lastError = serializeError(error, `local-writer: reconcile ${key}`);
-      this.#log.warn({ key, requeues, err: this.#lastError }, `write failed, retrying with backoff: ${describeError(this.#lastError)}`);
-    });
+    this.#workers = runWorkers(
+      this.#queue,
+      this.#options.concurrency,
+      (key) => this.#reconcile(key),
+      (key, error, requeues) => {
+        this.#retries += 1;
+        this.#lastError = serializeError(error, `local-writer: reconcile ${key}`);
+        this.#log.warn(
+          { key, requeues, err: this.#lastError },
+          `write failed, retrying with backoff: ${describeError(this.#lastError)}`,
+        );
+      },
+    );
     this.#resyncAll();
     // The periodic resync stays as a safety net: it re-checks every key even if a watch
     // event was lost or a write failed in a way nobody re-enqueued (SPEC §4).
@@ -257,7 +271,8 @@ export class LocalWriterActor {
     const fromWatch = watcher.get(key);
     const written = this.#written.get(`${kind}/${key}`);
     if (!written) return fromWatch;
-    if (!fromWatch || newer(written.resourceVersion, fromWatch.metadata.resourceVersion)) return written.object as T | undefined;
+    if (!fromWatch || newer(written.resourceVersion, fromWatch.metadata.resourceVersion))
+      return written.object as T | undefined;
     return fromWatch;
   }
 
@@ -316,7 +331,11 @@ export class LocalWriterActor {
   }
 
   /** Performs one write; returns a reconcile result to stop at, or undefined to go on. */
-  async #apply(key: string, action: WriteAction, desired: DesiredMirror | undefined): Promise<ReconcileResult | undefined> {
+  async #apply(
+    key: string,
+    action: WriteAction,
+    desired: DesiredMirror | undefined,
+  ): Promise<ReconcileResult | undefined> {
     await this.#bucket.take();
     this.#inFlight += 1;
     const path =
@@ -331,13 +350,19 @@ export class LocalWriterActor {
           break;
         }
         case "update": {
-          const updated = await this.#client.request<KubeObject>("PUT", `${path}/${action.name}`, { body: action.body });
+          const updated = await this.#client.request<KubeObject>("PUT", `${path}/${action.name}`, {
+            body: action.body,
+          });
           this.#remember(action.kind, key, updated);
           break;
         }
         case "delete": {
           await this.#client.request("DELETE", `${path}/${action.name}`, {
-            body: { apiVersion: "v1", kind: "DeleteOptions", ...(action.uid ? { preconditions: { uid: action.uid } } : {}) },
+            body: {
+              apiVersion: "v1",
+              kind: "DeleteOptions",
+              ...(action.uid ? { preconditions: { uid: action.uid } } : {}),
+            },
           });
           this.#written.set(`${action.kind}/${key}`, { object: undefined, resourceVersion: undefined, at: Date.now() });
           this.#log.info({ key, kind: action.kind, cluster: action.cluster }, `deleted mirror ${action.kind} ${key}`);
@@ -354,13 +379,21 @@ export class LocalWriterActor {
     }
   }
 
-  async #onWriteError(key: string, action: WriteAction, desired: DesiredMirror | undefined, error: unknown): Promise<ReconcileResult | undefined> {
+  async #onWriteError(
+    key: string,
+    action: WriteAction,
+    desired: DesiredMirror | undefined,
+    error: unknown,
+  ): Promise<ReconcileResult | undefined> {
     if (!(error instanceof KubeApiError)) return { kind: "retry", error };
     if (action.verb === "create" && error.reason === "AlreadyExists") {
       if (action.kind === "Namespace") return undefined; // exists: our store lags, go on
       // Not in our label-selected store: a user's object, or ours not yet delivered.
       try {
-        const existing = await this.#client.request<KubeObject>("GET", `/api/v1/namespaces/${action.namespace}/${action.kind === "Service" ? "services" : "endpoints"}/${action.name}`);
+        const existing = await this.#client.request<KubeObject>(
+          "GET",
+          `/api/v1/namespaces/${action.namespace}/${action.kind === "Service" ? "services" : "endpoints"}/${action.name}`,
+        );
         const owner = ownerCluster(existing.metadata.labels);
         if (owner === undefined && desired) {
           this.#block(key, desired.cluster, {
@@ -390,7 +423,10 @@ export class LocalWriterActor {
   }
 
   status(): WriterStatus {
-    const clusters: Record<string, { mirrors: number; blocked: { key: string; reason: string; message: string }[]; complete: boolean }> = {};
+    const clusters: Record<
+      string,
+      { mirrors: number; blocked: { key: string; reason: string; message: string }[]; complete: boolean }
+    > = {};
     for (const [cluster, summary] of this.#desired.clusterSummary()) clusters[cluster] = { ...summary, blocked: [] };
     for (const [key, b] of this.#blocked) {
       clusters[b.cluster]?.blocked.push({ key, reason: b.reason, message: b.message });

@@ -56,8 +56,8 @@ export class DesiredStore {
     for (const mirror of batch.upserts) {
       const key = objectKey(mirror);
       cd.mirrors.set(key, mirror);
-      let claimants = this.#claimants.get(key);
-      if (!claimants) this.#claimants.set(key, (claimants = new Set()));
+      const claimants = this.#claimants.get(key) ?? new Set<string>();
+      this.#claimants.set(key, claimants);
       claimants.add(batch.cluster);
       touched.push(key);
     }

@@ -19,9 +19,14 @@ port.on("message", (raw: unknown) => {
     case "writer.init":
       if (actor) return;
       try {
-        actor = new LocalWriterActor(message.connection, message.options, { supervisor: send }, {
-          logger: createLogger(message.options.logLevel, { actor: "local-writer" }),
-        });
+        actor = new LocalWriterActor(
+          message.connection,
+          message.options,
+          { supervisor: send },
+          {
+            logger: createLogger(message.options.logLevel, { actor: "local-writer" }),
+          },
+        );
         actor.start();
       } catch (error) {
         send({ type: "writer.failed", error: serializeError(error, "local-writer: init") });

@@ -29,8 +29,9 @@ import {
 import { objectKey, type Service } from "../../src/core/objects.ts";
 import { KubeClient } from "../../src/kube/client.ts";
 import type { ConnectionSpec } from "../../src/kube/connection.ts";
-import { type WatchFailure, Watcher } from "../../src/kube/watcher.ts";
+import { Watcher, type WatchFailure } from "../../src/kube/watcher.ts";
 import type { Logger } from "../../src/log.ts";
+import { serializeError } from "../../src/protocol/errors.ts";
 import {
   type ClusterStatus,
   type ClusterSyncState,
@@ -39,7 +40,6 @@ import {
   type RemoteActorOptions,
   type ToWriterFromActor,
 } from "../../src/protocol/messages.ts";
-import { serializeError } from "../../src/protocol/errors.ts";
 
 /** The part of a MessagePort the actor uses (a real port, or a fake in tests). */
 export interface DesiredPort {
@@ -193,8 +193,8 @@ export class RemoteClusterActor {
         if (users?.size === 0) this.#servicesByGateway.delete(beforeKey);
       }
       if (afterKey) {
-        let users = this.#servicesByGateway.get(afterKey);
-        if (!users) this.#servicesByGateway.set(afterKey, (users = new Set()));
+        const users = this.#servicesByGateway.get(afterKey) ?? new Set<string>();
+        this.#servicesByGateway.set(afterKey, users);
         users.add(key);
       }
     }
@@ -221,7 +221,10 @@ export class RemoteClusterActor {
     // may be outdated: stale since the first failure, until the watch delivers again.
     if (this.#state === "synced") this.#setState("stale");
     this.#statusDirty = true;
-    this.#log.warn({ failure }, `remote API ${failure.phase} failed: ${failure.message}; retrying in ${failure.retryInMs} ms`);
+    this.#log.warn(
+      { failure },
+      `remote API ${failure.phase} failed: ${failure.message}; retrying in ${failure.retryInMs} ms`,
+    );
   }
 
   // -------------------------------------------------------------------------------
@@ -378,7 +381,11 @@ export class RemoteClusterActor {
   status(): ClusterStatus {
     const gateways = [...this.#servicesByGateway.keys()].sort().map((key) => {
       const view = viewGateway(this.#watcher.get(key), this.#lookupHostname);
-      return { key, usable: view.addresses.length > 0 && view.incomingPort !== undefined, ...(view.unusable ? { reason: view.unusable } : {}) };
+      return {
+        key,
+        usable: view.addresses.length > 0 && view.incomingPort !== undefined,
+        ...(view.unusable ? { reason: view.unusable } : {}),
+      };
     });
     let exported = 0;
     for (const users of this.#servicesByGateway.values()) exported += users.size;

@@ -26,7 +26,12 @@ port.on("message", (raw: unknown) => {
         actor.start();
         send({ type: "actor.ready", cluster: cluster.name, epoch });
       } catch (error) {
-        send({ type: "actor.failed", cluster: cluster.name, epoch, error: serializeError(error, `remote-cluster/${cluster.name}: init`) });
+        send({
+          type: "actor.failed",
+          cluster: cluster.name,
+          epoch,
+          error: serializeError(error, `remote-cluster/${cluster.name}: init`),
+        });
       }
       return;
     }

@@ -1,0 +1,171 @@
+/**
+ * Flags and environment → one frozen, typed Config, parsed once; every problem fails
+ * fast with a message that names the flag. Nothing else reads process.env.
+ */
+import { readFileSync } from "node:fs";
+import { parseArgs } from "node:util";
+
+export interface Config {
+  readonly kubeconfig: string | undefined;
+  readonly context: string | undefined;
+  /** Namespace of the credentials Secrets (SPEC §1). */
+  readonly namespace: string;
+  readonly resyncPeriodMs: number;
+  readonly gatewayResolvePeriodMs: number;
+  readonly createNamespaces: boolean;
+  readonly excludedNamespaces: readonly string[];
+  readonly writeConcurrency: number;
+  readonly writeQps: number;
+  readonly writeBurst: number;
+  readonly logLevel: string;
+  readonly maxConcurrentStarts: number;
+  readonly actorMaxOldGenerationMb: number;
+  readonly allowKubeconfigFilePaths: boolean;
+  readonly blockedRecheckMs: number;
+}
+
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+const IN_CLUSTER_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
+
+/** Parses `250ms`, `30s`, `10m`, `1h` (or a bare number of seconds). */
+export function parseDuration(text: string, flag: string): number {
+  const match = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());
+  if (!match?.[1])
+    throw new ConfigError(`--${flag}: ${JSON.stringify(text)} is not a duration (e.g. 500ms, 30s, 10m, 1h)`);
+  const value = Number(match[1]);
+  const unit = match[2] ?? "s";
+  const factor = unit === "ms" ? 1 : unit === "s" ? 1_000 : unit === "m" ? 60_000 : 3_600_000;
+  return Math.round(value * factor);
+}
+
+function parseNumber(text: string, flag: string, min: number): number {
+  const value = Number(text);
+  if (!Number.isFinite(value) || value < min)
+    throw new ConfigError(`--${flag}: ${JSON.stringify(text)} must be a number >= ${min}`);
+  return value;
+}
+
+const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
+
+export const runFlags = {
+  kubeconfig: {
+    type: "string",
+    description: "kubeconfig of the local cluster (default: $KUBECONFIG, ~/.kube/config, then in-cluster)",
+  },
+  context: { type: "string", description: "kubeconfig context to use (default: the current context)" },
+  namespace: {
+    type: "string",
+    short: "n",
+    description: "namespace of the credentials Secrets (default: the Pod's namespace, else fleet-mirror)",
+  },
+  "resync-period": { type: "string", default: "10m", description: "full re-check of every mirror" },
+  "gateway-resolve-period": {
+    type: "string",
+    default: "60s",
+    description: "how often gateway ingress hostnames are resolved again",
+  },
+  "create-namespaces": {
+    type: "boolean",
+    default: true,
+    description: "create a mirror's namespace when it does not exist locally",
+  },
+  "no-create-namespaces": {
+    type: "boolean",
+    default: false,
+    description: "skip (and report) mirrors whose namespace does not exist",
+  },
+  "exclude-namespaces": {
+    type: "string",
+    default: "kube-system,kube-public,kube-node-lease",
+    description: "namespaces never mirrored into",
+  },
+  "write-concurrency": { type: "string", default: "8", description: "mirrors written in parallel" },
+  "write-qps": { type: "string", default: "50", description: "client-side write rate limit (0: none)" },
+  "write-burst": { type: "string", default: "100", description: "write burst above the rate limit" },
+  "log-level": { type: "string", default: "info", description: LOG_LEVELS.join("|") },
+  "max-concurrent-starts": { type: "string", default: "4", description: "actor threads starting at the same time" },
+  "actor-max-old-space-mb": {
+    type: "string",
+    default: "96",
+    description: "heap limit of each remote-cluster actor thread",
+  },
+  "allow-kubeconfig-file-paths": {
+    type: "boolean",
+    default: false,
+    description: "let credentials Secrets name files (tokenFile, client-certificate, ...) in the controller's Pod",
+  },
+  "blocked-recheck-period": {
+    type: "string",
+    default: "30s",
+    description: "re-check of mirrors blocked by a name conflict",
+  },
+  help: { type: "boolean", short: "h", description: "show this help" },
+} as const;
+
+export function flagsHelp(
+  flags: Record<string, { type: string; short?: string; default?: unknown; description: string }>,
+): string {
+  return Object.entries(flags)
+    .map(([name, f]) => {
+      const head = `  ${f.short ? `-${f.short}, ` : "    "}--${name}${f.type === "string" ? " <value>" : ""}`;
+      const def = f.default !== undefined && f.type === "string" ? ` (default ${String(f.default)})` : "";
+      return `${head.padEnd(40)} ${f.description}${def}`;
+    })
+    .join("\n");
+}
+
+function defaultNamespace(env: NodeJS.ProcessEnv): string {
+  if (env["POD_NAMESPACE"]) return env["POD_NAMESPACE"];
+  try {
+    return readFileSync(IN_CLUSTER_NAMESPACE_FILE, "utf8").trim() || "fleet-mirror";
+  } catch {
+    return "fleet-mirror";
+  }
+}
+
+export function parseRunConfig(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Config | "help" {
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseArgs({ args: [...argv], options: runFlags, strict: true, allowPositionals: false }));
+  } catch (error) {
+    throw new ConfigError((error as Error).message);
+  }
+  if (values["help"]) return "help";
+  const str = (name: keyof typeof runFlags): string => String(values[name] ?? "");
+  const logLevel = str("log-level");
+  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`--log-level: must be one of ${LOG_LEVELS.join(", ")}`);
+  const excluded = str("exclude-namespaces")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const config: Config = {
+    kubeconfig: typeof values["kubeconfig"] === "string" ? values["kubeconfig"] : undefined,
+    context: typeof values["context"] === "string" ? values["context"] : undefined,
+    namespace: typeof values["namespace"] === "string" ? values["namespace"] : defaultNamespace(env),
+    resyncPeriodMs: parseDuration(str("resync-period"), "resync-period"),
+    gatewayResolvePeriodMs: parseDuration(str("gateway-resolve-period"), "gateway-resolve-period"),
+    createNamespaces: values["no-create-namespaces"] ? false : values["create-namespaces"] !== false,
+    excludedNamespaces: Object.freeze(excluded),
+    writeConcurrency: parseNumber(str("write-concurrency"), "write-concurrency", 1),
+    writeQps: parseNumber(str("write-qps"), "write-qps", 0),
+    writeBurst: parseNumber(str("write-burst"), "write-burst", 1),
+    logLevel,
+    maxConcurrentStarts: parseNumber(str("max-concurrent-starts"), "max-concurrent-starts", 1),
+    actorMaxOldGenerationMb: parseNumber(str("actor-max-old-space-mb"), "actor-max-old-space-mb", 16),
+    allowKubeconfigFilePaths: values["allow-kubeconfig-file-paths"] === true,
+    blockedRecheckMs: parseDuration(str("blocked-recheck-period"), "blocked-recheck-period"),
+  };
+  if (config.resyncPeriodMs < 1_000) throw new ConfigError("--resync-period: must be at least 1s");
+  if (config.gatewayResolvePeriodMs < 1_000) throw new ConfigError("--gateway-resolve-period: must be at least 1s");
+  return Object.freeze(config);
+}
+
+/** The defaults, as a Config (for the demo and tests). */
+export function defaultConfig(overrides: Partial<Config> = {}): Config {
+  const parsed = parseRunConfig(["--namespace", "fleet-mirror"], {});
+  if (parsed === "help") throw new ConfigError("unreachable");
+  return Object.freeze({ ...parsed, ...overrides });
+}

@@ -1,0 +1,632 @@
+/**
+ * The supervisor (main thread): watches the credentials Secrets, keeps one
+ * remote-cluster actor thread per registered cluster and one local-writer thread.
+ *
+ * Guarantees:
+ * - one remote cluster's failure (unreachable API, crash, memory blow-up) never stops
+ *   another: every actor has its own thread, heap limit and restart history;
+ * - a crashed actor is restarted with exponential backoff; a crash loop is reported
+ *   (status, log, Event on its Secret) and retried slowly, never dropped silently;
+ * - at most `maxConcurrentStarts` threads start at once (spawning dozens at once
+ *   exhausts file descriptors);
+ * - rotation (kubeconfig changed) restarts only that cluster's actor; its mirrors stay,
+ *   because the writer keeps the last desired set until the new actor sends its own;
+ * - the writer learns the set of clusters to keep only after a complete Secret list,
+ *   so mirrors are never collected on partial knowledge (SPEC §6).
+ */
+import { MessageChannel, Worker } from "node:worker_threads";
+import { EventEmitter } from "eventemitter3";
+import type { Config } from "../config.ts";
+import type { ClusterSettings } from "../core/desired.ts";
+import { SECRET_TYPE } from "../core/labels.ts";
+import { objectKey, type Secret } from "../core/objects.ts";
+import { KubeClient } from "../kube/client.ts";
+import type { ConnectionSpec } from "../kube/connection.ts";
+import { Watcher } from "../kube/watcher.ts";
+import type { Logger } from "../log.ts";
+import { describeError, type SerializedError, serializeError } from "../protocol/errors.ts";
+import {
+  assertNever,
+  type ClusterStatus,
+  decodeFromRemoteActor,
+  decodeFromWriter,
+  type EventRequest,
+  type FromRemoteActor,
+  type FromWriter,
+  type ToRemoteActor,
+  type ToWriter,
+  type WriterStatus,
+} from "../protocol/messages.ts";
+import { parseCredentialsSecret } from "./registration.ts";
+import { computeRegistry, type RegisteredCluster, type RegistryState, type SecretEntry } from "./registry.ts";
+import { DEFAULT_RESTART_POLICY, decideRestart, type RestartPolicy } from "./restart-policy.ts";
+import { workerEntry } from "./worker-entry.ts";
+
+export type ActorPhase = "queued" | "starting" | "running" | "stopping" | "backoff" | "crash-loop";
+
+export interface ClusterRow {
+  readonly cluster: string;
+  readonly secret: string;
+  /** syncing / synced / stale / failing / crash-loop / starting / duplicate / invalid */
+  readonly state: string;
+  readonly since?: number;
+  readonly reason?: string;
+  readonly mirrors: number;
+  readonly exportedServices: number;
+  readonly lastSyncedAt?: number;
+  readonly restarts: number;
+  readonly gateways: ClusterStatus["gateways"];
+  readonly problems: readonly {
+    readonly remote?: string;
+    readonly key?: string;
+    readonly reason: string;
+    readonly message: string;
+  }[];
+}
+
+export interface FleetStatus {
+  readonly secretsListed: boolean;
+  readonly writer: WriterStatus | undefined;
+  readonly writerRestarts: number;
+  readonly clusters: readonly ClusterRow[];
+}
+
+interface ActorHandle {
+  readonly cluster: string;
+  registration: RegisteredCluster;
+  phase: ActorPhase;
+  epoch: number;
+  worker: Worker | undefined;
+  failures: number[];
+  restarts: number;
+  lastError: SerializedError | undefined;
+  status: ClusterStatus | undefined;
+  restartTimer: NodeJS.Timeout | undefined;
+  stopped: Promise<void> | undefined;
+}
+
+export interface SupervisorOptions {
+  readonly config: Config;
+  readonly localConnection: ConnectionSpec;
+  readonly logger: Logger;
+  readonly restartPolicy?: RestartPolicy;
+  /** Batching window of actors (ms). */
+  readonly batchDelayMs?: number;
+  readonly watchInactivityTimeoutMs?: number;
+}
+
+const STOP_TIMEOUT_MS = 10_000;
+
+export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }> {
+  readonly #config: Config;
+  readonly #local: ConnectionSpec;
+  readonly #log: Logger;
+  readonly #policy: RestartPolicy;
+  readonly #options: SupervisorOptions;
+  readonly #client: KubeClient;
+  readonly #secrets: Watcher<Secret>;
+  readonly #actors = new Map<string, ActorHandle>();
+  readonly #startQueue: string[] = [];
+  #starting = 0;
+  #epoch = 0;
+  #registry: RegistryState = { registered: new Map(), duplicates: [], invalid: [], keep: [] };
+  readonly #winners = new Map<string, string>();
+  readonly #reported = new Map<string, string>();
+  #writer: Worker | undefined;
+  #writerReady = false;
+  #writerStatus: WriterStatus | undefined;
+  #writerFailures: number[] = [];
+  #writerRestarts = 0;
+  #writerTimer: NodeJS.Timeout | undefined;
+  #writerStopped: Promise<void> | undefined;
+  #stopping = false;
+
+  constructor(options: SupervisorOptions) {
+    super();
+    this.#options = options;
+    this.#config = options.config;
+    this.#local = options.localConnection;
+    this.#log = options.logger;
+    this.#policy = options.restartPolicy ?? DEFAULT_RESTART_POLICY;
+    this.#client = new KubeClient(this.#local, { userAgent: "fleet-mirror/supervisor" });
+    this.#secrets = new Watcher<Secret>({
+      client: this.#client,
+      path: `/api/v1/namespaces/${this.#config.namespace}/secrets`,
+      fieldSelector: `type=${SECRET_TYPE}`,
+    });
+    this.#secrets.on("change", () => this.#reconcileRegistry());
+    this.#secrets.on("listed", () => this.#reconcileRegistry());
+    this.#secrets.on("failure", (f) =>
+      this.#log.warn({ failure: f }, `listing credentials Secrets failed: ${f.message}`),
+    );
+  }
+
+  start(): void {
+    this.#startWriter();
+    this.#secrets.start();
+  }
+
+  get writerReady(): boolean {
+    return this.#writerReady;
+  }
+
+  /** The thread of one cluster's actor (tests use it to crash it). */
+  actorThread(cluster: string): Worker | undefined {
+    return this.#actors.get(cluster)?.worker;
+  }
+
+  status(): FleetStatus {
+    const rows: ClusterRow[] = [];
+    for (const handle of this.#actors.values()) {
+      const s = handle.status;
+      const writerCluster = this.#writerStatus?.clusters[handle.cluster];
+      let state: string = s?.state ?? "starting";
+      let reason: string | undefined;
+      if (handle.phase === "crash-loop") {
+        state = "crash-loop";
+        reason = handle.lastError ? describeError(handle.lastError) : undefined;
+      } else if (handle.phase === "backoff") {
+        state = "failing";
+        reason = handle.lastError ? describeError(handle.lastError) : undefined;
+      } else if (s?.state === "stale" || (s?.state === "syncing" && s.lastFailure)) {
+        reason = s.lastFailure?.message;
+      }
+      rows.push({
+        cluster: handle.cluster,
+        secret: handle.registration.secretKey,
+        state,
+        ...(s?.since !== undefined ? { since: s.since } : {}),
+        ...(reason ? { reason } : {}),
+        mirrors: writerCluster?.mirrors ?? s?.mirrors ?? 0,
+        exportedServices: s?.exportedServices ?? 0,
+        ...(s?.lastSyncedAt !== undefined ? { lastSyncedAt: s.lastSyncedAt } : {}),
+        restarts: handle.restarts,
+        gateways: s?.gateways ?? [],
+        problems: [
+          ...(s?.problems ?? []).map((p) => ({ remote: p.remote, reason: p.reason, message: p.message })),
+          ...(writerCluster?.blocked ?? []).map((b) => ({ key: b.key, reason: b.reason, message: b.message })),
+        ],
+      });
+    }
+    for (const d of this.#registry.duplicates) {
+      rows.push({
+        cluster: d.cluster,
+        secret: d.secretKey,
+        state: "duplicate",
+        reason: `cluster already registered by ${d.winner}`,
+        mirrors: 0,
+        exportedServices: 0,
+        restarts: 0,
+        gateways: [],
+        problems: [],
+      });
+    }
+    for (const i of this.#registry.invalid) {
+      rows.push({
+        cluster: i.cluster ?? "",
+        secret: i.secretKey,
+        state: "invalid",
+        reason: `${i.reason}: ${i.message}`,
+        mirrors: 0,
+        exportedServices: 0,
+        restarts: 0,
+        gateways: [],
+        problems: [],
+      });
+    }
+    rows.sort((a, b) => (a.cluster === b.cluster ? (a.secret < b.secret ? -1 : 1) : a.cluster < b.cluster ? -1 : 1));
+    return {
+      secretsListed: this.#secrets.hasSynced,
+      writer: this.#writerStatus,
+      writerRestarts: this.#writerRestarts,
+      clusters: rows,
+    };
+  }
+
+  /** Stops every actor, then the writer (which finishes its in-flight writes). Mirrors stay. */
+  async stop(): Promise<void> {
+    if (this.#stopping) return;
+    this.#stopping = true;
+    clearTimeout(this.#writerTimer);
+    await this.#secrets.stop();
+    await Promise.all([...this.#actors.values()].map((h) => this.#stopActor(h)));
+    const writer = this.#writer;
+    if (writer) {
+      this.#postWriter({ type: "writer.stop" });
+      const timer = setTimeout(() => void writer.terminate(), STOP_TIMEOUT_MS);
+      await this.#writerStopped;
+      clearTimeout(timer);
+    }
+    this.#client.close();
+  }
+
+  // -------------------------------------------------------------------------------
+  // Registry: Secrets → registrations → actors
+
+  #reconcileRegistry(): void {
+    if (this.#stopping) return;
+    const entries: SecretEntry[] = [];
+    for (const secret of this.#secrets.values()) {
+      entries.push({
+        secret,
+        parsed: parseCredentialsSecret(secret, { allowFilePaths: this.#config.allowKubeconfigFilePaths }),
+      });
+    }
+    const registry = computeRegistry(entries, this.#winners);
+    this.#registry = registry;
+    this.#winners.clear();
+    for (const [cluster, r] of registry.registered) this.#winners.set(cluster, r.secretUid);
+    this.#reportRegistry(registry);
+
+    for (const [cluster, registration] of registry.registered) {
+      const handle = this.#actors.get(cluster);
+      if (!handle) {
+        const fresh: ActorHandle = {
+          cluster,
+          registration,
+          phase: "queued",
+          epoch: 0,
+          worker: undefined,
+          failures: [],
+          restarts: 0,
+          lastError: undefined,
+          status: undefined,
+          restartTimer: undefined,
+          stopped: undefined,
+        };
+        this.#actors.set(cluster, fresh);
+        this.#queueStart(fresh);
+      } else if (handle.registration.fingerprint !== registration.fingerprint) {
+        this.#log.info({ cluster }, `credentials of cluster ${cluster} changed: restarting its actor (mirrors stay)`);
+        handle.registration = registration;
+        handle.failures = [];
+        void this.#restartActor(handle);
+      } else {
+        handle.registration = registration;
+      }
+    }
+    for (const handle of [...this.#actors.values()]) {
+      if (!registry.registered.has(handle.cluster)) {
+        this.#actors.delete(handle.cluster);
+        this.#log.info(
+          { cluster: handle.cluster },
+          `cluster ${handle.cluster} is no longer registered: stopping its actor`,
+        );
+        void this.#stopActor(handle);
+      }
+    }
+    if (this.#secrets.hasSynced) this.#postWriter({ type: "writer.clusters", keep: registry.keep });
+    this.emit("status");
+  }
+
+  #reportRegistry(registry: RegistryState): void {
+    const now = new Map<string, string>();
+    for (const i of registry.invalid) {
+      now.set(i.secretKey, `invalid:${i.reason}:${i.message}`);
+      if (this.#reported.get(i.secretKey) !== now.get(i.secretKey)) {
+        this.#log.error(
+          { secret: i.secretKey, cluster: i.cluster, reason: i.reason },
+          `credentials Secret ${i.secretKey} registers nothing: ${i.message}`,
+        );
+        this.#secretEvent(i.secretKey, "Warning", "InvalidCredentials", i.message);
+      }
+    }
+    for (const d of registry.duplicates) {
+      now.set(d.secretKey, `duplicate:${d.cluster}:${d.winner}`);
+      if (this.#reported.get(d.secretKey) !== now.get(d.secretKey)) {
+        const message = `cluster ${d.cluster} is already registered by Secret ${d.winner}; this Secret is ignored`;
+        this.#log.error({ secret: d.secretKey, cluster: d.cluster }, message);
+        this.#secretEvent(d.secretKey, "Warning", "DuplicateCluster", message);
+      }
+    }
+    for (const [cluster, r] of registry.registered) {
+      now.set(r.secretKey, `registered:${cluster}:${r.fingerprint}`);
+      if (this.#reported.get(r.secretKey) !== now.get(r.secretKey)) {
+        this.#log.info({ secret: r.secretKey, cluster }, `cluster ${cluster} registered by Secret ${r.secretKey}`);
+        this.#secretEvent(
+          r.secretKey,
+          "Normal",
+          "ClusterRegistered",
+          `cluster ${cluster} registered (${r.connection.server})`,
+        );
+      }
+    }
+    this.#reported.clear();
+    for (const [k, v] of now) this.#reported.set(k, v);
+  }
+
+  #secretEvent(secretKey: string, type: "Normal" | "Warning", reason: string, message: string): void {
+    const secret = this.#secrets.get(secretKey);
+    if (!secret) return;
+    const event: EventRequest = {
+      involved: {
+        kind: "Secret",
+        apiVersion: "v1",
+        namespace: secret.metadata.namespace ?? this.#config.namespace,
+        name: secret.metadata.name,
+        ...(secret.metadata.uid ? { uid: secret.metadata.uid } : {}),
+      },
+      type,
+      reason,
+      message,
+    };
+    this.#postWriter({ type: "writer.event", event });
+  }
+
+  // -------------------------------------------------------------------------------
+  // Remote-cluster actors
+
+  #queueStart(handle: ActorHandle): void {
+    handle.phase = "queued";
+    if (!this.#startQueue.includes(handle.cluster)) this.#startQueue.push(handle.cluster);
+    this.#pumpStarts();
+  }
+
+  #pumpStarts(): void {
+    while (this.#starting < this.#config.maxConcurrentStarts && this.#startQueue.length > 0 && !this.#stopping) {
+      const cluster = this.#startQueue.shift() as string;
+      const handle = this.#actors.get(cluster);
+      if (!handle || handle.phase !== "queued") continue;
+      this.#spawnActor(handle);
+    }
+  }
+
+  #spawnActor(handle: ActorHandle): void {
+    this.#epoch += 1;
+    const epoch = this.#epoch;
+    handle.epoch = epoch;
+    handle.phase = "starting";
+    handle.status = undefined;
+    this.#starting += 1;
+    let countedStart = true;
+    const startDone = () => {
+      if (countedStart) {
+        countedStart = false;
+        this.#starting -= 1;
+        this.#pumpStarts();
+      }
+    };
+    const worker = new Worker(workerEntry("remote-cluster"), {
+      name: `remote-cluster/${handle.cluster}`,
+      resourceLimits: { maxOldGenerationSizeMb: this.#config.actorMaxOldGenerationMb },
+      stdout: false,
+      stderr: false,
+    });
+    handle.worker = worker;
+    let exited: () => void = () => {};
+    handle.stopped = new Promise<void>((resolve) => {
+      exited = resolve;
+    });
+    const { port1: actorPort, port2: writerPort } = new MessageChannel();
+    const settings: ClusterSettings = {
+      name: handle.cluster,
+      domain: handle.registration.domain,
+      excludedNamespaces: this.#config.excludedNamespaces,
+    };
+    const init: ToRemoteActor = {
+      type: "actor.init",
+      cluster: settings,
+      epoch,
+      connection: handle.registration.connection,
+      options: {
+        resolvePeriodMs: this.#config.gatewayResolvePeriodMs,
+        maxInFlight: 2,
+        batchDelayMs: this.#options.batchDelayMs ?? 10,
+        logLevel: this.#config.logLevel,
+        ...(this.#options.watchInactivityTimeoutMs
+          ? { watchInactivityTimeoutMs: this.#options.watchInactivityTimeoutMs }
+          : {}),
+      },
+      writerPort: actorPort,
+    };
+    worker.postMessage(init, [actorPort]);
+    if (this.#writer && this.#writerReady) {
+      this.#postWriter({ type: "writer.attach", cluster: handle.cluster, epoch, port: writerPort }, [writerPort]);
+    } else {
+      writerPort.close(); // re-attached with a fresh channel when the writer is ready
+    }
+
+    worker.on("message", (raw: unknown) => {
+      let message: FromRemoteActor;
+      try {
+        message = decodeFromRemoteActor(raw);
+      } catch (error) {
+        this.#log.error(
+          { cluster: handle.cluster, err: serializeError(error) },
+          "malformed message from a remote actor; ignored",
+        );
+        return;
+      }
+      if (handle.epoch !== epoch) return; // an older incarnation
+      switch (message.type) {
+        case "actor.ready":
+          handle.phase = "running";
+          startDone();
+          break;
+        case "actor.status":
+          handle.status = message.status;
+          this.emit("status");
+          break;
+        case "actor.stopped":
+          break;
+        case "actor.failed":
+          handle.lastError = message.error;
+          startDone();
+          void worker.terminate();
+          break;
+        default:
+          assertNever(message);
+      }
+    });
+    worker.on("error", (error) => {
+      if (handle.epoch === epoch) handle.lastError = serializeError(error, `remote-cluster/${handle.cluster}`);
+    });
+    worker.on("exit", (code) => {
+      startDone();
+      exited();
+      if (handle.worker === worker) handle.worker = undefined;
+      if (handle.epoch !== epoch || handle.phase === "stopping" || this.#stopping) return;
+      if (this.#actors.get(handle.cluster) !== handle) return;
+      this.#onActorCrash(handle, code);
+    });
+  }
+
+  #onActorCrash(handle: ActorHandle, code: number): void {
+    const now = Date.now();
+    handle.failures.push(now);
+    const decision = decideRestart(handle.failures, now, this.#policy);
+    handle.failures = [...decision.recent];
+    handle.restarts += 1;
+    handle.lastError ??= { name: "WorkerExit", message: `actor thread exited with code ${code}` };
+    const why = describeError(handle.lastError);
+    if (decision.crashLoop) {
+      handle.phase = "crash-loop";
+      const message = `actor of cluster ${handle.cluster} is crash-looping (${decision.recent.length} crashes in ${Math.round(this.#policy.windowMs / 60_000)} min; last: ${why}); next try in ${Math.round(decision.delayMs / 1000)} s; its mirrors are kept`;
+      this.#log.error({ cluster: handle.cluster, code }, message);
+      this.#secretEvent(handle.registration.secretKey, "Warning", "ActorCrashLoop", message);
+    } else {
+      handle.phase = "backoff";
+      this.#log.error(
+        { cluster: handle.cluster, code },
+        `actor of cluster ${handle.cluster} crashed (${why}); restarting in ${decision.delayMs} ms; its mirrors are kept`,
+      );
+    }
+    this.emit("status");
+    handle.restartTimer = setTimeout(() => {
+      handle.restartTimer = undefined;
+      if (this.#actors.get(handle.cluster) === handle && !this.#stopping) this.#queueStart(handle);
+    }, decision.delayMs);
+  }
+
+  async #restartActor(handle: ActorHandle): Promise<void> {
+    await this.#stopActor(handle);
+    if (this.#actors.get(handle.cluster) === handle && !this.#stopping) this.#queueStart(handle);
+  }
+
+  /** Asks the actor to stop, and terminates its thread if it does not within the timeout. */
+  async #stopActor(handle: ActorHandle): Promise<void> {
+    clearTimeout(handle.restartTimer);
+    handle.restartTimer = undefined;
+    const i = this.#startQueue.indexOf(handle.cluster);
+    if (i >= 0) this.#startQueue.splice(i, 1);
+    const worker = handle.worker;
+    handle.phase = "stopping";
+    if (!worker) return;
+    worker.postMessage({ type: "actor.stop" } satisfies ToRemoteActor);
+    const timer = setTimeout(() => void worker.terminate(), STOP_TIMEOUT_MS);
+    await handle.stopped;
+    clearTimeout(timer);
+  }
+
+  // -------------------------------------------------------------------------------
+  // Local writer
+
+  #postWriter(message: ToWriter, transfer: readonly import("node:worker_threads").Transferable[] = []): void {
+    if (!this.#writer) {
+      for (const t of transfer) if (t && typeof t === "object" && "close" in t) (t as { close(): void }).close();
+      return;
+    }
+    this.#writer.postMessage(message, [...transfer]);
+  }
+
+  #startWriter(): void {
+    const worker = new Worker(workerEntry("local-writer"), { name: "local-writer", stdout: false, stderr: false });
+    this.#writer = worker;
+    this.#writerReady = false;
+    let exited: () => void = () => {};
+    this.#writerStopped = new Promise<void>((resolve) => {
+      exited = resolve;
+    });
+    let lastError: SerializedError | undefined;
+    worker.postMessage({
+      type: "writer.init",
+      connection: this.#local,
+      options: {
+        createNamespaces: this.#config.createNamespaces,
+        excludedNamespaces: this.#config.excludedNamespaces,
+        concurrency: this.#config.writeConcurrency,
+        qps: this.#config.writeQps,
+        burst: this.#config.writeBurst,
+        resyncPeriodMs: this.#config.resyncPeriodMs,
+        blockedRecheckMs: this.#config.blockedRecheckMs,
+        logLevel: this.#config.logLevel,
+        namespace: this.#config.namespace,
+      },
+    } satisfies ToWriter);
+    worker.on("message", (raw: unknown) => {
+      let message: FromWriter;
+      try {
+        message = decodeFromWriter(raw);
+      } catch (error) {
+        this.#log.error({ err: serializeError(error) }, "malformed message from the local writer; ignored");
+        return;
+      }
+      switch (message.type) {
+        case "writer.ready":
+          this.#writerReady = true;
+          this.#writerFailures = [];
+          this.#attachAllToWriter();
+          this.emit("writer-ready");
+          break;
+        case "writer.status":
+          this.#writerStatus = message.status;
+          this.emit("status");
+          break;
+        case "writer.stopped":
+          break;
+        case "writer.failed":
+          lastError = message.error;
+          void worker.terminate();
+          break;
+        default:
+          assertNever(message);
+      }
+    });
+    worker.on("error", (error) => {
+      lastError = serializeError(error, "local-writer");
+    });
+    worker.on("exit", (code) => {
+      exited();
+      if (this.#writer === worker) this.#writer = undefined;
+      this.#writerReady = false;
+      if (this.#stopping) return;
+      const now = Date.now();
+      this.#writerFailures.push(now);
+      const decision = decideRestart(this.#writerFailures, now, {
+        ...this.#policy,
+        crashLoopAfter: Number.POSITIVE_INFINITY,
+      });
+      this.#writerFailures = [...decision.recent];
+      this.#writerRestarts += 1;
+      this.#log.error(
+        { code, err: lastError },
+        `local writer exited (${lastError ? describeError(lastError) : `code ${code}`}); restarting in ${decision.delayMs} ms`,
+      );
+      this.#writerTimer = setTimeout(() => this.#startWriter(), decision.delayMs);
+    });
+  }
+
+  /** A (re)started writer knows nothing: give it the keep set and a fresh channel per actor. */
+  #attachAllToWriter(): void {
+    if (this.#secrets.hasSynced) this.#postWriter({ type: "writer.clusters", keep: this.#registry.keep });
+    for (const handle of this.#actors.values()) {
+      if (!handle.worker || (handle.phase !== "running" && handle.phase !== "starting")) continue;
+      const { port1, port2 } = new MessageChannel();
+      this.#postWriter({ type: "writer.attach", cluster: handle.cluster, epoch: handle.epoch, port: port2 }, [port2]);
+      handle.worker.postMessage({ type: "actor.attach-writer", writerPort: port1 } satisfies ToRemoteActor, [port1]);
+    }
+  }
+
+  /** Snapshot of the registry (for status and tests). */
+  get registry(): RegistryState {
+    return this.#registry;
+  }
+
+  get secretCount(): number {
+    return [...this.#secrets.values()].length;
+  }
+
+  static secretKeyOf(secret: Secret): string {
+    return objectKey(secret.metadata);
+  }
+}
