@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 /** CLI entry: picks a command and runs it; every command returns an exit code. */
+import { runCommand } from "./cli/run.ts";
 import { sandboxCommand } from "./cli/sandbox.ts";
 
 const usage = `fleet-mirror — mirrors Services from many remote Kubernetes clusters into one local cluster
@@ -7,6 +8,7 @@ const usage = `fleet-mirror — mirrors Services from many remote Kubernetes clu
 Usage: fleet-mirror <command> [flags]
 
 Commands:
+  run       run the controller against the local cluster (see run --help)
   demo      start a local sandbox fleet and mirror it (what \`npm start\` runs)
   sandbox   start the sandbox control plane only and print its clusters
   help      show this text
@@ -17,6 +19,8 @@ Run \`fleet-mirror <command> --help\` for a command's flags.
 async function main(argv: readonly string[]): Promise<number> {
   const [command, ...rest] = argv;
   switch (command) {
+    case "run":
+      return runCommand(rest);
     case "demo":
     case "sandbox":
       if (rest.includes("--help") || rest.includes("-h")) {

@@ -12,6 +12,7 @@
  *   `retryable` whether trying again can help;
  * - an aborted or timed-out exchange destroys its socket, so nothing leaks.
  */
+import { readFileSync } from "node:fs";
 import * as http from "node:http";
 import * as https from "node:https";
 import type { ConnectionSpec } from "./connection.ts";
@@ -176,12 +177,15 @@ function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
+const TOKEN_FILE_REREAD_MS = 60_000;
+
 export class KubeClient {
   readonly server: string;
   readonly #url: URL;
   readonly #transport: typeof http | typeof https;
   readonly #agent: http.Agent;
   readonly #headers: Readonly<Record<string, string>>;
+  readonly #tokenFile: { readonly path: string; token: string; readAt: number } | undefined;
   readonly #timeoutMs: number;
   readonly #servername: string | undefined;
   #closed = false;
@@ -207,6 +211,8 @@ export class KubeClient {
     };
     if (connection.auth.kind === "token") headers["authorization"] = `Bearer ${connection.auth.token}`;
     this.#headers = headers;
+    this.#tokenFile =
+      connection.auth.kind === "token-file" ? { path: connection.auth.path, token: "", readAt: 0 } : undefined;
     if (url.protocol === "https:") {
       this.#transport = https;
       this.#agent = new https.Agent({
@@ -222,6 +228,24 @@ export class KubeClient {
       this.#transport = http;
       this.#agent = new http.Agent({ keepAlive: true });
     }
+  }
+
+  /** The request headers; with `token-file` auth, the token as last read (re-read each minute). */
+  #currentHeaders(): Record<string, string> {
+    const headers: Record<string, string> = { ...this.#headers };
+    const file = this.#tokenFile;
+    if (file) {
+      if (Date.now() - file.readAt > TOKEN_FILE_REREAD_MS) {
+        try {
+          file.token = readFileSync(file.path, "utf8").trim();
+          file.readAt = Date.now();
+        } catch {
+          // Keep the last token; the API server's 401 will say what is wrong.
+        }
+      }
+      if (file.token) headers["authorization"] = `Bearer ${file.token}`;
+    }
+    return headers;
   }
 
   /**
@@ -247,7 +271,7 @@ export class KubeClient {
         if (error) reject(error);
         else resolve(value as T);
       };
-      const headers: Record<string, string> = { ...this.#headers };
+      const headers: Record<string, string> = this.#currentHeaders();
       if (payload) {
         headers["content-type"] = options.contentType ?? "application/json";
         headers["content-length"] = String(payload.length);
@@ -337,7 +361,7 @@ export class KubeClient {
       };
       const req = this.#transport.request(
         this.#target(path, { ...query, watch: true }),
-        { method, headers: this.#headers, agent: this.#agent, ...this.#tlsOptions() },
+        { method, headers: this.#currentHeaders(), agent: this.#agent, ...this.#tlsOptions() },
         (res) => {
           clearTimeout(headerTimer);
           const status = res.statusCode ?? 0;

@@ -3,11 +3,17 @@
  * builds it from a kubeconfig (with @kubernetes/client-node, on the main thread) and
  * hands it to a worker thread, which then needs nothing heavier than node:https.
  *
- * Invariant: it holds inline credentials only; nothing in it names a file or a program.
+ * Invariant: remote connections (from Secrets) hold inline credentials only; nothing in
+ * them names a file or a program. Only the operator's local connection may use `token-file`.
  */
 export type ConnectionAuth =
   | { readonly kind: "token"; readonly token: string }
   | { readonly kind: "client-certificate"; readonly certPem: string; readonly keyPem: string }
+  /**
+   * Re-read every minute: a projected ServiceAccount token is rotated by the kubelet.
+   * Only for the controller's own (local, in-cluster) connection, never from a Secret.
+   */
+  | { readonly kind: "token-file"; readonly path: string }
   | { readonly kind: "anonymous" };
 
 export interface ConnectionSpec {

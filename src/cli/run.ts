@@ -1,0 +1,43 @@
+/** `fleet-mirror run`: the controller. */
+import { ConfigError, flagsHelp, parseRunConfig, runFlags } from "../config.ts";
+import { loadLocalConnection } from "../kube/local-connection.ts";
+import { createLogger } from "../log.ts";
+import { Supervisor } from "../supervisor/supervisor.ts";
+import { untilSignal } from "./sandbox.ts";
+
+export const runHelp = `Usage: fleet-mirror run [flags]
+
+Runs the controller: watches credentials Secrets in --namespace, mirrors the exported
+Services of every registered remote cluster into the local cluster. SIGTERM/SIGINT
+finish in-flight writes and stop; mirrors stay in place.
+
+Flags:
+${flagsHelp(runFlags)}
+`;
+
+export async function runCommand(argv: readonly string[]): Promise<number> {
+  let config: ReturnType<typeof parseRunConfig>;
+  try {
+    config = parseRunConfig(argv);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`fleet-mirror run: ${error.message}\n\n${runHelp}`);
+      return 2;
+    }
+    throw error;
+  }
+  if (config === "help") {
+    process.stdout.write(runHelp);
+    return 0;
+  }
+  const logger = createLogger(config.logLevel, { actor: "supervisor" });
+  const localConnection = loadLocalConnection(config.kubeconfig, config.context);
+  logger.info({ server: localConnection.server, namespace: config.namespace }, "fleet-mirror starting");
+  const supervisor = new Supervisor({ config, localConnection, logger });
+  supervisor.start();
+  const signal = await untilSignal();
+  logger.info({ signal }, "stopping: finishing in-flight writes; mirrors stay in place");
+  await supervisor.stop();
+  logger.info("stopped");
+  return 0;
+}

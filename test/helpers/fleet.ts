@@ -1,0 +1,397 @@
+/**
+ * A fleet for end-to-end tests: a real control plane (one local + N remote API servers),
+ * helpers to shape remote clusters (gateways, exported Services) and to register them
+ * through least-privilege credentials Secrets, and the controller itself — in-process
+ * (a Supervisor with real worker threads) or as a separate `fleet-mirror run` process.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
+import { writeFileSync } from "node:fs";
+import { request as httpsRequest } from "node:https";
+import { join } from "node:path";
+import { CoreV1Api, type KubeConfig, type V1Service, type V1ServicePort } from "@kubernetes/client-node";
+import { type Config, defaultConfig } from "../../src/config.ts";
+import {
+  CLUSTER_NAME,
+  GATEWAY_IDENTITY,
+  GATEWAY_NAME,
+  GATEWAY_NS,
+  REMOTE_CLUSTER_DOMAIN,
+  SECRET_TYPE,
+} from "../../src/core/labels.ts";
+import { mintServiceAccountToken } from "../../src/kube/service-account.ts";
+import { silentLogger } from "../../src/log.ts";
+import { ControlPlane } from "../../src/sandbox/control-plane.ts";
+import { renderKubeconfig } from "../../src/sandbox/kubeconfig.ts";
+import { Supervisor } from "../../src/supervisor/supervisor.ts";
+import { adminConnection } from "./connection.ts";
+import { adminKubeConfig, eventually, statusCode } from "./kube.ts";
+
+export const CONTROLLER_NAMESPACE = "fleet-mirror";
+export const REMOTE_READER_RULES = [{ apiGroups: [""], resources: ["services"], verbs: ["get", "list", "watch"] }];
+
+export class Fleet {
+  readonly plane: ControlPlane;
+  readonly remotes: readonly string[];
+  readonly #apis = new Map<string, CoreV1Api>();
+  readonly #tokens = new Map<string, string>();
+
+  private constructor(plane: ControlPlane, remotes: readonly string[]) {
+    this.plane = plane;
+    this.remotes = remotes;
+  }
+
+  static async start(remotes: readonly string[] = ["east", "west"]): Promise<Fleet> {
+    const plane = await ControlPlane.start({ clusters: ["local", ...remotes] });
+    const fleet = new Fleet(plane, remotes);
+    try {
+      await fleet.api("local").createNamespace({ body: { metadata: { name: CONTROLLER_NAMESPACE } } });
+    } catch (error) {
+      await plane.stop();
+      throw error;
+    }
+    return fleet;
+  }
+
+  kubeConfig(cluster: string): KubeConfig {
+    return adminKubeConfig(this.plane.cluster(cluster));
+  }
+
+  api(cluster: string): CoreV1Api {
+    let api = this.#apis.get(cluster);
+    if (!api) {
+      api = this.kubeConfig(cluster).makeApiClient(CoreV1Api);
+      this.#apis.set(cluster, api);
+    }
+    return api;
+  }
+
+  get local(): CoreV1Api {
+    return this.api("local");
+  }
+
+  async stop(): Promise<void> {
+    await this.plane.stop();
+  }
+
+  // -- remote shaping --------------------------------------------------------------
+
+  async ensureNamespace(cluster: string, name: string): Promise<void> {
+    try {
+      await this.api(cluster).createNamespace({ body: { metadata: { name } } });
+    } catch (error) {
+      if (statusCode(error) !== 409) throw error;
+    }
+  }
+
+  /** A LoadBalancer gateway Service whose ingress is set through the status subresource. */
+  async createGateway(
+    cluster: string,
+    opts: {
+      namespace?: string;
+      name?: string;
+      ingress?: { ip?: string; hostname?: string }[];
+      port?: number;
+      identity?: string;
+      portName?: string;
+    },
+  ): Promise<V1Service> {
+    const namespace = opts.namespace ?? "gateway";
+    const name = opts.name ?? "gateway";
+    await this.ensureNamespace(cluster, namespace);
+    const created = await this.api(cluster).createNamespacedService({
+      namespace,
+      body: {
+        metadata: { name, ...(opts.identity ? { annotations: { [GATEWAY_IDENTITY]: opts.identity } } : {}) },
+        spec: {
+          type: "LoadBalancer",
+          ports: [{ name: opts.portName ?? "incoming-port", port: opts.port ?? 4143, protocol: "TCP" }],
+        },
+      },
+    });
+    if (opts.ingress) return this.setGatewayIngress(cluster, opts.ingress, { namespace, name });
+    return created;
+  }
+
+  async setGatewayIngress(
+    cluster: string,
+    ingress: { ip?: string; hostname?: string }[],
+    gw: { namespace?: string; name?: string } = {},
+  ): Promise<V1Service> {
+    const namespace = gw.namespace ?? "gateway";
+    const name = gw.name ?? "gateway";
+    const api = this.api(cluster);
+    const current = await api.readNamespacedServiceStatus({ name, namespace });
+    current.status = { loadBalancer: { ingress } };
+    return api.replaceNamespacedServiceStatus({ name, namespace, body: current });
+  }
+
+  async createService(
+    cluster: string,
+    namespace: string,
+    name: string,
+    opts: {
+      ports?: V1ServicePort[];
+      gateway?: { name: string; namespace: string } | false;
+      annotations?: Record<string, string>;
+    } = {},
+  ): Promise<V1Service> {
+    await this.ensureNamespace(cluster, namespace);
+    const gateway = opts.gateway === undefined ? { name: "gateway", namespace: "gateway" } : opts.gateway;
+    return this.api(cluster).createNamespacedService({
+      namespace,
+      body: {
+        metadata: {
+          name,
+          annotations: {
+            ...(gateway ? { [GATEWAY_NAME]: gateway.name, [GATEWAY_NS]: gateway.namespace } : {}),
+            ...(opts.annotations ?? {}),
+          },
+        },
+        spec: {
+          ports: opts.ports ?? [{ name: "http", port: 80, targetPort: 8080, protocol: "TCP" }],
+          selector: { app: name },
+        },
+      },
+    });
+  }
+
+  async patchService(
+    cluster: string,
+    namespace: string,
+    name: string,
+    mutate: (svc: V1Service) => void,
+  ): Promise<V1Service> {
+    const api = this.api(cluster);
+    for (let attempt = 0; ; attempt++) {
+      const svc = await api.readNamespacedService({ name, namespace });
+      mutate(svc);
+      try {
+        return await api.replaceNamespacedService({ name, namespace, body: svc });
+      } catch (error) {
+        if (statusCode(error) !== 409 || attempt > 5) throw error;
+      }
+    }
+  }
+
+  async unexport(cluster: string, namespace: string, name: string): Promise<void> {
+    await this.patchService(cluster, namespace, name, (svc) => {
+      const annotations = { ...(svc.metadata?.annotations ?? {}) };
+      delete annotations[GATEWAY_NAME];
+      delete annotations[GATEWAY_NS];
+      if (svc.metadata) svc.metadata.annotations = annotations;
+    });
+  }
+
+  async deleteService(cluster: string, namespace: string, name: string): Promise<void> {
+    await this.api(cluster).deleteNamespacedService({ name, namespace });
+  }
+
+  // -- registration ----------------------------------------------------------------
+
+  /** A read-only token for `remote` (get/list/watch services, cluster-wide), minted once. */
+  async remoteToken(remote: string): Promise<string> {
+    let token = this.#tokens.get(remote);
+    if (!token) {
+      token = await mintServiceAccountToken(this.kubeConfig(remote), {
+        namespace: "fleet-mirror-remote",
+        serviceAccount: "fleet-mirror-reader",
+        role: { kind: "ClusterRole", name: "fleet-mirror-remote-reader", rules: REMOTE_READER_RULES },
+      });
+      this.#tokens.set(remote, token);
+    }
+    return token;
+  }
+
+  async remoteKubeconfig(remote: string): Promise<string> {
+    const c = this.plane.cluster(remote);
+    return renderKubeconfig({
+      cluster: remote,
+      server: c.server,
+      caPem: c.caPem,
+      user: "fleet-mirror",
+      auth: { token: await this.remoteToken(remote) },
+    });
+  }
+
+  secretBody(opts: { secretName: string; clusterName: string; kubeconfig: string; domain?: string }): object {
+    return {
+      metadata: {
+        name: opts.secretName,
+        namespace: CONTROLLER_NAMESPACE,
+        annotations: { [CLUSTER_NAME]: opts.clusterName, [REMOTE_CLUSTER_DOMAIN]: opts.domain ?? "cluster.local" },
+      },
+      type: SECRET_TYPE,
+      data: { kubeconfig: Buffer.from(opts.kubeconfig).toString("base64") },
+    };
+  }
+
+  /** Registers `remote` under `clusterName` (default: the remote's own name). */
+  async register(
+    remote: string,
+    opts: { clusterName?: string; secretName?: string; domain?: string } = {},
+  ): Promise<string> {
+    const clusterName = opts.clusterName ?? remote;
+    const secretName = opts.secretName ?? `cluster-credentials-${clusterName}`;
+    await this.local.createNamespacedSecret({
+      namespace: CONTROLLER_NAMESPACE,
+      body: this.secretBody({
+        secretName,
+        clusterName,
+        kubeconfig: await this.remoteKubeconfig(remote),
+        ...(opts.domain ? { domain: opts.domain } : {}),
+      }),
+    });
+    return secretName;
+  }
+
+  // -- the controller --------------------------------------------------------------
+
+  config(overrides: Partial<Config> = {}): Config {
+    return defaultConfig({
+      namespace: CONTROLLER_NAMESPACE,
+      logLevel: "silent",
+      blockedRecheckMs: 2_000,
+      ...overrides,
+    });
+  }
+
+  /** The controller in this process: a Supervisor with real worker threads. */
+  startInProcess(overrides: Partial<Config> = {}, extra: { watchInactivityTimeoutMs?: number } = {}): Supervisor {
+    const supervisor = new Supervisor({
+      config: this.config(overrides),
+      localConnection: adminConnection(this.plane.cluster("local")),
+      logger: silentLogger(),
+      ...extra,
+    });
+    supervisor.start();
+    return supervisor;
+  }
+
+  /** The controller as a separate OS process (`fleet-mirror run`), for crash/restart tests. */
+  async startProcess(args: readonly string[] = []): Promise<ControllerProcess> {
+    const kubeconfig = join(this.plane.dir, "local.kubeconfig");
+    writeFileSync(kubeconfig, this.plane.cluster("local").adminKubeconfig, { mode: 0o600 });
+    const main = new URL("../../src/main.ts", import.meta.url).pathname;
+    const child = spawn(
+      process.execPath,
+      [main, "run", "--kubeconfig", kubeconfig, "--namespace", CONTROLLER_NAMESPACE, "--log-level", "info", ...args],
+      {
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    return new ControllerProcess(child);
+  }
+
+  // -- local expectations ----------------------------------------------------------
+
+  async localService(namespace: string, name: string): Promise<V1Service | undefined> {
+    try {
+      return await this.local.readNamespacedService({ namespace, name });
+    } catch (error) {
+      if (statusCode(error) === 404) return undefined;
+      throw error;
+    }
+  }
+
+  async waitForMirror(
+    namespace: string,
+    name: string,
+    check: (svc: V1Service) => boolean = () => true,
+    timeoutMs = 30_000,
+  ): Promise<V1Service> {
+    return eventually(
+      `mirror ${namespace}/${name}`,
+      async () => {
+        const svc = await this.localService(namespace, name);
+        return svc && check(svc) ? svc : undefined;
+      },
+      timeoutMs,
+    );
+  }
+
+  async waitForNoMirror(namespace: string, name: string, timeoutMs = 30_000): Promise<void> {
+    await eventually(
+      `mirror ${namespace}/${name} to be gone`,
+      async () => ((await this.localService(namespace, name)) ? undefined : true),
+      timeoutMs,
+    );
+  }
+
+  async waitForEndpoints(
+    namespace: string,
+    name: string,
+    check: (ep: import("@kubernetes/client-node").V1Endpoints) => boolean,
+    timeoutMs = 30_000,
+  ) {
+    return eventually(
+      `endpoints ${namespace}/${name}`,
+      async () => {
+        try {
+          const ep = await this.local.readNamespacedEndpoints({ namespace, name });
+          return check(ep) ? ep : undefined;
+        } catch (error) {
+          if (statusCode(error) === 404) return undefined;
+          throw error;
+        }
+      },
+      timeoutMs,
+    );
+  }
+
+  /** Write requests the local API server has served so far, from its own metrics. */
+  async localWriteCount(): Promise<number> {
+    const text = await this.localMetrics();
+    let total = 0;
+    for (const line of text.split("\n")) {
+      if (!line.startsWith("apiserver_request_total{")) continue;
+      const verb = /verb="([A-Z]+)"/.exec(line)?.[1];
+      if (!verb || !["POST", "PUT", "PATCH", "DELETE"].includes(verb)) continue;
+      if (!/resource="(services|endpoints|namespaces)"/.test(line)) continue;
+      total += Number(line.slice(line.lastIndexOf(" ") + 1));
+    }
+    return total;
+  }
+
+  async localMetrics(): Promise<string> {
+    const conn = adminConnection(this.plane.cluster("local"));
+    return new Promise<string>((resolve, reject) => {
+      const options = {
+        ...(conn.caPem ? { ca: conn.caPem } : {}),
+        ...(conn.auth.kind === "client-certificate" ? { cert: conn.auth.certPem, key: conn.auth.keyPem } : {}),
+      };
+      const req = httpsRequest(`${conn.server}/metrics`, options, (res) => {
+        let body = "";
+        res.setEncoding("utf8");
+        res.on("data", (chunk: string) => {
+          body += chunk;
+        });
+        res.on("end", () => resolve(body));
+      });
+      req.on("error", reject);
+      req.end();
+    });
+  }
+}
+
+export class ControllerProcess {
+  readonly child: ChildProcess;
+  output = "";
+
+  constructor(child: ChildProcess) {
+    this.child = child;
+    child.stdout?.setEncoding("utf8").on("data", (chunk: string) => {
+      this.output += chunk;
+    });
+    child.stderr?.setEncoding("utf8").on("data", (chunk: string) => {
+      this.output += chunk;
+    });
+  }
+
+  async stop(signal: NodeJS.Signals = "SIGTERM"): Promise<number | null> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return this.child.exitCode;
+    this.child.kill(signal);
+    const [code] = (await once(this.child, "exit")) as [number | null];
+    return code;
+  }
+}
