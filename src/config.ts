@@ -18,6 +18,8 @@ export interface Config {
   readonly writeQps: number;
   readonly writeBurst: number;
   readonly logLevel: string;
+  /** Append log lines to this file instead of stdout (every thread). */
+  readonly logFile: string | undefined;
   readonly maxConcurrentStarts: number;
   readonly actorMaxOldGenerationMb: number;
   readonly allowKubeconfigFilePaths: boolean;
@@ -86,6 +88,7 @@ export const runFlags = {
   "write-qps": { type: "string", default: "50", description: "client-side write rate limit (0: none)" },
   "write-burst": { type: "string", default: "100", description: "write burst above the rate limit" },
   "log-level": { type: "string", default: "info", description: LOG_LEVELS.join("|") },
+  "log-file": { type: "string", description: "append logs to this file instead of stdout" },
   "max-concurrent-starts": { type: "string", default: "4", description: "actor threads starting at the same time" },
   "actor-max-old-space-mb": {
     type: "string",
@@ -153,6 +156,7 @@ export function parseRunConfig(argv: readonly string[], env: NodeJS.ProcessEnv =
     writeQps: parseNumber(str("write-qps"), "write-qps", 0),
     writeBurst: parseNumber(str("write-burst"), "write-burst", 1),
     logLevel,
+    logFile: typeof values["log-file"] === "string" ? values["log-file"] : undefined,
     maxConcurrentStarts: parseNumber(str("max-concurrent-starts"), "max-concurrent-starts", 1),
     actorMaxOldGenerationMb: parseNumber(str("actor-max-old-space-mb"), "actor-max-old-space-mb", 16),
     allowKubeconfigFilePaths: values["allow-kubeconfig-file-paths"] === true,

@@ -7,8 +7,11 @@ import { type Logger, pino } from "pino";
 
 export type { Logger };
 
-export function createLogger(level: string, bindings: Record<string, unknown> = {}): Logger {
-  return pino({ level, base: { pid: process.pid, ...bindings } }, pino.destination({ dest: 1, sync: true }));
+export function createLogger(level: string, bindings: Record<string, unknown> = {}, file?: string): Logger {
+  const destination = file
+    ? pino.destination({ dest: file, sync: true, append: true, mkdir: true })
+    : pino.destination({ dest: 1, sync: true });
+  return pino({ level, base: { pid: process.pid, ...bindings } }, destination);
 }
 
 /** A logger that discards everything (for in-process tests that do not look at logs). */

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 /** CLI entry: picks a command and runs it; every command returns an exit code. */
+import { demoCommand } from "./cli/demo.ts";
 import { runCommand } from "./cli/run.ts";
 import { sandboxCommand } from "./cli/sandbox.ts";
 
@@ -22,6 +23,7 @@ async function main(argv: readonly string[]): Promise<number> {
     case "run":
       return runCommand(rest);
     case "demo":
+      return demoCommand(rest);
     case "sandbox":
       if (rest.includes("--help") || rest.includes("-h")) {
         process.stdout.write(

@@ -30,7 +30,7 @@ export async function runCommand(argv: readonly string[]): Promise<number> {
     process.stdout.write(runHelp);
     return 0;
   }
-  const logger = createLogger(config.logLevel, { actor: "supervisor" });
+  const logger = createLogger(config.logLevel, { actor: "supervisor" }, config.logFile);
   const localConnection = loadLocalConnection(config.kubeconfig, config.context);
   logger.info({ server: localConnection.server, namespace: config.namespace }, "fleet-mirror starting");
   const supervisor = new Supervisor({ config, localConnection, logger });

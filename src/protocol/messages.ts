@@ -67,6 +67,8 @@ export interface RemoteActorOptions {
   /** Changes arriving within this window are sent as one batch. */
   readonly batchDelayMs: number;
   readonly logLevel: string;
+  /** Append log lines here instead of stdout. */
+  readonly logFile?: string;
   readonly watchInactivityTimeoutMs?: number;
 }
 
@@ -81,6 +83,8 @@ export interface WriterOptions {
   /** Re-check period of mirrors blocked by a conflict or a missing namespace. */
   readonly blockedRecheckMs: number;
   readonly logLevel: string;
+  /** Append log lines here instead of stdout. */
+  readonly logFile?: string;
   /** Where Events for the controller itself (not a mirror) are recorded. */
   readonly namespace: string;
 }

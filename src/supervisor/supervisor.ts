@@ -413,6 +413,7 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
         maxInFlight: 2,
         batchDelayMs: this.#options.batchDelayMs ?? 10,
         logLevel: this.#config.logLevel,
+        ...(this.#config.logFile ? { logFile: this.#config.logFile } : {}),
         ...(this.#options.watchInactivityTimeoutMs
           ? { watchInactivityTimeoutMs: this.#options.watchInactivityTimeoutMs }
           : {}),
@@ -550,6 +551,7 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
         resyncPeriodMs: this.#config.resyncPeriodMs,
         blockedRecheckMs: this.#config.blockedRecheckMs,
         logLevel: this.#config.logLevel,
+        ...(this.#config.logFile ? { logFile: this.#config.logFile } : {}),
         namespace: this.#config.namespace,
       },
     } satisfies ToWriter);

@@ -199,6 +199,12 @@ export class RemoteClusterActor {
       }
     }
     if (current && this.#servicesByGateway.has(key)) this.#resolveHostnames(current);
+    // A Service that starts using a gateway whose hostnames nobody used before: resolve
+    // them now, not at the next periodic round (its Endpoints would stay empty meanwhile).
+    if (afterKey && afterKey !== beforeKey) {
+      const gateway = this.#watcher.get(afterKey);
+      if (gateway) this.#resolveHostnames(gateway);
+    }
     if (this.#state === "stale") this.#setState("synced");
     this.#scheduleFlush();
   }

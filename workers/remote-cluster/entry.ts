@@ -19,7 +19,11 @@ port.on("message", (raw: unknown) => {
     case "actor.init": {
       if (actor) return; // duplicate init: already running
       const { cluster, epoch, connection, options, writerPort } = message;
-      const logger = createLogger(options.logLevel, { actor: "remote-cluster", cluster: cluster.name, epoch });
+      const logger = createLogger(
+        options.logLevel,
+        { actor: "remote-cluster", cluster: cluster.name, epoch },
+        options.logFile,
+      );
       try {
         actor = new RemoteClusterActor({ cluster, epoch, connection, options }, { supervisor: send }, { logger });
         actor.attachWriter(writerPort);

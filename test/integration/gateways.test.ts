@@ -1,0 +1,327 @@
+/**
+ * End to end on real API servers: how mirrors follow their gateway (SPEC §2–§4, §8),
+ * and which exported Services cannot be mirrored (SPEC §3).
+ */
+import assert from "node:assert/strict";
+import { lookup } from "node:dns/promises";
+import { after, before, describe, it } from "node:test";
+import type { V1Endpoints } from "@kubernetes/client-node";
+import type { Supervisor } from "../../src/supervisor/supervisor.ts";
+import { Fleet } from "../helpers/fleet.ts";
+import { eventually } from "../helpers/kube.ts";
+
+const subsetsOf = (ep: V1Endpoints): number => ep.subsets?.length ?? 0;
+const ipsOf = (ep: V1Endpoints): string[] => (ep.subsets?.[0]?.addresses ?? []).map((a) => a.ip).sort();
+const portsOf = (ep: V1Endpoints): [string | undefined, number][] =>
+  (ep.subsets?.[0]?.ports ?? []).map((p): [string | undefined, number] => [p.name, p.port]).sort();
+const same = (a: readonly string[], b: readonly string[]): boolean => JSON.stringify(a) === JSON.stringify(b);
+
+describe("mirrors and their gateways", () => {
+  let fleet: Fleet;
+  let controller: Supervisor;
+
+  before(async () => {
+    console.error("TIMING before", new Date().toISOString());
+    fleet = await Fleet.start(["east", "west"]);
+    console.error("TIMING fleet", new Date().toISOString());
+    // Same-named gateways (gateway/gateway) in both clusters, different addresses.
+    await fleet.createGateway("east", { ingress: [{ ip: "192.0.2.10" }], identity: "gw.east.identity" });
+    await fleet.createGateway("west", { ingress: [{ ip: "198.51.100.20" }], identity: "gw.west.identity" });
+    await fleet.register("east");
+    await fleet.register("west");
+    // The default gateway resolve period (60 s): a hostname must be resolved as soon as a
+    // Service uses its gateway, not only at the next periodic round.
+    controller = fleet.startInProcess();
+  });
+  after(async () => {
+    console.error("TIMING after start", new Date().toISOString());
+    await controller?.stop();
+    console.error("TIMING controller stopped", new Date().toISOString());
+    await fleet?.stop();
+    console.error("TIMING fleet stopped", new Date().toISOString());
+  });
+
+  /** Problems the controller reports for `cluster`, as status() shows them. */
+  function problems(cluster: string) {
+    return controller.status().clusters.find((c) => c.cluster === cluster)?.problems ?? [];
+  }
+
+  describe("the Endpoints are filled as soon as the gateway is usable, whatever the order", () => {
+    it("fills them when the gateway gets its ingress after the Service was exported", async () => {
+      const gw = { name: "gw-late", namespace: "gw-order-1" };
+      await fleet.createGateway("east", gw);
+      await fleet.createService("east", "order-1", "web", { gateway: gw });
+      await fleet.waitForMirror("order-1", "web-east");
+      const empty = await fleet.waitForEndpoints("order-1", "web-east", () => true);
+      assert.equal(subsetsOf(empty), 0);
+      assert.equal(empty.metadata?.labels?.["mirror.linkerd.io/remote-gateway-name"], "gw-late");
+      await fleet.setGatewayIngress("east", [{ ip: "192.0.2.31" }], gw);
+      const ep = await fleet.waitForEndpoints("order-1", "web-east", (e) => subsetsOf(e) > 0);
+      assert.deepEqual(ipsOf(ep), ["192.0.2.31"]);
+      assert.deepEqual(portsOf(ep), [["http", 4143]]);
+    });
+
+    it("fills them when the gateway Service is created only after the Service was exported", async () => {
+      const gw = { name: "gw-later", namespace: "gw-order-2" };
+      await fleet.createService("east", "order-2", "web", { gateway: gw });
+      await fleet.waitForMirror("order-2", "web-east");
+      const empty = await fleet.waitForEndpoints("order-2", "web-east", () => true);
+      assert.equal(subsetsOf(empty), 0);
+      await fleet.createGateway("east", { ...gw, ingress: [{ ip: "192.0.2.32" }] });
+      const ep = await fleet.waitForEndpoints("order-2", "web-east", (e) => subsetsOf(e) > 0);
+      assert.deepEqual(ipsOf(ep), ["192.0.2.32"]);
+      const svc = await fleet.waitForMirror(
+        "order-2",
+        "web-east",
+        (s) => s.metadata?.annotations?.["mirror.linkerd.io/remote-gateway-resource-version"] !== undefined,
+      );
+      assert.ok(svc);
+    });
+
+    it("fills them right away when the gateway was usable before the Service was exported", async () => {
+      const gw = { name: "gw-early", namespace: "gw-order-3" };
+      await fleet.createGateway("east", { ...gw, ingress: [{ ip: "192.0.2.33" }, { ip: "192.0.2.3" }], port: 4200 });
+      await fleet.createService("east", "order-3", "web", {
+        gateway: gw,
+        ports: [
+          { name: "http", port: 80, protocol: "TCP" },
+          { name: "dns", port: 53, protocol: "UDP" },
+        ],
+      });
+      const ep = await fleet.waitForEndpoints("order-3", "web-east", (e) => subsetsOf(e) > 0);
+      assert.deepEqual(ipsOf(ep), ["192.0.2.3", "192.0.2.33"]);
+      assert.deepEqual((ep.subsets?.[0]?.ports ?? []).map((p) => [p.name, p.protocol, p.port]).sort(), [
+        ["dns", "UDP", 4200],
+        ["http", "TCP", 4200],
+      ]);
+    });
+  });
+
+  it("leaves the Endpoints empty while the gateway has no port named incoming-port, and fills them once it has", async () => {
+    const gw = { name: "gw-noport", namespace: "gw-port" };
+    await fleet.createGateway("east", { ...gw, ingress: [{ ip: "192.0.2.40" }], portName: "other", port: 4300 });
+    await fleet.createService("east", "port-1", "web", { gateway: gw });
+    await fleet.waitForMirror("port-1", "web-east");
+    const empty = await fleet.waitForEndpoints("port-1", "web-east", () => true);
+    assert.equal(subsetsOf(empty), 0);
+    await eventually("gateway reported unusable", () =>
+      controller
+        .status()
+        .clusters.find((c) => c.cluster === "east")
+        ?.gateways.find((g) => g.key === "gw-port/gw-noport" && !g.usable && /incoming-port/.test(g.reason ?? "")),
+    );
+    await fleet.patchService("east", gw.namespace, gw.name, (svc) => {
+      const port = svc.spec?.ports?.[0];
+      if (port) port.name = "incoming-port";
+    });
+    const ep = await fleet.waitForEndpoints("port-1", "web-east", (e) => subsetsOf(e) > 0);
+    assert.deepEqual(ipsOf(ep), ["192.0.2.40"]);
+    assert.deepEqual(portsOf(ep), [["http", 4300]]);
+  });
+
+  describe("hostname ingress", () => {
+    it("resolves a hostname ingress to all its IPs, sorted, and never puts the hostname in an address", async () => {
+      const expected = [...new Set((await lookup("localhost", { all: true })).map((a) => a.address))].sort();
+      const gw = { name: "gw-host", namespace: "gw-host" };
+      // The gateway is shaped while no Service uses it yet, then a Service is exported.
+      await fleet.createGateway("east", { ...gw, ingress: [{ hostname: "localhost" }] });
+      await fleet.createService("east", "host-1", "web", { gateway: gw });
+      const ep = await fleet
+        .waitForEndpoints("host-1", "web-east", (e) => subsetsOf(e) > 0, 15_000)
+        .catch(async (e) => {
+          console.error(
+            "DEBUG",
+            JSON.stringify(controller.status()),
+            JSON.stringify(await fleet.localService("host-1", "web-east")),
+          );
+          throw e;
+        });
+      assert.deepEqual(ipsOf(ep), expected);
+      for (const address of ep.subsets?.[0]?.addresses ?? []) {
+        assert.notEqual(address.ip, "localhost");
+        assert.equal(address.hostname, undefined);
+      }
+    });
+
+    it("empties the Endpoints when the gateway's hostname does not resolve", async () => {
+      const gw = { name: "gw-host-2", namespace: "gw-host" };
+      await fleet.createGateway("east", { ...gw, ingress: [{ ip: "192.0.2.50" }] });
+      await fleet.createService("east", "host-2", "web", { gateway: gw });
+      await fleet.waitForEndpoints("host-2", "web-east", (e) => same(ipsOf(e), ["192.0.2.50"]));
+      await fleet.setGatewayIngress("east", [{ hostname: "does-not-exist.invalid" }], gw);
+      const ep = await fleet.waitForEndpoints("host-2", "web-east", (e) => subsetsOf(e) === 0);
+      assert.deepEqual(ep.subsets ?? [], []);
+      const svc = await fleet.localService("host-2", "web-east");
+      assert.ok(svc, "the mirror Service stays");
+    });
+
+    it("moves the gateway labels to the new gateway even when its hostname does not resolve (no stale labels)", async () => {
+      const good = { name: "gw-good", namespace: "gw-switch" };
+      const bad = { name: "gw-unresolvable", namespace: "gw-switch" };
+      await fleet.createGateway("east", { ...good, ingress: [{ ip: "192.0.2.60" }] });
+      await fleet.createGateway("east", { ...bad, ingress: [{ hostname: "does-not-exist.invalid" }] });
+      await fleet.createService("east", "host-3", "web", { gateway: good });
+      await fleet.waitForEndpoints("host-3", "web-east", (e) => same(ipsOf(e), ["192.0.2.60"]));
+      await fleet.patchService("east", "host-3", "web", (svc) => {
+        if (svc.metadata)
+          svc.metadata.annotations = {
+            ...svc.metadata.annotations,
+            "mirror.linkerd.io/gateway-name": bad.name,
+            "mirror.linkerd.io/gateway-ns": bad.namespace,
+          };
+      });
+      const ep = await fleet.waitForEndpoints(
+        "host-3",
+        "web-east",
+        (e) => e.metadata?.labels?.["mirror.linkerd.io/remote-gateway-name"] === bad.name,
+      );
+      assert.equal(subsetsOf(ep), 0);
+      assert.deepEqual(ep.metadata?.labels, {
+        "mirror.linkerd.io/mirrored-service": "true",
+        "mirror.linkerd.io/cluster-name": "east",
+        "mirror.linkerd.io/remote-gateway-name": bad.name,
+        "mirror.linkerd.io/remote-gateway-ns": bad.namespace,
+      });
+      const svc = await fleet.waitForMirror(
+        "host-3",
+        "web-east",
+        (s) => s.metadata?.labels?.["mirror.linkerd.io/remote-gateway-name"] === bad.name,
+      );
+      assert.equal(svc.metadata?.labels?.["mirror.linkerd.io/remote-gateway-ns"], bad.namespace);
+    });
+  });
+
+  describe("a gateway change touches only the mirrors of its own cluster", () => {
+    it("updates every mirror of east when east's gateway IP changes, and leaves west's mirrors untouched", async () => {
+      await fleet.createService("east", "multi", "web");
+      await fleet.createService("east", "multi", "api");
+      await fleet.createService("west", "multi", "web");
+      for (const name of ["web-east", "api-east"]) {
+        await fleet.waitForEndpoints("multi", name, (e) => same(ipsOf(e), ["192.0.2.10"]));
+      }
+      const westBefore = await fleet.waitForEndpoints("multi", "web-west", (e) => same(ipsOf(e), ["198.51.100.20"]));
+      const westSvcBefore = await fleet.waitForMirror("multi", "web-west");
+
+      await fleet.setGatewayIngress("east", [{ ip: "192.0.2.11" }]);
+      for (const name of ["web-east", "api-east"]) {
+        await fleet.waitForEndpoints("multi", name, (e) => same(ipsOf(e), ["192.0.2.11"]));
+      }
+      // Proves a non-event: give a wrong write to west's mirror time to happen.
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      const westAfter = await fleet.local.readNamespacedEndpoints({ namespace: "multi", name: "web-west" });
+      const westSvcAfter = await fleet.local.readNamespacedService({ namespace: "multi", name: "web-west" });
+      assert.equal(westAfter.metadata?.resourceVersion, westBefore.metadata?.resourceVersion);
+      assert.equal(westSvcAfter.metadata?.resourceVersion, westSvcBefore.metadata?.resourceVersion);
+      assert.deepEqual(ipsOf(westAfter), ["198.51.100.20"]);
+    });
+
+    it("carries an identity change of the gateway to the Endpoints of its mirrors", async () => {
+      await fleet.waitForEndpoints(
+        "multi",
+        "web-east",
+        (e) => e.metadata?.annotations?.["mirror.linkerd.io/remote-gateway-identity"] === "gw.east.identity",
+      );
+      await fleet.patchService("east", "gateway", "gateway", (svc) => {
+        if (svc.metadata)
+          svc.metadata.annotations = {
+            ...svc.metadata.annotations,
+            "mirror.linkerd.io/gateway-identity": "gw.east.identity-2",
+          };
+      });
+      for (const name of ["web-east", "api-east"]) {
+        await fleet.waitForEndpoints(
+          "multi",
+          name,
+          (e) => e.metadata?.annotations?.["mirror.linkerd.io/remote-gateway-identity"] === "gw.east.identity-2",
+        );
+      }
+      const west = await fleet.local.readNamespacedEndpoints({ namespace: "multi", name: "web-west" });
+      assert.equal(west.metadata?.annotations?.["mirror.linkerd.io/remote-gateway-identity"], "gw.west.identity");
+    });
+
+    it("empties the Endpoints of east's mirrors when east's gateway is deleted, and keeps their Services", async () => {
+      const westBefore = await fleet.local.readNamespacedEndpoints({ namespace: "multi", name: "web-west" });
+      await fleet.deleteService("east", "gateway", "gateway");
+      for (const name of ["web-east", "api-east"]) {
+        await fleet.waitForEndpoints("multi", name, (e) => subsetsOf(e) === 0);
+        const svc = await fleet.waitForMirror(
+          "multi",
+          name,
+          (s) => s.metadata?.annotations?.["mirror.linkerd.io/remote-gateway-resource-version"] === undefined,
+        );
+        assert.equal(svc.metadata?.labels?.["mirror.linkerd.io/remote-gateway-name"], "gateway");
+      }
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      const westAfter = await fleet.local.readNamespacedEndpoints({ namespace: "multi", name: "web-west" });
+      assert.equal(westAfter.metadata?.resourceVersion, westBefore.metadata?.resourceVersion);
+    });
+  });
+
+  it("reports a too-long mirror name and a Service without ports, skips them, and mirrors the cluster's other Services", async () => {
+    const gw = { name: "gw-problems", namespace: "gw-problems" };
+    await fleet.createGateway("east", { ...gw, ingress: [{ ip: "192.0.2.70" }] });
+    const longName = `svc-${"x".repeat(56)}`; // 60 characters: the mirror name would be 65
+    assert.equal(longName.length, 60);
+    await fleet.createService("east", "problems", longName, { gateway: gw });
+    const exported = { "mirror.linkerd.io/gateway-name": gw.name, "mirror.linkerd.io/gateway-ns": gw.namespace };
+    await fleet.api("east").createNamespacedService({
+      namespace: "problems",
+      body: {
+        metadata: { name: "headless", annotations: exported },
+        spec: { clusterIP: "None", selector: { app: "headless" } },
+      },
+    });
+    await fleet.api("east").createNamespacedService({
+      namespace: "problems",
+      body: {
+        metadata: { name: "external", annotations: exported },
+        spec: { type: "ExternalName", externalName: "example.com" },
+      },
+    });
+    await fleet.createService("east", "problems", "web", { gateway: gw });
+
+    const found = await eventually("the problems in status()", () => {
+      const ps = problems("east").filter((p) => p.remote?.startsWith("problems/"));
+      return ps.length >= 3 ? ps : undefined;
+    });
+    assert.deepEqual(found.map((p) => [p.remote, p.reason]).sort(), [
+      ["problems/external", "no-ports"],
+      ["problems/headless", "no-ports"],
+      [`problems/${longName}`, "mirror-name-invalid"],
+    ]);
+    await fleet.waitForEndpoints("problems", "web-east", (e) => same(ipsOf(e), ["192.0.2.70"]));
+    const local = await fleet.local.listNamespacedService({ namespace: "problems" });
+    assert.deepEqual(
+      local.items.map((s) => s.metadata?.name),
+      ["web-east"],
+    );
+
+    // Fixing the problem (adding a port) makes the Service mirrored; the report goes away.
+    await fleet.patchService("east", "problems", "headless", (svc) => {
+      if (svc.spec) svc.spec.ports = [{ name: "tcp", port: 7000, protocol: "TCP" }];
+    });
+    await fleet.waitForMirror("problems", "headless-east", (s) => s.spec?.ports?.[0]?.port === 7000);
+    await eventually("the headless problem to clear", () =>
+      problems("east").some((p) => p.remote === "problems/headless") ? undefined : true,
+    );
+  });
+
+  it("never mirrors an exported Service of an excluded namespace into the local one", async () => {
+    const gw = { name: "gw-excluded", namespace: "gw-excluded" };
+    await fleet.createGateway("east", { ...gw, ingress: [{ ip: "192.0.2.80" }] });
+    await fleet.createService("east", "kube-public", "leak", { gateway: gw });
+    await fleet.createService("east", "not-excluded", "leak", { gateway: gw });
+    await fleet.waitForMirror("not-excluded", "leak-east");
+    const problem = await eventually("the excluded-namespace problem", () =>
+      problems("east").find((p) => p.remote === "kube-public/leak"),
+    );
+    assert.equal(problem.reason, "excluded-namespace");
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    assert.equal(await fleet.localService("kube-public", "leak-east"), undefined);
+    const endpoints = await fleet.local.listNamespacedEndpoints({ namespace: "kube-public" });
+    assert.deepEqual(
+      endpoints.items.filter((e) => e.metadata?.name === "leak-east"),
+      [],
+    );
+  });
+});

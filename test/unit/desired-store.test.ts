@@ -1,0 +1,275 @@
+/**
+ * The local writer's DesiredStore: epochs, complete and delta batches, the keep set,
+ * and when garbage collection is allowed (SPEC §4, §6).
+ */
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { DesiredMirror } from "../../src/core/desired.ts";
+import type { ToWriterFromActor } from "../../src/protocol/messages.ts";
+import { DesiredStore } from "../../workers/local-writer/desired-store.ts";
+
+/** A desired mirror of remote Service `<ns>/<svc>` of `cluster`, named `<svc>-<cluster>` unless `name` is given. */
+function mirror(
+  cluster: string,
+  namespace: string,
+  svc: string,
+  options: { name?: string; port?: number } = {},
+): DesiredMirror {
+  const labels = {
+    "mirror.linkerd.io/mirrored-service": "true",
+    "mirror.linkerd.io/cluster-name": cluster,
+    "mirror.linkerd.io/remote-gateway-name": "gateway",
+    "mirror.linkerd.io/remote-gateway-ns": "gateway",
+  };
+  return Object.freeze({
+    cluster,
+    namespace,
+    name: options.name ?? `${svc}-${cluster}`,
+    remote: `${namespace}/${svc}`,
+    labels,
+    serviceAnnotations: { "mirror.linkerd.io/remote-svc-fq-name": `${svc}.${namespace}.svc.cluster.local` },
+    ports: [{ name: "http", protocol: "TCP", port: options.port ?? 80, targetPort: 8080 }],
+    endpointsAnnotations: { "mirror.linkerd.io/remote-svc-fq-name": `${svc}.${namespace}.svc.cluster.local` },
+    addresses: ["192.0.2.10"],
+    endpointPorts: [{ name: "http", protocol: "TCP", port: 4143 }],
+  });
+}
+
+let seq = 0;
+
+function batch(
+  cluster: string,
+  epoch: number,
+  opts: { complete?: boolean; upserts?: DesiredMirror[]; deletes?: string[] } = {},
+): ToWriterFromActor {
+  seq += 1;
+  return {
+    type: "desired.batch",
+    cluster,
+    epoch,
+    seq,
+    complete: opts.complete ?? false,
+    upserts: opts.upserts ?? [],
+    deletes: opts.deletes ?? [],
+  };
+}
+
+const sorted = (keys: Iterable<string>): string[] => [...new Set(keys)].sort();
+
+describe("DesiredStore epochs", () => {
+  it("ignores a batch from an epoch older than the newest seen for its cluster", () => {
+    const store = new DesiredStore();
+    store.applyBatch(batch("east", 2, { complete: true, upserts: [mirror("east", "shop", "web")] }));
+
+    assert.deepEqual(
+      store.applyBatch(batch("east", 1, { complete: true, upserts: [mirror("east", "shop", "cart")] })),
+      [],
+    );
+    assert.deepEqual(store.applyBatch(batch("east", 1, { deletes: ["shop/web-east"] })), []);
+    assert.ok(store.get("east", "shop/web-east"));
+    assert.equal(store.get("east", "shop/cart-east"), undefined);
+    assert.deepEqual(sorted(store.keys()), ["shop/web-east"]);
+  });
+
+  it("accepts a batch of the same or a newer epoch, and then ignores the older epoch", () => {
+    const store = new DesiredStore();
+    store.applyBatch(batch("east", 1, { complete: true, upserts: [mirror("east", "shop", "web")] }));
+    store.applyBatch(batch("east", 1, { upserts: [mirror("east", "shop", "cart")] }));
+    store.applyBatch(batch("east", 3, { complete: true, upserts: [mirror("east", "shop", "cart", { port: 81 })] }));
+
+    assert.deepEqual(sorted(store.keys()), ["shop/cart-east"]);
+    assert.equal(store.get("east", "shop/cart-east")?.ports[0]?.port, 81);
+    assert.deepEqual(store.applyBatch(batch("east", 1, { upserts: [mirror("east", "shop", "web")] })), []);
+    assert.equal(store.get("east", "shop/web-east"), undefined);
+  });
+
+  it("keeps epochs per cluster: an old epoch of one cluster does not hide another cluster's batches", () => {
+    const store = new DesiredStore();
+    store.applyBatch(batch("east", 7, { complete: true, upserts: [mirror("east", "shop", "web")] }));
+    store.applyBatch(batch("west", 2, { complete: true, upserts: [mirror("west", "shop", "web")] }));
+
+    assert.ok(store.get("west", "shop/web-west"));
+    assert.deepEqual(sorted(store.keys()), ["shop/web-east", "shop/web-west"]);
+  });
+});
+
+describe("DesiredStore batches", () => {
+  it("replaces the cluster's whole set on a complete batch and reports removed and upserted keys", () => {
+    const store = new DesiredStore();
+    store.applyBatch(
+      batch("east", 1, {
+        complete: true,
+        upserts: [mirror("east", "shop", "web"), mirror("east", "shop", "cart")],
+      }),
+    );
+
+    const touched = store.applyBatch(
+      batch("east", 2, { complete: true, upserts: [mirror("east", "shop", "web"), mirror("east", "shop", "api")] }),
+    );
+
+    assert.deepEqual(sorted(touched), ["shop/api-east", "shop/cart-east", "shop/web-east"]);
+    assert.deepEqual(sorted(store.keys()), ["shop/api-east", "shop/web-east"]);
+    assert.equal(store.get("east", "shop/cart-east"), undefined);
+    assert.deepEqual(store.clusterSummary().get("east"), { mirrors: 2, complete: true });
+  });
+
+  it("an empty complete batch forgets every mirror of the cluster (all exports removed)", () => {
+    const store = new DesiredStore();
+    store.applyBatch(batch("east", 1, { complete: true, upserts: [mirror("east", "shop", "web")] }));
+
+    assert.deepEqual(store.applyBatch(batch("east", 1, { complete: true })), ["shop/web-east"]);
+    assert.deepEqual(sorted(store.keys()), []);
+    assert.deepEqual(store.clusterSummary().get("east"), { mirrors: 0, complete: true });
+    assert.equal(store.gcAllowed("east"), true);
+  });
+
+  it("applies deltas: upserts replace the mirror, deletes remove it, unknown deletes touch nothing", () => {
+    const store = new DesiredStore();
+    store.applyBatch(
+      batch("east", 1, { complete: true, upserts: [mirror("east", "shop", "web"), mirror("east", "shop", "cart")] }),
+    );
+
+    const touched = store.applyBatch(
+      batch("east", 1, {
+        upserts: [mirror("east", "shop", "web", { port: 8081 }), mirror("east", "shop", "api")],
+        deletes: ["shop/cart-east", "shop/never-east"],
+      }),
+    );
+
+    assert.deepEqual(sorted(touched), ["shop/api-east", "shop/cart-east", "shop/web-east"]);
+    assert.equal(store.get("east", "shop/web-east")?.ports[0]?.port, 8081);
+    assert.equal(store.get("east", "shop/cart-east"), undefined);
+    assert.deepEqual(sorted(store.keys()), ["shop/api-east", "shop/web-east"]);
+    assert.deepEqual(store.clusterSummary().get("east"), { mirrors: 2, complete: true });
+  });
+
+  it("does not mark a cluster complete on deltas alone", () => {
+    const store = new DesiredStore();
+    store.applyBatch(batch("east", 1, { upserts: [mirror("east", "shop", "web")] }));
+
+    assert.deepEqual(store.clusterSummary().get("east"), { mirrors: 1, complete: false });
+    assert.equal(store.gcAllowed("east"), false);
+  });
+
+  it("a delete and an upsert of the same key in one delta leave the upserted mirror", () => {
+    const store = new DesiredStore();
+    store.applyBatch(batch("east", 1, { complete: true, upserts: [mirror("east", "shop", "web")] }));
+    store.applyBatch(
+      batch("east", 1, { upserts: [mirror("east", "shop", "web", { port: 9 })], deletes: ["shop/web-east"] }),
+    );
+
+    assert.equal(store.get("east", "shop/web-east")?.ports[0]?.port, 9);
+    assert.deepEqual(store.claimants("shop/web-east"), ["east"]);
+  });
+});
+
+describe("DesiredStore garbage-collection gate", () => {
+  it("before the keep set is known, allows GC only for clusters that sent a complete batch", () => {
+    const store = new DesiredStore();
+    store.applyBatch(batch("east", 1, { complete: true, upserts: [mirror("east", "shop", "web")] }));
+    store.applyBatch(batch("west", 1, { upserts: [mirror("west", "shop", "web")] }));
+
+    assert.equal(store.gcAllowed("east"), true);
+    assert.equal(store.gcAllowed("west"), false);
+    assert.equal(store.gcAllowed("gone"), false, "a cluster never heard of is not assumed unregistered");
+  });
+
+  it("once the keep set is known, allows GC for unregistered clusters and for complete registered ones only", () => {
+    const store = new DesiredStore();
+    store.applyBatch(batch("east", 1, { complete: true, upserts: [mirror("east", "shop", "web")] }));
+    store.applyBatch(batch("west", 1, { upserts: [mirror("west", "shop", "web")] }));
+    store.setKeep(["east", "west", "north"]);
+
+    assert.equal(store.gcAllowed("east"), true);
+    assert.equal(store.gcAllowed("west"), false, "registered, no complete list yet");
+    assert.equal(store.gcAllowed("north"), false, "registered, nothing received yet");
+    assert.equal(store.gcAllowed("gone"), true, "no Secret registers it any more");
+  });
+
+  it("a newer epoch's complete batch keeps GC allowed; the old set stays authoritative until it arrives", () => {
+    const store = new DesiredStore();
+    store.applyBatch(batch("east", 1, { complete: true, upserts: [mirror("east", "shop", "web")] }));
+    store.applyBatch(batch("east", 2, { upserts: [mirror("east", "shop", "cart")] }));
+
+    assert.deepEqual(sorted(store.keys()), ["shop/cart-east", "shop/web-east"]);
+    store.applyBatch(batch("east", 2, { complete: true, upserts: [mirror("east", "shop", "cart")] }));
+    assert.deepEqual(sorted(store.keys()), ["shop/cart-east"]);
+    assert.equal(store.gcAllowed("east"), true);
+  });
+});
+
+describe("DesiredStore keep set", () => {
+  it("setKeep drops the clusters it does not name, with the keys they claimed", () => {
+    const store = new DesiredStore();
+    store.applyBatch(
+      batch("east", 1, { complete: true, upserts: [mirror("east", "shop", "web"), mirror("east", "shop", "cart")] }),
+    );
+    store.applyBatch(batch("west", 1, { complete: true, upserts: [mirror("west", "shop", "web")] }));
+
+    const { dropped, keys } = store.setKeep(["west"]);
+
+    assert.deepEqual(dropped, ["east"]);
+    assert.deepEqual(sorted(keys), ["shop/cart-east", "shop/web-east"]);
+    assert.deepEqual(sorted(store.keys()), ["shop/web-west"]);
+    assert.equal(store.get("east", "shop/web-east"), undefined);
+    assert.equal(store.clusterSummary().has("east"), false);
+    assert.equal(store.gcAllowed("east"), true);
+  });
+
+  it("ignores batches of an unregistered cluster, and accepts them again once it is registered again", () => {
+    const store = new DesiredStore();
+    store.setKeep(["west"]);
+
+    assert.deepEqual(
+      store.applyBatch(batch("east", 1, { complete: true, upserts: [mirror("east", "shop", "web")] })),
+      [],
+    );
+    assert.deepEqual(sorted(store.keys()), []);
+
+    store.setKeep(["west", "east"]);
+    assert.deepEqual(store.applyBatch(batch("east", 2, { complete: true, upserts: [mirror("east", "shop", "web")] })), [
+      "shop/web-east",
+    ]);
+    assert.ok(store.get("east", "shop/web-east"));
+    assert.equal(store.gcAllowed("east"), true);
+  });
+
+  it("setKeep with every cluster named drops nothing", () => {
+    const store = new DesiredStore();
+    store.applyBatch(batch("east", 1, { complete: true, upserts: [mirror("east", "shop", "web")] }));
+
+    assert.deepEqual(store.setKeep(["east"]), { dropped: [], keys: [] });
+    assert.ok(store.get("east", "shop/web-east"));
+  });
+});
+
+describe("DesiredStore claimants", () => {
+  it("lists, in name order, every cluster that wants a mirror under the same local name", () => {
+    const store = new DesiredStore();
+    store.applyBatch(batch("west", 1, { complete: true, upserts: [mirror("west", "shop", "web", { name: "web-x" })] }));
+    store.applyBatch(batch("east", 1, { complete: true, upserts: [mirror("east", "shop", "web", { name: "web-x" })] }));
+
+    assert.deepEqual(store.claimants("shop/web-x"), ["east", "west"]);
+    assert.equal(store.get("east", "shop/web-x")?.cluster, "east");
+    assert.equal(store.get("west", "shop/web-x")?.cluster, "west");
+    assert.deepEqual(sorted(store.keys()), ["shop/web-x"]);
+  });
+
+  it("removes only the claim of the cluster that stops wanting the name", () => {
+    const store = new DesiredStore();
+    store.applyBatch(batch("east", 1, { complete: true, upserts: [mirror("east", "shop", "web", { name: "web-x" })] }));
+    store.applyBatch(batch("west", 1, { complete: true, upserts: [mirror("west", "shop", "web", { name: "web-x" })] }));
+
+    store.applyBatch(batch("east", 1, { deletes: ["shop/web-x"] }));
+    assert.deepEqual(store.claimants("shop/web-x"), ["west"]);
+    assert.ok(store.get("west", "shop/web-x"));
+
+    store.setKeep(["east"]);
+    assert.deepEqual(store.claimants("shop/web-x"), []);
+    assert.deepEqual(sorted(store.keys()), []);
+  });
+
+  it("claims of a key nobody wants are empty", () => {
+    assert.deepEqual(new DesiredStore().claimants("shop/nothing"), []);
+  });
+});
