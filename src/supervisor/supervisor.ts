@@ -377,6 +377,7 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
     handle.epoch = epoch;
     handle.phase = "starting";
     handle.status = undefined;
+    handle.lastError = undefined; // a later crash must not be reported with an earlier crash's cause
     this.#starting += 1;
     let countedStart = true;
     const startDone = () => {

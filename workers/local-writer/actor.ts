@@ -154,6 +154,8 @@ export class LocalWriterActor {
         const batch = decodeToWriterFromActor(raw);
         if (batch.cluster !== cluster) throw new Error(`batch for ${batch.cluster} on ${cluster}'s channel`);
         for (const key of this.#desired.applyBatch(batch)) this.#enqueue(key);
+        // A complete batch allows GC: re-check local mirrors of this cluster it no longer wants (SPEC §6).
+        if (batch.complete) this.#enqueueMirrorsOf(cluster);
         // Acknowledged once absorbed: the desired store coalesces by key, so absorbing
         // is bounded by the number of mirrors, not by the number of messages.
         port.postMessage({ type: "desired.ack", cluster, epoch: batch.epoch, seq: batch.seq });
@@ -261,6 +263,17 @@ export class LocalWriterActor {
     for (const key of this.#desired.keys()) this.#enqueue(key);
     for (const key of this.#services.keys()) this.#enqueue(key);
     for (const key of this.#endpoints.keys()) this.#enqueue(key);
+  }
+
+  /** Enqueues every observed local mirror (Service or Endpoints) labelled as `cluster`'s. */
+  #enqueueMirrorsOf(cluster: string): void {
+    for (const watcher of [this.#services, this.#endpoints]) {
+      for (const object of watcher.values()) {
+        if (ownerCluster(object.metadata.labels) === cluster) {
+          this.#enqueue(`${object.metadata.namespace}/${object.metadata.name}`);
+        }
+      }
+    }
   }
 
   #enqueue(key: string): void {
