@@ -38,6 +38,8 @@ export interface WatchHandlers {
   onEvent(event: WatchEvent): void;
   /** Called for every chunk received (for an inactivity watchdog). */
   onBytes?(): void;
+  /** Called once when the server accepted the watch (2xx response headers). */
+  onOpen?(): void;
 }
 
 export interface KubeClientOptions {
@@ -375,6 +377,7 @@ export class KubeClient {
             });
             res.on("end", () => finish(this.#apiError(method, path, res, Buffer.concat(chunks).toString("utf8"))));
           } else {
+            handlers.onOpen?.();
             res.setEncoding("utf8");
             let pending = "";
             const deliver = (line: string): boolean => {

@@ -81,6 +81,8 @@ export interface WatcherEvents<T> {
   /** A key's object changed; `previous`/`current` are undefined when it did not / no longer exists. */
   change: [key: string, previous: T | undefined, current: T | undefined];
   failure: [failure: WatchFailure];
+  /** A watch was accepted by the server: the store is live again (after a failure, too). */
+  watching: [];
 }
 
 /** A watch that ended normally this soon without any event counts as a failure, so a broken proxy cannot spin us. */
@@ -367,7 +369,7 @@ export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>
       await this.#client.watch(
         this.path,
         { ...this.#selectors, resourceVersion, allowWatchBookmarks: true, timeoutSeconds },
-        { onEvent, onBytes: () => watchdog.refresh() },
+        { onEvent, onBytes: () => watchdog.refresh(), onOpen: () => this.emit("watching") },
         abort.signal,
       );
     } catch (error) {

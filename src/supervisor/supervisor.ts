@@ -446,6 +446,7 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
           startDone();
           break;
         case "actor.status":
+          this.#reportNewProblems(handle, message.status);
           handle.status = message.status;
           this.emit("status");
           break;
@@ -471,6 +472,20 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
       if (this.#actors.get(handle.cluster) !== handle) return;
       this.#onActorCrash(handle, code);
     });
+  }
+
+  /** A remote Service that cannot be mirrored (SPEC §3) gets a Warning Event on its cluster's Secret. */
+  #reportNewProblems(handle: ActorHandle, status: ClusterStatus): void {
+    const before = new Set((handle.status?.problems ?? []).map((p) => `${p.remote}/${p.reason}`));
+    for (const problem of status.problems) {
+      if (before.has(`${problem.remote}/${problem.reason}`)) continue;
+      this.#secretEvent(
+        handle.registration.secretKey,
+        "Warning",
+        "MirrorSkipped",
+        `cluster ${handle.cluster}: remote Service ${problem.remote} is not mirrored (${problem.reason}): ${problem.message}`,
+      );
+    }
   }
 
   #onActorCrash(handle: ActorHandle, code: number): void {

@@ -262,7 +262,7 @@ describe("restarting the controller process", () => {
     }
   });
 
-  it("exits 0 promptly on SIGTERM and leaves the mirrors in place", async () => {
+  it("exits 0 promptly on SIGTERM and leaves the mirrors in place", async (t) => {
     const ns = "sigterm";
     await fleet.createService("east", ns, "web");
     const controller = await startController();
@@ -273,6 +273,7 @@ describe("restarting the controller process", () => {
     const started = Date.now();
     const code = await stopController(controller, "SIGTERM");
     const tookMs = Date.now() - started;
+    t.diagnostic(`exited ${tookMs} ms after SIGTERM`);
 
     assert.equal(code, 0, controller.output);
     assert.ok(tookMs < 5_000, `took ${tookMs} ms to exit`);

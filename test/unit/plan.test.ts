@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { DesiredMirror } from "../../src/core/desired.ts";
+import { type DesiredMirror, endpointIpProblem, viewGateway } from "../../src/core/desired.ts";
 import type { Endpoints, Service } from "../../src/core/objects.ts";
 import { type MirrorPlan, type PlanInput, planMirror, type WriteAction } from "../../src/core/plan.ts";
 
@@ -212,8 +212,8 @@ describe("planMirror: creating and keeping a mirror", () => {
 
   it("plans nothing for matching Endpoints without subsets while the gateway is unusable", () => {
     const unusable = mirror({ addresses: [], endpointPorts: [] });
-    for (const subsets of [undefined, []]) {
-      const endpoints = deepFreeze({ ...liveEndpoints(), subsets });
+    const { subsets: _subsets, ...withoutSubsets } = liveEndpoints();
+    for (const endpoints of [withoutSubsets, deepFreeze({ ...withoutSubsets, subsets: [] })]) {
       assert.deepEqual(plan({ desired: unusable, service: liveService(), endpoints }), { actions: [] });
     }
     assert.deepEqual(summary(plan({ desired: unusable, service: liveService(), endpoints: liveEndpoints() }).actions), [
@@ -549,5 +549,48 @@ describe("planMirror: deletion (SPEC §4, §6)", () => {
                 if (p.blocked) assert.deepEqual(p.actions, []);
               }
     assert.ok(plans > 100);
+  });
+});
+
+describe("addresses the writer may put in Endpoints (the API server's endpoint IP rules)", () => {
+  it("accepts ordinary IPv4 and IPv6 addresses", () => {
+    for (const ip of ["192.0.2.10", "10.0.0.1", "224.1.0.5", "2001:db8::1", "fd00::2", "fec0::1", "::ffff:192.0.2.1"]) {
+      assert.equal(endpointIpProblem(ip), undefined, ip);
+    }
+  });
+
+  it("refuses unspecified, loopback, link-local and link-local multicast addresses, and non-IPs", () => {
+    const refused: [string, string][] = [
+      ["0.0.0.0", "unspecified"],
+      ["::", "unspecified"],
+      ["127.0.0.1", "loopback"],
+      ["127.8.9.10", "loopback"],
+      ["::1", "loopback"],
+      ["::ffff:127.0.0.1", "loopback"],
+      ["169.254.169.254", "link-local"],
+      ["fe80::1", "link-local"],
+      ["224.0.0.251", "link-local multicast"],
+      ["ff02::1", "link-local multicast"],
+      ["localhost", "not an IP address"],
+      ["1.2.3.256", "not an IP address"],
+      ["1::2::3", "not an IP address"],
+    ];
+    for (const [ip, problem] of refused) assert.equal(endpointIpProblem(ip), problem, ip);
+  });
+
+  it("leaves refused addresses out of a gateway's view and says why when none is left", () => {
+    const gateway = (ingress: { ip?: string; hostname?: string }[]) =>
+      deepFreeze({
+        metadata: { name: "gateway", namespace: "mirror", resourceVersion: "7" },
+        spec: { type: "LoadBalancer", ports: [{ name: "incoming-port", port: 4143 }] },
+        status: { loadBalancer: { ingress } },
+      });
+    const lookup = (hostname: string) => (hostname === "gw.example" ? ["127.0.0.1", "192.0.2.7"] : ["127.0.0.1"]);
+    assert.deepEqual(viewGateway(gateway([{ hostname: "gw.example" }, { ip: "169.254.1.1" }]), lookup).addresses, [
+      "192.0.2.7",
+    ]);
+    const view = viewGateway(gateway([{ hostname: "localhost" }]), lookup);
+    assert.deepEqual(view.addresses, []);
+    assert.match(view.unusable ?? "", /127\.0\.0\.1 \(loopback\) cannot be Endpoints addresses/);
   });
 });

@@ -292,18 +292,26 @@ export class LocalWriterActor {
   async #reconcile(key: string): Promise<ReconcileResult> {
     const claimants = this.#desired.claimants(key);
     const service = this.#observed("Service", key, this.#services);
-    const endpoints = this.#observed("Endpoints", key, this.#endpoints);
+    let endpoints = this.#observed("Endpoints", key, this.#endpoints);
+    const { namespace } = splitKey(key);
+    const namespaceExists = namespace !== undefined && this.#namespaces.get(namespace) !== undefined;
+    // Our stores hold only labelled objects, so a user's Endpoints holding the name are
+    // invisible to them. A failed create would reveal them only AFTER the mirror Service
+    // was created next to them (and that Service would route to the user's addresses):
+    // look the Endpoints up before creating a Service (SPEC §5).
+    if (claimants.length > 0 && !service && !endpoints && namespaceExists) {
+      endpoints = await this.#getUnlabelled<Endpoints>("endpoints", key);
+    }
     // The current owner keeps the name; otherwise the first claimant in name order.
     const owner = ownerCluster(service?.metadata.labels) ?? ownerCluster(endpoints?.metadata.labels);
     const winner = owner && claimants.includes(owner) ? owner : claimants[0];
     const desired = winner ? this.#desired.get(winner, key) : undefined;
-    const { namespace } = splitKey(key);
     const plan = planMirror({
       key,
       desired,
       service,
       endpoints,
-      namespaceExists: namespace !== undefined && this.#namespaces.get(namespace) !== undefined,
+      namespaceExists,
       createNamespaces: this.#options.createNamespaces,
       excludedNamespaces: this.#options.excludedNamespaces,
       gcAllowed: (cluster) => this.#desired.gcAllowed(cluster),
@@ -325,6 +333,17 @@ export class LocalWriterActor {
       if (outcome) return outcome;
     }
     return { kind: "done" };
+  }
+
+  /** GETs an object our label-selected stores may not show; undefined when it does not exist. */
+  async #getUnlabelled<T extends KubeObject>(resource: "services" | "endpoints", key: string): Promise<T | undefined> {
+    const { namespace, name } = splitKey(key);
+    try {
+      return await this.#client.request<T>("GET", `/api/v1/namespaces/${namespace}/${resource}/${name}`);
+    } catch (error) {
+      if (error instanceof KubeApiError && error.status === 404) return undefined;
+      throw error;
+    }
   }
 
   #block(key: string, cluster: string, blocked: Blocked): void {

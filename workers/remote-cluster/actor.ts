@@ -121,6 +121,10 @@ export class RemoteClusterActor {
     this.#watcher.on("change", (key, previous, current) => this.#onChange(key, previous, current));
     this.#watcher.on("listed", () => this.#onListed());
     this.#watcher.on("failure", (failure) => this.#onFailure(failure));
+    // A re-watch after a failure needs no relist; the cluster is live again once accepted.
+    this.#watcher.on("watching", () => {
+      if (this.#state === "stale") this.#setState("synced");
+    });
   }
 
   get cluster(): string {
@@ -293,14 +297,28 @@ export class RemoteClusterActor {
   /** Recomputes one remote service's mirror; returns the mirror (or undefined) and records problems. */
   #compute(key: string, cache: Map<string, GatewayView>): DesiredMirror | undefined {
     const service = this.#watcher.get(key);
-    this.#problems.delete(key);
-    if (!service) return undefined;
-    const outcome = desiredMirrorFor(this.#init.cluster, service, this.#gatewayView(service, cache));
-    if (outcome.kind === "problem") {
-      this.#problems.set(key, outcome.problem);
-      return undefined;
-    }
+    const outcome = service
+      ? desiredMirrorFor(this.#init.cluster, service, this.#gatewayView(service, cache))
+      : ({ kind: "not-exported" } as const);
+    this.#setProblem(key, outcome.kind === "problem" ? outcome.problem : undefined);
     return outcome.kind === "mirror" ? outcome.mirror : undefined;
+  }
+
+  /** Records (or clears) the problem of one remote Service; a change is logged and published. */
+  #setProblem(key: string, problem: MirrorProblem | undefined): void {
+    const previous = this.#problems.get(key);
+    if (previous?.message === problem?.message && previous?.reason === problem?.reason) return;
+    this.#statusDirty = true;
+    if (problem) {
+      this.#problems.set(key, problem);
+      this.#log.warn(
+        { remote: key, reason: problem.reason },
+        `exported Service ${key} is not mirrored: ${problem.message}`,
+      );
+    } else {
+      this.#problems.delete(key);
+      if (previous) this.#log.info({ remote: key }, `exported Service ${key} no longer has a mirror problem`);
+    }
   }
 
   #scheduleFlush(): void {
@@ -324,7 +342,7 @@ export class RemoteClusterActor {
       this.#dirty.clear();
       this.#sent.clear();
       this.#mirrorKeyOf.clear();
-      this.#problems.clear();
+      for (const key of [...this.#problems.keys()]) if (!this.#watcher.get(key)) this.#setProblem(key, undefined);
       for (const service of this.#watcher.values()) {
         const key = objectKey(service.metadata);
         const mirror = this.#compute(key, cache);
