@@ -7,7 +7,7 @@ import { lookup } from "node:dns/promises";
 import { after, before, describe, it } from "node:test";
 import type { V1Endpoints } from "@kubernetes/client-node";
 import type { Supervisor } from "../../src/supervisor/supervisor.ts";
-import { Fleet } from "../helpers/fleet.ts";
+import { CONTROLLER_NAMESPACE, Fleet } from "../helpers/fleet.ts";
 import { eventually } from "../helpers/kube.ts";
 
 const subsetsOf = (ep: V1Endpoints): number => ep.subsets?.length ?? 0;
@@ -320,6 +320,14 @@ describe("mirrors and their gateways", () => {
       [`problems/${longName}`, "mirror-name-invalid"],
     ]);
     await fleet.waitForEndpoints("problems", "web-east", (e) => same(ipsOf(e), ["192.0.2.70"]));
+    // Each skipped Service is also reported as a Warning Event on the cluster's Secret.
+    await eventually("MirrorSkipped Events on east's credentials Secret", async () => {
+      const events = await fleet.local.listNamespacedEvent({ namespace: CONTROLLER_NAMESPACE });
+      const skipped = events.items.filter(
+        (e) => e.reason === "MirrorSkipped" && e.involvedObject.name === "cluster-credentials-east" && e.message?.includes("problems/"),
+      );
+      return skipped.length >= 3 ? true : undefined;
+    });
     const local = await fleet.local.listNamespacedService({ namespace: "problems" });
     assert.deepEqual(
       local.items.map((s) => s.metadata?.name),

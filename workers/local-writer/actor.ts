@@ -248,6 +248,17 @@ export class LocalWriterActor {
           { key, requeues, err: this.#lastError },
           `write failed, retrying with backoff: ${describeError(this.#lastError)}`,
         );
+        // A failure retrying cannot fix (invalid, forbidden) needs a human: say so on the
+        // object. Retries go on regardless (no permanent give-up), the Event is deduplicated.
+        const { namespace, name } = splitKey(key);
+        if (error instanceof KubeApiError && !error.retryable && namespace) {
+          void this.recordEvent({
+            involved: { kind: "Service", apiVersion: "v1", namespace, name },
+            type: "Warning",
+            reason: "MirrorWriteFailed",
+            message: `fleet-mirror cannot write mirror ${key} (${error.status} ${error.reason}); retrying with backoff: ${error.message}`,
+          });
+        }
       },
     );
     this.#resyncAll();
