@@ -366,7 +366,7 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
     while (this.#starting < this.#config.maxConcurrentStarts && this.#startQueue.length > 0 && !this.#stopping) {
       const cluster = this.#startQueue.shift() as string;
       const handle = this.#actors.get(cluster);
-      if (!handle || handle.phase !== "queued") continue;
+      if (handle?.phase !== "queued") continue;
       this.#spawnActor(handle);
     }
   }
@@ -515,9 +515,17 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
     }, decision.delayMs);
   }
 
+  /**
+   * Stops the actor, then starts it again with its registration as it is at spawn time.
+   * Rotations that arrive while a stop is in progress share that stop and start ONE new
+   * incarnation: only the first restart to resume finds the handle still `stopping`;
+   * the others see it queued or started already and leave it be (otherwise each would
+   * spawn a thread, and all but the last would be orphaned, still watching the remote).
+   */
   async #restartActor(handle: ActorHandle): Promise<void> {
     await this.#stopActor(handle);
-    if (this.#actors.get(handle.cluster) === handle && !this.#stopping) this.#queueStart(handle);
+    if (this.#actors.get(handle.cluster) !== handle || this.#stopping) return;
+    if (handle.phase === "stopping") this.#queueStart(handle);
   }
 
   /** Asks the actor to stop, and terminates its thread if it does not within the timeout. */

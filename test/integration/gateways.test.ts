@@ -324,7 +324,10 @@ describe("mirrors and their gateways", () => {
     await eventually("MirrorSkipped Events on east's credentials Secret", async () => {
       const events = await fleet.local.listNamespacedEvent({ namespace: CONTROLLER_NAMESPACE });
       const skipped = events.items.filter(
-        (e) => e.reason === "MirrorSkipped" && e.involvedObject.name === "cluster-credentials-east" && e.message?.includes("problems/"),
+        (e) =>
+          e.reason === "MirrorSkipped" &&
+          e.involvedObject.name === "cluster-credentials-east" &&
+          e.message?.includes("problems/"),
       );
       return skipped.length >= 3 ? true : undefined;
     });
