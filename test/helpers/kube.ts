@@ -27,7 +27,7 @@ export function statusCode(error: unknown): number | undefined {
 
 /** Polls `check` until it returns a value that is not undefined, or throws after `timeoutMs`. */
 export async function eventually<T>(
-  what: string,
+  what: string | (() => string),
   check: () => Promise<T | undefined> | T | undefined,
   timeoutMs = 30_000,
   intervalMs = 100,
@@ -42,7 +42,8 @@ export async function eventually<T>(
       lastError = error;
     }
     if (Date.now() > deadline) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`, { cause: lastError });
+      const description = typeof what === "function" ? what() : what;
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${description}`, { cause: lastError });
     }
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }

@@ -57,13 +57,16 @@ describe("Watcher against a real API server", () => {
   async function freshList(namespace: string): Promise<Record<string, string | undefined>> {
     const list = await coreApi(adminKubeConfig(plane.cluster("remote"))).listNamespacedService({ namespace });
     const out: Record<string, string | undefined> = {};
-    for (const s of list.items) out[`${namespace}/${s.metadata?.name}`] = s.metadata?.resourceVersion;
+    const items = [...list.items].sort((a, b) => ((a.metadata?.name ?? "") < (b.metadata?.name ?? "") ? -1 : 1));
+    for (const s of items) out[`${namespace}/${s.metadata?.name}`] = s.metadata?.resourceVersion;
     return out;
   }
 
+  /** Sorted by key, so two views compare equal whatever order their maps were filled in. */
   function storeOf(watcher: Watcher<Service>): Record<string, string | undefined> {
     const out: Record<string, string | undefined> = {};
-    for (const s of watcher.values()) out[`${s.metadata.namespace}/${s.metadata.name}`] = s.metadata.resourceVersion;
+    const items = [...watcher.values()].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1));
+    for (const s of items) out[`${s.metadata.namespace}/${s.metadata.name}`] = s.metadata.resourceVersion;
     return out;
   }
 
@@ -125,7 +128,8 @@ describe("Watcher against a real API server", () => {
     }
 
     await eventually(
-      "the store to equal a fresh list",
+      () =>
+        `the store to equal a fresh list (stats ${JSON.stringify(watcher.stats)}, failures ${JSON.stringify(failures.slice(-5))})`,
       async () => {
         const fresh = await freshList("chaos");
         return JSON.stringify(storeOf(watcher)) === JSON.stringify(fresh) ? true : undefined;
