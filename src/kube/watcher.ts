@@ -16,7 +16,8 @@
  *   the last known state is kept while the API is unreachable;
  * - every failure emits `failure` (plain data) and is followed by a jittered exponential
  *   backoff; the backoff resets after a complete list and after a watch that delivered
- *   at least one event (bookmarks count);
+ *   at least one event (bookmarks count). The one exception is an object of the wrong
+ *   kind (`expectedKind`): it is skipped and reported, and the list or watch goes on;
  * - `change` listeners run synchronously, with the store already updated; they must
  *   not throw (a throw is reported as a failure with reason `internal`).
  */
@@ -48,6 +49,13 @@ export interface WatcherOptions {
   readonly backoff?: { readonly initialMs?: number; readonly maxMs?: number };
   /** Source of randomness in [0, 1), for jitter and watch timeouts. Default `Math.random`. */
   readonly random?: () => number;
+  /**
+   * The `kind` every object must have, e.g. `Service`. A list item or watch event whose
+   * `kind` is set and differs is rejected: not stored, reported as a `failure` with reason
+   * `wrong-kind`, and the list or watch goes on (a watch moves past its resourceVersion).
+   * Objects without `kind` (list items usually) are accepted. Default: no check.
+   */
+  readonly expectedKind?: string;
 }
 
 /** What a `failure` event carries; plain data, safe to post across threads. */
@@ -56,7 +64,8 @@ export interface WatchFailure {
   /**
    * Short and metric-friendly: a transport code (`ECONNREFUSED`, `ECONNRESET`,
    * `ETIMEDOUT`, ...), `http-<status>`, `gone`, `watch-inactive`, `watch-ended-early`,
-   * `decode`, `invalid-object`, `internal`.
+   * `decode`, `invalid-object`, `wrong-kind` (an object was skipped, `retryInMs` 0: the
+   * list or watch went on), `internal`.
    */
   readonly reason: string;
   readonly message: string;
@@ -87,6 +96,9 @@ export interface WatcherEvents<T> {
 
 /** A watch that ended normally this soon without any event counts as a failure, so a broken proxy cannot spin us. */
 const EARLY_END_MS = 1_000;
+
+/** OpenSSL / Node codes of certificate and handshake failures; their messages say "TLS" so a status row names them clearly. */
+const TLS_CODE = /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|SELF_SIGNED_|DEPTH_ZERO_|HOSTNAME_MISMATCH|EPROTO$)/;
 
 /** A failure already classified, thrown inside the loop. */
 class WatchFault extends Error {
@@ -125,6 +137,7 @@ export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>
   readonly #inactivityTimeoutMs: number;
   readonly #backoff: BackoffOptions;
   readonly #random: () => number;
+  readonly #expectedKind: string | undefined;
 
   #store = new Map<string, T>();
   #hasSynced = false;
@@ -157,6 +170,7 @@ export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>
     const maxMs = positive("backoff.maxMs", options.backoff?.maxMs ?? 30_000);
     this.#backoff = { initialMs, maxMs: Math.max(initialMs, maxMs), jitter: 0.5 };
     this.#random = options.random ?? Math.random;
+    this.#expectedKind = options.expectedKind;
   }
 
   /** Starts listing and watching. Idempotent; a stopped watcher stays stopped. */
@@ -269,6 +283,7 @@ export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>
       const apiVersion = typeof page["apiVersion"] === "string" ? page["apiVersion"] : undefined;
       const kind = typeof page["kind"] === "string" ? page["kind"].replace(/List$/, "") : undefined;
       for (const item of items) {
+        if (this.#wrongKind(item, "list", "list item")) continue;
         const object = this.#accept(item, "list item");
         // List items come without apiVersion/kind; fill them in so they look like watch objects.
         const filled = {
@@ -351,6 +366,12 @@ export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>
         if (typeof rv === "string" && rv !== "") this.#resourceVersion = rv;
         return;
       }
+      if (this.#wrongKind(event.object, "watch", `${event.type} event`)) {
+        const meta = event.object["metadata"];
+        const rv = isRecord(meta) ? meta["resourceVersion"] : undefined;
+        if (typeof rv === "string" && rv !== "") this.#resourceVersion = rv;
+        return;
+      }
       const object = Object.freeze(this.#accept(event.object, `${event.type} event`));
       const key = objectKey(object.metadata);
       const previous = this.#store.get(key);
@@ -393,6 +414,31 @@ export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>
     }
   }
 
+  /**
+   * True when `value` carries a `kind` other than the expected one; the object is then
+   * skipped and a `wrong-kind` failure emitted (no backoff: nothing needs retrying).
+   */
+  #wrongKind(value: unknown, phase: "list" | "watch", what: string): boolean {
+    if (this.#expectedKind === undefined || !isRecord(value)) return false;
+    const kind = value["kind"];
+    if (typeof kind !== "string" || kind === "" || kind === this.#expectedKind) return false;
+    const meta = value["metadata"];
+    const name = isRecord(meta) ? `${String(meta["namespace"] ?? "")}/${String(meta["name"] ?? "?")}` : "?";
+    this.#stats.failures++;
+    try {
+      this.emit("failure", {
+        phase,
+        reason: "wrong-kind",
+        message: `${this.path}: ${what} ${name} has kind ${JSON.stringify(kind)}, expected ${this.#expectedKind}; skipped`,
+        attempt: this.#consecutiveFailures + 1,
+        retryInMs: 0,
+      });
+    } catch {
+      // A failure listener threw; the stream must go on.
+    }
+    return true;
+  }
+
   /** Checks the minimum an object needs to be stored (metadata.name); throws a `decode`-class fault otherwise. */
   #accept(value: unknown, what: string): T {
     if (isRecord(value) && isRecord(value["metadata"]) && typeof value["metadata"]["name"] === "string") {
@@ -411,7 +457,10 @@ export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>
       });
     }
     if (error instanceof KubeTransportError) {
-      return new WatchFault(error.code === "DECODE" ? "decode" : error.code, error.message, { cause: error });
+      const message = TLS_CODE.test(error.code)
+        ? `TLS: the server's certificate is not trusted with the kubeconfig's CA, or the TLS handshake failed (${error.code}): ${error.message}`
+        : error.message;
+      return new WatchFault(error.code === "DECODE" ? "decode" : error.code, message, { cause: error });
     }
     return new WatchFault("internal", error instanceof Error ? error.message : String(error), { cause: error });
   }

@@ -70,7 +70,21 @@ export interface RemoteActorOptions {
   /** Append log lines here instead of stdout. */
   readonly logFile?: string;
   readonly watchInactivityTimeoutMs?: number;
+  /**
+   * Accept `actor.inject-fault` (tests only). Default false: the message is then
+   * rejected as a protocol error. Set only by a Supervisor constructed with
+   * `testHooks: true`, never from the command line.
+   */
+  readonly testHooks?: boolean;
 }
+
+/**
+ * A fault a test asks an actor thread to suffer: an uncaught exception in its event
+ * loop, an unhandled promise rejection, `process.exit(3)` (in a worker it ends only
+ * the thread), or allocation until the thread's heap limit (ERR_WORKER_OUT_OF_MEMORY).
+ */
+export type ActorFaultKind = "throw" | "reject" | "exit" | "oom";
+export const ACTOR_FAULT_KINDS: readonly ActorFaultKind[] = ["throw", "reject", "exit", "oom"];
 
 export interface WriterOptions {
   readonly createNamespaces: boolean;
@@ -104,7 +118,9 @@ export type ToRemoteActor =
     }
   /** The writer restarted: send the full desired set again on this new port. */
   | { readonly type: "actor.attach-writer"; readonly writerPort: MessagePort }
-  | { readonly type: "actor.stop" };
+  | { readonly type: "actor.stop" }
+  /** Tests only: accepted only by an actor whose init carried `options.testHooks: true`. */
+  | { readonly type: "actor.inject-fault"; readonly kind: ActorFaultKind };
 
 // remote-cluster actor → supervisor
 export type FromRemoteActor =
@@ -196,6 +212,13 @@ export type FromWriter =
   | { readonly type: "writer.stopped" }
   | { readonly type: "writer.failed"; readonly error: SerializedError };
 
+/** The part of a MessagePort an actor uses: a real port, or a fake in tests. */
+export interface ChannelPort<Out> {
+  postMessage(message: Out): void;
+  on(event: "message", listener: (message: unknown) => void): unknown;
+  close(): void;
+}
+
 // ---------------------------------------------------------------------------------
 // Boundary decoding
 
@@ -224,7 +247,7 @@ function requireFields(
   }
 }
 
-const remoteActorTypes = new Set(["actor.init", "actor.attach-writer", "actor.stop"]);
+const remoteActorTypes = new Set(["actor.init", "actor.attach-writer", "actor.stop", "actor.inject-fault"]);
 export function decodeToRemoteActor(value: unknown): ToRemoteActor {
   const type = typeOf(value, "to remote actor");
   if (!remoteActorTypes.has(type)) throw new ProtocolError(`to remote actor: unknown type ${type}`);
@@ -238,6 +261,8 @@ export function decodeToRemoteActor(value: unknown): ToRemoteActor {
       writerPort: "object",
     });
   if (type === "actor.attach-writer") requireFields(v, type, { writerPort: "object" });
+  if (type === "actor.inject-fault" && !ACTOR_FAULT_KINDS.includes(v["kind"] as ActorFaultKind))
+    throw new ProtocolError(`${type}: unknown fault kind ${String(v["kind"])}`);
   return value as ToRemoteActor;
 }
 

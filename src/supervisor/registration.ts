@@ -8,7 +8,7 @@
  * are refused unless the operator allowed file paths explicitly; nothing here ever runs
  * a program, and files are read only under that flag.
  */
-import { createHash } from "node:crypto";
+import { createHash, createPrivateKey, X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { KubeConfig, loadYaml } from "@kubernetes/client-node";
 import { CLUSTER_NAME, KUBECONFIG_KEY, REMOTE_CLUSTER_DOMAIN, SECRET_TYPE } from "../core/labels.ts";
@@ -35,7 +35,10 @@ export type InvalidReason =
   | "kubeconfig-no-context"
   | "kubeconfig-no-server"
   | "kubeconfig-forbidden-auth"
-  | "kubeconfig-no-credentials";
+  | "kubeconfig-no-credentials"
+  | "kubeconfig-bad-ca"
+  | "kubeconfig-bad-client-certificate"
+  | "kubeconfig-client-certificate-expired";
 
 export type ParsedSecret =
   | { readonly kind: "ignored" }
@@ -112,7 +115,11 @@ export function connectionFromKubeconfig(text: string, options: ParseOptions, co
     const names = kc.getContexts().map((c) => c.name);
     throw new Invalid(
       "kubeconfig-no-context",
-      `kubeconfig has no current-context${names.length > 1 ? ` (it has several contexts: ${names.join(", ")})` : ""}`,
+      names.length > 1
+        ? `kubeconfig has several contexts (${names.join(", ")}) and no current-context: set current-context to the one to use`
+        : names.length === 1
+          ? `kubeconfig has no current-context: set current-context to ${names[0] ?? ""}`
+          : "kubeconfig has no current-context and no contexts",
     );
   }
   const ctx = kc.getContextObject(contextName);
@@ -184,6 +191,8 @@ export function connectionFromKubeconfig(text: string, options: ParseOptions, co
       `kubeconfig user ${ctx.user || "(none)"} has no token and no client certificate`,
     );
   }
+  if (caPem !== undefined) checkCa(caPem);
+  if (auth.kind === "client-certificate") checkClientCertificate(auth.certPem, auth.keyPem);
   return {
     server: cluster.server.replace(/\/+$/, ""),
     ...(caPem ? { caPem } : {}),
@@ -191,6 +200,63 @@ export function connectionFromKubeconfig(text: string, options: ParseOptions, co
     ...(cluster.tlsServerName ? { tlsServerName: cluster.tlsServerName } : {}),
     auth,
   };
+}
+
+const PEM_CERTIFICATE = "-----BEGIN CERTIFICATE-----";
+
+/** The CA bundle must hold at least one PEM certificate (a typo here only shows as a TLS error later). */
+function checkCa(caPem: string): void {
+  if (!caPem.includes(PEM_CERTIFICATE)) {
+    throw new Invalid(
+      "kubeconfig-bad-ca",
+      "kubeconfig's certificate-authority-data holds no PEM certificate (expected base64 of -----BEGIN CERTIFICATE-----)",
+    );
+  }
+}
+
+/**
+ * The client certificate must parse, match its key and be valid now: an expired
+ * certificate only shows as an opaque 401 from the remote API server otherwise.
+ */
+function checkClientCertificate(certPem: string, keyPem: string, now: number = Date.now()): void {
+  let cert: X509Certificate;
+  try {
+    cert = new X509Certificate(certPem);
+  } catch (error) {
+    throw new Invalid(
+      "kubeconfig-bad-client-certificate",
+      `kubeconfig's client-certificate-data is not a PEM certificate: ${(error as Error).message}`,
+    );
+  }
+  let matches: boolean;
+  try {
+    matches = cert.checkPrivateKey(createPrivateKey(keyPem));
+  } catch (error) {
+    throw new Invalid(
+      "kubeconfig-bad-client-certificate",
+      `kubeconfig's client-key-data is not a usable private key: ${(error as Error).message}`,
+    );
+  }
+  if (!matches) {
+    throw new Invalid(
+      "kubeconfig-bad-client-certificate",
+      `kubeconfig's client-key-data does not belong to its client certificate (${cert.subject.replace(/\n/g, ", ")})`,
+    );
+  }
+  const notAfter = Date.parse(cert.validTo);
+  const notBefore = Date.parse(cert.validFrom);
+  if (Number.isFinite(notAfter) && notAfter < now) {
+    throw new Invalid(
+      "kubeconfig-client-certificate-expired",
+      `kubeconfig's client certificate (${cert.subject.replace(/\n/g, ", ")}) expired on ${new Date(notAfter).toISOString()}: issue a new one`,
+    );
+  }
+  if (Number.isFinite(notBefore) && notBefore > now) {
+    throw new Invalid(
+      "kubeconfig-client-certificate-expired",
+      `kubeconfig's client certificate (${cert.subject.replace(/\n/g, ", ")}) is not valid before ${new Date(notBefore).toISOString()}`,
+    );
+  }
 }
 
 export function parseCredentialsSecret(secret: Secret, options: ParseOptions): ParsedSecret {

@@ -26,6 +26,7 @@ import { Watcher } from "../kube/watcher.ts";
 import type { Logger } from "../log.ts";
 import { describeError, type SerializedError, serializeError } from "../protocol/errors.ts";
 import {
+  type ActorFaultKind,
   assertNever,
   type ClusterStatus,
   decodeFromRemoteActor,
@@ -93,6 +94,11 @@ export interface SupervisorOptions {
   /** Batching window of actors (ms). */
   readonly batchDelayMs?: number;
   readonly watchInactivityTimeoutMs?: number;
+  /**
+   * Tests only, default false, never set from the command line: actors accept
+   * `actor.inject-fault`, and `injectActorFault` works.
+   */
+  readonly testHooks?: boolean;
 }
 
 const STOP_TIMEOUT_MS = 10_000;
@@ -132,6 +138,7 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
     this.#secrets = new Watcher<Secret>({
       client: this.#client,
       path: `/api/v1/namespaces/${this.#config.namespace}/secrets`,
+      expectedKind: "Secret",
       fieldSelector: `type=${SECRET_TYPE}`,
     });
     this.#secrets.on("change", () => this.#reconcileRegistry());
@@ -153,6 +160,19 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
   /** The thread of one cluster's actor (tests use it to crash it). */
   actorThread(cluster: string): Worker | undefined {
     return this.#actors.get(cluster)?.worker;
+  }
+
+  /**
+   * Tests only: makes `cluster`'s actor thread fail the way `kind` says (see
+   * `ActorFaultKind`); the crash then goes through the restart policy like any other.
+   * @throws Error when the supervisor was built without `testHooks`, or the cluster
+   * has no actor thread right now.
+   */
+  injectActorFault(cluster: string, kind: ActorFaultKind): void {
+    if (this.#options.testHooks !== true) throw new Error("injectActorFault needs a Supervisor built with testHooks");
+    const worker = this.#actors.get(cluster)?.worker;
+    if (!worker) throw new Error(`cluster ${cluster} has no actor thread to inject a fault into`);
+    worker.postMessage({ type: "actor.inject-fault", kind } satisfies ToRemoteActor);
   }
 
   status(): FleetStatus {
@@ -418,6 +438,7 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
         ...(this.#options.watchInactivityTimeoutMs
           ? { watchInactivityTimeoutMs: this.#options.watchInactivityTimeoutMs }
           : {}),
+        ...(this.#options.testHooks === true ? { testHooks: true } : {}),
       },
       writerPort: actorPort,
     };

@@ -3,6 +3,12 @@
  * helpers to shape remote clusters (gateways, exported Services) and to register them
  * through least-privilege credentials Secrets, and the controller itself — in-process
  * (a Supervisor with real worker threads) or as a separate `fleet-mirror run` process.
+ *
+ * The controller runs least-privilege, as in production: it authenticates to the local
+ * API server with a token of ServiceAccount fleet-mirror/fleet-mirror, bound only by
+ * `deploy/rbac/local.yaml`; remote credentials Secrets carry a token of
+ * fleet-mirror-remote/fleet-mirror-reader, bound only by `deploy/rbac/remote.yaml`.
+ * The test's own reads and edits use the admin identity.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
@@ -19,15 +25,20 @@ import {
   REMOTE_CLUSTER_DOMAIN,
   SECRET_TYPE,
 } from "../../src/core/labels.ts";
-import { mintServiceAccountToken } from "../../src/kube/service-account.ts";
+import type { ConnectionSpec } from "../../src/kube/connection.ts";
 import { silentLogger } from "../../src/log.ts";
 import { ControlPlane } from "../../src/sandbox/control-plane.ts";
 import { renderKubeconfig } from "../../src/sandbox/kubeconfig.ts";
+import { applyRbacYaml, controllerToken, rbacManifestPath, serviceAccountToken } from "../../src/sandbox/rbac.ts";
 import { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { adminConnection } from "./connection.ts";
 import { adminKubeConfig, eventually, statusCode } from "./kube.ts";
 
 export const CONTROLLER_NAMESPACE = "fleet-mirror";
+/** The remote reader identity of `deploy/rbac/remote.yaml`. */
+export const REMOTE_READER_NAMESPACE = "fleet-mirror-remote";
+export const REMOTE_READER_SERVICE_ACCOUNT = "fleet-mirror-reader";
+/** The rules of ClusterRole fleet-mirror-remote-reader in `deploy/rbac/remote.yaml`. */
 export const REMOTE_READER_RULES = [{ apiGroups: [""], resources: ["services"], verbs: ["get", "list", "watch"] }];
 
 export class Fleet {
@@ -35,22 +46,54 @@ export class Fleet {
   readonly remotes: readonly string[];
   readonly #apis = new Map<string, CoreV1Api>();
   readonly #tokens = new Map<string, string>();
+  readonly #remoteRbac = new Map<string, Promise<unknown>>();
+  #controllerToken = "";
 
   private constructor(plane: ControlPlane, remotes: readonly string[]) {
     this.plane = plane;
     this.remotes = remotes;
   }
 
+  /**
+   * Starts the control plane, applies `deploy/rbac/local.yaml` to the local cluster
+   * (which creates the controller's namespace and ServiceAccount) and mints the
+   * controller's token.
+   */
   static async start(remotes: readonly string[] = ["east", "west"]): Promise<Fleet> {
     const plane = await ControlPlane.start({ clusters: ["local", ...remotes] });
     const fleet = new Fleet(plane, remotes);
     try {
-      await fleet.api("local").createNamespace({ body: { metadata: { name: CONTROLLER_NAMESPACE } } });
+      const admin = fleet.kubeConfig("local");
+      await applyRbacYaml(admin, rbacManifestPath("local"));
+      fleet.#controllerToken = await controllerToken(admin, CONTROLLER_NAMESPACE);
     } catch (error) {
       await plane.stop();
       throw error;
     }
     return fleet;
+  }
+
+  /** The controller's bearer token for the local API server (ServiceAccount fleet-mirror/fleet-mirror). */
+  get controllerToken(): string {
+    return this.#controllerToken;
+  }
+
+  /** How the controller reaches the local API server: least-privilege token, never admin. */
+  controllerConnection(): ConnectionSpec {
+    const local = this.plane.cluster("local");
+    return { server: local.server, caPem: local.caPem, auth: { kind: "token", token: this.#controllerToken } };
+  }
+
+  /** The same as a kubeconfig (for `fleet-mirror run --kubeconfig`). */
+  controllerKubeconfig(): string {
+    const local = this.plane.cluster("local");
+    return renderKubeconfig({
+      cluster: "local",
+      server: local.server,
+      caPem: local.caPem,
+      user: "fleet-mirror",
+      auth: { token: this.#controllerToken },
+    });
   }
 
   kubeConfig(cluster: string): KubeConfig {
@@ -193,24 +236,37 @@ export class Fleet {
   async remoteToken(remote: string): Promise<string> {
     let token = this.#tokens.get(remote);
     if (!token) {
-      token = await mintServiceAccountToken(this.kubeConfig(remote), {
-        namespace: "fleet-mirror-remote",
-        serviceAccount: "fleet-mirror-reader",
-        role: { kind: "ClusterRole", name: "fleet-mirror-remote-reader", rules: REMOTE_READER_RULES },
-      });
+      token = await this.mintRemoteToken(remote);
       this.#tokens.set(remote, token);
     }
     return token;
   }
 
-  async remoteKubeconfig(remote: string): Promise<string> {
+  /**
+   * A NEW read-only token for `remote` on every call (TokenRequest for the reader
+   * ServiceAccount of `deploy/rbac/remote.yaml`, applied once per remote).
+   */
+  async mintRemoteToken(remote: string): Promise<string> {
+    const kc = this.kubeConfig(remote);
+    let applied = this.#remoteRbac.get(remote);
+    if (!applied) {
+      applied = applyRbacYaml(kc, rbacManifestPath("remote"));
+      this.#remoteRbac.set(remote, applied);
+      applied.catch(() => this.#remoteRbac.delete(remote));
+    }
+    await applied;
+    return serviceAccountToken(kc, REMOTE_READER_NAMESPACE, REMOTE_READER_SERVICE_ACCOUNT);
+  }
+
+  /** A kubeconfig for `remote` with the reader token; `token` defaults to `remoteToken(remote)`. */
+  async remoteKubeconfig(remote: string, token?: string): Promise<string> {
     const c = this.plane.cluster(remote);
     return renderKubeconfig({
       cluster: remote,
       server: c.server,
       caPem: c.caPem,
       user: "fleet-mirror",
-      auth: { token: await this.remoteToken(remote) },
+      auth: { token: token ?? (await this.remoteToken(remote)) },
     });
   }
 
@@ -256,11 +312,11 @@ export class Fleet {
     });
   }
 
-  /** The controller in this process: a Supervisor with real worker threads. */
+  /** The controller in this process: a Supervisor with real worker threads, least-privilege. */
   startInProcess(overrides: Partial<Config> = {}, extra: { watchInactivityTimeoutMs?: number } = {}): Supervisor {
     const supervisor = new Supervisor({
       config: this.config(overrides),
-      localConnection: adminConnection(this.plane.cluster("local")),
+      localConnection: this.controllerConnection(),
       logger: silentLogger(),
       ...extra,
     });
@@ -268,10 +324,10 @@ export class Fleet {
     return supervisor;
   }
 
-  /** The controller as a separate OS process (`fleet-mirror run`), for crash/restart tests. */
+  /** The controller as a separate OS process (`fleet-mirror run`, least-privilege), for crash/restart tests. */
   async startProcess(args: readonly string[] = []): Promise<ControllerProcess> {
-    const kubeconfig = join(this.plane.dir, "local.kubeconfig");
-    writeFileSync(kubeconfig, this.plane.cluster("local").adminKubeconfig, { mode: 0o600 });
+    const kubeconfig = join(this.plane.dir, "controller.kubeconfig");
+    writeFileSync(kubeconfig, this.controllerKubeconfig(), { mode: 0o600 });
     const main = new URL("../../src/main.ts", import.meta.url).pathname;
     const child = spawn(
       process.execPath,

@@ -12,7 +12,6 @@ import type { V1Endpoints, V1Service } from "@kubernetes/client-node";
 import { silentLogger } from "../../src/log.ts";
 import { DEFAULT_RESTART_POLICY, type RestartPolicy } from "../../src/supervisor/restart-policy.ts";
 import { type ClusterRow, Supervisor } from "../../src/supervisor/supervisor.ts";
-import { adminConnection } from "../helpers/connection.ts";
 import { CONTROLLER_NAMESPACE, Fleet } from "../helpers/fleet.ts";
 import { eventually } from "../helpers/kube.ts";
 
@@ -31,7 +30,7 @@ describe("isolation between remote clusters", () => {
   function startSupervisor(restartPolicy?: RestartPolicy): Supervisor {
     const supervisor = new Supervisor({
       config: fleet.config(),
-      localConnection: adminConnection(fleet.plane.cluster("local")),
+      localConnection: fleet.controllerConnection(),
       logger: silentLogger(),
       ...(restartPolicy ? { restartPolicy } : {}),
     });

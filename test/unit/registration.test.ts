@@ -4,9 +4,15 @@
  * Secret registered first.
  */
 import assert from "node:assert/strict";
-import { describe, it } from "node:test";
+import { execFile } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { promisify } from "node:util";
 import type { Secret } from "../../src/core/objects.ts";
 import { renderKubeconfig } from "../../src/sandbox/kubeconfig.ts";
+import { type CertificateFiles, createCa, issueCertificate } from "../../src/sandbox/pki.ts";
 import { parseCredentialsSecret } from "../../src/supervisor/registration.ts";
 import { computeRegistry } from "../../src/supervisor/registry.ts";
 
@@ -224,6 +230,257 @@ describe("parseCredentialsSecret", () => {
     });
     assert.equal(parsed.kind, "invalid");
     if (parsed.kind === "invalid") assert.match(parsed.message, /cannot read tokenFile file \/does\/not\/exist/);
+  });
+});
+
+const run = promisify(execFile);
+
+/** A client certificate of `ca` valid only from `start` to `end` (openssl `YYYYMMDDHHMMSSZ`), via `openssl ca`. */
+async function certificateValidBetween(
+  ca: CertificateFiles,
+  dir: string,
+  name: string,
+  start: string,
+  end: string,
+): Promise<{ certPem: string; keyPem: string }> {
+  const db = mkdtempSync(join(dir, `${name}-`));
+  writeFileSync(join(db, "index.txt"), "");
+  writeFileSync(join(db, "serial"), "1000\n");
+  const config = [
+    "[ca]",
+    "default_ca = d",
+    "[d]",
+    `database = ${db}/index.txt`,
+    `new_certs_dir = ${db}`,
+    `serial = ${db}/serial`,
+    "default_md = sha256",
+    "policy = p",
+    "unique_subject = no",
+    "[p]",
+    "commonName = supplied",
+    "",
+  ].join("\n");
+  writeFileSync(join(db, "ca.cnf"), config);
+  const key = join(db, "c.key");
+  const csr = join(db, "c.csr");
+  const crt = join(db, "c.crt");
+  await run("openssl", [
+    "req",
+    "-new",
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:P-256",
+    "-nodes",
+    "-keyout",
+    key,
+    "-out",
+    csr,
+    "-subj",
+    `/CN=${name}`,
+  ]);
+  await run("openssl", [
+    "ca",
+    "-batch",
+    "-config",
+    join(db, "ca.cnf"),
+    "-cert",
+    ca.certPath,
+    "-keyfile",
+    ca.keyPath,
+    "-in",
+    csr,
+    "-out",
+    crt,
+    "-notext",
+    "-startdate",
+    start,
+    "-enddate",
+    end,
+  ]);
+  return { certPem: readFileSync(crt, "utf8"), keyPem: readFileSync(key, "utf8") };
+}
+
+describe("parseCredentialsSecret with real certificates and files", () => {
+  let dir: string;
+  let ca: CertificateFiles;
+  let client: CertificateFiles;
+  let other: CertificateFiles;
+  let expired: { certPem: string; keyPem: string };
+  let future: { certPem: string; keyPem: string };
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), "fleet-mirror-registration-unit-"));
+    ca = await createCa(dir, "ca");
+    client = await issueCertificate(ca, dir, "client", { commonName: "reader", usage: "client" });
+    other = await issueCertificate(ca, dir, "other", { commonName: "other", usage: "client" });
+    expired = await certificateValidBetween(ca, dir, "expired", "20200101000000Z", "20200102000000Z");
+    future = await certificateValidBetween(ca, dir, "future", "20990101000000Z", "20991231000000Z");
+  });
+  after(() => {
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  const withCert = (certPem: string, keyPem: string, caPem: string = ca.certPem): Secret =>
+    secret({
+      kubeconfig: renderKubeconfig({
+        cluster: "east",
+        server: "https://127.0.0.1:6443",
+        caPem,
+        user: "reader",
+        auth: { clientCertPem: certPem, clientKeyPem: keyPem },
+      }),
+    });
+
+  const expectInvalid = (parsed: ReturnType<typeof parseCredentialsSecret>, reason: string, message: RegExp): void => {
+    assert.equal(parsed.kind, "invalid", JSON.stringify(parsed));
+    if (parsed.kind !== "invalid") return;
+    assert.equal(parsed.reason, reason);
+    assert.match(parsed.message, message);
+  };
+
+  it("registers a Secret whose kubeconfig has a valid inline client certificate", () => {
+    const parsed = parseCredentialsSecret(withCert(client.certPem, client.keyPem), strict);
+    assert.equal(parsed.kind, "valid", JSON.stringify(parsed));
+    if (parsed.kind === "valid") assert.equal(parsed.registration.connection.auth.kind, "client-certificate");
+  });
+
+  it("reports kubeconfig-client-certificate-expired, with the date, when the client certificate has expired", () => {
+    expectInvalid(
+      parseCredentialsSecret(withCert(expired.certPem, expired.keyPem), strict),
+      "kubeconfig-client-certificate-expired",
+      /client certificate \(CN=expired\) expired on 2020-01-02T00:00:00\.000Z: issue a new one/,
+    );
+  });
+
+  it("reports kubeconfig-client-certificate-expired when the client certificate is not valid yet", () => {
+    expectInvalid(
+      parseCredentialsSecret(withCert(future.certPem, future.keyPem), strict),
+      "kubeconfig-client-certificate-expired",
+      /not valid before 2099-01-01/,
+    );
+  });
+
+  it("reports kubeconfig-bad-client-certificate when the client key belongs to another certificate", () => {
+    expectInvalid(
+      parseCredentialsSecret(withCert(client.certPem, other.keyPem), strict),
+      "kubeconfig-bad-client-certificate",
+      /client-key-data does not belong to its client certificate \(CN=reader\)/,
+    );
+  });
+
+  it("reports kubeconfig-bad-client-certificate when client-certificate-data is not a certificate", () => {
+    expectInvalid(
+      parseCredentialsSecret(withCert("not a certificate", client.keyPem), strict),
+      "kubeconfig-bad-client-certificate",
+      /client-certificate-data is not a PEM certificate/,
+    );
+  });
+
+  it("reports kubeconfig-bad-ca when certificate-authority-data holds no PEM certificate", () => {
+    expectInvalid(
+      parseCredentialsSecret(withCert(client.certPem, client.keyPem, "just some text"), strict),
+      "kubeconfig-bad-ca",
+      /certificate-authority-data holds no PEM certificate/,
+    );
+  });
+
+  it("accepts tokenFile and certificate-authority file paths when file paths are allowed, and reads them", () => {
+    const tokenPath = join(dir, "token");
+    writeFileSync(tokenPath, "file-t0ken\n");
+    const parsed = parseCredentialsSecret(
+      secret({
+        kubeconfig: rawKubeconfig(
+          `    tokenFile: ${tokenPath}\n`,
+          `    server: https://127.0.0.1:6443\n    certificate-authority: ${ca.certPath}\n`,
+        ),
+      }),
+      { allowFilePaths: true },
+    );
+    assert.equal(parsed.kind, "valid", JSON.stringify(parsed));
+    if (parsed.kind !== "valid") return;
+    assert.deepEqual(parsed.registration.connection.auth, { kind: "token", token: "file-t0ken" });
+    assert.equal(parsed.registration.connection.caPem, ca.certPem);
+  });
+
+  it("accepts client-certificate and client-key file paths when file paths are allowed, and reads them", () => {
+    const parsed = parseCredentialsSecret(
+      secret({
+        kubeconfig: rawKubeconfig(
+          `    client-certificate: ${client.certPath}\n    client-key: ${client.keyPath}\n`,
+          `    server: https://127.0.0.1:6443\n    certificate-authority-data: ${Buffer.from(ca.certPem).toString("base64")}\n`,
+        ),
+      }),
+      { allowFilePaths: true },
+    );
+    assert.equal(parsed.kind, "valid", JSON.stringify(parsed));
+    if (parsed.kind !== "valid") return;
+    assert.deepEqual(parsed.registration.connection.auth, {
+      kind: "client-certificate",
+      certPem: client.certPem,
+      keyPem: client.keyPem,
+    });
+  });
+
+  it("still refuses exec when file paths are allowed", () => {
+    expectInvalid(
+      parseCredentialsSecret(
+        secret({
+          kubeconfig: rawKubeconfig(
+            "    exec:\n      command: /bin/true\n      apiVersion: client.authentication.k8s.io/v1\n",
+          ),
+        }),
+        { allowFilePaths: true },
+      ),
+      "kubeconfig-forbidden-auth",
+      /uses exec/,
+    );
+  });
+});
+
+describe("parseCredentialsSecret with several contexts", () => {
+  const twoContexts = (current: string | undefined): string =>
+    [
+      "apiVersion: v1",
+      "kind: Config",
+      "clusters:",
+      "- name: a",
+      "  cluster: {server: https://10.0.0.1:6443}",
+      "- name: b",
+      "  cluster: {server: https://10.0.0.2:6443}",
+      "users:",
+      "- name: u",
+      "  user: {token: t}",
+      "contexts:",
+      "- name: ctx-a",
+      "  context: {cluster: a, user: u}",
+      "- name: ctx-b",
+      "  context: {cluster: b, user: u}",
+      ...(current ? [`current-context: ${current}`] : []),
+      "",
+    ].join("\n");
+
+  it("uses the context current-context names when there are several", () => {
+    const parsed = parseCredentialsSecret(secret({ kubeconfig: twoContexts("ctx-b") }), strict);
+    assert.equal(parsed.kind, "valid", JSON.stringify(parsed));
+    if (parsed.kind === "valid") assert.equal(parsed.registration.connection.server, "https://10.0.0.2:6443");
+  });
+
+  it("reports kubeconfig-no-context naming every context when there are several and no current-context", () => {
+    const parsed = parseCredentialsSecret(secret({ kubeconfig: twoContexts(undefined) }), strict);
+    assert.equal(parsed.kind, "invalid");
+    if (parsed.kind !== "invalid") return;
+    assert.equal(parsed.reason, "kubeconfig-no-context");
+    assert.match(parsed.message, /several contexts \(ctx-a, ctx-b\) and no current-context/);
+  });
+
+  it("reports kubeconfig-no-context and the context to set when the only context is not current", () => {
+    const parsed = parseCredentialsSecret(
+      secret({ kubeconfig: goodKubeconfig.replace(/current-context: .*\n/, "") }),
+      strict,
+    );
+    assert.equal(parsed.kind, "invalid");
+    if (parsed.kind === "invalid") assert.match(parsed.message, /set current-context to east/);
   });
 });
 

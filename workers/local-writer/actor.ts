@@ -28,6 +28,7 @@ import { Watcher, type WatchFailure } from "../../src/kube/watcher.ts";
 import type { Logger } from "../../src/log.ts";
 import { describeError, type SerializedError, serializeError } from "../../src/protocol/errors.ts";
 import {
+  type ChannelPort,
   decodeToWriterFromActor,
   type EventRequest,
   type FromWriter,
@@ -37,11 +38,8 @@ import {
 } from "../../src/protocol/messages.ts";
 import { DesiredStore } from "./desired-store.ts";
 
-export interface ActorPort {
-  postMessage(message: ToActorFromWriter): void;
-  on(event: "message", listener: (message: unknown) => void): unknown;
-  close(): void;
-}
+/** The writer's end of one actor's desired channel. */
+export type ActorPort = ChannelPort<ToActorFromWriter>;
 
 export interface WriterPorts {
   readonly supervisor: (message: FromWriter) => void;
@@ -93,6 +91,7 @@ export class LocalWriterActor {
   #resyncTimer: NodeJS.Timeout | undefined;
   #statusTimer: NodeJS.Timeout | undefined;
   #stopped = false;
+  #localApiFailing = false;
 
   constructor(connection: ConnectionSpec, options: WriterOptions, ports: WriterPorts, deps: { logger: Logger }) {
     this.#options = options;
@@ -102,14 +101,20 @@ export class LocalWriterActor {
     this.#services = new Watcher<Service>({
       client: this.#client,
       path: "/api/v1/services",
+      expectedKind: "Service",
       labelSelector: MIRROR_SELECTOR,
     });
     this.#endpoints = new Watcher<Endpoints>({
       client: this.#client,
       path: "/api/v1/endpoints",
+      expectedKind: "Endpoints",
       labelSelector: MIRROR_SELECTOR,
     });
-    this.#namespaces = new Watcher<Namespace>({ client: this.#client, path: "/api/v1/namespaces" });
+    this.#namespaces = new Watcher<Namespace>({
+      client: this.#client,
+      path: "/api/v1/namespaces",
+      expectedKind: "Namespace",
+    });
     this.#queue = new WorkQueue<string>({ itemBackoff: { initialMs: 100, maxMs: 5 * 60_000 } });
     this.#bucket = new TokenBucket(options.qps, options.burst);
 
@@ -126,8 +131,13 @@ export class LocalWriterActor {
       for (const key of this.#desired.keys()) if (key.startsWith(`${name}/`)) this.#enqueue(key);
     });
     for (const watcher of [this.#services, this.#endpoints, this.#namespaces]) {
-      watcher.on("listed", () => this.#maybeReady());
+      watcher.on("listed", () => {
+        this.#maybeReady();
+        this.#onLocalApiBack();
+      });
+      watcher.on("watching", () => this.#onLocalApiBack());
       watcher.on("failure", (failure: WatchFailure) => {
+        this.#localApiFailing = true;
         this.#log.warn({ failure }, `local API ${failure.phase} failed: ${failure.message}`);
       });
     }
@@ -268,6 +278,18 @@ export class LocalWriterActor {
     this.#log.info("local stores synced; writer ready");
     this.#ports.supervisor({ type: "writer.ready" });
     this.#publishStatus();
+  }
+
+  /**
+   * The local API answers again after watch failures: every key retried with backoff
+   * meanwhile (its delay grown by every failed attempt during the outage) is retried
+   * now, with its backoff reset, instead of minutes later.
+   */
+  #onLocalApiBack(): void {
+    if (!this.#localApiFailing || !this.#ready) return;
+    this.#localApiFailing = false;
+    for (const key of this.#desired.keys()) this.#queue.forget(key);
+    this.#resyncAll();
   }
 
   #resyncAll(): void {

@@ -33,6 +33,7 @@ import { Watcher, type WatchFailure } from "../../src/kube/watcher.ts";
 import type { Logger } from "../../src/log.ts";
 import { serializeError } from "../../src/protocol/errors.ts";
 import {
+  type ChannelPort,
   type ClusterStatus,
   type ClusterSyncState,
   decodeToActorFromWriter,
@@ -41,12 +42,8 @@ import {
   type ToWriterFromActor,
 } from "../../src/protocol/messages.ts";
 
-/** The part of a MessagePort the actor uses (a real port, or a fake in tests). */
-export interface DesiredPort {
-  postMessage(message: ToWriterFromActor): void;
-  on(event: "message", listener: (message: unknown) => void): unknown;
-  close(): void;
-}
+/** The actor's end of its desired channel to the local writer. */
+export type DesiredPort = ChannelPort<ToWriterFromActor>;
 
 export interface RemoteActorPorts {
   readonly supervisor: (message: FromRemoteActor) => void;
@@ -116,6 +113,7 @@ export class RemoteClusterActor {
     this.#watcher = new Watcher<Service>({
       client: this.#client,
       path: "/api/v1/services",
+      expectedKind: "Service",
       ...(init.options.watchInactivityTimeoutMs ? { inactivityTimeoutMs: init.options.watchInactivityTimeoutMs } : {}),
     });
     this.#watcher.on("change", (key, previous, current) => this.#onChange(key, previous, current));
@@ -229,7 +227,8 @@ export class RemoteClusterActor {
     this.#failuresByReason[failure.reason] = (this.#failuresByReason[failure.reason] ?? 0) + 1;
     // Before the first list the cluster is still syncing; afterwards the data we hold
     // may be outdated: stale since the first failure, until the watch delivers again.
-    if (this.#state === "synced") this.#setState("stale");
+    // A skipped object of the wrong kind does not interrupt the watch: still live.
+    if (this.#state === "synced" && failure.reason !== "wrong-kind") this.#setState("stale");
     this.#statusDirty = true;
     this.#log.warn(
       { failure },

@@ -1,0 +1,808 @@
+/**
+ * The chaos run (issue "Survive faults"): three remote clusters behind fault-injecting
+ * proxies, the controller as a separate process, and a seeded schedule of remote changes
+ * interleaved with faults (cut/stalled/failing watches and requests, API server restarts,
+ * controller kill -9 and SIGTERM). Once the faults stop, it asserts:
+ *
+ * - the local mirrors equal the independent oracle (`oracle.ts`) within `settleMs` —
+ *   this is also the proof that no key is stuck;
+ * - the mirrors of Services exported throughout the run were never deleted (same uids);
+ * - objects fleet-mirror does not own were never written (same resourceVersions);
+ * - the controller exited 0 on every SIGTERM.
+ *
+ * `runChaos` is used by `test/integration/chaos.test.ts` (short) and by `main` below:
+ *
+ *     npm run test:chaos -- --minutes 30 [--seed 1234]
+ *
+ * Every failure message starts with the seed; rerun with `--seed` to replay the schedule.
+ */
+import { setTimeout as sleep } from "node:timers/promises";
+import { parseArgs } from "node:util";
+import type { CoreV1Api, V1Endpoints, V1Service, V1ServicePort } from "@kubernetes/client-node";
+import { type FaultProxy, type FaultRules, startFaultProxyFor } from "../../src/sandbox/fault-proxy.ts";
+import { renderKubeconfig } from "../../src/sandbox/kubeconfig.ts";
+import { CONTROLLER_NAMESPACE, type ControllerProcess, Fleet } from "../helpers/fleet.ts";
+import { statusCode } from "../helpers/kube.ts";
+import { actualMirrors, diffMirrors, expectedMirrors, mirrorKey, type RemoteCluster } from "./oracle.ts";
+import { describeStep, GATEWAYS, type GatewayRef, type PortSpec, Schedule, type Step } from "./schedule.ts";
+
+const GATEWAY_NAME = "mirror.linkerd.io/gateway-name";
+const GATEWAY_NS = "mirror.linkerd.io/gateway-ns";
+const GATEWAY_IDENTITY = "mirror.linkerd.io/gateway-identity";
+const MIRROR_SELECTOR = "mirror.linkerd.io/mirrored-service=true";
+
+export const CHAOS_CLUSTERS = ["east", "west", "north"] as const;
+
+export interface ChaosOptions {
+  readonly seed: number;
+  /** Run exactly this many steps … */
+  readonly steps?: number;
+  /** … or generate steps until this many minutes have passed. */
+  readonly minutes?: number;
+  /** Bound on convergence once the faults stop. Default 90 s. */
+  readonly settleMs?: number;
+  /** Weight of the slow faults (restarts). Default 1. */
+  readonly heavyWeight?: number;
+  /** Share of faults among the steps, 0–1. Default 0.4. */
+  readonly faultShare?: number;
+  readonly log?: (line: string) => void;
+}
+
+export interface ChaosReport {
+  readonly seed: number;
+  readonly steps: readonly string[];
+  readonly mirrors: number;
+  readonly settledInMs: number;
+  readonly controllerRestarts: number;
+  readonly durationMs: number;
+}
+
+/** A failed chaos run; the message starts with the seed and carries what is needed to diagnose it. */
+export class ChaosFailure extends Error {
+  override name = "ChaosFailure";
+}
+
+/** Network errors, 5xx, 429 and 409 conflicts: worth retrying while an API server restarts. */
+function transient(error: unknown): boolean {
+  const code = statusCode(error);
+  return code === undefined || code >= 500 || code === 429 || code === 409;
+}
+
+/** Runs `fn` until it succeeds or fails for good; transient errors are retried for up to 3 min. */
+async function retrying<T>(what: string, fn: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + 180_000;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await fn();
+    } catch (error) {
+      if (!transient(error) || Date.now() > deadline) {
+        throw new Error(`${what} failed after ${attempt + 1} attempts`, { cause: error });
+      }
+      await sleep(Math.min(2_000, 100 * 2 ** attempt));
+    }
+  }
+}
+
+async function ignoring<T>(codes: readonly number[], fn: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await fn();
+  } catch (error) {
+    const code = statusCode(error);
+    if (code !== undefined && codes.includes(code)) return undefined;
+    throw error;
+  }
+}
+
+function toPorts(ports: readonly PortSpec[]): V1ServicePort[] {
+  return ports.map((p) => ({
+    ...(p.name !== undefined ? { name: p.name } : {}),
+    protocol: p.protocol,
+    port: p.port,
+    ...(p.targetPort !== undefined ? { targetPort: p.targetPort } : {}),
+  }));
+}
+
+/** Everything of one chaos run that must be torn down. */
+class ChaosRun {
+  readonly seed: number;
+  readonly fleet: Fleet;
+  readonly log: (line: string) => void;
+  readonly proxies = new Map<string, FaultProxy>();
+  readonly #ruleGeneration = new Map<string, number>();
+  readonly #background = new Set<Promise<void>>();
+  readonly #remoteRestarts = new Map<string, Promise<void>>();
+  readonly #backgroundErrors: string[] = [];
+  readonly problems: string[] = [];
+  readonly steps: string[] = [];
+  controller: ControllerProcess | undefined;
+  controllerRestarts = 0;
+  /** Output of the controller incarnations that ended, most recent last. */
+  readonly pastOutputs: string[] = [];
+
+  constructor(seed: number, fleet: Fleet, log: (line: string) => void) {
+    this.seed = seed;
+    this.fleet = fleet;
+    this.log = log;
+  }
+
+  // -- controller -------------------------------------------------------------------
+
+  async startController(): Promise<void> {
+    this.controller = await this.fleet.startProcess(["--blocked-recheck-period", "2s"]);
+  }
+
+  async stopController(signal: NodeJS.Signals): Promise<void> {
+    const controller = this.controller;
+    if (!controller) return;
+    this.controller = undefined;
+    const started = Date.now();
+    // SIGTERM must end the controller promptly (run.ts finishes in-flight writes only).
+    const killer = setTimeout(() => {
+      this.problems.push(`controller still running 20 s after ${signal}; killed`);
+      controller.child.kill("SIGKILL");
+    }, 20_000);
+    const code = await controller.stop(signal);
+    clearTimeout(killer);
+    this.pastOutputs.push(controller.output);
+    if (signal === "SIGTERM" && code !== 0) {
+      this.problems.push(`controller exited ${code} on SIGTERM (after ${Date.now() - started} ms)`);
+    }
+  }
+
+  controllerLogTail(lines = 60): string {
+    const all = [...this.pastOutputs, this.controller?.output ?? ""].join("").split("\n");
+    const interesting = all.filter((l) => /"level":(40|50|60)/.test(l));
+    return [
+      `-- controller warnings/errors (last ${lines} of ${interesting.length}) --`,
+      ...interesting.slice(-lines),
+      `-- controller log tail --`,
+      ...all.slice(-lines),
+    ].join("\n");
+  }
+
+  // -- faults -----------------------------------------------------------------------
+
+  #track(what: string, promise: Promise<void>): Promise<void> {
+    const tracked = promise.catch((error: unknown) => {
+      this.#backgroundErrors.push(`${what}: ${error instanceof Error ? error.message : String(error)}`);
+    });
+    this.#background.add(tracked);
+    void tracked.finally(() => this.#background.delete(tracked));
+    return tracked;
+  }
+
+  /** Applies `rules` to `cluster`'s proxy for `ms`, then makes it transparent unless rules changed meanwhile. */
+  #timedRules(cluster: string, rules: FaultRules, ms: number): void {
+    const proxy = this.proxies.get(cluster);
+    if (!proxy) return;
+    const generation = (this.#ruleGeneration.get(cluster) ?? 0) + 1;
+    this.#ruleGeneration.set(cluster, generation);
+    proxy.setRules(rules);
+    void this.#track(
+      `lift rules on ${cluster}`,
+      (async () => {
+        await sleep(ms);
+        if (this.#ruleGeneration.get(cluster) === generation) proxy.setRules({});
+      })(),
+    );
+  }
+
+  #restartRemote(cluster: string): void {
+    const previous = this.#remoteRestarts.get(cluster) ?? Promise.resolve();
+    const next = this.#track(
+      `restart ${cluster} API server`,
+      previous.then(() => this.fleet.plane.restartApiServer(cluster, { kill: true })),
+    );
+    this.#remoteRestarts.set(cluster, next);
+  }
+
+  /** Ends every fault: proxies transparent, every API server up, the controller running. */
+  async quiesce(): Promise<void> {
+    for (const [cluster, proxy] of this.proxies) {
+      this.#ruleGeneration.set(cluster, (this.#ruleGeneration.get(cluster) ?? 0) + 1);
+      proxy.setRules({});
+    }
+    while (this.#background.size > 0) await Promise.all([...this.#background]);
+    for (const proxy of this.proxies.values()) proxy.setRules({});
+    for (const cluster of ["local", ...CHAOS_CLUSTERS]) {
+      if (!this.fleet.plane.apiServerProcess(cluster).running) {
+        this.problems.push(`API server ${cluster} was down after the schedule; started again`);
+        await this.fleet.plane.startApiServer(cluster);
+      }
+    }
+    if (this.#backgroundErrors.length > 0) this.problems.push(...this.#backgroundErrors);
+    if (!this.controller || this.controller.child.exitCode !== null || this.controller.child.signalCode !== null) {
+      if (this.controller) {
+        this.problems.push(`controller died by itself (exit ${this.controller.child.exitCode})`);
+        this.pastOutputs.push(this.controller.output);
+      }
+      await this.startController();
+    }
+  }
+
+  // -- steps ------------------------------------------------------------------------
+
+  async run(step: Step): Promise<void> {
+    const line = describeStep(step);
+    this.steps.push(line);
+    this.log(`step ${this.steps.length}: ${line}`);
+    await this.#apply(step);
+    await sleep(step.pauseMs);
+  }
+
+  async #apply(step: Step): Promise<void> {
+    switch (step.kind) {
+      case "export-new":
+        await this.#createService(step.cluster, step.namespace, step.name, step.ports, step.gateway);
+        return;
+      case "recreate-service": {
+        const api = this.fleet.api(step.cluster);
+        const { namespace, name } = step;
+        const before = await retrying(`read ${step.cluster}:${namespace}/${name}`, () =>
+          ignoring([404], () => api.readNamespacedService({ namespace, name })),
+        );
+        await retrying(`delete ${step.cluster}:${namespace}/${name}`, () =>
+          ignoring([404], () => api.deleteNamespacedService({ namespace, name })),
+        );
+        await this.#createService(step.cluster, namespace, name, step.ports, step.gateway, before?.metadata?.uid);
+        return;
+      }
+      case "unexport":
+        await this.#patch(step.cluster, step.namespace, step.name, (svc) => {
+          const annotations = { ...(svc.metadata?.annotations ?? {}) };
+          if (step.half) delete annotations[GATEWAY_NS];
+          else {
+            delete annotations[GATEWAY_NAME];
+            delete annotations[GATEWAY_NS];
+          }
+          if (svc.metadata) svc.metadata.annotations = annotations;
+        });
+        return;
+      case "re-export":
+        await this.#patch(step.cluster, step.namespace, step.name, (svc) => {
+          if (svc.metadata)
+            svc.metadata.annotations = {
+              ...(svc.metadata.annotations ?? {}),
+              [GATEWAY_NAME]: step.gateway.name,
+              [GATEWAY_NS]: step.gateway.namespace,
+            };
+        });
+        return;
+      case "change-ports":
+        await this.#patch(step.cluster, step.namespace, step.name, (svc) => {
+          if (svc.spec) svc.spec.ports = toPorts(step.ports);
+        });
+        return;
+      case "delete-service":
+        await retrying(`delete ${step.cluster}:${step.namespace}/${step.name}`, () =>
+          ignoring([404], () =>
+            this.fleet.api(step.cluster).deleteNamespacedService({ namespace: step.namespace, name: step.name }),
+          ),
+        );
+        return;
+      case "tamper-local":
+        await this.#tamper(step.namespace, `${step.name}-${step.cluster}`, step.action);
+        return;
+      case "gateway-ips":
+        await this.#setIngress(step.cluster, step.gateway, step.ips);
+        return;
+      case "gateway-remove-ingress":
+        await this.#setIngress(step.cluster, step.gateway, []);
+        return;
+      case "gateway-identity":
+        await this.#patch(step.cluster, step.gateway.namespace, step.gateway.name, (svc) => {
+          const annotations = { ...(svc.metadata?.annotations ?? {}) };
+          if (step.identity) annotations[GATEWAY_IDENTITY] = step.identity;
+          else delete annotations[GATEWAY_IDENTITY];
+          if (svc.metadata) svc.metadata.annotations = annotations;
+        });
+        return;
+      case "gateway-port":
+        await this.#patch(step.cluster, step.gateway.namespace, step.gateway.name, (svc) => {
+          if (svc.spec) svc.spec.ports = [{ name: step.portName, port: step.port, protocol: "TCP" }];
+        });
+        return;
+      case "gateway-delete":
+        await retrying(`delete gateway ${step.cluster}:${step.gateway.name}`, () =>
+          ignoring([404], () =>
+            this.fleet
+              .api(step.cluster)
+              .deleteNamespacedService({ namespace: step.gateway.namespace, name: step.gateway.name }),
+          ),
+        );
+        return;
+      case "gateway-create":
+        await this.createGateway(step.cluster, step.gateway, step.ips, step.port, step.identity);
+        return;
+      case "cut-watches":
+        this.proxies.get(step.cluster)?.cutWatches();
+        return;
+      case "cut-all":
+        this.proxies.get(step.cluster)?.cutAll();
+        return;
+      case "stall":
+        this.#timedRules(step.cluster, { stall: true }, step.ms);
+        return;
+      case "refuse":
+        this.#timedRules(step.cluster, { refuse: true }, step.ms);
+        this.proxies.get(step.cluster)?.cutAll();
+        return;
+      case "latency":
+        this.#timedRules(step.cluster, { latencyMs: step.latencyMs }, step.ms);
+        return;
+      case "corrupt-watch":
+        this.#timedRules(step.cluster, { corruptWatch: step.mode }, step.ms);
+        this.proxies.get(step.cluster)?.cutWatches();
+        return;
+      case "errors":
+        this.#timedRules(
+          step.cluster,
+          {
+            errorRate: step.errorRate,
+            errorStatus: step.status,
+            ...(step.retryAfterSeconds !== undefined ? { retryAfterSeconds: step.retryAfterSeconds } : {}),
+          },
+          step.ms,
+        );
+        // Errors hit only new requests: cut the watches so the controller has to relist through them.
+        this.proxies.get(step.cluster)?.cutWatches();
+        return;
+      case "restart-remote-api":
+        this.#restartRemote(step.cluster);
+        return;
+      case "restart-local-api":
+        await this.fleet.plane.restartApiServer("local", { kill: true });
+        return;
+      case "kill-controller":
+        await this.stopController("SIGKILL");
+        this.controllerRestarts++;
+        await this.startController();
+        return;
+      case "term-controller":
+        await this.stopController("SIGTERM");
+        this.controllerRestarts++;
+        await this.startController();
+        return;
+      default: {
+        const never: never = step;
+        throw new Error(`unknown step ${JSON.stringify(never)}`);
+      }
+    }
+  }
+
+  /** Creates an exported Service; with `replacing`, an AlreadyExists from that old uid is retried. */
+  async #createService(
+    cluster: string,
+    namespace: string,
+    name: string,
+    ports: readonly PortSpec[],
+    gateway: GatewayRef,
+    replacing?: string,
+  ): Promise<void> {
+    const api = this.fleet.api(cluster);
+    await retrying(`namespace ${namespace} in ${cluster}`, () => this.fleet.ensureNamespace(cluster, namespace));
+    await retrying(`create ${cluster}:${namespace}/${name}`, async () => {
+      try {
+        await api.createNamespacedService({
+          namespace,
+          body: {
+            metadata: { name, annotations: { [GATEWAY_NAME]: gateway.name, [GATEWAY_NS]: gateway.namespace } },
+            spec: { ports: toPorts(ports), selector: { app: name } },
+          },
+        });
+      } catch (error) {
+        if (statusCode(error) !== 409) throw error;
+        // Created by an earlier attempt whose answer was lost — unless it is the old one, still being deleted.
+        const current = await ignoring([404], () => api.readNamespacedService({ namespace, name }));
+        if (!current || (replacing !== undefined && current.metadata?.uid === replacing)) throw error;
+      }
+    });
+  }
+
+  async #patch(cluster: string, namespace: string, name: string, mutate: (svc: V1Service) => void): Promise<void> {
+    const api = this.fleet.api(cluster);
+    await retrying(`update ${cluster}:${namespace}/${name}`, async () => {
+      const svc = await ignoring([404], () => api.readNamespacedService({ namespace, name }));
+      if (!svc) {
+        this.log(`  (${cluster}:${namespace}/${name} does not exist; skipped)`);
+        return;
+      }
+      mutate(svc);
+      await api.replaceNamespacedService({ namespace, name, body: svc });
+    });
+  }
+
+  /** Edits a mirror by hand in the local cluster (the controller must restore it); absent → skipped. */
+  async #tamper(
+    namespace: string,
+    name: string,
+    action: "delete-service" | "delete-endpoints" | "edit-ports" | "clear-endpoints",
+  ): Promise<void> {
+    const local = this.fleet.local;
+    const skipped = () => this.log(`  (local ${namespace}/${name} does not exist; skipped)`);
+    await retrying(`tamper with local ${namespace}/${name}`, async () => {
+      switch (action) {
+        case "delete-service":
+          if (!(await ignoring([404], () => local.deleteNamespacedService({ namespace, name })))) skipped();
+          return;
+        case "delete-endpoints":
+          if (!(await ignoring([404], () => local.deleteNamespacedEndpoints({ namespace, name })))) skipped();
+          return;
+        case "edit-ports": {
+          const svc = await ignoring([404], () => local.readNamespacedService({ namespace, name }));
+          if (!svc?.spec) return skipped();
+          svc.spec.ports = [{ name: "tampered", port: 1, protocol: "TCP" }];
+          await local.replaceNamespacedService({ namespace, name, body: svc });
+          return;
+        }
+        case "clear-endpoints": {
+          const ep = await ignoring([404], () => local.readNamespacedEndpoints({ namespace, name }));
+          if (!ep) return skipped();
+          ep.subsets = [{ addresses: [{ ip: "10.9.9.9" }], ports: [{ name: "tampered", port: 1 }] }];
+          await local.replaceNamespacedEndpoints({ namespace, name, body: ep });
+          return;
+        }
+        default: {
+          const never: never = action;
+          throw new Error(`unknown tamper action ${String(never)}`);
+        }
+      }
+    });
+  }
+
+  async #setIngress(cluster: string, gateway: GatewayRef, ips: readonly string[]): Promise<void> {
+    const api = this.fleet.api(cluster);
+    await retrying(`ingress of ${cluster}:${gateway.name}`, async () => {
+      const svc = await ignoring([404], () =>
+        api.readNamespacedServiceStatus({ namespace: gateway.namespace, name: gateway.name }),
+      );
+      if (!svc) {
+        this.log(`  (gateway ${cluster}:${gateway.name} does not exist; skipped)`);
+        return;
+      }
+      svc.status = { loadBalancer: { ingress: ips.map((ip) => ({ ip })) } };
+      await api.replaceNamespacedServiceStatus({ namespace: gateway.namespace, name: gateway.name, body: svc });
+    });
+  }
+
+  async createGateway(
+    cluster: string,
+    gateway: GatewayRef,
+    ips: readonly string[],
+    port: number,
+    identity: string,
+  ): Promise<void> {
+    await retrying(`namespace ${gateway.namespace} in ${cluster}`, () =>
+      this.fleet.ensureNamespace(cluster, gateway.namespace),
+    );
+    await retrying(`create gateway ${cluster}:${gateway.name}`, () =>
+      ignoring([409], () =>
+        this.fleet.api(cluster).createNamespacedService({
+          namespace: gateway.namespace,
+          body: {
+            metadata: { name: gateway.name, ...(identity ? { annotations: { [GATEWAY_IDENTITY]: identity } } : {}) },
+            spec: { type: "LoadBalancer", ports: [{ name: "incoming-port", port, protocol: "TCP" }] },
+          },
+        }),
+      ),
+    );
+    await this.#setIngress(cluster, gateway, ips);
+  }
+
+  // -- observation ------------------------------------------------------------------
+
+  async remoteState(): Promise<RemoteCluster[]> {
+    return Promise.all(
+      CHAOS_CLUSTERS.map(async (name) => {
+        const list = await retrying(`list ${name}`, () => this.fleet.api(name).listServiceForAllNamespaces());
+        return { name, domain: "cluster.local", services: list.items };
+      }),
+    );
+  }
+
+  async localState(): Promise<{ services: V1Service[]; endpoints: V1Endpoints[] }> {
+    const local: CoreV1Api = this.fleet.local;
+    const [services, endpoints] = await Promise.all([
+      retrying("list local services", () => local.listServiceForAllNamespaces({ labelSelector: MIRROR_SELECTOR })),
+      retrying("list local endpoints", () => local.listEndpointsForAllNamespaces({ labelSelector: MIRROR_SELECTOR })),
+    ]);
+    return { services: services.items, endpoints: endpoints.items };
+  }
+
+  /** The oracle's diff against the local state now (empty = equal). */
+  async diff(userHeld: ReadonlySet<string>): Promise<{ lines: string[]; mirrors: number }> {
+    const expected = expectedMirrors(await this.remoteState(), { userHeld });
+    const local = await this.localState();
+    return { lines: diffMirrors(expected, actualMirrors(local.services, local.endpoints)), mirrors: expected.size };
+  }
+
+  async stopAll(): Promise<void> {
+    await this.stopController("SIGKILL").catch(() => undefined);
+    for (const proxy of this.proxies.values()) await proxy.stop().catch(() => undefined);
+  }
+}
+
+/** Stable Services (never touched by the schedule): their mirrors must keep their uids. */
+const STABLE: readonly { namespace: string; name: string; gateway: GatewayRef }[] = [
+  { namespace: "stable", name: "web", gateway: { namespace: "gateway", name: "gateway" } },
+  { namespace: "shop", name: "api", gateway: { namespace: "gateway", name: "gw2" } },
+];
+
+/** Local objects fleet-mirror does not own; two of them hold a mirror's name. */
+const USER_OBJECTS: readonly { kind: "Service" | "Endpoints"; namespace: string; name: string }[] = [
+  { kind: "Service", namespace: "shop", name: "user-web" },
+  { kind: "Endpoints", namespace: "shop", name: "user-web" },
+  // east exports shop/held → its mirror name is held by a user's Service
+  { kind: "Service", namespace: "shop", name: "held-east" },
+  // west exports churn/held → its mirror name is held by a user's Endpoints only
+  { kind: "Endpoints", namespace: "churn", name: "held-west" },
+];
+const HELD_EXPORTS: readonly { cluster: string; namespace: string; name: string }[] = [
+  { cluster: "east", namespace: "shop", name: "held" },
+  { cluster: "west", namespace: "churn", name: "held" },
+];
+
+async function identityOf(
+  api: CoreV1Api,
+  kind: "Service" | "Endpoints",
+  namespace: string,
+  name: string,
+): Promise<string> {
+  const object =
+    kind === "Service"
+      ? await retrying(`read ${namespace}/${name}`, () => api.readNamespacedService({ namespace, name }))
+      : await retrying(`read ${namespace}/${name}`, () => api.readNamespacedEndpoints({ namespace, name }));
+  return `uid=${object.metadata?.uid} rv=${object.metadata?.resourceVersion}`;
+}
+
+async function uidOf(api: CoreV1Api, kind: "Service" | "Endpoints", namespace: string, name: string): Promise<string> {
+  try {
+    const object =
+      kind === "Service"
+        ? await retrying(`read ${namespace}/${name}`, () => api.readNamespacedService({ namespace, name }))
+        : await retrying(`read ${namespace}/${name}`, () => api.readNamespacedEndpoints({ namespace, name }));
+    return `uid=${object.metadata?.uid}`;
+  } catch (error) {
+    if (statusCode((error as { cause?: unknown }).cause) === 404) return "deleted";
+    throw error;
+  }
+}
+
+/**
+ * Runs one chaos run end to end: control plane, setup, schedule, faults off, assertions.
+ * Throws `ChaosFailure` (message starting with the seed) when an assertion fails.
+ */
+export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
+  const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
+  const seed = options.seed;
+  const started = Date.now();
+  const settleMs = options.settleMs ?? 90_000;
+  const replay = [
+    `--seed ${seed}`,
+    options.minutes !== undefined ? `--minutes ${options.minutes}` : "",
+    options.steps !== undefined ? `--steps ${options.steps}` : "",
+    options.heavyWeight !== undefined ? `--heavy-weight ${options.heavyWeight}` : "",
+    options.faultShare !== undefined ? `--fault-share ${options.faultShare}` : "",
+  ].filter(Boolean);
+  log(`chaos seed ${seed} (replay: npm run test:chaos -- ${replay.join(" ")})`);
+
+  const fleet = await Fleet.start([...CHAOS_CLUSTERS]);
+  const run = new ChaosRun(seed, fleet, log);
+  const fail = (what: string, details: string): never => {
+    throw new ChaosFailure(
+      [
+        `chaos seed ${seed}: ${what}`,
+        details,
+        `-- replay: npm run test:chaos -- ${[...replay.filter((r) => !/^--(minutes|steps)/.test(r)), `--steps ${run.steps.length}`].join(" ")}`,
+        `-- steps (${run.steps.length}) --`,
+        ...run.steps.map((s, i) => `${i + 1}. ${s}`),
+        run.problems.length > 0 ? `-- problems --\n${run.problems.join("\n")}` : "",
+        run.controllerLogTail(),
+      ].join("\n"),
+    );
+  };
+
+  try {
+    // -- setup: gateways, stable and held exports, user objects, proxies, the controller --
+    for (const [i, cluster] of CHAOS_CLUSTERS.entries()) {
+      for (const [g, gateway] of GATEWAYS.entries()) {
+        await run.createGateway(
+          cluster,
+          gateway,
+          [`192.0.2.${10 * (i + 1) + g}`],
+          4143,
+          `${gateway.name}.${cluster}.identity`,
+        );
+      }
+      for (const s of STABLE) {
+        await fleet.createService(cluster, s.namespace, s.name, {
+          gateway: s.gateway,
+          ports: [
+            { name: "http", port: 80, targetPort: 8080, protocol: "TCP" },
+            { name: "dns", port: 53, protocol: "UDP" },
+          ],
+        });
+      }
+    }
+    for (const h of HELD_EXPORTS) await fleet.createService(h.cluster, h.namespace, h.name);
+    for (const ns of ["shop", "churn"]) await fleet.ensureNamespace("local", ns);
+    for (const u of USER_OBJECTS) {
+      const metadata = { name: u.name, labels: { app: "user" } };
+      if (u.kind === "Service") {
+        await fleet.local.createNamespacedService({
+          namespace: u.namespace,
+          body: { metadata, spec: { ports: [{ name: "http", port: 80 }], selector: { app: "user" } } },
+        });
+      } else {
+        await fleet.local.createNamespacedEndpoints({
+          namespace: u.namespace,
+          body: { metadata, subsets: [{ addresses: [{ ip: "10.1.2.3" }], ports: [{ name: "http", port: 80 }] }] },
+        });
+      }
+    }
+    const userHeld = new Set(USER_OBJECTS.map((u) => mirrorKey(u.namespace, u.name)));
+
+    for (const cluster of CHAOS_CLUSTERS) {
+      const proxy = await startFaultProxyFor(fleet.plane, cluster);
+      run.proxies.set(cluster, proxy);
+      const kubeconfig = renderKubeconfig({
+        cluster,
+        server: proxy.url,
+        caPem: fleet.plane.cluster(cluster).caPem,
+        user: "fleet-mirror",
+        auth: { token: await fleet.remoteToken(cluster) },
+      });
+      await fleet.local.createNamespacedSecret({
+        namespace: CONTROLLER_NAMESPACE,
+        body: fleet.secretBody({ secretName: `cluster-credentials-${cluster}`, clusterName: cluster, kubeconfig }),
+      });
+    }
+    await run.startController();
+
+    const initialStart = Date.now();
+    let initial = await run.diff(userHeld);
+    while (initial.lines.length > 0 && Date.now() - initialStart < settleMs) {
+      await sleep(500);
+      initial = await run.diff(userHeld);
+    }
+    if (initial.lines.length > 0) fail("the initial mirrors never matched the oracle", initial.lines.join("\n"));
+    log(`initial ${initial.mirrors} mirrors in place after ${Date.now() - initialStart} ms`);
+
+    const stableUids = new Map<string, string>();
+    for (const cluster of CHAOS_CLUSTERS) {
+      for (const s of STABLE) {
+        for (const kind of ["Service", "Endpoints"] as const) {
+          const key = `${kind} ${s.namespace}/${s.name}-${cluster}`;
+          stableUids.set(key, await uidOf(fleet.local, kind, s.namespace, `${s.name}-${cluster}`));
+        }
+      }
+    }
+    const userIdentities = new Map<string, string>();
+    for (const u of USER_OBJECTS) {
+      userIdentities.set(
+        `${u.kind} ${u.namespace}/${u.name}`,
+        await identityOf(fleet.local, u.kind, u.namespace, u.name),
+      );
+    }
+
+    // -- the schedule ---------------------------------------------------------------
+    const schedule = new Schedule({
+      seed,
+      clusters: CHAOS_CLUSTERS,
+      proxies: true,
+      ...(options.heavyWeight !== undefined ? { heavyWeight: options.heavyWeight } : {}),
+      ...(options.faultShare !== undefined ? { faultShare: options.faultShare } : {}),
+    });
+    const until = options.minutes !== undefined ? Date.now() + options.minutes * 60_000 : Number.POSITIVE_INFINITY;
+    const maxSteps = options.steps ?? Number.POSITIVE_INFINITY;
+    while (run.steps.length < maxSteps && Date.now() < until) {
+      try {
+        await run.run(schedule.next());
+      } catch (error) {
+        fail(
+          "a step could not be applied",
+          error instanceof Error ? `${error.message}\n${String(error.cause)}` : String(error),
+        );
+      }
+    }
+
+    // -- faults off, then the assertions --------------------------------------------
+    log("faults off; waiting for convergence");
+    await run.quiesce();
+    const settleStart = Date.now();
+    let final = await run.diff(userHeld);
+    while (final.lines.length > 0 && Date.now() - settleStart < settleMs) {
+      await sleep(500);
+      final = await run.diff(userHeld);
+    }
+    const settledInMs = Date.now() - settleStart;
+    if (final.lines.length > 0) {
+      fail(`local state did not equal the oracle within ${settleMs} ms`, `-- diff --\n${final.lines.join("\n")}`);
+    }
+    log(`converged to ${final.mirrors} mirrors in ${settledInMs} ms`);
+
+    const deleted: string[] = [];
+    for (const [key, uid] of stableUids) {
+      const [kind, path] = key.split(" ") as ["Service" | "Endpoints", string];
+      const [namespace = "", name = ""] = path.split("/");
+      const now = await uidOf(fleet.local, kind, namespace, name);
+      if (now !== uid) deleted.push(`${key}: ${uid} → ${now}`);
+    }
+    if (deleted.length > 0) fail("mirrors of Services exported throughout the run were deleted", deleted.join("\n"));
+
+    const written: string[] = [];
+    for (const u of USER_OBJECTS) {
+      const key = `${u.kind} ${u.namespace}/${u.name}`;
+      const now = await identityOf(fleet.local, u.kind, u.namespace, u.name).catch(
+        (e: unknown) => `gone (${String(e)})`,
+      );
+      if (now !== userIdentities.get(key)) written.push(`${key}: ${userIdentities.get(key)} → ${now}`);
+    }
+    if (written.length > 0) fail("objects fleet-mirror does not own were written", written.join("\n"));
+
+    if (run.problems.length > 0) fail("problems during the run", run.problems.join("\n"));
+    const controller = run.controller;
+    if (controller && (controller.child.exitCode !== null || controller.child.signalCode !== null)) {
+      fail("the controller died", `exit ${controller.child.exitCode} ${controller.child.signalCode}`);
+    }
+    return {
+      seed,
+      steps: run.steps,
+      mirrors: final.mirrors,
+      settledInMs,
+      controllerRestarts: run.controllerRestarts,
+      durationMs: Date.now() - started,
+    };
+  } finally {
+    await run.stopAll();
+    await fleet.stop();
+  }
+}
+
+/**
+ * `node test/chaos/run.ts --minutes N [--seed S]` (or `--steps N`); also `--settle-seconds N`
+ * (default 90), `--heavy-weight W` (restarts, default 1), `--fault-share F` (0–1, default 0.4).
+ * Exit code 0 on success, 1 on a failed assertion (the message starts with the seed), 2 on usage.
+ */
+export async function main(argv: readonly string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: [...argv],
+    options: {
+      minutes: { type: "string" },
+      seed: { type: "string" },
+      steps: { type: "string" },
+      "settle-seconds": { type: "string" },
+      "heavy-weight": { type: "string" },
+      "fault-share": { type: "string" },
+    },
+    allowPositionals: false,
+  });
+  const seed = values.seed !== undefined ? Number(values.seed) : (Date.now() % 2_147_483_647) >>> 0;
+  if (!Number.isInteger(seed)) throw new Error(`--seed: ${values.seed} is not an integer`);
+  const minutes = values.minutes !== undefined ? Number(values.minutes) : undefined;
+  const steps = values.steps !== undefined ? Number(values.steps) : undefined;
+  if (minutes === undefined && steps === undefined) {
+    process.stderr.write("usage: node test/chaos/run.ts --minutes N [--seed S]  (or --steps N)\n");
+    return 2;
+  }
+  try {
+    const report = await runChaos({
+      seed,
+      ...(minutes !== undefined ? { minutes } : {}),
+      ...(steps !== undefined ? { steps } : {}),
+      ...(values["settle-seconds"] !== undefined ? { settleMs: Number(values["settle-seconds"]) * 1_000 } : {}),
+      ...(values["heavy-weight"] !== undefined ? { heavyWeight: Number(values["heavy-weight"]) } : {}),
+      ...(values["fault-share"] !== undefined ? { faultShare: Number(values["fault-share"]) } : {}),
+    });
+    process.stdout.write(
+      `chaos seed ${report.seed}: PASS — ${report.steps.length} steps, ${report.controllerRestarts} controller restarts, ` +
+        `${report.mirrors} mirrors, converged in ${report.settledInMs} ms, ${Math.round(report.durationMs / 1000)} s in all\n`,
+    );
+    return 0;
+  } catch (error) {
+    process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
+    return 1;
+  }
+}
+
+if (import.meta.main) process.exitCode = await main(process.argv.slice(2));

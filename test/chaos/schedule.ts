@@ -1,0 +1,463 @@
+/**
+ * The chaos schedule: a seeded, reproducible list of steps — changes to the remote
+ * clusters interleaved with faults. Pure: the same seed always yields the same steps, so
+ * a failing run is replayed with its seed.
+ *
+ * The generator keeps an approximate model of the remote state only to pick sensible
+ * steps (unexport something exported, restore an ingress that was removed, …). The
+ * oracle never uses this model: it reads the remote clusters as they finally are.
+ */
+
+/** mulberry32: a tiny 32-bit PRNG, good enough to shuffle a test and fully determined by its seed. */
+export function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+/** A seed from a date: the same all day (UTC), so a day's CI runs agree. */
+export function seedFromDate(date: Date = new Date()): number {
+  return date.getUTCFullYear() * 10_000 + (date.getUTCMonth() + 1) * 100 + date.getUTCDate();
+}
+
+export interface PortSpec {
+  readonly name?: string;
+  readonly protocol: "TCP" | "UDP";
+  readonly port: number;
+  readonly targetPort?: number;
+}
+
+export interface GatewayRef {
+  readonly namespace: string;
+  readonly name: string;
+}
+
+/** Gateways the schedule creates in every remote; `missing` is referenced but never created. */
+export const GATEWAYS: readonly GatewayRef[] = [
+  { namespace: "gateway", name: "gateway" },
+  { namespace: "gateway", name: "gw2" },
+];
+export const MISSING_GATEWAY: GatewayRef = { namespace: "gateway", name: "missing" };
+
+/** Namespaces the schedule's Services live in (kube-system is excluded from mirroring). */
+export const CHURN_NAMESPACES = ["shop", "churn", "kube-system"] as const;
+
+export type RemoteStep =
+  | {
+      readonly kind: "export-new";
+      readonly cluster: string;
+      readonly namespace: string;
+      readonly name: string;
+      readonly ports: readonly PortSpec[];
+      readonly gateway: GatewayRef;
+    }
+  /** `half`: drop one of the two annotations only, which also means "not exported". */
+  | {
+      readonly kind: "unexport";
+      readonly cluster: string;
+      readonly namespace: string;
+      readonly name: string;
+      readonly half: boolean;
+    }
+  | {
+      readonly kind: "re-export";
+      readonly cluster: string;
+      readonly namespace: string;
+      readonly name: string;
+      readonly gateway: GatewayRef;
+    }
+  | {
+      readonly kind: "change-ports";
+      readonly cluster: string;
+      readonly namespace: string;
+      readonly name: string;
+      readonly ports: readonly PortSpec[];
+    }
+  | { readonly kind: "delete-service"; readonly cluster: string; readonly namespace: string; readonly name: string }
+  /** Deleted and created again at once under the same name (a new uid), with new ports. */
+  | {
+      readonly kind: "recreate-service";
+      readonly cluster: string;
+      readonly namespace: string;
+      readonly name: string;
+      readonly ports: readonly PortSpec[];
+      readonly gateway: GatewayRef;
+    }
+  /** A hand edit of a (churn) mirror in the local cluster, which must be undone (SPEC §4). */
+  | {
+      readonly kind: "tamper-local";
+      readonly cluster: string;
+      readonly namespace: string;
+      readonly name: string;
+      readonly action: "delete-service" | "delete-endpoints" | "edit-ports" | "clear-endpoints";
+    }
+  | { readonly kind: "gateway-ips"; readonly cluster: string; readonly gateway: GatewayRef; readonly ips: string[] }
+  | { readonly kind: "gateway-remove-ingress"; readonly cluster: string; readonly gateway: GatewayRef }
+  | {
+      readonly kind: "gateway-identity";
+      readonly cluster: string;
+      readonly gateway: GatewayRef;
+      readonly identity: string;
+    }
+  /** Changes the incoming-port number, or renames the port so the gateway is unusable (`portName`). */
+  | {
+      readonly kind: "gateway-port";
+      readonly cluster: string;
+      readonly gateway: GatewayRef;
+      readonly port: number;
+      readonly portName: string;
+    }
+  | { readonly kind: "gateway-delete"; readonly cluster: string; readonly gateway: GatewayRef }
+  | {
+      readonly kind: "gateway-create";
+      readonly cluster: string;
+      readonly gateway: GatewayRef;
+      readonly ips: string[];
+      readonly port: number;
+      readonly identity: string;
+    };
+
+export type FaultStep =
+  | { readonly kind: "cut-watches"; readonly cluster: string }
+  | { readonly kind: "cut-all"; readonly cluster: string }
+  | { readonly kind: "stall"; readonly cluster: string; readonly ms: number }
+  | { readonly kind: "refuse"; readonly cluster: string; readonly ms: number }
+  | { readonly kind: "latency"; readonly cluster: string; readonly latencyMs: number; readonly ms: number }
+  | {
+      readonly kind: "corrupt-watch";
+      readonly cluster: string;
+      readonly mode: "invalid-json" | "wrong-kind";
+      readonly ms: number;
+    }
+  | {
+      readonly kind: "errors";
+      readonly cluster: string;
+      readonly status: 409 | 429 | 500 | 503;
+      readonly errorRate: number;
+      readonly retryAfterSeconds?: number;
+      readonly ms: number;
+    }
+  | { readonly kind: "restart-remote-api"; readonly cluster: string }
+  | { readonly kind: "restart-local-api" }
+  | { readonly kind: "kill-controller" }
+  | { readonly kind: "term-controller" };
+
+export type Step = (RemoteStep | FaultStep) & { readonly pauseMs: number };
+
+/** Whether the step needs the fault proxy (the others work on direct registrations too). */
+export function needsProxy(step: Step): boolean {
+  return ["cut-watches", "cut-all", "stall", "refuse", "latency", "corrupt-watch", "errors"].includes(step.kind);
+}
+
+export function describeStep(step: Step): string {
+  const { kind, pauseMs, ...rest } = step;
+  const fields = Object.entries(rest)
+    .map(([k, v]) => `${k}=${typeof v === "object" ? JSON.stringify(v) : String(v)}`)
+    .join(" ");
+  return `${kind} ${fields} (then ${pauseMs} ms)`;
+}
+
+interface ModelService {
+  namespace: string;
+  name: string;
+  exported: boolean;
+}
+
+interface ModelGateway {
+  exists: boolean;
+  hasIngress: boolean;
+}
+
+export interface ScheduleOptions {
+  readonly seed: number;
+  readonly clusters: readonly string[];
+  /** Allow faults that need the fault proxy. */
+  readonly proxies: boolean;
+  /** Relative weight of faults against remote changes, 0–1. Default 0.4. */
+  readonly faultShare?: number;
+  /** Weight of the slow faults (API server restarts, controller restarts). Default 1. */
+  readonly heavyWeight?: number;
+}
+
+/**
+ * An endless generator of steps. `next()` is deterministic for a given seed and
+ * options; `take(n)` returns the next n steps.
+ */
+export class Schedule {
+  readonly seed: number;
+  readonly #random: () => number;
+  readonly #options: ScheduleOptions;
+  readonly #services = new Map<string, ModelService[]>();
+  readonly #gateways = new Map<string, ModelGateway>();
+  #counter = 0;
+
+  constructor(options: ScheduleOptions) {
+    this.seed = options.seed;
+    this.#options = options;
+    this.#random = mulberry32(options.seed);
+    for (const cluster of options.clusters) {
+      this.#services.set(cluster, []);
+      for (const gw of GATEWAYS) this.#gateways.set(`${cluster}/${gw.name}`, { exists: true, hasIngress: true });
+    }
+  }
+
+  take(count: number): Step[] {
+    const steps: Step[] = [];
+    for (let i = 0; i < count; i++) steps.push(this.next());
+    return steps;
+  }
+
+  next(): Step {
+    const faultShare = this.#options.faultShare ?? 0.4;
+    const step = this.#random() < faultShare ? this.#fault() : this.#remoteChange();
+    return { ...step, pauseMs: this.#int(100, 1_500) };
+  }
+
+  #int(min: number, max: number): number {
+    return min + Math.floor(this.#random() * (max - min + 1));
+  }
+
+  #pick<T>(items: readonly T[]): T {
+    const item = items[Math.floor(this.#random() * items.length)];
+    if (item === undefined) throw new Error("pick from an empty list");
+    return item;
+  }
+
+  #weighted<T>(choices: readonly (readonly [number, T])[]): T {
+    const total = choices.reduce((sum, [w]) => sum + w, 0);
+    let r = this.#random() * total;
+    for (const [w, value] of choices) {
+      r -= w;
+      if (r < 0) return value;
+    }
+    const last = choices[choices.length - 1];
+    if (!last) throw new Error("weighted pick from an empty list");
+    return last[1];
+  }
+
+  #ips(): string[] {
+    const count = this.#int(1, 3);
+    const ips = new Set<string>();
+    const prefixes = ["192.0.2", "198.51.100", "203.0.113"];
+    while (ips.size < count) ips.add(`${this.#pick(prefixes)}.${this.#int(1, 254)}`);
+    return [...ips];
+  }
+
+  #ports(): PortSpec[] {
+    const count = this.#int(1, 3);
+    if (count === 1 && this.#random() < 0.3) {
+      // A single unnamed port, sometimes UDP, sometimes with targetPort defaulted.
+      const port = this.#int(1, 9000);
+      return [
+        {
+          protocol: this.#random() < 0.2 ? "UDP" : "TCP",
+          port,
+          ...(this.#random() < 0.5 ? { targetPort: this.#int(1, 9000) } : {}),
+        },
+      ];
+    }
+    const names = ["http", "grpc", "metrics", "admin", "dns"];
+    const used = new Set<number>();
+    const ports: PortSpec[] = [];
+    for (let i = 0; i < count; i++) {
+      let port = this.#int(1, 9000);
+      while (used.has(port)) port = this.#int(1, 9000);
+      used.add(port);
+      ports.push({
+        name: names[i] ?? `p${i}`,
+        protocol: this.#random() < 0.15 ? "UDP" : "TCP",
+        port,
+        ...(this.#random() < 0.6 ? { targetPort: this.#int(1, 9000) } : {}),
+      });
+    }
+    return ports;
+  }
+
+  #gatewayRef(): GatewayRef {
+    return this.#weighted<GatewayRef>([
+      [8, GATEWAYS[0] ?? MISSING_GATEWAY],
+      [3, GATEWAYS[1] ?? MISSING_GATEWAY],
+      [1, MISSING_GATEWAY],
+    ]);
+  }
+
+  #remoteChange(): RemoteStep {
+    const cluster = this.#pick(this.#options.clusters);
+    const services = this.#services.get(cluster) ?? [];
+    const exported = services.filter((s) => s.exported);
+    const unexported = services.filter((s) => !s.exported);
+    const kind = this.#weighted<RemoteStep["kind"]>([
+      [services.length < 4 ? 6 : 2, "export-new"],
+      [exported.length > 0 ? 2 : 0, "unexport"],
+      [unexported.length > 0 ? 2 : 0, "re-export"],
+      [services.length > 0 ? 3 : 0, "change-ports"],
+      [services.length > 0 ? 2 : 0, "delete-service"],
+      [exported.length > 0 ? 1 : 0, "tamper-local"],
+      [services.length > 0 ? 1 : 0, "recreate-service"],
+      [2, "gateway-ips"],
+      [1, "gateway-remove-ingress"],
+      [1, "gateway-identity"],
+      [1, "gateway-port"],
+      [0.5, "gateway-delete"],
+    ]);
+    switch (kind) {
+      case "export-new": {
+        const namespace = this.#weighted<string>([
+          [5, "shop"],
+          [4, "churn"],
+          [1, "kube-system"],
+        ]);
+        const name = `svc-${this.#counter++}`;
+        services.push({ namespace, name, exported: true });
+        this.#services.set(cluster, services);
+        return { kind, cluster, namespace, name, ports: this.#ports(), gateway: this.#gatewayRef() };
+      }
+      case "unexport": {
+        const s = this.#pick(exported);
+        s.exported = false;
+        return { kind, cluster, namespace: s.namespace, name: s.name, half: this.#random() < 0.3 };
+      }
+      case "re-export": {
+        const s = this.#pick(unexported);
+        s.exported = true;
+        return { kind, cluster, namespace: s.namespace, name: s.name, gateway: this.#gatewayRef() };
+      }
+      case "change-ports": {
+        const s = this.#pick(services);
+        return { kind, cluster, namespace: s.namespace, name: s.name, ports: this.#ports() };
+      }
+      case "delete-service": {
+        const s = this.#pick(services);
+        services.splice(services.indexOf(s), 1);
+        return { kind, cluster, namespace: s.namespace, name: s.name };
+      }
+      case "recreate-service": {
+        const s = this.#pick(services);
+        s.exported = true;
+        return {
+          kind,
+          cluster,
+          namespace: s.namespace,
+          name: s.name,
+          ports: this.#ports(),
+          gateway: this.#gatewayRef(),
+        };
+      }
+      case "tamper-local": {
+        const s = this.#pick(exported);
+        const action = this.#pick(["delete-service", "delete-endpoints", "edit-ports", "clear-endpoints"] as const);
+        return { kind, cluster, namespace: s.namespace, name: s.name, action };
+      }
+      default:
+        return this.#gatewayChange(cluster, kind);
+    }
+  }
+
+  #gatewayChange(cluster: string, kind: RemoteStep["kind"]): RemoteStep {
+    const gateway = this.#weighted<GatewayRef>([
+      [3, GATEWAYS[0] ?? MISSING_GATEWAY],
+      [1, GATEWAYS[1] ?? MISSING_GATEWAY],
+    ]);
+    const model = this.#gateways.get(`${cluster}/${gateway.name}`) ?? { exists: true, hasIngress: true };
+    this.#gateways.set(`${cluster}/${gateway.name}`, model);
+    // A deleted gateway comes back before anything else is done to it.
+    if (!model.exists) {
+      model.exists = true;
+      model.hasIngress = true;
+      return {
+        kind: "gateway-create",
+        cluster,
+        gateway,
+        ips: this.#ips(),
+        port: this.#int(4000, 4999),
+        identity: this.#random() < 0.5 ? `${gateway.name}.${cluster}.identity` : "",
+      };
+    }
+    switch (kind) {
+      case "gateway-remove-ingress":
+        if (!model.hasIngress) {
+          model.hasIngress = true;
+          return { kind: "gateway-ips", cluster, gateway, ips: this.#ips() };
+        }
+        model.hasIngress = false;
+        return { kind, cluster, gateway };
+      case "gateway-identity":
+        return {
+          kind,
+          cluster,
+          gateway,
+          identity: this.#random() < 0.2 ? "" : `${gateway.name}-${this.#int(1, 99)}.${cluster}.identity`,
+        };
+      case "gateway-port":
+        return {
+          kind,
+          cluster,
+          gateway,
+          port: this.#int(4000, 4999),
+          portName: this.#random() < 0.2 ? "not-incoming" : "incoming-port",
+        };
+      case "gateway-delete":
+        model.exists = false;
+        return { kind, cluster, gateway };
+      default:
+        model.hasIngress = true;
+        return { kind: "gateway-ips", cluster, gateway, ips: this.#ips() };
+    }
+  }
+
+  #fault(): FaultStep {
+    const cluster = this.#pick(this.#options.clusters);
+    const proxy = this.#options.proxies ? 1 : 0;
+    const heavy = this.#options.heavyWeight ?? 1;
+    const kind = this.#weighted<FaultStep["kind"]>([
+      [3 * proxy, "cut-watches"],
+      [1 * proxy, "cut-all"],
+      [2 * proxy, "stall"],
+      [1 * proxy, "refuse"],
+      [1 * proxy, "latency"],
+      [1 * proxy, "corrupt-watch"],
+      [4 * proxy, "errors"],
+      [1.5 * heavy, "restart-remote-api"],
+      [0.7 * heavy, "restart-local-api"],
+      [1.2 * heavy, "kill-controller"],
+      [0.8 * heavy, "term-controller"],
+    ]);
+    const ms = this.#int(1_000, 5_000);
+    switch (kind) {
+      case "cut-watches":
+      case "cut-all":
+      case "restart-remote-api":
+        return { kind, cluster };
+      case "stall":
+      case "refuse":
+        return { kind, cluster, ms };
+      case "corrupt-watch":
+        return { kind, cluster, ms, mode: this.#random() < 0.5 ? "invalid-json" : "wrong-kind" };
+      case "latency":
+        return { kind, cluster, ms, latencyMs: this.#int(50, 1_500) };
+      case "errors": {
+        const status = this.#pick([409, 429, 500, 503] as const);
+        const errorRate = Math.round((0.3 + this.#random() * 0.7) * 100) / 100;
+        return {
+          kind,
+          cluster,
+          ms,
+          status,
+          errorRate,
+          ...(status === 429 || status === 503 ? { retryAfterSeconds: this.#int(0, 2) } : {}),
+        };
+      }
+      case "restart-local-api":
+      case "kill-controller":
+      case "term-controller":
+        return { kind };
+      default:
+        return { kind: "cut-watches", cluster };
+    }
+  }
+}

@@ -1,0 +1,405 @@
+/**
+ * End to end with the controller in this process (a Supervisor with real worker
+ * threads), under faults: an actor thread that dies in each way a thread can die
+ * (uncaught exception, unhandled rejection, process.exit, heap exhaustion), the local
+ * API server down while remote changes pile up, and a local write rate limit.
+ * In every case the other cluster keeps working and no mirror is lost or rewritten
+ * (SPEC §1: a failing remote cluster never delays or blocks another, its mirrors are
+ * kept; §4: mirrors converge, nothing is lost).
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import type { Worker } from "node:worker_threads";
+import type { V1Endpoints, V1Service } from "@kubernetes/client-node";
+import type { Config } from "../../src/config.ts";
+import { silentLogger } from "../../src/log.ts";
+import type { ActorFaultKind, WriterStatus } from "../../src/protocol/messages.ts";
+import { startFaultProxyFor } from "../../src/sandbox/fault-proxy.ts";
+import { renderKubeconfig } from "../../src/sandbox/kubeconfig.ts";
+import { DEFAULT_RESTART_POLICY, type RestartPolicy } from "../../src/supervisor/restart-policy.ts";
+import { type ClusterRow, Supervisor } from "../../src/supervisor/supervisor.ts";
+import { adminConnection } from "../helpers/connection.ts";
+import { CONTROLLER_NAMESPACE, Fleet } from "../helpers/fleet.ts";
+import { eventually } from "../helpers/kube.ts";
+
+const TIMEOUT_MS = 60_000;
+/** First restart delay in the fault tests: long enough to watch the other cluster meanwhile. */
+const BACKOFF_MS = 6_000;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function identity(object: V1Service | V1Endpoints): string {
+  return `${object.metadata?.uid}@${object.metadata?.resourceVersion}`;
+}
+
+interface SupervisorChoice {
+  readonly restartPolicy?: RestartPolicy;
+  readonly testHooks?: boolean;
+  readonly config?: Partial<Config>;
+  readonly watchInactivityTimeoutMs?: number;
+}
+
+describe("isolation under faults", () => {
+  let fleet: Fleet;
+  const running = new Set<Supervisor>();
+
+  function startSupervisor(choice: SupervisorChoice = {}): Supervisor {
+    const supervisor = new Supervisor({
+      config: fleet.config(choice.config),
+      localConnection: adminConnection(fleet.plane.cluster("local")),
+      logger: silentLogger(),
+      ...(choice.restartPolicy ? { restartPolicy: choice.restartPolicy } : {}),
+      ...(choice.testHooks ? { testHooks: true } : {}),
+      ...(choice.watchInactivityTimeoutMs ? { watchInactivityTimeoutMs: choice.watchInactivityTimeoutMs } : {}),
+    });
+    supervisor.start();
+    running.add(supervisor);
+    return supervisor;
+  }
+
+  async function stopSupervisor(supervisor: Supervisor): Promise<void> {
+    await supervisor.stop();
+    running.delete(supervisor);
+  }
+
+  function row(supervisor: Supervisor, cluster: string): ClusterRow | undefined {
+    return supervisor.status().clusters.find((c) => c.cluster === cluster);
+  }
+
+  async function waitForRow(
+    supervisor: Supervisor,
+    cluster: string,
+    what: string,
+    check: (row: ClusterRow) => boolean,
+  ): Promise<ClusterRow> {
+    return eventually(
+      () => `cluster ${cluster}: ${what} (now ${JSON.stringify(row(supervisor, cluster))})`,
+      () => {
+        const r = row(supervisor, cluster);
+        return r && check(r) ? r : undefined;
+      },
+      TIMEOUT_MS,
+      20,
+    );
+  }
+
+  async function waitForThread(supervisor: Supervisor, cluster: string, previous?: Worker): Promise<Worker> {
+    return eventually(
+      `a ${previous ? "new " : ""}actor thread for ${cluster}`,
+      () => {
+        const thread = supervisor.actorThread(cluster);
+        return thread && thread !== previous ? thread : undefined;
+      },
+      TIMEOUT_MS,
+      10,
+    );
+  }
+
+  /** Identities of a mirror's Service and Endpoints once the Endpoints are filled. */
+  async function mirrorIdentity(namespace: string, name: string): Promise<string> {
+    const service = await fleet.waitForMirror(namespace, name, () => true, TIMEOUT_MS);
+    const endpoints = await fleet.waitForEndpoints(namespace, name, (e) => (e.subsets?.length ?? 0) > 0, TIMEOUT_MS);
+    return `${identity(service)} ${identity(endpoints)}`;
+  }
+
+  async function currentIdentity(namespace: string, name: string): Promise<string> {
+    const service = await fleet.local.readNamespacedService({ namespace, name });
+    const endpoints = await fleet.local.readNamespacedEndpoints({ namespace, name });
+    return `${identity(service)} ${identity(endpoints)}`;
+  }
+
+  /** The writer has nothing queued, delayed work aside (a quiet moment to take a baseline). */
+  async function writerIdle(supervisor: Supervisor): Promise<WriterStatus> {
+    return eventually(
+      "the local writer idle",
+      () => {
+        const w = supervisor.status().writer;
+        return w?.ready && w.queueDepth === 0 && w.inFlight === 0 ? w : undefined;
+      },
+      TIMEOUT_MS,
+      50,
+    );
+  }
+
+  before(async () => {
+    fleet = await Fleet.start(["east", "west"]);
+    await fleet.createGateway("east", { ingress: [{ ip: "192.0.2.10" }] });
+    await fleet.createGateway("west", { ingress: [{ ip: "192.0.2.20" }] });
+    await fleet.register("east");
+    await fleet.register("west");
+  });
+  after(async () => {
+    for (const supervisor of running) await supervisor.stop();
+    await fleet?.stop();
+  });
+
+  const faults: readonly { kind: ActorFaultKind; what: string; reason: RegExp }[] = [
+    { kind: "throw", what: "an uncaught exception", reason: /uncaught exception/ },
+    { kind: "reject", what: "an unhandled promise rejection", reason: /unhandled promise rejection/ },
+    { kind: "exit", what: "process.exit(3)", reason: /exited with code 3/ },
+    { kind: "oom", what: "heap exhaustion", reason: /out of memory/ },
+  ];
+  for (const fault of faults) {
+    it(`restarts an actor thread killed by ${fault.what} with backoff, reports why, keeps its mirrors, and the other cluster keeps mirroring`, async () => {
+      const ns = `fault-${fault.kind}`;
+      await fleet.createService("east", ns, "web");
+      await fleet.createService("west", ns, "web");
+      const supervisor = startSupervisor({
+        testHooks: true,
+        restartPolicy: { ...DEFAULT_RESTART_POLICY, initialMs: BACKOFF_MS },
+      });
+      try {
+        const eastMirror = await mirrorIdentity(ns, "web-east");
+        const westMirror = await mirrorIdentity(ns, "web-west");
+        await waitForRow(supervisor, "east", "synced", (r) => r.state === "synced");
+        const crashed = await waitForThread(supervisor, "east");
+
+        const injectedAt = Date.now();
+        supervisor.injectActorFault("east", fault.kind);
+        const failing = await waitForRow(supervisor, "east", "failing after the fault", (r) => r.restarts === 1);
+        const crashedAt = Date.now();
+        assert.equal(failing.state, "failing");
+        assert.match(failing.reason ?? "", fault.reason);
+        assert.equal(supervisor.actorThread("east"), undefined, "east is down for now");
+
+        await fleet.createService("east", ns, "during-outage");
+        await fleet.createService("west", ns, "during-outage");
+        await mirrorIdentity(ns, "during-outage-west");
+        assert.equal(supervisor.actorThread("east"), undefined, "west was mirrored while east was still down");
+        assert.equal(row(supervisor, "east")?.state, "failing");
+        assert.equal(await fleet.localService(ns, "during-outage-east"), undefined);
+        assert.equal(await currentIdentity(ns, "web-east"), eastMirror, "east's mirror is kept during the outage");
+
+        await waitForThread(supervisor, "east", crashed);
+        const restartedAfter = Date.now() - injectedAt;
+        assert.ok(
+          restartedAfter >= BACKOFF_MS - 200,
+          `restarted after the backoff, not hot (${restartedAfter} ms; the crash was seen after ${crashedAt - injectedAt} ms)`,
+        );
+        await mirrorIdentity(ns, "during-outage-east");
+        const eastRow = await waitForRow(supervisor, "east", "synced again", (r) => r.state === "synced");
+        assert.equal(eastRow.restarts, 1);
+        assert.equal(eastRow.reason, undefined, "a running actor carries no crash reason");
+        assert.equal(row(supervisor, "west")?.restarts, 0);
+        assert.equal(row(supervisor, "west")?.state, "synced");
+        assert.equal(await currentIdentity(ns, "web-east"), eastMirror, "the restart did not rewrite east's mirror");
+        assert.equal(await currentIdentity(ns, "web-west"), westMirror);
+      } finally {
+        await stopSupervisor(supervisor);
+      }
+    });
+  }
+
+  it("refuses fault injection unless the supervisor was built with test hooks, in the supervisor and in the actor", async () => {
+    const ns = "no-hooks";
+    await fleet.createService("east", ns, "web");
+    const supervisor = startSupervisor({ restartPolicy: { ...DEFAULT_RESTART_POLICY, initialMs: 50 } });
+    try {
+      await mirrorIdentity(ns, "web-east");
+      await waitForRow(supervisor, "east", "synced", (r) => r.state === "synced");
+      const thread = await waitForThread(supervisor, "east");
+      assert.throws(() => supervisor.injectActorFault("east", "exit"), /testHooks/);
+
+      // Bypassing the supervisor: the actor itself rejects the message as a protocol error.
+      thread.postMessage({ type: "actor.inject-fault", kind: "exit" });
+      thread.postMessage({ type: "actor.inject-fault", kind: "no-such-fault" });
+      thread.postMessage({ type: "no-such-message" });
+      await sleep(1_500);
+      assert.equal(supervisor.actorThread("east"), thread, "the same thread is still running");
+      assert.equal(row(supervisor, "east")?.restarts, 0);
+
+      await fleet.createService("east", ns, "still-working");
+      await mirrorIdentity(ns, "still-working-east");
+      assert.equal(supervisor.actorThread("east"), thread);
+    } finally {
+      await stopSupervisor(supervisor);
+    }
+  });
+
+  it("reports a remote API that hangs as stale since the hang, keeps its mirrors, leaves the other cluster alone, and resumes by itself when it answers again", async () => {
+    const ns = "hung";
+    // "far" is east reached through a fault proxy; east itself stays registered directly.
+    const proxy = await startFaultProxyFor(fleet.plane, "east");
+    const secretName = "cluster-credentials-far";
+    const supervisors: Supervisor[] = [];
+    try {
+      await fleet.local.createNamespacedSecret({
+        namespace: CONTROLLER_NAMESPACE,
+        body: fleet.secretBody({
+          secretName,
+          clusterName: "far",
+          kubeconfig: renderKubeconfig({
+            cluster: "far",
+            server: proxy.url,
+            caPem: fleet.plane.cluster("east").caPem,
+            user: "fleet-mirror",
+            auth: { token: await fleet.remoteToken("east") },
+          }),
+        }),
+      });
+      await fleet.createService("east", ns, "web");
+      await fleet.createService("west", ns, "web");
+      const supervisor = startSupervisor({ watchInactivityTimeoutMs: 2_000 });
+      supervisors.push(supervisor);
+      const farMirror = await mirrorIdentity(ns, "web-far");
+      await mirrorIdentity(ns, "web-west");
+      await waitForRow(supervisor, "far", "synced", (r) => r.state === "synced");
+
+      const stalledAt = Date.now();
+      proxy.setRules({ stall: true });
+      const stale = await waitForRow(supervisor, "far", "stale with a reason", (r) => r.state === "stale");
+      assert.ok(stale.since !== undefined && stale.since >= stalledAt, `stale since ${stale.since} >= ${stalledAt}`);
+      assert.ok(stale.since <= Date.now());
+      assert.match(stale.reason ?? "", /no bytes for 2000 ms|ETIMEDOUT|timed out/i);
+
+      await fleet.createService("east", ns, "during-hang");
+      await fleet.createService("west", ns, "during-hang");
+      await mirrorIdentity(ns, "during-hang-west");
+      await mirrorIdentity(ns, "during-hang-east"); // the same API reached directly is fine
+      assert.equal(row(supervisor, "west")?.state, "synced");
+      await sleep(3_000); // longer than the inactivity timeout: still stale, still not mirrored
+      const still = row(supervisor, "far");
+      assert.equal(still?.state, "stale", "still stale while the API hangs");
+      assert.equal(still?.since, stale.since, "stale since the hang began, not since the last retry");
+      assert.equal(still?.restarts, 0, "a hang is the watcher's business, not a crash");
+      assert.equal(await fleet.localService(ns, "during-hang-far"), undefined);
+      assert.equal(await currentIdentity(ns, "web-far"), farMirror, "a hung cluster's mirrors are kept");
+
+      proxy.setRules({});
+      await mirrorIdentity(ns, "during-hang-far");
+      const resumed = await waitForRow(supervisor, "far", "synced again", (r) => r.state === "synced");
+      assert.equal(resumed.restarts, 0, "resumed by its watcher, not by a restart");
+      assert.equal(await currentIdentity(ns, "web-far"), farMirror);
+    } finally {
+      for (const supervisor of supervisors) await stopSupervisor(supervisor);
+      await proxy.stop();
+      await fleet.local.deleteNamespacedSecret({ namespace: CONTROLLER_NAMESPACE, name: secretName }).catch(() => {});
+    }
+  });
+
+  it("loses nothing while the local API server is down: every remote change made meanwhile is mirrored once it returns, and the writer's queue stays bounded by the mirrors", async () => {
+    const ns = "local-down";
+    const count = 20;
+    const flips = 10;
+    const names = Array.from({ length: count }, (_, i) => `svc-${i}`);
+    await fleet.createService("west", ns, "web");
+    const supervisor = startSupervisor();
+    try {
+      const westMirror = await mirrorIdentity(ns, "web-west");
+      await waitForRow(supervisor, "east", "synced", (r) => r.state === "synced");
+      await writerIdle(supervisor);
+
+      const stoppedAt = Date.now();
+      await fleet.plane.stopApiServer("local");
+      let maxQueueDepth = 0;
+      let maxInFlight = 0;
+      let samples = 0;
+      const sample = (): void => {
+        const w = supervisor.status().writer;
+        if (!w) return;
+        samples += 1;
+        maxQueueDepth = Math.max(maxQueueDepth, w.queueDepth);
+        maxInFlight = Math.max(maxInFlight, w.inFlight);
+      };
+      const sampler = setInterval(sample, 100);
+      try {
+        // 20 new exported Services, then 200 changes to them (10 port flips each).
+        await Promise.all(names.map((name) => fleet.createService("east", ns, name)));
+        await Promise.all(
+          names.map(async (name) => {
+            for (let flip = 1; flip <= flips; flip++) {
+              await fleet.patchService("east", ns, name, (svc) => {
+                const port = svc.spec?.ports?.[0];
+                if (port) port.port = 1000 + flip;
+              });
+            }
+          }),
+        );
+        const elapsed = Date.now() - stoppedAt;
+        if (elapsed < 10_000) await sleep(10_000 - elapsed);
+        sample();
+      } finally {
+        clearInterval(sampler);
+        await fleet.plane.startApiServer("local");
+      }
+      assert.ok(samples > 20, `the writer reported its status during the outage (${samples} samples)`);
+      assert.ok(maxQueueDepth <= 2 * count, `writer queue depth ${maxQueueDepth} during the outage`);
+      assert.ok(maxInFlight <= fleet.config().writeConcurrency, `writes in flight ${maxInFlight}`);
+
+      for (const name of names) {
+        await fleet.waitForMirror(ns, `${name}-east`, (svc) => svc.spec?.ports?.[0]?.port === 1000 + flips, TIMEOUT_MS);
+        await fleet.waitForEndpoints(ns, `${name}-east`, (e) => (e.subsets?.length ?? 0) > 0, TIMEOUT_MS);
+      }
+      assert.equal(await currentIdentity(ns, "web-west"), westMirror, "an existing mirror is not rewritten");
+      const writer = await writerIdle(supervisor);
+      assert.equal(writer.clusters["east"]?.mirrors, row(supervisor, "east")?.exportedServices);
+      assert.equal(row(supervisor, "east")?.state, "synced");
+      assert.equal(row(supervisor, "west")?.state, "synced");
+      assert.equal(supervisor.status().writerRestarts, 0, "the writer rode out the outage without a restart");
+    } finally {
+      await stopSupervisor(supervisor);
+    }
+  });
+
+  it("throttles local writes to --write-qps / --write-burst and still converges every mirror", async () => {
+    const ns = "throttled";
+    const qps = 2;
+    const burst = 2;
+    const names = Array.from({ length: 10 }, (_, i) => `svc-${i}`);
+    const supervisor = startSupervisor({ config: { writeQps: qps, writeBurst: burst } });
+    try {
+      await waitForRow(supervisor, "east", "synced", (r) => r.state === "synced");
+      await writerIdle(supervisor);
+      await sleep(1_000); // the bucket refills; nothing else is pending
+
+      const samples: { at: number; writes: number }[] = [{ at: Date.now(), writes: await fleet.localWriteCount() }];
+      await Promise.all(names.map((name) => fleet.createService("east", ns, name)));
+      let converged = false;
+      const deadline = Date.now() + TIMEOUT_MS;
+      while (!converged) {
+        assert.ok(Date.now() < deadline, "every mirror converged in time");
+        await sleep(250);
+        samples.push({ at: Date.now(), writes: await fleet.localWriteCount() });
+        const present = await Promise.all(
+          names.map(async (name) => {
+            try {
+              const e = await fleet.local.readNamespacedEndpoints({ namespace: ns, name: `${name}-east` });
+              return (e.subsets?.length ?? 0) > 0;
+            } catch {
+              return false;
+            }
+          }),
+        );
+        converged = present.every(Boolean);
+      }
+      const first = samples[0];
+      const last = samples[samples.length - 1];
+      assert.ok(first && last);
+      const total = last.writes - first.writes;
+      // One Namespace, then a Service and an Endpoints per mirror.
+      assert.ok(total >= 2 * names.length, `${total} writes`);
+      // Over every interval between two samples, at most burst + qps · interval writes
+      // (+1: a write counted at completion may have taken its token just before the interval).
+      for (let i = 0; i < samples.length; i++) {
+        for (let j = i + 1; j < samples.length; j++) {
+          const a = samples[i];
+          const b = samples[j];
+          if (!a || !b) continue;
+          const allowed = burst + (qps * (b.at - a.at)) / 1000 + 1;
+          assert.ok(
+            b.writes - a.writes <= allowed,
+            `${b.writes - a.writes} writes in ${b.at - a.at} ms (allowed ${allowed.toFixed(1)})`,
+          );
+        }
+      }
+      const seconds = (last.at - first.at) / 1000;
+      assert.ok(
+        seconds >= (total - burst) / qps - 1,
+        `${total} writes took ${seconds.toFixed(1)} s: the rate limit was binding`,
+      );
+      for (const name of names) await mirrorIdentity(ns, `${name}-east`);
+    } finally {
+      await stopSupervisor(supervisor);
+    }
+  });
+});
