@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 /** CLI entry: picks a command and runs it; every command returns an exit code. */
-import { demoCommand } from "./cli/demo.ts";
-import { runCommand } from "./cli/run.ts";
-import { sandboxCommand } from "./cli/sandbox.ts";
+// First, and alone among static imports: signals are recorded from here on, while
+// the commands' heavy modules load (see cli/signals.ts).
+import "./cli/signals.ts";
 
 const usage = `fleet-mirror — mirrors Services from many remote Kubernetes clusters into one local cluster
 
@@ -21,9 +21,9 @@ async function main(argv: readonly string[]): Promise<number> {
   const [command, ...rest] = argv;
   switch (command) {
     case "run":
-      return runCommand(rest);
+      return (await import("./cli/run.ts")).runCommand(rest);
     case "demo":
-      return demoCommand(rest);
+      return (await import("./cli/demo.ts")).demoCommand(rest);
     case "sandbox":
       if (rest.includes("--help") || rest.includes("-h")) {
         process.stdout.write(
@@ -31,7 +31,7 @@ async function main(argv: readonly string[]): Promise<number> {
         );
         return 0;
       }
-      return sandboxCommand();
+      return (await import("./cli/sandbox.ts")).sandboxCommand();
     case undefined:
     case "help":
     case "--help":

@@ -26,7 +26,8 @@ import type { ControlPlane } from "../sandbox/control-plane.ts";
 import { renderKubeconfig } from "../sandbox/kubeconfig.ts";
 import { connectionFromKubeconfig } from "../supervisor/registration.ts";
 import { type FleetStatus, Supervisor } from "../supervisor/supervisor.ts";
-import { startSandbox, untilSignal } from "./sandbox.ts";
+import { startSandbox } from "./sandbox.ts";
+import { untilSignal } from "./signals.ts";
 
 const NAMESPACE = "fleet-mirror";
 const REMOTES = { east: "192.0.2.10", west: "198.51.100.20" } as const;

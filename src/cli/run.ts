@@ -3,7 +3,7 @@ import { ConfigError, flagsHelp, parseRunConfig, runFlags } from "../config.ts";
 import { loadLocalConnection } from "../kube/local-connection.ts";
 import { createLogger } from "../log.ts";
 import { Supervisor } from "../supervisor/supervisor.ts";
-import { untilSignal } from "./sandbox.ts";
+import { untilSignal } from "./signals.ts";
 
 export const runHelp = `Usage: fleet-mirror run [flags]
 

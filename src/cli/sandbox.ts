@@ -3,6 +3,7 @@
  * API servers on one etcd), prints how to reach each cluster, and runs until Ctrl-C.
  */
 import { ControlPlane } from "../sandbox/control-plane.ts";
+import { untilSignal } from "./signals.ts";
 
 export const sandboxClusters = ["local", "east", "west"] as const;
 
@@ -18,19 +19,6 @@ export async function startSandbox(out: NodeJS.WritableStream): Promise<ControlP
   }
   out.write(`\nTry: kubectl --kubeconfig ${plane.cluster("local").adminKubeconfigPath} get namespaces\n`);
   return plane;
-}
-
-/** Resolves on the first SIGINT or SIGTERM. */
-export function untilSignal(): Promise<NodeJS.Signals> {
-  return new Promise((resolve) => {
-    const onSignal = (signal: NodeJS.Signals) => {
-      process.off("SIGINT", onSignal);
-      process.off("SIGTERM", onSignal);
-      resolve(signal);
-    };
-    process.on("SIGINT", onSignal);
-    process.on("SIGTERM", onSignal);
-  });
 }
 
 export async function sandboxCommand(): Promise<number> {

@@ -55,6 +55,7 @@ export interface ChaosReport {
   readonly settledInMs: number;
   readonly controllerRestarts: number;
   readonly durationMs: number;
+  readonly notes: readonly string[];
 }
 
 /** A failed chaos run; the message starts with the seed and carries what is needed to diagnose it. */
@@ -113,6 +114,8 @@ class ChaosRun {
   readonly #remoteRestarts = new Map<string, Promise<void>>();
   readonly #backgroundErrors: string[] = [];
   readonly problems: string[] = [];
+  /** Oddities that are not failures (a SIGTERM that arrived before the controller handled signals). */
+  readonly notes: string[] = [];
   readonly steps: string[] = [];
   controller: ControllerProcess | undefined;
   controllerRestarts = 0;
@@ -136,6 +139,8 @@ class ChaosRun {
     if (!controller) return;
     this.controller = undefined;
     const started = Date.now();
+    // run.ts installs its SIGTERM handler in the same tick as it logs "fleet-mirror starting".
+    const handlerInstalled = controller.output.includes('"msg":"fleet-mirror starting"');
     // SIGTERM must end the controller promptly (run.ts finishes in-flight writes only).
     const killer = setTimeout(() => {
       this.problems.push(`controller still running 20 s after ${signal}; killed`);
@@ -145,7 +150,10 @@ class ChaosRun {
     clearTimeout(killer);
     this.pastOutputs.push(controller.output);
     if (signal === "SIGTERM" && code !== 0) {
-      this.problems.push(`controller exited ${code} on SIGTERM (after ${Date.now() - started} ms)`);
+      const how = `controller exited ${code ?? `by ${controller.child.signalCode}`} on SIGTERM (after ${Date.now() - started} ms)`;
+      // Before its handler exists, a SIGTERM ends the process by default: nothing was written yet.
+      if (!handlerInstalled && controller.child.signalCode === "SIGTERM") this.notes.push(`${how}, during start-up`);
+      else this.problems.push(how);
     }
   }
 
@@ -752,6 +760,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       settledInMs,
       controllerRestarts: run.controllerRestarts,
       durationMs: Date.now() - started,
+      notes: run.notes,
     };
   } finally {
     await run.stopAll();
@@ -794,6 +803,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       ...(values["heavy-weight"] !== undefined ? { heavyWeight: Number(values["heavy-weight"]) } : {}),
       ...(values["fault-share"] !== undefined ? { faultShare: Number(values["fault-share"]) } : {}),
     });
+    for (const note of report.notes) process.stdout.write(`note: ${note}\n`);
     process.stdout.write(
       `chaos seed ${report.seed}: PASS — ${report.steps.length} steps, ${report.controllerRestarts} controller restarts, ` +
         `${report.mirrors} mirrors, converged in ${report.settledInMs} ms, ${Math.round(report.durationMs / 1000)} s in all\n`,

@@ -19,6 +19,7 @@ describe("chaos", () => {
   }, async (t) => {
     t.diagnostic(`chaos seed ${seed} (replay: CHAOS_SEED=${seed} node --test test/integration/chaos.test.ts)`);
     const report = await runChaos({ seed, steps: 20, log: (line) => t.diagnostic(line) });
+    for (const note of report.notes) t.diagnostic(`note: ${note}`);
     t.diagnostic(
       `seed ${seed}: ${report.steps.length} steps, ${report.controllerRestarts} controller restarts, ` +
         `${report.mirrors} mirrors, converged in ${report.settledInMs} ms, ${Math.round(report.durationMs / 1000)} s in all`,

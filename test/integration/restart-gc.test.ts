@@ -280,4 +280,14 @@ describe("restarting the controller process", () => {
     assert.ok(logMessages(controller).includes("stopped"), controller.output);
     assert.deepEqual(await currentIdentity(ns, "web-east"), mirror);
   });
+
+  it("exits 0 on a SIGTERM that arrives while it is still starting (modules loading, nothing written yet)", async () => {
+    // From the moment main.ts runs (Node itself needs a few hundred ms to get there).
+    for (const delayMs of [500, 1000]) {
+      const controller = await startController();
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+      const code = await stopController(controller, "SIGTERM");
+      assert.equal(code, 0, `SIGTERM after ${delayMs} ms: ${controller.output}`);
+    }
+  });
 });

@@ -1,0 +1,30 @@
+/**
+ * SIGTERM/SIGINT handling that starts before anything heavy is loaded.
+ *
+ * Invariant: imported first by main.ts, which loads every command dynamically
+ * afterwards, so a signal that arrives while modules load or config is parsed is
+ * recorded (not fatal), and `untilSignal()` then resolves at once: the command stops
+ * cleanly and exits 0 instead of being killed by the signal.
+ */
+const waiters = new Set<(signal: NodeJS.Signals) => void>();
+let received: NodeJS.Signals | undefined;
+
+function onSignal(signal: NodeJS.Signals): void {
+  received ??= signal;
+  for (const wake of waiters) wake(signal);
+  waiters.clear();
+}
+
+process.on("SIGTERM", onSignal);
+process.on("SIGINT", onSignal);
+
+/** Resolves with the first SIGTERM/SIGINT received, whether before or after the call. */
+export function untilSignal(): Promise<NodeJS.Signals> {
+  if (received) return Promise.resolve(received);
+  return new Promise((resolve) => waiters.add(resolve));
+}
+
+/** The signal received so far, if any (to skip work that would be thrown away). */
+export function signalReceived(): NodeJS.Signals | undefined {
+  return received;
+}
