@@ -22,6 +22,11 @@ export interface Config {
   readonly logFile: string | undefined;
   readonly maxConcurrentStarts: number;
   readonly actorMaxOldGenerationMb: number;
+  /**
+   * Placement of remote-cluster actors: 0 (default) = one thread per cluster; N > 0 =
+   * one thread per cluster up to N clusters, then actors are packed evenly over N threads.
+   */
+  readonly maxThreads: number;
   readonly allowKubeconfigFilePaths: boolean;
   readonly blockedRecheckMs: number;
 }
@@ -95,6 +100,11 @@ export const runFlags = {
     default: "96",
     description: "heap limit of each remote-cluster actor thread",
   },
+  "max-threads": {
+    type: "string",
+    default: "0",
+    description: "actor threads at most: one per cluster up to N, then clusters share them (0: one per cluster)",
+  },
   "allow-kubeconfig-file-paths": {
     type: "boolean",
     default: false,
@@ -159,9 +169,11 @@ export function parseRunConfig(argv: readonly string[], env: NodeJS.ProcessEnv =
     logFile: typeof values["log-file"] === "string" ? values["log-file"] : undefined,
     maxConcurrentStarts: parseNumber(str("max-concurrent-starts"), "max-concurrent-starts", 1),
     actorMaxOldGenerationMb: parseNumber(str("actor-max-old-space-mb"), "actor-max-old-space-mb", 16),
+    maxThreads: parseNumber(str("max-threads"), "max-threads", 0),
     allowKubeconfigFilePaths: values["allow-kubeconfig-file-paths"] === true,
     blockedRecheckMs: parseDuration(str("blocked-recheck-period"), "blocked-recheck-period"),
   };
+  if (!Number.isInteger(config.maxThreads)) throw new ConfigError("--max-threads: must be a whole number");
   if (config.resyncPeriodMs < 1_000) throw new ConfigError("--resync-period: must be at least 1s");
   if (config.gatewayResolvePeriodMs < 1_000) throw new ConfigError("--gateway-resolve-period: must be at least 1s");
   return Object.freeze(config);

@@ -79,9 +79,11 @@ export interface RemoteActorOptions {
 }
 
 /**
- * A fault a test asks an actor thread to suffer: an uncaught exception in its event
- * loop, an unhandled promise rejection, `process.exit(3)` (in a worker it ends only
- * the thread), or allocation until the thread's heap limit (ERR_WORKER_OUT_OF_MEMORY).
+ * A fault a test asks an actor to suffer: an exception thrown from one of the actor's
+ * callbacks ("throw": caught by the actor's guard and reported as that actor's
+ * failure, so its neighbours on a shared thread are untouched), and faults of the
+ * whole thread: an unhandled promise rejection, `process.exit(3)` (in a worker it ends
+ * only the thread), or allocation until the thread's heap limit (ERR_WORKER_OUT_OF_MEMORY).
  */
 export type ActorFaultKind = "throw" | "reject" | "exit" | "oom";
 export const ACTOR_FAULT_KINDS: readonly ActorFaultKind[] = ["throw", "reject", "exit", "oom"];
@@ -116,11 +118,12 @@ export type ToRemoteActor =
       /** Transferred: the actor's end of its channel to the local writer. */
       readonly writerPort: MessagePort;
     }
-  /** The writer restarted: send the full desired set again on this new port. */
-  | { readonly type: "actor.attach-writer"; readonly writerPort: MessagePort }
-  | { readonly type: "actor.stop" }
+  /** The writer restarted: `cluster`'s actor sends the full desired set again on this new port. */
+  | { readonly type: "actor.attach-writer"; readonly cluster: string; readonly writerPort: MessagePort }
+  /** Stop `cluster`'s actor; a thread whose last actor stopped ends. */
+  | { readonly type: "actor.stop"; readonly cluster: string }
   /** Tests only: accepted only by an actor whose init carried `options.testHooks: true`. */
-  | { readonly type: "actor.inject-fault"; readonly kind: ActorFaultKind };
+  | { readonly type: "actor.inject-fault"; readonly cluster: string; readonly kind: ActorFaultKind };
 
 // remote-cluster actor → supervisor
 export type FromRemoteActor =
@@ -260,7 +263,8 @@ export function decodeToRemoteActor(value: unknown): ToRemoteActor {
       options: "object",
       writerPort: "object",
     });
-  if (type === "actor.attach-writer") requireFields(v, type, { writerPort: "object" });
+  if (type === "actor.attach-writer") requireFields(v, type, { cluster: "string", writerPort: "object" });
+  if (type === "actor.stop" || type === "actor.inject-fault") requireFields(v, type, { cluster: "string" });
   if (type === "actor.inject-fault" && !ACTOR_FAULT_KINDS.includes(v["kind"] as ActorFaultKind))
     throw new ProtocolError(`${type}: unknown fault kind ${String(v["kind"])}`);
   return value as ToRemoteActor;
@@ -271,8 +275,10 @@ export function decodeFromRemoteActor(value: unknown): FromRemoteActor {
   const type = typeOf(value, "from remote actor");
   if (!fromRemoteActorTypes.has(type)) throw new ProtocolError(`from remote actor: unknown type ${type}`);
   const v = value as Record<string, unknown>;
-  if (type === "actor.status") requireFields(v, type, { status: "object" });
-  else requireFields(v, type, { cluster: "string", epoch: "number" });
+  if (type === "actor.status") {
+    requireFields(v, type, { status: "object" });
+    requireFields(v["status"] as Record<string, unknown>, `${type} status`, { cluster: "string", epoch: "number" });
+  } else requireFields(v, type, { cluster: "string", epoch: "number" });
   if (type === "actor.failed") requireFields(v, type, { error: "object" });
   return value as FromRemoteActor;
 }

@@ -1,14 +1,20 @@
 /**
  * The supervisor (main thread): watches the credentials Secrets, keeps one
- * remote-cluster actor thread per registered cluster and one local-writer thread.
+ * remote-cluster actor per registered cluster and one local-writer thread. Placement
+ * (docs/DESIGN.md "Placement"): by default every actor has a thread of its own; with
+ * `maxThreads` N > 0, one thread per cluster up to N, then actors are packed evenly
+ * over N threads (src/supervisor/placement.ts).
  *
  * Guarantees:
  * - one remote cluster's failure (unreachable API, crash, memory blow-up) never stops
- *   another: every actor has its own thread, heap limit and restart history;
+ *   another: every actor has its own restart history, and by default its own thread
+ *   and heap limit. Packed, an exception in one actor is contained to that actor (it
+ *   alone is stopped and restarted); a thread that dies restarts exactly the actors it
+ *   hosted, each with its own backoff;
  * - a crashed actor is restarted with exponential backoff; a crash loop is reported
  *   (status, log, Event on its Secret) and retried slowly, never dropped silently;
  * - at most `maxConcurrentStarts` threads start at once (spawning dozens at once
- *   exhausts file descriptors);
+ *   exhausts file descriptors); an actor whose thread is already up starts at once;
  * - rotation (kubeconfig changed) restarts only that cluster's actor; its mirrors stay,
  *   because the writer keeps the last desired set until the new actor sends its own;
  * - the writer learns the set of clusters to keep only after a complete Secret list,
@@ -38,6 +44,7 @@ import {
   type ToWriter,
   type WriterStatus,
 } from "../protocol/messages.ts";
+import { placeClusters } from "./placement.ts";
 import { parseCredentialsSecret } from "./registration.ts";
 import { computeRegistry, type RegisteredCluster, type RegistryState, type SecretEntry } from "./registry.ts";
 import { DEFAULT_RESTART_POLICY, decideRestart, type RestartPolicy } from "./restart-policy.ts";
@@ -72,18 +79,38 @@ export interface FleetStatus {
   readonly clusters: readonly ClusterRow[];
 }
 
+/** One cluster's actor: its own epoch, restart history and status, whatever thread hosts it. */
 interface ActorHandle {
   readonly cluster: string;
   registration: RegisteredCluster;
   phase: ActorPhase;
   epoch: number;
-  worker: Worker | undefined;
+  /** The thread hosting the current incarnation, while it runs there. */
+  thread: ThreadHandle | undefined;
   failures: number[];
   restarts: number;
   lastError: SerializedError | undefined;
   status: ClusterStatus | undefined;
   restartTimer: NodeJS.Timeout | undefined;
+  /** Resolves when the current incarnation no longer runs (stopped, failed, or its thread ended). */
   stopped: Promise<void> | undefined;
+  stoppedResolve: (() => void) | undefined;
+}
+
+/** A remote-cluster worker thread and the actors it hosts. */
+interface ThreadHandle {
+  /** Placement slot with `--max-threads`; undefined: a thread of its own for one incarnation. */
+  readonly slot: number | undefined;
+  readonly worker: Worker;
+  /** Clusters whose current incarnation runs here. */
+  readonly hosted: Map<string, ActorHandle>;
+  /** Every hosted actor was asked to stop: the thread ends, and gets no new actor. */
+  retiring: boolean;
+  exited: boolean;
+  /** Counted in `maxConcurrentStarts` until its first actor is ready (or failed, or it ended). */
+  started: boolean;
+  lastError: SerializedError | undefined;
+  readonly exitPromise: Promise<void>;
 }
 
 export interface SupervisorOptions {
@@ -112,6 +139,10 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
   readonly #client: KubeClient;
   readonly #secrets: Watcher<Secret>;
   readonly #actors = new Map<string, ActorHandle>();
+  readonly #threads = new Set<ThreadHandle>();
+  /** With `--max-threads`: cluster → slot (placement), and each slot's current thread. */
+  #slots: Map<string, number> = new Map();
+  readonly #slotThreads = new Map<number, ThreadHandle>();
   readonly #startQueue: string[] = [];
   #starting = 0;
   #epoch = 0;
@@ -159,7 +190,7 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
 
   /** The thread of one cluster's actor (tests use it to crash it). */
   actorThread(cluster: string): Worker | undefined {
-    return this.#actors.get(cluster)?.worker;
+    return this.#actors.get(cluster)?.thread?.worker;
   }
 
   /**
@@ -170,9 +201,9 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
    */
   injectActorFault(cluster: string, kind: ActorFaultKind): void {
     if (this.#options.testHooks !== true) throw new Error("injectActorFault needs a Supervisor built with testHooks");
-    const worker = this.#actors.get(cluster)?.worker;
+    const worker = this.#actors.get(cluster)?.thread?.worker;
     if (!worker) throw new Error(`cluster ${cluster} has no actor thread to inject a fault into`);
-    worker.postMessage({ type: "actor.inject-fault", kind } satisfies ToRemoteActor);
+    worker.postMessage({ type: "actor.inject-fault", cluster, kind } satisfies ToRemoteActor);
   }
 
   status(): FleetStatus {
@@ -250,6 +281,15 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
     clearTimeout(this.#writerTimer);
     await this.#secrets.stop();
     await Promise.all([...this.#actors.values()].map((h) => this.#stopActor(h)));
+    // Threads end once their last actor stopped; an idle shared thread is ended here.
+    await Promise.all(
+      [...this.#threads].map(async (thread) => {
+        if (thread.hosted.size === 0 && !thread.retiring) void thread.worker.terminate();
+        const timer = setTimeout(() => void thread.worker.terminate(), STOP_TIMEOUT_MS);
+        await thread.exitPromise;
+        clearTimeout(timer);
+      }),
+    );
     const writer = this.#writer;
     if (writer) {
       this.#postWriter({ type: "writer.stop" });
@@ -277,6 +317,8 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
     this.#winners.clear();
     for (const [cluster, r] of registry.registered) this.#winners.set(cluster, r.secretUid);
     this.#reportRegistry(registry);
+    if (this.#config.maxThreads > 0)
+      this.#slots = placeClusters(registry.registered.keys(), this.#slots, this.#config.maxThreads);
 
     for (const [cluster, registration] of registry.registered) {
       const handle = this.#actors.get(cluster);
@@ -286,13 +328,14 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
           registration,
           phase: "queued",
           epoch: 0,
-          worker: undefined,
+          thread: undefined,
           failures: [],
           restarts: 0,
           lastError: undefined,
           status: undefined,
           restartTimer: undefined,
           stopped: undefined,
+          stoppedResolve: undefined,
         };
         this.#actors.set(cluster, fresh);
         this.#queueStart(fresh);
@@ -374,7 +417,7 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
   }
 
   // -------------------------------------------------------------------------------
-  // Remote-cluster actors
+  // Remote-cluster actors and the threads that host them
 
   #queueStart(handle: ActorHandle): void {
     handle.phase = "queued";
@@ -382,41 +425,160 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
     this.#pumpStarts();
   }
 
+  /**
+   * Starts queued actors in order. An actor whose placement names a thread that is up
+   * (packed mode) starts on it at once; one that needs a new thread waits while
+   * `maxConcurrentStarts` threads are starting.
+   */
   #pumpStarts(): void {
-    while (this.#starting < this.#config.maxConcurrentStarts && this.#startQueue.length > 0 && !this.#stopping) {
-      const cluster = this.#startQueue.shift() as string;
+    let i = 0;
+    while (i < this.#startQueue.length && !this.#stopping) {
+      const cluster = this.#startQueue[i] as string;
       const handle = this.#actors.get(cluster);
-      if (handle?.phase !== "queued") continue;
-      this.#spawnActor(handle);
+      if (handle?.phase !== "queued") {
+        this.#startQueue.splice(i, 1);
+        continue;
+      }
+      const existing = this.#usableThreadFor(cluster);
+      if (existing) {
+        this.#startQueue.splice(i, 1);
+        this.#startActor(handle, existing);
+        continue;
+      }
+      if (this.#starting >= this.#config.maxConcurrentStarts) {
+        i += 1; // needs a new thread: wait; later entries may go to threads already up
+        continue;
+      }
+      this.#startQueue.splice(i, 1);
+      this.#startActor(handle, this.#spawnThread(handle));
     }
   }
 
-  #spawnActor(handle: ActorHandle): void {
+  /** Packed mode: the running thread of `cluster`'s slot, if it can take an actor. */
+  #usableThreadFor(cluster: string): ThreadHandle | undefined {
+    if (this.#config.maxThreads <= 0) return undefined;
+    const slot = this.#slots.get(cluster);
+    const thread = slot === undefined ? undefined : this.#slotThreads.get(slot);
+    return thread && !thread.retiring && !thread.exited ? thread : undefined;
+  }
+
+  #spawnThread(first: ActorHandle): ThreadHandle {
+    const packed = this.#config.maxThreads > 0;
+    const slot = packed ? this.#slots.get(first.cluster) : undefined;
+    // A shared thread's heap limit grows with the actors it is expected to host.
+    const perThread = packed ? Math.max(1, Math.ceil(this.#actors.size / this.#config.maxThreads)) : 1;
+    this.#starting += 1;
+    const worker = new Worker(workerEntry("remote-cluster"), {
+      name: slot === undefined ? `remote-cluster/${first.cluster}` : `remote-cluster/thread-${slot}`,
+      resourceLimits: { maxOldGenerationSizeMb: this.#config.actorMaxOldGenerationMb * perThread },
+      stdout: false,
+      stderr: false,
+    });
+    let exitedResolve: () => void = () => {};
+    const thread: ThreadHandle = {
+      slot,
+      worker,
+      hosted: new Map(),
+      retiring: false,
+      exited: false,
+      started: false,
+      lastError: undefined,
+      exitPromise: new Promise<void>((resolve) => {
+        exitedResolve = resolve;
+      }),
+    };
+    this.#threads.add(thread);
+    if (slot !== undefined) this.#slotThreads.set(slot, thread);
+    const startDone = (): void => {
+      if (!thread.started) {
+        thread.started = true;
+        this.#starting -= 1;
+        this.#pumpStarts();
+      }
+    };
+
+    worker.on("message", (raw: unknown) => {
+      let message: FromRemoteActor;
+      try {
+        message = decodeFromRemoteActor(raw);
+      } catch (error) {
+        this.#log.error(
+          { thread: worker.threadId, err: serializeError(error) },
+          "malformed message from a remote actor; ignored",
+        );
+        return;
+      }
+      const cluster = message.type === "actor.status" ? message.status.cluster : message.cluster;
+      const epoch = message.type === "actor.status" ? message.status.epoch : message.epoch;
+      const handle = thread.hosted.get(cluster);
+      if (!handle || handle.epoch !== epoch || handle.thread !== thread) return; // an older incarnation
+      switch (message.type) {
+        case "actor.ready":
+          handle.phase = "running";
+          startDone();
+          break;
+        case "actor.status":
+          this.#reportNewProblems(handle, message.status);
+          handle.status = message.status;
+          this.emit("status");
+          break;
+        case "actor.stopped":
+          // A thread of its own ends after this; the actor is stopped once it has.
+          if (thread.slot !== undefined) this.#detach(handle);
+          break;
+        case "actor.failed":
+          handle.lastError = message.error;
+          startDone();
+          if (thread.slot === undefined) {
+            void worker.terminate(); // its own thread: the exit restarts it
+            break;
+          }
+          // A shared thread: the actor alone was stopped there; its neighbours run on.
+          this.#detach(handle);
+          if (handle.phase !== "stopping" && !this.#stopping && this.#actors.get(handle.cluster) === handle)
+            this.#onActorCrash(handle, undefined);
+          break;
+        default:
+          assertNever(message);
+      }
+    });
+    worker.on("error", (error) => {
+      thread.lastError = serializeError(
+        error,
+        `remote-cluster/${slot === undefined ? first.cluster : `thread-${slot}`}`,
+      );
+    });
+    worker.on("exit", (code) => {
+      startDone();
+      thread.exited = true;
+      this.#threads.delete(thread);
+      if (slot !== undefined && this.#slotThreads.get(slot) === thread) this.#slotThreads.delete(slot);
+      exitedResolve();
+      // The thread crashed (or ended): every actor it hosted is restarted, each with its
+      // own restart history; the other threads' actors are untouched.
+      for (const handle of [...thread.hosted.values()]) {
+        this.#detach(handle);
+        if (handle.phase === "stopping" || this.#stopping) continue;
+        if (this.#actors.get(handle.cluster) !== handle) continue;
+        if (thread.lastError) handle.lastError = thread.lastError;
+        this.#onActorCrash(handle, code);
+      }
+    });
+    return thread;
+  }
+
+  /** Starts `handle`'s actor (a new incarnation) on `thread`. */
+  #startActor(handle: ActorHandle, thread: ThreadHandle): void {
     this.#epoch += 1;
     const epoch = this.#epoch;
     handle.epoch = epoch;
     handle.phase = "starting";
     handle.status = undefined;
     handle.lastError = undefined; // a later crash must not be reported with an earlier crash's cause
-    this.#starting += 1;
-    let countedStart = true;
-    const startDone = () => {
-      if (countedStart) {
-        countedStart = false;
-        this.#starting -= 1;
-        this.#pumpStarts();
-      }
-    };
-    const worker = new Worker(workerEntry("remote-cluster"), {
-      name: `remote-cluster/${handle.cluster}`,
-      resourceLimits: { maxOldGenerationSizeMb: this.#config.actorMaxOldGenerationMb },
-      stdout: false,
-      stderr: false,
-    });
-    handle.worker = worker;
-    let exited: () => void = () => {};
+    handle.thread = thread;
+    thread.hosted.set(handle.cluster, handle);
     handle.stopped = new Promise<void>((resolve) => {
-      exited = resolve;
+      handle.stoppedResolve = resolve;
     });
     const { port1: actorPort, port2: writerPort } = new MessageChannel();
     const settings: ClusterSettings = {
@@ -442,57 +604,21 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
       },
       writerPort: actorPort,
     };
-    worker.postMessage(init, [actorPort]);
+    thread.worker.postMessage(init, [actorPort]);
     if (this.#writer && this.#writerReady) {
       this.#postWriter({ type: "writer.attach", cluster: handle.cluster, epoch, port: writerPort }, [writerPort]);
     } else {
       writerPort.close(); // re-attached with a fresh channel when the writer is ready
     }
+  }
 
-    worker.on("message", (raw: unknown) => {
-      let message: FromRemoteActor;
-      try {
-        message = decodeFromRemoteActor(raw);
-      } catch (error) {
-        this.#log.error(
-          { cluster: handle.cluster, err: serializeError(error) },
-          "malformed message from a remote actor; ignored",
-        );
-        return;
-      }
-      if (handle.epoch !== epoch) return; // an older incarnation
-      switch (message.type) {
-        case "actor.ready":
-          handle.phase = "running";
-          startDone();
-          break;
-        case "actor.status":
-          this.#reportNewProblems(handle, message.status);
-          handle.status = message.status;
-          this.emit("status");
-          break;
-        case "actor.stopped":
-          break;
-        case "actor.failed":
-          handle.lastError = message.error;
-          startDone();
-          void worker.terminate();
-          break;
-        default:
-          assertNever(message);
-      }
-    });
-    worker.on("error", (error) => {
-      if (handle.epoch === epoch) handle.lastError = serializeError(error, `remote-cluster/${handle.cluster}`);
-    });
-    worker.on("exit", (code) => {
-      startDone();
-      exited();
-      if (handle.worker === worker) handle.worker = undefined;
-      if (handle.epoch !== epoch || handle.phase === "stopping" || this.#stopping) return;
-      if (this.#actors.get(handle.cluster) !== handle) return;
-      this.#onActorCrash(handle, code);
-    });
+  /** The actor no longer runs on its thread (stopped, failed, or the thread ended). */
+  #detach(handle: ActorHandle): void {
+    const thread = handle.thread;
+    if (thread && thread.hosted.get(handle.cluster) === handle) thread.hosted.delete(handle.cluster);
+    handle.thread = undefined;
+    handle.stoppedResolve?.();
+    handle.stoppedResolve = undefined;
   }
 
   /** A remote Service that cannot be mirrored (SPEC §3) gets a Warning Event on its cluster's Secret. */
@@ -509,7 +635,8 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
     }
   }
 
-  #onActorCrash(handle: ActorHandle, code: number): void {
+  /** `code`: the exit code of the actor's thread, undefined when the actor alone failed on a shared thread. */
+  #onActorCrash(handle: ActorHandle, code: number | undefined): void {
     const now = Date.now();
     handle.failures.push(now);
     const decision = decideRestart(handle.failures, now, this.#policy);
@@ -549,16 +676,23 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
     if (handle.phase === "stopping") this.#queueStart(handle);
   }
 
-  /** Asks the actor to stop, and terminates its thread if it does not within the timeout. */
+  /**
+   * Asks the actor to stop, and terminates its thread if it does not within the
+   * timeout (on a shared thread this restarts the neighbours too: a hung actor cannot
+   * be stopped any other way).
+   */
   async #stopActor(handle: ActorHandle): Promise<void> {
     clearTimeout(handle.restartTimer);
     handle.restartTimer = undefined;
     const i = this.#startQueue.indexOf(handle.cluster);
     if (i >= 0) this.#startQueue.splice(i, 1);
-    const worker = handle.worker;
+    const thread = handle.thread;
     handle.phase = "stopping";
-    if (!worker) return;
-    worker.postMessage({ type: "actor.stop" } satisfies ToRemoteActor);
+    if (!thread) return;
+    // The thread ends once every actor it hosts has stopped: give it no new actor.
+    if ([...thread.hosted.values()].every((h) => h.phase === "stopping")) thread.retiring = true;
+    thread.worker.postMessage({ type: "actor.stop", cluster: handle.cluster } satisfies ToRemoteActor);
+    const worker = thread.worker;
     const timer = setTimeout(() => void worker.terminate(), STOP_TIMEOUT_MS);
     await handle.stopped;
     clearTimeout(timer);
@@ -657,10 +791,14 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
   #attachAllToWriter(): void {
     if (this.#secrets.hasSynced) this.#postWriter({ type: "writer.clusters", keep: this.#registry.keep });
     for (const handle of this.#actors.values()) {
-      if (!handle.worker || (handle.phase !== "running" && handle.phase !== "starting")) continue;
+      const thread = handle.thread;
+      if (!thread || (handle.phase !== "running" && handle.phase !== "starting")) continue;
       const { port1, port2 } = new MessageChannel();
       this.#postWriter({ type: "writer.attach", cluster: handle.cluster, epoch: handle.epoch, port: port2 }, [port2]);
-      handle.worker.postMessage({ type: "actor.attach-writer", writerPort: port1 } satisfies ToRemoteActor, [port1]);
+      thread.worker.postMessage(
+        { type: "actor.attach-writer", cluster: handle.cluster, writerPort: port1 } satisfies ToRemoteActor,
+        [port1],
+      );
     }
   }
 

@@ -7,6 +7,11 @@
  * Runs in its own worker thread in production (entry.ts wires the ports), and
  * in-process in tests: everything it talks to comes in through `RemoteActorPorts`.
  *
+ * Fault containment: every callback the actor registers runs under its guard, so an
+ * exception in this actor's handling is reported through `ports.onFault` as this
+ * actor's failure and never reaches the thread's event loop (where it would take down
+ * every actor the thread hosts).
+ *
  * Invariants:
  * - Nothing is sent to the writer before the first complete list; after every complete
  *   list (start, relist on 410, writer restart) the FULL desired set is sent as one
@@ -47,6 +52,12 @@ export type DesiredPort = ChannelPort<ToWriterFromActor>;
 
 export interface RemoteActorPorts {
   readonly supervisor: (message: FromRemoteActor) => void;
+  /**
+   * Called once when one of the actor's callbacks (watcher events, timers, port
+   * messages, its own promises) throws; the actor then ignores every later callback.
+   * Without it the exception propagates as before (it would end the thread).
+   */
+  readonly onFault?: (error: unknown) => void;
 }
 
 export interface RemoteActorInit {
@@ -103,6 +114,7 @@ export class RemoteClusterActor {
   #lastFailure: WatchFailure | undefined;
   readonly #failuresByReason: Record<string, number> = {};
   #stopped = false;
+  #faulted = false;
 
   constructor(init: RemoteActorInit, ports: RemoteActorPorts, deps: { logger: Logger; resolve?: Resolver }) {
     this.#init = init;
@@ -116,13 +128,27 @@ export class RemoteClusterActor {
       expectedKind: "Service",
       ...(init.options.watchInactivityTimeoutMs ? { inactivityTimeoutMs: init.options.watchInactivityTimeoutMs } : {}),
     });
-    this.#watcher.on("change", (key, previous, current) => this.#onChange(key, previous, current));
-    this.#watcher.on("listed", () => this.#onListed());
-    this.#watcher.on("failure", (failure) => this.#onFailure(failure));
+    this.#watcher.on(
+      "change",
+      this.#guard((key: string, previous: Service | undefined, current: Service | undefined) =>
+        this.#onChange(key, previous, current),
+      ),
+    );
+    this.#watcher.on(
+      "listed",
+      this.#guard(() => this.#onListed()),
+    );
+    this.#watcher.on(
+      "failure",
+      this.#guard((failure: WatchFailure) => this.#onFailure(failure)),
+    );
     // A re-watch after a failure needs no relist; the cluster is live again once accepted.
-    this.#watcher.on("watching", () => {
-      if (this.#state === "stale") this.#setState("synced");
-    });
+    this.#watcher.on(
+      "watching",
+      this.#guard(() => {
+        if (this.#state === "stale") this.#setState("synced");
+      }),
+    );
   }
 
   get cluster(): string {
@@ -137,8 +163,44 @@ export class RemoteClusterActor {
   start(): void {
     this.#setState("syncing");
     this.#watcher.start();
-    this.#statusTimer = setInterval(() => this.#publishStatus(), STATUS_INTERVAL_MS);
-    this.#resolveTimer = setInterval(() => void this.#resolveAll(), this.#init.options.resolvePeriodMs);
+    this.#statusTimer = setInterval(
+      this.#guard(() => this.#publishStatus()),
+      STATUS_INTERVAL_MS,
+    );
+    this.#resolveTimer = setInterval(
+      this.#guard(() => this.#track(this.#resolveAll())),
+      this.#init.options.resolvePeriodMs,
+    );
+  }
+
+  /** Runs `fn` on a later turn of the event loop, under this actor's guard. */
+  runLater(fn: () => void): void {
+    setImmediate(this.#guard(fn));
+  }
+
+  /** Wraps one of this actor's callbacks: a throw becomes this actor's fault. */
+  #guard<A extends unknown[]>(fn: (...args: A) => void): (...args: A) => void {
+    return (...args: A) => {
+      if (this.#faulted) return;
+      try {
+        fn(...args);
+      } catch (error) {
+        this.#fault(error);
+      }
+    };
+  }
+
+  /** A promise of this actor's own: a rejection becomes this actor's fault. */
+  #track(promise: Promise<void>): void {
+    promise.catch((error: unknown) => this.#fault(error));
+  }
+
+  #fault(error: unknown): void {
+    const onFault = this.#ports.onFault;
+    if (!onFault) throw error;
+    if (this.#faulted) return;
+    this.#faulted = true;
+    onFault(error);
   }
 
   /**
@@ -149,17 +211,22 @@ export class RemoteClusterActor {
     this.#writer?.close();
     this.#writer = port;
     this.#inFlight = 0;
-    port.on("message", (raw) => {
-      try {
-        const ack = decodeToActorFromWriter(raw);
+    port.on(
+      "message",
+      this.#guard((raw: unknown) => {
+        let ack: ReturnType<typeof decodeToActorFromWriter>;
+        try {
+          ack = decodeToActorFromWriter(raw);
+        } catch (error) {
+          this.#log.error({ err: serializeError(error) }, "malformed message from the local writer; ignored");
+          return;
+        }
         if (ack.epoch === this.#init.epoch) {
           this.#inFlight = Math.max(0, this.#inFlight - 1);
           this.#scheduleFlush();
         }
-      } catch (error) {
-        this.#log.error({ err: serializeError(error) }, "malformed message from the local writer; ignored");
-      }
-    });
+      }),
+    );
     if (this.#watcher.hasSynced) {
       this.#needSnapshot = true;
       this.#scheduleFlush();
@@ -243,7 +310,7 @@ export class RemoteClusterActor {
     for (const hostname of ingressHostnames(gateway)) {
       if (!this.#hostnames.has(hostname)) {
         this.#hostnames.set(hostname, { ips: undefined });
-        void this.#resolveOne(hostname);
+        this.#track(this.#resolveOne(hostname));
       }
     }
   }
@@ -322,10 +389,13 @@ export class RemoteClusterActor {
 
   #scheduleFlush(): void {
     if (this.#stopped || this.#flushTimer) return;
-    this.#flushTimer = setTimeout(() => {
-      this.#flushTimer = undefined;
-      this.#flush();
-    }, this.#init.options.batchDelayMs);
+    this.#flushTimer = setTimeout(
+      this.#guard(() => {
+        this.#flushTimer = undefined;
+        this.#flush();
+      }),
+      this.#init.options.batchDelayMs,
+    );
   }
 
   #flush(): void {

@@ -1,9 +1,16 @@
 /**
- * Worker-thread entry of a remote-cluster actor: wires the ports and the lifecycle
- * handshake (init → ready → … → stop → stopped), nothing else. Logic lives in actor.ts.
+ * Worker-thread entry of remote-cluster actors: wires the ports and the lifecycle
+ * handshake (init → ready → … → stop → stopped) of every actor the thread hosts,
+ * nothing else. Logic lives in actor.ts.
+ *
+ * A thread hosts one actor (the default: one thread per cluster) or several (with
+ * `--max-threads`), keyed by cluster; every message but `actor.init` names its
+ * cluster. Fault containment per actor: an exception in one actor's callbacks is caught
+ * by that actor's guard, the actor alone is stopped and reported `actor.failed`; its
+ * neighbours keep running. A thread whose last actor was stopped ends.
  *
  * A message that does not decode is a protocol error: logged and ignored, never a
- * crash of the thread. So is `actor.inject-fault` unless this incarnation's init
+ * crash of the thread. So is `actor.inject-fault` unless the named actor's init
  * carried `options.testHooks: true` (only a Supervisor built with `testHooks` sets it).
  */
 import { parentPort } from "node:worker_threads";
@@ -22,21 +29,51 @@ import { RemoteClusterActor } from "./actor.ts";
 if (!parentPort) throw new Error("remote-cluster entry must run in a worker thread");
 const port = parentPort;
 const send = (message: FromRemoteActor): void => port.postMessage(message);
-let actor: RemoteClusterActor | undefined;
-let logger: Logger | undefined;
-let testHooks = false;
 
-function rejectMessage(error: unknown): void {
-  const log = logger ?? createLogger("error", { actor: "remote-cluster" });
-  log.error({ err: serializeError(error, "remote-cluster: parent port") }, "protocol error: message ignored");
+interface Hosted {
+  readonly actor: RemoteClusterActor;
+  readonly logger: Logger;
+  readonly testHooks: boolean;
 }
 
-/** Tests only (see `ActorFaultKind`): makes this thread fail the way `kind` says. */
-function injectFault(kind: ActorFaultKind): void {
-  logger?.warn({ fault: kind }, `injecting fault ${kind} (test hooks are on)`);
+/** The actors this thread hosts, by cluster. */
+const hosted = new Map<string, Hosted>();
+let stopsPending = 0;
+
+function anyLogger(): Logger {
+  for (const h of hosted.values()) return h.logger;
+  return createLogger("error", { actor: "remote-cluster" });
+}
+
+function rejectMessage(error: unknown): void {
+  anyLogger().error({ err: serializeError(error, "remote-cluster: parent port") }, "protocol error: message ignored");
+}
+
+/**
+ * One actor failed (its guard caught an exception, or its init/attach threw): it alone
+ * is stopped and reported; the supervisor restarts it with its own backoff.
+ */
+function failActor(cluster: string, epoch: number, error: unknown, where: string): void {
+  const h = hosted.get(cluster);
+  if (h && h.actor.epoch !== epoch) return; // a newer incarnation is running
+  hosted.delete(cluster);
+  const serialized = serializeError(error, `remote-cluster/${cluster}: ${where}`);
+  h?.logger.error({ err: serialized }, `actor of cluster ${cluster} failed; stopping it (its neighbours keep running)`);
+  void h?.actor.stop().catch(() => {});
+  send({ type: "actor.failed", cluster, epoch, error: serialized });
+}
+
+/** The thread ends once its last actor has stopped (on request) and nothing is left. */
+function closeIfIdle(): void {
+  if (hosted.size === 0 && stopsPending === 0) port.close();
+}
+
+/** Tests only (see `ActorFaultKind`): makes this actor, or its whole thread, fail the way `kind` says. */
+function injectFault(h: Hosted, kind: ActorFaultKind): void {
+  h.logger.warn({ fault: kind }, `injecting fault ${kind} (test hooks are on)`);
   switch (kind) {
     case "throw":
-      setImmediate(() => {
+      h.actor.runLater(() => {
         throw new Error("injected fault: uncaught exception in the actor's event loop");
       });
       return;
@@ -75,51 +112,79 @@ port.on("message", (raw: unknown) => {
   }
   switch (message.type) {
     case "actor.init": {
-      if (actor) return; // duplicate init: already running
       const { cluster, epoch, connection, options, writerPort } = message;
-      testHooks = options.testHooks === true;
-      logger = createLogger(
+      if (hosted.has(cluster.name)) {
+        writerPort.close();
+        return; // duplicate init: already running
+      }
+      const logger = createLogger(
         options.logLevel,
         { actor: "remote-cluster", cluster: cluster.name, epoch },
         options.logFile,
       );
+      let actor: RemoteClusterActor | undefined;
       try {
-        actor = new RemoteClusterActor({ cluster, epoch, connection, options }, { supervisor: send }, { logger });
+        actor = new RemoteClusterActor(
+          { cluster, epoch, connection, options },
+          { supervisor: send, onFault: (error) => failActor(cluster.name, epoch, error, "handler") },
+          { logger },
+        );
+        hosted.set(cluster.name, { actor, logger, testHooks: options.testHooks === true });
         actor.attachWriter(writerPort);
         actor.start();
         send({ type: "actor.ready", cluster: cluster.name, epoch });
       } catch (error) {
-        send({
-          type: "actor.failed",
-          cluster: cluster.name,
-          epoch,
-          error: serializeError(error, `remote-cluster/${cluster.name}: init`),
-        });
+        if (actor) failActor(cluster.name, epoch, error, "init");
+        else
+          send({
+            type: "actor.failed",
+            cluster: cluster.name,
+            epoch,
+            error: serializeError(error, `remote-cluster/${cluster.name}: init`),
+          });
       }
       return;
     }
-    case "actor.attach-writer":
-      actor?.attachWriter(message.writerPort);
-      return;
-    case "actor.stop": {
-      const current = actor;
-      if (!current) {
-        port.close();
+    case "actor.attach-writer": {
+      const h = hosted.get(message.cluster);
+      if (!h) {
+        message.writerPort.close();
         return;
       }
-      void current.stop().finally(() => {
-        send({ type: "actor.stopped", cluster: current.cluster, epoch: current.epoch });
-        port.close();
-      });
+      try {
+        h.actor.attachWriter(message.writerPort);
+      } catch (error) {
+        failActor(message.cluster, h.actor.epoch, error, "attach-writer");
+      }
       return;
     }
-    case "actor.inject-fault":
-      if (!testHooks) {
+    case "actor.stop": {
+      const h = hosted.get(message.cluster);
+      if (!h) {
+        closeIfIdle();
+        return;
+      }
+      hosted.delete(message.cluster);
+      stopsPending += 1;
+      void h.actor
+        .stop()
+        .catch((error: unknown) => h.logger.warn({ err: serializeError(error) }, "stopping the actor failed"))
+        .finally(() => {
+          send({ type: "actor.stopped", cluster: h.actor.cluster, epoch: h.actor.epoch });
+          stopsPending -= 1;
+          closeIfIdle();
+        });
+      return;
+    }
+    case "actor.inject-fault": {
+      const h = hosted.get(message.cluster);
+      if (!h?.testHooks) {
         rejectMessage(new ProtocolError("actor.inject-fault: refused, this actor was not started with test hooks"));
         return;
       }
-      injectFault(message.kind);
+      injectFault(h, message.kind);
       return;
+    }
     default:
       assertNever(message);
   }

@@ -1,0 +1,207 @@
+/**
+ * Steady-state latency: K clusters synced, spread over R remote API servers (K/R cluster
+ * names point at each, so ONE remote change updates K/R mirrors: the fan-out is reported,
+ * not hidden). Remote changes are applied at a fixed rate, a repeating mix of
+ * port change / port change / new export / unexport, round-robin over the remotes. A watch
+ * on the local API (`/api/v1/services`, label-selected) records when each expected mirror
+ * change is visible. Latency runs from just before the remote request is sent (an upper
+ * bound: it includes the remote write) to the local watch event.
+ *
+ * Reported: p50/p95/p99/max per mirror change, and per remote change (until all K/R of
+ * its mirrors are visible).
+ */
+import { mirrorName } from "../src/core/naming.ts";
+import type { Service } from "../src/core/objects.ts";
+import { Watcher } from "../src/kube/watcher.ts";
+import { Fleet } from "../test/helpers/fleet.ts";
+import {
+  type BenchOptions,
+  localAdminClient,
+  MIRROR_SELECTOR,
+  percentile,
+  printTable,
+  round,
+  type ScenarioResult,
+  shapeRemote,
+  sleep,
+  waitAllSynced,
+  waitWriterIdle,
+  writeResult,
+} from "./harness.ts";
+
+const NAMESPACE = "bench";
+
+type Op = "port" | "export" | "unexport";
+const MIX: readonly Op[] = ["port", "port", "export", "unexport"];
+
+interface Change {
+  readonly op: Op;
+  readonly t0: number;
+  remaining: number;
+  doneAt?: number;
+}
+
+interface Pending {
+  readonly change: Change;
+  readonly check: (svc: Service | undefined) => boolean;
+  readonly release: () => void;
+}
+
+interface RemoteState {
+  readonly name: string;
+  readonly clusters: readonly string[];
+  /** Exported Services with no change in flight. */
+  readonly idle: string[];
+}
+
+export async function runSteadyLatency(opts: BenchOptions): Promise<ScenarioResult> {
+  const remotes = opts.smoke ? ["r1"] : ["r1", "r2", "r3", "r4", "r5"];
+  const clusters = opts.smoke ? 5 : 50;
+  const servicesPerRemote = opts.smoke ? 5 : 20;
+  const ratePerSecond = opts.smoke ? 10 : 50;
+  const durationS = opts.smoke ? 5 : 30;
+  const perRemote = clusters / remotes.length;
+
+  const fleet = await Fleet.start(remotes);
+  const client = localAdminClient(fleet);
+  try {
+    const states: RemoteState[] = [];
+    for (const [i, remote] of remotes.entries()) {
+      const names = await shapeRemote(fleet, remote, {
+        services: servicesPerRemote,
+        clusters: perRemote,
+        gatewayIp: `192.0.2.${20 + i}`,
+        namespace: NAMESPACE,
+        prefix: `${remote}c`,
+      });
+      states.push({
+        name: remote,
+        clusters: names,
+        idle: Array.from({ length: servicesPerRemote }, (_, s) => `svc-${s}`),
+      });
+    }
+    const supervisor = fleet.startInProcess({ logLevel: "silent", writeQps: 0, writeConcurrency: 16 });
+    await waitAllSynced(supervisor, clusters);
+    await waitWriterIdle(supervisor);
+
+    const pending = new Map<string, Pending>();
+    const mirrorLatencies: number[] = [];
+    const changes: Change[] = [];
+    const watcher = new Watcher<Service>({ client, path: "/api/v1/services", labelSelector: MIRROR_SELECTOR });
+    watcher.on("change", (key, _prev, current) => {
+      const p = pending.get(key);
+      if (!p?.check(current)) return;
+      const now = Date.now();
+      pending.delete(key);
+      mirrorLatencies.push(now - p.change.t0);
+      p.change.remaining--;
+      if (p.change.remaining === 0) {
+        p.change.doneAt = now;
+        p.release();
+      }
+    });
+    const listed = new Promise<void>((resolve) => watcher.once("listed", () => resolve()));
+    watcher.start();
+    await listed;
+
+    let failures = 0;
+    let skipped = 0;
+    let created = 0;
+    let port = 1000;
+    const inFlight: Promise<void>[] = [];
+    const total = ratePerSecond * durationS;
+    const interval = 1000 / ratePerSecond;
+    const started = Date.now();
+    for (let i = 0; i < total; i++) {
+      const wait = started + i * interval - Date.now();
+      if (wait > 0) await sleep(wait);
+      const op = MIX[i % MIX.length] ?? "port";
+      const remote = states[i % states.length];
+      if (!remote) continue;
+      let service: string | undefined;
+      if (op === "export") service = `new-${created++}`;
+      else service = remote.idle.shift();
+      if (!service) {
+        skipped++;
+        continue;
+      }
+      const svcName = service;
+      const newPort = port++;
+      const change: Change = { op, t0: Date.now(), remaining: remote.clusters.length };
+      changes.push(change);
+      const release = op === "unexport" ? () => {} : () => remote.idle.push(svcName);
+      const check =
+        op === "port"
+          ? (svc: Service | undefined) => svc?.spec?.ports?.[0]?.port === newPort
+          : op === "export"
+            ? (svc: Service | undefined) => svc !== undefined
+            : (svc: Service | undefined) => svc === undefined;
+      for (const cluster of remote.clusters) {
+        pending.set(`${NAMESPACE}/${mirrorName(svcName, cluster)}`, { change, check, release });
+      }
+      const request =
+        op === "port"
+          ? fleet.patchService(remote.name, NAMESPACE, svcName, (svc) => {
+              const p = svc.spec?.ports?.[0];
+              if (p) p.port = newPort;
+            })
+          : op === "export"
+            ? fleet.createService(remote.name, NAMESPACE, svcName)
+            : fleet.unexport(remote.name, NAMESPACE, svcName);
+      inFlight.push(
+        request.then(
+          () => {},
+          () => {
+            failures++;
+          },
+        ),
+      );
+    }
+    const sendMs = Date.now() - started;
+    await Promise.all(inFlight);
+    const drainDeadline = Date.now() + 60_000;
+    while (pending.size > 0 && Date.now() < drainDeadline) await sleep(50);
+    const unobserved = pending.size;
+    await watcher.stop();
+    await supervisor.stop();
+
+    const changeLatencies = changes.flatMap((c) => (c.doneAt === undefined ? [] : [c.doneAt - c.t0]));
+    const stats = (values: number[]) => ({
+      n: values.length,
+      p50: percentile(values, 50),
+      p95: percentile(values, 95),
+      p99: percentile(values, 99),
+      max: percentile(values, 100),
+    });
+    const perMirror = stats(mirrorLatencies);
+    const perChange = stats(changeLatencies);
+    const row = {
+      clusters,
+      remotes: remotes.length,
+      fanOut: perRemote,
+      remoteChangesPerS: ratePerSecond,
+      achievedRemoteChangesPerS: round(changes.length / (sendMs / 1000), 1),
+      mirrorChangesPerS: ratePerSecond * perRemote,
+      durationS,
+      remoteChanges: changes.length,
+      failedRequests: failures,
+      skipped,
+      unobservedMirrorChanges: unobserved,
+    };
+    printTable("steady state: remote change → local mirror visible", [row]);
+    printTable("latency (ms)", [
+      { of: "mirror change", ...perMirror },
+      { of: "remote change (all fan-out)", ...perChange },
+    ]);
+    writeResult(opts.out, "steady-latency", {
+      smoke: opts.smoke,
+      ...row,
+      mix: MIX,
+      latencyMs: { perMirror, perRemoteChange: perChange },
+    });
+    return { result: { ...row, perMirror, perChange }, summary: opts.smoke ? {} : { steady_p99_ms: perMirror.p99 } };
+  } finally {
+    client.close();
+    await fleet.stop();
+  }
+}
