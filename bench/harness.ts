@@ -30,6 +30,8 @@ export interface BenchOptions {
   readonly smoke: boolean;
   /** Directory of the result files. */
   readonly out: string;
+  /** Remote changes per second of steady-latency (default 50; smoke 10). */
+  readonly steadyRate?: number | undefined;
 }
 
 /** What a scenario hands back to `run.ts`: its full result, and the summary keys it measured. */

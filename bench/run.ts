@@ -92,13 +92,14 @@ async function main(): Promise<void> {
       smoke: { type: "boolean", default: false },
       out: { type: "string" },
       note: { type: "string" },
+      "steady-rate": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
     strict: true,
   });
   if (values.help) {
     process.stdout.write(
-      `usage: node --expose-gc bench/run.ts [--scenario <${Object.keys(SCENARIOS).join("|")}>]... [--smoke] [--out dir] [--note text]\n`,
+      `usage: node --expose-gc bench/run.ts [--scenario <${Object.keys(SCENARIOS).join("|")}>]... [--smoke] [--out dir] [--note text] [--steady-rate remote-changes-per-s]\n`,
     );
     return;
   }
@@ -109,7 +110,9 @@ async function main(): Promise<void> {
   if (!globalThis.gc) process.stderr.write("warning: run with --expose-gc for meaningful memory numbers\n");
   // A smoke run never overwrites the committed results.
   const out = values.out ?? (values.smoke ? join(tmpdir(), "fleet-mirror-bench-smoke") : "bench/results");
-  const opts: BenchOptions = { smoke: values.smoke, out };
+  const steadyRate = values["steady-rate"] === undefined ? undefined : Number(values["steady-rate"]);
+  if (steadyRate !== undefined && !(steadyRate > 0)) throw new Error("--steady-rate: must be a number > 0");
+  const opts: BenchOptions = { smoke: values.smoke, out, steadyRate };
   mkdirSync(opts.out, { recursive: true });
   process.stdout.write(`fleet-mirror bench on ${machineString()}${opts.smoke ? " (smoke: tiny sizes)" : ""}\n`);
   const summary: Record<string, number | null> = {};
@@ -129,7 +132,7 @@ async function main(): Promise<void> {
       );
     }
   }
-  const full = !opts.smoke && values.scenario === undefined;
+  const full = !opts.smoke && values.scenario === undefined && steadyRate === undefined;
   if (full) {
     writeSummary(opts.out, summary, values.note);
     process.stdout.write(`summary written to ${join(opts.out, "summary.json")} and SUMMARY.md\n`);
