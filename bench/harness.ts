@@ -32,6 +32,8 @@ export interface BenchOptions {
   readonly out: string;
   /** Remote changes per second of steady-latency (default 50; smoke 10). */
   readonly steadyRate?: number | undefined;
+  /** Skip the packed-placement row of memory (recorded as null with the reason). */
+  readonly skipPacked?: boolean | undefined;
 }
 
 /** What a scenario hands back to `run.ts`: its full result, and the summary keys it measured. */

@@ -7,10 +7,11 @@
  * Every scenario prints a table and writes `<out>/<scenario>.json`. A full run (all
  * scenarios, not --smoke) also writes `<out>/summary.json` and `<out>/SUMMARY.md`; a
  * summary value is null when it was not measured, never invented. --out defaults to
- * bench/results, or a temporary directory with --smoke. Benchmarks measure;
+ * bench/results, or a temporary directory with --smoke. `--summary-only` rebuilds the
+ * summary from the scenario files already in --out (scenarios run one by one). Benchmarks measure;
  * they never fail on a missed target. Run them on a quiet machine.
  */
-import { mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -85,6 +86,44 @@ function writeSummary(out: string, summary: Record<string, number | null>, note:
   writeFileSync(join(out, "SUMMARY.md"), lines.join("\n"));
 }
 
+/**
+ * The summary keys from the per-scenario JSON files already in `out` (for scenarios run
+ * one by one); a key is null when its file or value is missing.
+ */
+export function summaryFromResults(out: string): Record<string, number | null> {
+  const read = (name: string): Record<string, unknown> | undefined => {
+    const file = join(out, `${name}.json`);
+    if (!existsSync(file)) return undefined;
+    const data: unknown = JSON.parse(readFileSync(file, "utf8"));
+    return typeof data === "object" && data !== null && !Array.isArray(data)
+      ? (data as Record<string, unknown>)
+      : undefined;
+  };
+  const num = (value: unknown): number | null => (typeof value === "number" ? value : null);
+  const rows = (data: Record<string, unknown> | undefined): Record<string, unknown>[] =>
+    Array.isArray(data?.["runs"]) ? (data["runs"] as Record<string, unknown>[]) : [];
+  const full = (data: Record<string, unknown> | undefined) => (data?.["smoke"] === false ? data : undefined);
+  const cold = rows(full(read("cold-convergence"))).find((r) => r["clusters"] === 50 && r["servicesPerCluster"] === 50);
+  const restart = full(read("restart"));
+  const steady = full(read("steady-latency"));
+  const latency = steady?.["latencyMs"] as { perMirror?: { p99?: unknown } } | undefined;
+  const fanout = full(read("gateway-fanout"));
+  const memory = rows(full(read("memory")));
+  const k200 = memory.find((r) => r["mode"] === "thread" && r["clusters"] === 200);
+  const packed = memory.find((r) => String(r["mode"]).startsWith("packed") && r["clusters"] === 1000);
+  const synced = num(k200?.["allSyncedMs"]);
+  return {
+    cold_converge_ratio: num(cold?.["ratio"]),
+    writes_per_mirror: num(cold?.["writesPerMirror"]),
+    rss_mb_per_cluster_thread_mode: num(k200?.["perClusterRssMb"]),
+    rss_total_mb_packed_1000: num(packed?.["rssMb"]),
+    sync_200_clusters_s: synced === null ? null : Math.round(synced / 10) / 100,
+    restart_writes: num(restart?.["localWritesAfterRestart"]),
+    steady_p99_ms: num(latency?.perMirror?.p99),
+    gateway_fanout_ratio: num(fanout?.["ratio"]),
+  };
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -93,14 +132,22 @@ async function main(): Promise<void> {
       out: { type: "string" },
       note: { type: "string" },
       "steady-rate": { type: "string" },
+      "summary-only": { type: "boolean", default: false },
+      "skip-packed": { type: "boolean", default: false },
       help: { type: "boolean", short: "h" },
     },
     strict: true,
   });
   if (values.help) {
     process.stdout.write(
-      `usage: node --expose-gc bench/run.ts [--scenario <${Object.keys(SCENARIOS).join("|")}>]... [--smoke] [--out dir] [--note text] [--steady-rate remote-changes-per-s]\n`,
+      `usage: node --expose-gc bench/run.ts [--scenario <${Object.keys(SCENARIOS).join("|")}>]... [--smoke] [--out dir] [--note text] [--steady-rate remote-changes-per-s] [--skip-packed] | --summary-only [--out dir]\n`,
     );
+    return;
+  }
+  if (values["summary-only"]) {
+    const out = values.out ?? "bench/results";
+    writeSummary(out, summaryFromResults(out), values.note);
+    process.stdout.write(`summary written to ${join(out, "summary.json")} and SUMMARY.md\n`);
     return;
   }
   const selected = values.scenario ?? Object.keys(SCENARIOS);
@@ -112,7 +159,7 @@ async function main(): Promise<void> {
   const out = values.out ?? (values.smoke ? join(tmpdir(), "fleet-mirror-bench-smoke") : "bench/results");
   const steadyRate = values["steady-rate"] === undefined ? undefined : Number(values["steady-rate"]);
   if (steadyRate !== undefined && !(steadyRate > 0)) throw new Error("--steady-rate: must be a number > 0");
-  const opts: BenchOptions = { smoke: values.smoke, out, steadyRate };
+  const opts: BenchOptions = { smoke: values.smoke, out, steadyRate, skipPacked: values["skip-packed"] };
   mkdirSync(opts.out, { recursive: true });
   process.stdout.write(`fleet-mirror bench on ${machineString()}${opts.smoke ? " (smoke: tiny sizes)" : ""}\n`);
   const summary: Record<string, number | null> = {};
