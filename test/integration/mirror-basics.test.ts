@@ -66,6 +66,26 @@ describe("mirroring a remote Service", () => {
     assert.equal(ns.metadata?.labels?.["mirror.linkerd.io/cluster-name"], "east");
   });
 
+  it("creates a new namespace once, however many mirrors land in it at the same time", async () => {
+    const namespacePosts = async (): Promise<number> => {
+      let total = 0;
+      for (const line of (await fleet.localMetrics()).split("\n")) {
+        if (
+          line.startsWith("apiserver_request_total{") &&
+          line.includes('verb="POST"') &&
+          line.includes('resource="namespaces"')
+        ) {
+          total += Number(line.slice(line.lastIndexOf(" ") + 1));
+        }
+      }
+      return total;
+    };
+    const before = await namespacePosts();
+    await Promise.all(Array.from({ length: 20 }, (_, i) => fleet.createService("east", "burst", `svc-${i}`)));
+    for (let i = 0; i < 20; i++) await fleet.waitForMirror("burst", `svc-${i}-east`);
+    assert.equal((await namespacePosts()) - before, 1, "one POST for the one new namespace");
+  });
+
   it("follows a port change and deletes the mirror when the remote Service is unexported", async () => {
     await fleet.createService("east", "shop", "cart");
     await fleet.waitForMirror("shop", "cart-east");

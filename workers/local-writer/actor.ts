@@ -91,6 +91,8 @@ export class LocalWriterActor {
   #resyncTimer: NodeJS.Timeout | undefined;
   #statusTimer: NodeJS.Timeout | undefined;
   #stopped = false;
+  /** Namespace creates in flight or done but not yet seen by the watch, by name. */
+  readonly #namespaceCreates = new Map<string, Promise<ReconcileResult | undefined>>();
   #localApiFailing = false;
 
   constructor(connection: ConnectionSpec, options: WriterOptions, ports: WriterPorts, deps: { logger: Logger }) {
@@ -128,6 +130,7 @@ export class LocalWriterActor {
     this.#services.on("change", (key, _previous, current) => onMirrorChange("Service", key, current));
     this.#endpoints.on("change", (key, _previous, current) => onMirrorChange("Endpoints", key, current));
     this.#namespaces.on("change", (name) => {
+      this.#namespaceCreates.delete(name);
       for (const key of this.#desired.keys()) if (key.startsWith(`${name}/`)) this.#enqueue(key);
     });
     for (const watcher of [this.#services, this.#endpoints, this.#namespaces]) {
@@ -397,6 +400,24 @@ export class LocalWriterActor {
 
   /** Performs one write; returns a reconcile result to stop at, or undefined to go on. */
   async #apply(
+    key: string,
+    action: WriteAction,
+    desired: DesiredMirror | undefined,
+  ): Promise<ReconcileResult | undefined> {
+    if (action.verb !== "create" || action.kind !== "Namespace") return this.#write(key, action, desired);
+    // One create per namespace: the other keys of a new namespace share its outcome
+    // instead of racing it (each racer would cost a rejected POST). The entry stays
+    // until the namespace watch reports the namespace, or the create failed.
+    const pending = this.#namespaceCreates.get(action.name);
+    if (pending) return pending;
+    const created = this.#write(key, action, desired);
+    this.#namespaceCreates.set(action.name, created);
+    const outcome = await created;
+    if (outcome && this.#namespaceCreates.get(action.name) === created) this.#namespaceCreates.delete(action.name);
+    return outcome;
+  }
+
+  async #write(
     key: string,
     action: WriteAction,
     desired: DesiredMirror | undefined,
