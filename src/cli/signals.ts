@@ -23,8 +23,3 @@ export function untilSignal(): Promise<NodeJS.Signals> {
   if (received) return Promise.resolve(received);
   return new Promise((resolve) => waiters.add(resolve));
 }
-
-/** The signal received so far, if any (to skip work that would be thrown away). */
-export function signalReceived(): NodeJS.Signals | undefined {
-  return received;
-}

@@ -25,7 +25,7 @@ import { EventEmitter } from "eventemitter3";
 import type { Config } from "../config.ts";
 import type { ClusterSettings } from "../core/desired.ts";
 import { SECRET_TYPE } from "../core/labels.ts";
-import { objectKey, type Secret } from "../core/objects.ts";
+import type { Secret } from "../core/objects.ts";
 import { KubeClient } from "../kube/client.ts";
 import type { ConnectionSpec } from "../kube/connection.ts";
 import { Watcher } from "../kube/watcher.ts";
@@ -805,13 +805,5 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
   /** Snapshot of the registry (for status and tests). */
   get registry(): RegistryState {
     return this.#registry;
-  }
-
-  get secretCount(): number {
-    return [...this.#secrets.values()].length;
-  }
-
-  static secretKeyOf(secret: Secret): string {
-    return objectKey(secret.metadata);
   }
 }
