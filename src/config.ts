@@ -3,6 +3,7 @@
  * fast with a message that names the flag. Nothing else reads process.env.
  */
 import { readFileSync } from "node:fs";
+import { hostname } from "node:os";
 import { parseArgs } from "node:util";
 
 export interface Config {
@@ -29,6 +30,17 @@ export interface Config {
   readonly maxThreads: number;
   readonly allowKubeconfigFilePaths: boolean;
   readonly blockedRecheckMs: number;
+  /** `host:port` of the admin HTTP server (/metrics, /healthz, /readyz, /status); "" disables it. */
+  readonly adminAddr: string;
+  /** Run for leadership of a coordination.k8s.io Lease; only the leader runs the controller. */
+  readonly leaderElect: boolean;
+  readonly leaderElectionNamespace: string;
+  readonly leaderElectionId: string;
+  /** Identity written into the Lease (default: $POD_NAME, else hostname_pid). */
+  readonly leaderElectionIdentity: string;
+  readonly leaseDurationMs: number;
+  readonly renewDeadlineMs: number;
+  readonly retryPeriodMs: number;
 }
 
 export class ConfigError extends Error {
@@ -115,6 +127,40 @@ export const runFlags = {
     default: "30s",
     description: "re-check of mirrors blocked by a name conflict",
   },
+  "admin-addr": {
+    type: "string",
+    default: ":9999",
+    description: "admin HTTP server for /metrics, /healthz, /readyz, /status (host:port; empty: off)",
+  },
+  "leader-elect": {
+    type: "boolean",
+    default: false,
+    description: "run for leadership of a Lease; only the leader mirrors (set it when running 2+ replicas)",
+  },
+  "leader-election-namespace": {
+    type: "string",
+    description: "namespace of the leader-election Lease (default: --namespace)",
+  },
+  "leader-election-id": { type: "string", default: "fleet-mirror", description: "name of the leader-election Lease" },
+  "leader-election-identity": {
+    type: "string",
+    description: "this replica's identity in the Lease (default: $POD_NAME, else hostname_pid)",
+  },
+  "leader-election-lease-duration": {
+    type: "string",
+    default: "10s",
+    description: "how long a Lease is valid after its last renewal",
+  },
+  "leader-election-renew-deadline": {
+    type: "string",
+    default: "7s",
+    description: "a leader that cannot renew within this stops writing and exits",
+  },
+  "leader-election-retry-period": {
+    type: "string",
+    default: "2s",
+    description: "how often the Lease is renewed or tried",
+  },
   help: { type: "boolean", short: "h", description: "show this help" },
 } as const;
 
@@ -139,6 +185,15 @@ function defaultNamespace(env: NodeJS.ProcessEnv): string {
   }
 }
 
+/** Parses `host:port`, `:port` (all interfaces) or `[v6]:port`; port 0 picks a free port. */
+export function parseHostPort(text: string, flag: string): { readonly host: string; readonly port: number } {
+  const match = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(text);
+  const port = Number(match?.[3]);
+  if (!match || !Number.isInteger(port) || port > 65_535)
+    throw new ConfigError(`--${flag}: ${JSON.stringify(text)} is not host:port (e.g. :9999, 127.0.0.1:9999)`);
+  return { host: match[1] ?? match[2] ?? "", port };
+}
+
 export function parseRunConfig(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Config | "help" {
   let values: Record<string, string | boolean | undefined>;
   try {
@@ -154,10 +209,11 @@ export function parseRunConfig(argv: readonly string[], env: NodeJS.ProcessEnv =
     .split(",")
     .map((s) => s.trim())
     .filter(Boolean);
+  const namespace = typeof values["namespace"] === "string" ? values["namespace"] : defaultNamespace(env);
   const config: Config = {
     kubeconfig: typeof values["kubeconfig"] === "string" ? values["kubeconfig"] : undefined,
     context: typeof values["context"] === "string" ? values["context"] : undefined,
-    namespace: typeof values["namespace"] === "string" ? values["namespace"] : defaultNamespace(env),
+    namespace,
     resyncPeriodMs: parseDuration(str("resync-period"), "resync-period"),
     gatewayResolvePeriodMs: parseDuration(str("gateway-resolve-period"), "gateway-resolve-period"),
     createNamespaces: values["no-create-namespaces"] ? false : values["create-namespaces"] !== false,
@@ -172,7 +228,29 @@ export function parseRunConfig(argv: readonly string[], env: NodeJS.ProcessEnv =
     maxThreads: parseNumber(str("max-threads"), "max-threads", 0),
     allowKubeconfigFilePaths: values["allow-kubeconfig-file-paths"] === true,
     blockedRecheckMs: parseDuration(str("blocked-recheck-period"), "blocked-recheck-period"),
+    adminAddr: str("admin-addr").trim(),
+    leaderElect: values["leader-elect"] === true,
+    leaderElectionNamespace:
+      typeof values["leader-election-namespace"] === "string" ? values["leader-election-namespace"] : namespace,
+    leaderElectionId: str("leader-election-id"),
+    leaderElectionIdentity:
+      typeof values["leader-election-identity"] === "string"
+        ? values["leader-election-identity"]
+        : env["POD_NAME"] || `${hostname()}_${process.pid}`,
+    leaseDurationMs: parseDuration(str("leader-election-lease-duration"), "leader-election-lease-duration"),
+    renewDeadlineMs: parseDuration(str("leader-election-renew-deadline"), "leader-election-renew-deadline"),
+    retryPeriodMs: parseDuration(str("leader-election-retry-period"), "leader-election-retry-period"),
   };
+  if (config.adminAddr !== "") parseHostPort(config.adminAddr, "admin-addr");
+  if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(config.leaderElectionId) || config.leaderElectionId.length > 253)
+    throw new ConfigError("--leader-election-id: must be a DNS subdomain name (a Lease's name)");
+  if (config.leaderElectionIdentity === "") throw new ConfigError("--leader-election-identity: must not be empty");
+  // client-go's rule: the leader must give up (renew deadline) before the Lease can
+  // expire for the others, and try more often than it must succeed.
+  if (!(config.leaseDurationMs > config.renewDeadlineMs && config.renewDeadlineMs > config.retryPeriodMs))
+    throw new ConfigError(
+      "--leader-election-lease-duration > --leader-election-renew-deadline > --leader-election-retry-period must hold",
+    );
   if (!Number.isInteger(config.maxThreads)) throw new ConfigError("--max-threads: must be a whole number");
   if (config.resyncPeriodMs < 1_000) throw new ConfigError("--resync-period: must be at least 1s");
   if (config.gatewayResolvePeriodMs < 1_000) throw new ConfigError("--gateway-resolve-period: must be at least 1s");
