@@ -1,4 +1,7 @@
 /** `fleet-mirror run`: the controller. */
+import { createMetrics } from "../admin/metrics.ts";
+import { alwaysLeading, runAdminSource } from "../admin/run-source.ts";
+import { type AdminServer, startAdminServer } from "../admin/server.ts";
 import { ConfigError, flagsHelp, parseRunConfig, runFlags } from "../config.ts";
 import { loadLocalConnection } from "../kube/local-connection.ts";
 import { createLogger } from "../log.ts";
@@ -33,11 +36,23 @@ export async function runCommand(argv: readonly string[]): Promise<number> {
   const logger = createLogger(config.logLevel, { actor: "supervisor" }, config.logFile);
   const localConnection = loadLocalConnection(config.kubeconfig, config.context);
   logger.info({ server: localConnection.server, namespace: config.namespace }, "fleet-mirror starting");
-  const supervisor = new Supervisor({ config, localConnection, logger });
+  // The admin server reads the controller through getters: it starts first (health
+  // and metrics answer while the controller starts) and outlives the Supervisor.
+  let supervisor: Supervisor | undefined;
+  const leadership = alwaysLeading(config.leaderElectionIdentity);
+  const source = runAdminSource(
+    () => supervisor,
+    () => leadership,
+  );
+  let admin: AdminServer | undefined;
+  if (config.adminAddr !== "")
+    admin = await startAdminServer({ addr: config.adminAddr, logger, source, registry: createMetrics(source) });
+  supervisor = new Supervisor({ config, localConnection, logger });
   supervisor.start();
   const signal = await untilSignal();
   logger.info({ signal }, "stopping: finishing in-flight writes; mirrors stay in place");
   await supervisor.stop();
+  await admin?.close();
   logger.info("stopped");
   return 0;
 }

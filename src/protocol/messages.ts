@@ -198,12 +198,32 @@ export interface WriterClusterStatus {
   readonly complete: boolean;
 }
 
+/**
+ * Upper bounds (seconds) of the write latency histogram, defined once: the writer counts
+ * into them and the metrics layer labels them (`le`). Ascending; +Inf is implicit.
+ */
+export const WRITE_DURATION_BUCKETS: readonly number[] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+/**
+ * A latency histogram as cumulative counts since the writer started: `buckets[i]` counts
+ * observations <= `WRITE_DURATION_BUCKETS[i]` (so it is non-decreasing in i and <= count);
+ * `count` is the +Inf bucket; `sum` is in seconds.
+ */
+export interface LatencyHistogram {
+  readonly buckets: readonly number[];
+  readonly sum: number;
+  readonly count: number;
+}
+
 export interface WriterStatus {
   readonly ready: boolean;
   readonly queueDepth: number;
   readonly inFlight: number;
+  /** Writes since the writer started, by `verb/Kind/result` (result: ok, an HTTP status, or error). */
   readonly writes: Readonly<Record<string, number>>;
   readonly retries: number;
+  /** Latency of every write request (the API call only, not the rate-limit wait). */
+  readonly writeDuration: LatencyHistogram;
   readonly clusters: Readonly<Record<string, WriterClusterStatus>>;
   readonly lastError?: SerializedError;
 }
@@ -341,9 +361,23 @@ export function decodeFromWriter(value: unknown): FromWriter {
   const type = typeOf(value, "from writer");
   if (!fromWriterTypes.has(type)) throw new ProtocolError(`from writer: unknown type ${type}`);
   const v = value as Record<string, unknown>;
-  if (type === "writer.status") requireFields(v, type, { status: "object" });
+  if (type === "writer.status") {
+    requireFields(v, type, { status: "object" });
+    const status = v["status"] as Record<string, unknown>;
+    requireFields(status, `${type} status`, { writes: "object", retries: "number", writeDuration: "object" });
+    decodeLatencyHistogram(status["writeDuration"], `${type} writeDuration`);
+  }
   if (type === "writer.failed") requireFields(v, type, { error: "object" });
   return value as FromWriter;
+}
+
+function decodeLatencyHistogram(value: unknown, where: string): LatencyHistogram {
+  if (!isRecord(value)) throw new ProtocolError(`${where}: must be an object`);
+  requireFields(value, where, { buckets: "array", sum: "number", count: "number" });
+  const buckets = value["buckets"] as unknown[];
+  if (buckets.length !== WRITE_DURATION_BUCKETS.length || !buckets.every((b) => typeof b === "number"))
+    throw new ProtocolError(`${where}: buckets must be ${WRITE_DURATION_BUCKETS.length} numbers`);
+  return value as unknown as LatencyHistogram;
 }
 
 /** Compile-time exhaustiveness check for switches over a union's `type`. */

@@ -20,8 +20,19 @@
  * - the writer learns the set of clusters to keep only after a complete Secret list,
  *   so mirrors are never collected on partial knowledge (SPEC §6).
  */
+import { getHeapStatistics } from "node:v8";
 import { MessageChannel, Worker } from "node:worker_threads";
 import { EventEmitter } from "eventemitter3";
+import {
+  addClusterCounters,
+  addWriterCounters,
+  type ClusterCounters,
+  clusterCountersOf,
+  EMPTY_CLUSTER_COUNTERS,
+  EMPTY_WRITER_COUNTERS,
+  type WriterCounters,
+  writerCountersOf,
+} from "../admin/counters.ts";
 import type { Config } from "../config.ts";
 import type { ClusterSettings } from "../core/desired.ts";
 import { SECRET_TYPE } from "../core/labels.ts";
@@ -72,6 +83,30 @@ export interface ClusterRow {
   }[];
 }
 
+/** Counters that never go down across restarts (see src/admin/counters.ts). */
+export interface FleetCounters {
+  /** Registered clusters only: a cluster that is gone has no counters. */
+  readonly clusters: ReadonlyMap<string, ClusterCounters & { readonly restarts: number }>;
+  readonly writer: WriterCounters;
+}
+
+/** Heap of one thread of this process (bytes). */
+export interface ThreadHeap {
+  /** `main`, `local-writer`, `remote-cluster/<cluster>` or `remote-cluster/thread-<slot>`. */
+  readonly thread: string;
+  readonly used: number;
+  readonly limit: number;
+}
+
+/** The heap of the calling thread, reported as `main`. */
+export function mainThreadHeap(): ThreadHeap {
+  const stats = getHeapStatistics();
+  return { thread: "main", used: stats.used_heap_size, limit: stats.heap_size_limit };
+}
+
+/** A heap statistics request a thread does not answer within this time is left out. */
+const HEAP_STATISTICS_TIMEOUT_MS = 1_000;
+
 export interface FleetStatus {
   readonly secretsListed: boolean;
   readonly writer: WriterStatus | undefined;
@@ -91,6 +126,8 @@ interface ActorHandle {
   restarts: number;
   lastError: SerializedError | undefined;
   status: ClusterStatus | undefined;
+  /** Counters of the incarnations that ended (their last status), so totals never go down. */
+  counterBase: ClusterCounters;
   restartTimer: NodeJS.Timeout | undefined;
   /** Resolves when the current incarnation no longer runs (stopped, failed, or its thread ended). */
   stopped: Promise<void> | undefined;
@@ -152,6 +189,9 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
   #writer: Worker | undefined;
   #writerReady = false;
   #writerStatus: WriterStatus | undefined;
+  /** Counters of writer incarnations that ended, and the current one's latest status. */
+  #writerCounterBase: WriterCounters = EMPTY_WRITER_COUNTERS;
+  #writerCountersLive: WriterStatus | undefined;
   #writerFailures: number[] = [];
   #writerRestarts = 0;
   #writerTimer: NodeJS.Timeout | undefined;
@@ -274,6 +314,68 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
     };
   }
 
+  /**
+   * Counters for metrics: per registered cluster and for the writer, each the sum over
+   * every incarnation so far (never decreasing while the cluster stays registered).
+   */
+  counters(): FleetCounters {
+    const clusters = new Map<string, ClusterCounters & { readonly restarts: number }>();
+    for (const handle of this.#actors.values()) {
+      const live = handle.status ? clusterCountersOf(handle.status) : EMPTY_CLUSTER_COUNTERS;
+      clusters.set(handle.cluster, { ...addClusterCounters(handle.counterBase, live), restarts: handle.restarts });
+    }
+    const live = this.#writerCountersLive ? writerCountersOf(this.#writerCountersLive) : EMPTY_WRITER_COUNTERS;
+    return { clusters, writer: addWriterCounters(this.#writerCounterBase, live) };
+  }
+
+  /**
+   * The local writer's liveness: `crashLooping` once it exited `crashLoopAfter` times
+   * (restart policy) within the policy's window without becoming ready in between. A
+   * writer restarting after an occasional crash is not crash-looping.
+   */
+  writerHealth(): { readonly ready: boolean; readonly recentFailures: number; readonly crashLooping: boolean } {
+    const now = Date.now();
+    const recent = this.#writerFailures.filter((t) => now - t <= this.#policy.windowMs).length;
+    return { ready: this.#writerReady, recentFailures: recent, crashLooping: recent >= this.#policy.crashLoopAfter };
+  }
+
+  /**
+   * Heap used and heap limit of every thread: the main thread, the writer and every
+   * remote-cluster thread. One request per thread, answered by the thread's isolate; a
+   * thread that does not answer within a second (busy, ending) is left out, so a scrape
+   * never hangs on a stuck thread.
+   */
+  async threadHeapStatistics(): Promise<ThreadHeap[]> {
+    const heaps: ThreadHeap[] = [mainThreadHeap()];
+    const threads: { name: string; worker: Worker }[] = [];
+    if (this.#writer) threads.push({ name: "local-writer", worker: this.#writer });
+    for (const t of this.#threads) {
+      if (t.exited) continue;
+      const first = t.hosted.keys().next();
+      const name =
+        t.slot !== undefined ? `thread-${t.slot}` : first.done === true ? `thread-${t.worker.threadId}` : first.value;
+      threads.push({ name: `remote-cluster/${name}`, worker: t.worker });
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), HEAP_STATISTICS_TIMEOUT_MS);
+    });
+    const answers = await Promise.all(
+      threads.map(({ worker }) =>
+        Promise.race([
+          worker.getHeapStatistics().catch(() => undefined), // the thread ended meanwhile: no heap to report
+          timeout,
+        ]),
+      ),
+    );
+    clearTimeout(timer);
+    answers.forEach((stats, i) => {
+      const name = threads[i]?.name;
+      if (stats && name) heaps.push({ thread: name, used: stats.used_heap_size, limit: stats.heap_size_limit });
+    });
+    return heaps;
+  }
+
   /** Stops every actor, then the writer (which finishes its in-flight writes). Mirrors stay. */
   async stop(): Promise<void> {
     if (this.#stopping) return;
@@ -333,6 +435,7 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
           restarts: 0,
           lastError: undefined,
           status: undefined,
+          counterBase: EMPTY_CLUSTER_COUNTERS,
           restartTimer: undefined,
           stopped: undefined,
           stoppedResolve: undefined,
@@ -573,6 +676,7 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
     const epoch = this.#epoch;
     handle.epoch = epoch;
     handle.phase = "starting";
+    if (handle.status) handle.counterBase = addClusterCounters(handle.counterBase, clusterCountersOf(handle.status));
     handle.status = undefined;
     handle.lastError = undefined; // a later crash must not be reported with an earlier crash's cause
     handle.thread = thread;
@@ -751,6 +855,7 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
           break;
         case "writer.status":
           this.#writerStatus = message.status;
+          this.#writerCountersLive = message.status;
           this.emit("status");
           break;
         case "writer.stopped":
@@ -768,6 +873,13 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
     });
     worker.on("exit", (code) => {
       exited();
+      if (this.#writerCountersLive) {
+        this.#writerCounterBase = addWriterCounters(
+          this.#writerCounterBase,
+          writerCountersOf(this.#writerCountersLive),
+        );
+        this.#writerCountersLive = undefined;
+      }
       if (this.#writer === worker) this.#writer = undefined;
       this.#writerReady = false;
       if (this.#stopping) return;

@@ -324,14 +324,30 @@ export class Fleet {
     return supervisor;
   }
 
-  /** The controller as a separate OS process (`fleet-mirror run`, least-privilege), for crash/restart tests. */
+  /**
+   * The controller as a separate OS process (`fleet-mirror run`, least-privilege), for
+   * crash/restart tests. Its admin server listens on a free loopback port (see
+   * `ControllerProcess.adminUrl`) unless `args` gives another `--admin-addr`.
+   */
   async startProcess(args: readonly string[] = []): Promise<ControllerProcess> {
     const kubeconfig = join(this.plane.dir, "controller.kubeconfig");
     writeFileSync(kubeconfig, this.controllerKubeconfig(), { mode: 0o600 });
     const main = new URL("../../src/main.ts", import.meta.url).pathname;
     const child = spawn(
       process.execPath,
-      [main, "run", "--kubeconfig", kubeconfig, "--namespace", CONTROLLER_NAMESPACE, "--log-level", "info", ...args],
+      [
+        main,
+        "run",
+        "--kubeconfig",
+        kubeconfig,
+        "--namespace",
+        CONTROLLER_NAMESPACE,
+        "--log-level",
+        "info",
+        "--admin-addr",
+        "127.0.0.1:0",
+        ...args,
+      ],
       {
         stdio: ["ignore", "pipe", "pipe"],
       },
@@ -442,6 +458,26 @@ export class ControllerProcess {
     child.stderr?.setEncoding("utf8").on("data", (chunk: string) => {
       this.output += chunk;
     });
+  }
+
+  /**
+   * The admin server's URL, from the process's "admin server listening" log line.
+   * @throws when the process exits, or logs no such line within `timeoutMs`.
+   */
+  async adminUrl(timeoutMs = 15_000): Promise<string> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      for (const line of this.output.split("\n")) {
+        if (!line.includes('"admin server listening"')) continue;
+        const url: unknown = JSON.parse(line).url;
+        if (typeof url === "string") return url;
+      }
+      if (this.child.exitCode !== null || this.child.signalCode !== null)
+        throw new Error(`controller exited before its admin server listened:\n${this.output}`);
+      if (Date.now() > deadline)
+        throw new Error(`no "admin server listening" line in ${timeoutMs} ms:\n${this.output}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
   }
 
   async stop(signal: NodeJS.Signals = "SIGTERM"): Promise<number | null> {

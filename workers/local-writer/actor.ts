@@ -33,6 +33,7 @@ import {
   type EventRequest,
   type FromWriter,
   type ToActorFromWriter,
+  WRITE_DURATION_BUCKETS,
   type WriterOptions,
   type WriterStatus,
 } from "../../src/protocol/messages.ts";
@@ -83,6 +84,8 @@ export class LocalWriterActor {
   readonly #actorPorts = new Map<string, { epoch: number; port: ActorPort }>();
   readonly #eventsSent = new Map<string, number>();
   readonly #writes: Record<string, number> = {};
+  /** Write latency, cumulative per bucket of WRITE_DURATION_BUCKETS (see LatencyHistogram). */
+  readonly #writeDuration = { buckets: WRITE_DURATION_BUCKETS.map(() => 0), sum: 0, count: 0 };
   #retries = 0;
   #inFlight = 0;
   #lastError: SerializedError | undefined;
@@ -424,6 +427,7 @@ export class LocalWriterActor {
   ): Promise<ReconcileResult | undefined> {
     await this.#bucket.take();
     this.#inFlight += 1;
+    const startedAt = performance.now();
     const path =
       action.kind === "Namespace"
         ? "/api/v1/namespaces"
@@ -462,6 +466,7 @@ export class LocalWriterActor {
       return this.#onWriteError(key, action, desired, error);
     } finally {
       this.#inFlight -= 1;
+      this.#observeWriteDuration((performance.now() - startedAt) / 1000);
     }
   }
 
@@ -503,6 +508,15 @@ export class LocalWriterActor {
     this.#written.set(`${kind}/${key}`, { object, resourceVersion: object.metadata.resourceVersion, at: Date.now() });
   }
 
+  #observeWriteDuration(seconds: number): void {
+    const h = this.#writeDuration;
+    h.count += 1;
+    h.sum += seconds;
+    for (let i = 0; i < WRITE_DURATION_BUCKETS.length; i++) {
+      if (seconds <= (WRITE_DURATION_BUCKETS[i] ?? 0)) h.buckets[i] = (h.buckets[i] ?? 0) + 1;
+    }
+  }
+
   #count(verb: string, kind: string, result: string): void {
     const k = `${verb}/${kind}/${result}`;
     this.#writes[k] = (this.#writes[k] ?? 0) + 1;
@@ -523,6 +537,7 @@ export class LocalWriterActor {
       inFlight: this.#inFlight,
       writes: { ...this.#writes },
       retries: this.#retries,
+      writeDuration: { ...this.#writeDuration, buckets: [...this.#writeDuration.buckets] },
       clusters,
       ...(this.#lastError ? { lastError: this.#lastError } : {}),
     };

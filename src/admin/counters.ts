@@ -1,0 +1,103 @@
+/**
+ * Counters that survive restarts (pure). Threads count from zero: a remote-cluster actor
+ * incarnation counts its watch activity, a writer counts its writes. Prometheus counters
+ * must never go down, so the supervisor folds the last snapshot of every incarnation that
+ * ended into a base and reports base + current snapshot.
+ *
+ * Invariant: for one key (a cluster while registered; the writer for the process's
+ * life) `total = fold(base, last snapshot of every ended incarnation) + current snapshot`,
+ * and each snapshot of one incarnation is >= the previous one, so `total` never
+ * decreases. Increments made by an incarnation after its last snapshot (at most one
+ * status interval before a crash) are lost: a counter may under-count, never go back.
+ */
+import type { LatencyHistogram, WriterStatus } from "../protocol/messages.ts";
+import { WRITE_DURATION_BUCKETS } from "../protocol/messages.ts";
+
+export type Counts = Readonly<Record<string, number>>;
+
+/** a + b, key by key. */
+export function addCounts(a: Counts, b: Counts): Record<string, number> {
+  const sum: Record<string, number> = { ...a };
+  for (const [key, value] of Object.entries(b)) sum[key] = (sum[key] ?? 0) + value;
+  return sum;
+}
+
+export const EMPTY_HISTOGRAM: LatencyHistogram = Object.freeze({
+  buckets: Object.freeze(WRITE_DURATION_BUCKETS.map(() => 0)),
+  sum: 0,
+  count: 0,
+});
+
+export function addHistograms(a: LatencyHistogram, b: LatencyHistogram): LatencyHistogram {
+  return {
+    buckets: a.buckets.map((value, i) => value + (b.buckets[i] ?? 0)),
+    sum: a.sum + b.sum,
+    count: a.count + b.count,
+  };
+}
+
+/** A remote cluster's counters across its actor incarnations. */
+export interface ClusterCounters {
+  /** Complete lists of the cluster's Services. */
+  readonly lists: number;
+  /** Watch requests started after each incarnation's first one (timeouts, errors, 410). */
+  readonly watchReconnects: number;
+  readonly relistsOnGone: number;
+  /** List/watch failures by the watcher's reason. */
+  readonly failuresByReason: Counts;
+}
+
+export const EMPTY_CLUSTER_COUNTERS: ClusterCounters = Object.freeze({
+  lists: 0,
+  watchReconnects: 0,
+  relistsOnGone: 0,
+  failuresByReason: Object.freeze({}),
+});
+
+/** The counters of one incarnation's snapshot (`ClusterStatus` fields). */
+export function clusterCountersOf(status: {
+  readonly watch: { readonly lists: number; readonly watchesStarted: number; readonly relistsOnGone: number };
+  readonly failuresByReason: Counts;
+}): ClusterCounters {
+  return {
+    lists: status.watch.lists,
+    watchReconnects: Math.max(0, status.watch.watchesStarted - 1),
+    relistsOnGone: status.watch.relistsOnGone,
+    failuresByReason: status.failuresByReason,
+  };
+}
+
+export function addClusterCounters(a: ClusterCounters, b: ClusterCounters): ClusterCounters {
+  return {
+    lists: a.lists + b.lists,
+    watchReconnects: a.watchReconnects + b.watchReconnects,
+    relistsOnGone: a.relistsOnGone + b.relistsOnGone,
+    failuresByReason: addCounts(a.failuresByReason, b.failuresByReason),
+  };
+}
+
+/** The writer's counters across its restarts. */
+export interface WriterCounters {
+  /** By `verb/Kind/result`, as in `WriterStatus.writes`. */
+  readonly writes: Counts;
+  readonly retries: number;
+  readonly writeDuration: LatencyHistogram;
+}
+
+export const EMPTY_WRITER_COUNTERS: WriterCounters = Object.freeze({
+  writes: Object.freeze({}),
+  retries: 0,
+  writeDuration: EMPTY_HISTOGRAM,
+});
+
+export function writerCountersOf(status: WriterStatus): WriterCounters {
+  return { writes: status.writes, retries: status.retries, writeDuration: status.writeDuration };
+}
+
+export function addWriterCounters(a: WriterCounters, b: WriterCounters): WriterCounters {
+  return {
+    writes: addCounts(a.writes, b.writes),
+    retries: a.retries + b.retries,
+    writeDuration: addHistograms(a.writeDuration, b.writeDuration),
+  };
+}

@@ -1,0 +1,327 @@
+/**
+ * Prometheus metrics of `fleet-mirror run` (docs/DESIGN.md "Admin server and metrics").
+ *
+ * Everything but the process metrics is computed at scrape time from snapshots
+ * (`collect()` callbacks): the state lives in the supervisor and in worker threads, and
+ * copying it into metric objects on every change would cost more than a scrape. Counters
+ * come from `Supervisor.counters()`, which sums every incarnation of an actor or the
+ * writer, so they never go down. Per-cluster series are rebuilt on every scrape from
+ * the clusters registered at that moment: a cluster that is gone has no series.
+ * Own registry (never prom-client's global one), so tests and embedders can have several.
+ */
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import type { LatencyHistogram } from "../protocol/messages.ts";
+import { WRITE_DURATION_BUCKETS } from "../protocol/messages.ts";
+import type { ClusterRow, FleetCounters, FleetStatus, ThreadHeap } from "../supervisor/supervisor.ts";
+import type { Leadership } from "./source.ts";
+
+/** Heap statistics fetched for one scrape are reused by the other heap gauge within this time. */
+const HEAP_REUSE_MS = 500;
+
+/** What the metrics read at scrape time; undefined fields: no controller runs (standby). */
+export interface MetricsSource {
+  fleet(): FleetStatus | undefined;
+  counters(): FleetCounters | undefined;
+  leadership(): Leadership;
+  threadHeaps(): Promise<readonly ThreadHeap[]>;
+}
+
+/** Every state a `ClusterRow` can have, so each is exported (as 0 when empty). */
+export const CLUSTER_STATES = [
+  "starting",
+  "syncing",
+  "synced",
+  "stale",
+  "failing",
+  "crash-loop",
+  "duplicate",
+  "invalid",
+] as const;
+
+/** Clusters by row state; states outside CLUSTER_STATES are counted under their own name. */
+export function clustersByState(fleet: FleetStatus | undefined): Map<string, number> {
+  const counts = new Map<string, number>(CLUSTER_STATES.map((s) => [s, 0]));
+  for (const row of fleet?.clusters ?? []) counts.set(row.state, (counts.get(row.state) ?? 0) + 1);
+  return counts;
+}
+
+/** `verb/Kind/result` keys of `WriterStatus.writes` as labels; malformed keys are skipped. */
+export function writeLabels(
+  key: string,
+): { readonly verb: string; readonly resource: string; readonly result: string } | undefined {
+  const [verb, kind, result, ...rest] = key.split("/");
+  if (!verb || !kind || !result || rest.length > 0) return undefined;
+  // The API's resource names (plural, lower case), as in apiserver_request_total.
+  const resource = kind === "Endpoints" ? "endpoints" : `${kind.toLowerCase()}s`;
+  return { verb, resource, result };
+}
+
+/** Mirrors blocked by a user's object or by another cluster (problems of the writer). */
+export function countConflicts(fleet: FleetStatus | undefined): number {
+  let n = 0;
+  for (const cluster of Object.values(fleet?.writer?.clusters ?? {}))
+    for (const b of cluster.blocked) if (b.reason === "user-owned" || b.reason === "owned-by-other-cluster") n += 1;
+  return n;
+}
+
+/** A histogram's exposition values (`_bucket{le}` cumulative, `_sum`, `_count`) from a snapshot. */
+export function histogramValues(
+  name: string,
+  h: LatencyHistogram,
+): { metricName: string; labels: { le?: string | number }; value: number }[] {
+  const values: { metricName: string; labels: { le?: string | number }; value: number }[] = WRITE_DURATION_BUCKETS.map(
+    (le, i) => ({ metricName: `${name}_bucket`, labels: { le }, value: h.buckets[i] ?? 0 }),
+  );
+  values.push({ metricName: `${name}_bucket`, labels: { le: "+Inf" }, value: h.count });
+  values.push({ metricName: `${name}_sum`, labels: {}, value: h.sum });
+  values.push({ metricName: `${name}_count`, labels: {}, value: h.count });
+  return values;
+}
+
+type Exposition = Awaited<ReturnType<Histogram<string>["get"]>>;
+
+/**
+ * A histogram whose buckets are counted elsewhere (the writer thread) and read as a
+ * cumulative snapshot at scrape time; `observe()` is never used. It extends prom-client's
+ * Histogram so the registry takes it, and replaces what the registry reads from it.
+ */
+class SnapshotHistogram extends Histogram<string> {
+  readonly #name: string;
+  readonly #help: string;
+  readonly #read: () => LatencyHistogram | undefined;
+
+  constructor(name: string, help: string, registry: Registry, read: () => LatencyHistogram | undefined) {
+    super({ name, help, buckets: [...WRITE_DURATION_BUCKETS], registers: [registry] });
+    this.#name = name;
+    this.#help = help;
+    this.#read = read;
+  }
+
+  override async get(): Promise<Exposition> {
+    return this.getForPromString();
+  }
+
+  /** prom-client's text exposition calls this when present (it is not in its typings). */
+  async getForPromString(): Promise<Exposition> {
+    const snapshot = this.#read();
+    return {
+      name: this.#name,
+      help: this.#help,
+      // The typings declare an enum; at run time prom-client writes this string as the TYPE.
+      type: "histogram" as unknown as Exposition["type"],
+      aggregator: "sum",
+      collect: () => undefined,
+      values: snapshot ? histogramValues(this.#name, snapshot) : [],
+    };
+  }
+}
+
+/** Builds the registry; every value is read from `source` when scraped. */
+export function createMetrics(source: MetricsSource): Registry {
+  const registry = new Registry();
+  const registers = [registry];
+  // process_resident_memory_bytes, CPU, event loop lag, GC, Node version.
+  collectDefaultMetrics({ register: registry });
+
+  /** An unlabelled metric read from a snapshot. */
+  const scalar = (kind: "gauge" | "counter", name: string, help: string, value: () => number): void => {
+    if (kind === "gauge")
+      new Gauge({
+        name,
+        help,
+        registers,
+        collect() {
+          this.set(value());
+        },
+      });
+    else
+      new Counter({
+        name,
+        help,
+        registers,
+        collect() {
+          this.reset(); // a total that never decreases (Supervisor.counters), re-read
+          this.inc(value());
+        },
+      });
+  };
+  /** A labelled metric whose series are rebuilt on every scrape: series of what is gone vanish. */
+  const labelled = <T extends string>(
+    kind: "gauge" | "counter",
+    name: string,
+    help: string,
+    labelNames: readonly T[],
+    fill: (set: (labels: Record<T, string>, value: number) => void) => void,
+  ): void => {
+    if (kind === "gauge")
+      new Gauge({
+        name,
+        help,
+        labelNames,
+        registers,
+        collect() {
+          this.reset();
+          fill((l, v) => this.set(l, v));
+        },
+      });
+    else
+      new Counter({
+        name,
+        help,
+        labelNames,
+        registers,
+        collect() {
+          this.reset();
+          fill((l, v) => this.inc(l, v));
+        },
+      });
+  };
+  /** One series per registered cluster (rows of duplicate/invalid Secrets have no actor). */
+  const clusterGauge = (name: string, help: string, value: (row: ClusterRow) => number | undefined): void =>
+    labelled("gauge", name, help, ["cluster"], (set) => {
+      for (const row of source.fleet()?.clusters ?? []) {
+        const v = row.state === "duplicate" || row.state === "invalid" ? undefined : value(row);
+        if (v !== undefined) set({ cluster: row.cluster }, v);
+      }
+    });
+  type Counters = NonNullable<ReturnType<FleetCounters["clusters"]["get"]>>;
+  const clusterCounter = (name: string, help: string, value: (c: Counters) => number): void =>
+    labelled("counter", name, help, ["cluster"], (set) => {
+      for (const [cluster, c] of source.counters()?.clusters ?? []) set({ cluster }, value(c));
+    });
+
+  scalar(
+    "gauge",
+    "fleet_mirror_leader",
+    "1 while this replica runs the controller (holds the Lease, or leader election is off), else 0.",
+    () => (source.leadership().leading ? 1 : 0),
+  );
+  labelled(
+    "gauge",
+    "fleet_mirror_clusters",
+    "Registered, duplicate and invalid clusters by state.",
+    ["state"],
+    (set) => {
+      const fleet = source.fleet();
+      if (fleet) for (const [state, n] of clustersByState(fleet)) set({ state }, n);
+    },
+  );
+  clusterGauge(
+    "fleet_mirror_cluster_mirrored_services",
+    "Mirrors the local writer holds for the cluster.",
+    (row) => row.mirrors,
+  );
+  clusterGauge(
+    "fleet_mirror_cluster_exported_services",
+    "Remote Services of the cluster exported through a gateway.",
+    (row) => row.exportedServices,
+  );
+  clusterGauge(
+    "fleet_mirror_cluster_last_sync_timestamp_seconds",
+    "Unix time of the cluster's last complete, successful list (absent before the first).",
+    (row) => (row.lastSyncedAt === undefined ? undefined : row.lastSyncedAt / 1000),
+  );
+  clusterCounter(
+    "fleet_mirror_cluster_watch_reconnects_total",
+    "Watch requests on the cluster's Services started after the first one of each actor incarnation.",
+    (c) => c.watchReconnects,
+  );
+  clusterCounter("fleet_mirror_cluster_lists_total", "Complete lists of the cluster's Services.", (c) => c.lists);
+  clusterCounter(
+    "fleet_mirror_cluster_relists_on_gone_total",
+    "Relists of the cluster's Services caused by 410 Gone.",
+    (c) => c.relistsOnGone,
+  );
+  clusterCounter(
+    "fleet_mirror_cluster_actor_restarts_total",
+    "Restarts of the cluster's actor after a crash.",
+    (c) => c.restarts,
+  );
+  labelled(
+    "counter",
+    "fleet_mirror_cluster_watch_errors_total",
+    "List/watch failures on the cluster's API server, by reason.",
+    ["cluster", "reason"],
+    (set) => {
+      for (const [cluster, c] of source.counters()?.clusters ?? [])
+        for (const [reason, n] of Object.entries(c.failuresByReason)) set({ cluster, reason }, n);
+    },
+  );
+
+  scalar("gauge", "fleet_mirror_writer_ready", "1 once the local writer listed the local mirrors, else 0.", () =>
+    source.fleet()?.writer?.ready === true ? 1 : 0,
+  );
+  scalar(
+    "gauge",
+    "fleet_mirror_writer_queue_depth",
+    "Mirror keys waiting in the local writer's work queue.",
+    () => source.fleet()?.writer?.queueDepth ?? 0,
+  );
+  scalar(
+    "gauge",
+    "fleet_mirror_writer_in_flight_writes",
+    "Write requests to the local API server in progress.",
+    () => source.fleet()?.writer?.inFlight ?? 0,
+  );
+  scalar(
+    "gauge",
+    "fleet_mirror_conflicts",
+    "Mirrors not written because a user's object or another cluster holds the name.",
+    () => countConflicts(source.fleet()),
+  );
+  labelled(
+    "counter",
+    "fleet_mirror_writes_total",
+    "Write requests to the local API server by verb, resource and result (ok, HTTP status, or error).",
+    ["verb", "resource", "result"],
+    (set) => {
+      for (const [key, n] of Object.entries(source.counters()?.writer.writes ?? {})) {
+        const labels = writeLabels(key);
+        if (labels) set(labels, n);
+      }
+    },
+  );
+  scalar(
+    "counter",
+    "fleet_mirror_write_retries_total",
+    "Reconciles of a mirror that failed and were retried with backoff.",
+    () => source.counters()?.writer.retries ?? 0,
+  );
+  new SnapshotHistogram(
+    "fleet_mirror_write_duration_seconds",
+    "Latency of write requests to the local API server.",
+    registry,
+    () => source.counters()?.writer.writeDuration,
+  );
+  scalar(
+    "counter",
+    "fleet_mirror_writer_restarts_total",
+    "Restarts of the local writer thread.",
+    () => source.fleet()?.writerRestarts ?? 0,
+  );
+
+  // Both heap gauges are read in one scrape: one request per thread serves both.
+  let heaps: { readonly at: number; readonly promise: Promise<readonly ThreadHeap[]> } | undefined;
+  const threadHeaps = (): Promise<readonly ThreadHeap[]> => {
+    const now = Date.now();
+    if (!heaps || now - heaps.at > HEAP_REUSE_MS) heaps = { at: now, promise: source.threadHeaps() };
+    return heaps.promise;
+  };
+  for (const [name, help, pick] of [
+    ["fleet_mirror_thread_heap_used_bytes", "V8 heap used by each thread.", (h: ThreadHeap) => h.used],
+    ["fleet_mirror_thread_heap_limit_bytes", "V8 heap limit of each thread.", (h: ThreadHeap) => h.limit],
+  ] as const) {
+    new Gauge({
+      name,
+      help,
+      labelNames: ["thread"],
+      registers,
+      async collect() {
+        const current = await threadHeaps();
+        this.reset();
+        for (const h of current) this.set({ thread: h.thread }, pick(h));
+      },
+    });
+  }
+  return registry;
+}
