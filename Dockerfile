@@ -1,26 +1,49 @@
 # fleet-mirror controller image.
-# Build stage: dev dependencies + TypeScript compile. Run stage: production
-# dependencies only, non-root, `node dist/src/main.js`.
-# Kept in step with the build: `npm run build` uses the same tsconfig.build.json.
+#
+#   docker build -t ghcr.io/fleet-mirror/fleet-mirror:0.1.0 .
+#
+# Three stages: `build` compiles the TypeScript with the dev dependencies (exactly what
+# `npm run build` does: tsc -p tsconfig.build.json -> dist/src, dist/workers); `deps`
+# installs the production dependencies only; `run` holds dist/ and those, runs as uid
+# 65532 (the uid deploy/deployment.yaml sets) and needs no writable root filesystem.
+# No HEALTHCHECK: Kubernetes probes /healthz and /readyz on the admin port instead.
+#
+# Not built in CI (no Docker daemon on the build machines): this file is kept correct
+# by reading it against package.json and tsconfig.build.json; change them together.
+# For production, pin NODE_IMAGE by digest (node:24-bookworm-slim@sha256:...).
+ARG NODE_IMAGE=node:24-bookworm-slim
 
-FROM node:24-slim AS build
+FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-# --ignore-scripts: the `node` devDependency's install script fetches a Node binary
-# that the image does not need (node:24 is the base).
-RUN npm ci --ignore-scripts --no-audit --no-fund
+# --ignore-scripts: the only install script is the `node` devDependency's, which would
+# download a second Node 24 binary; the base image's Node 24 runs the build instead
+# (its bin link would point at nothing, so it is removed from node_modules/.bin).
+RUN npm ci --ignore-scripts --no-audit --no-fund && rm -f node_modules/.bin/node
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY workers ./workers
-RUN npx tsc -p tsconfig.build.json
+RUN npm run build
 
-FROM node:24-slim AS run
-ENV NODE_ENV=production
+FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+# --omit=dev leaves out typescript, biome, @types and the `node` devDependency; none of
+# the production dependencies has an install script.
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
+
+FROM ${NODE_IMAGE} AS run
+ENV NODE_ENV=production
+# A named user for uid/gid 65532 (so the process has a passwd entry and a home path);
+# no home directory is created: the root filesystem is read-only at run time.
+RUN groupadd --gid 65532 nonroot \
+  && useradd --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin nonroot
+WORKDIR /app
+COPY --from=deps /app/package.json ./package.json
+COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
-# The `node` user (uid 1000) exists in the official image.
-USER 1000:1000
+USER 65532:65532
+# The admin server (/metrics, /healthz, /readyz, /status; --admin-addr, default :9999).
+EXPOSE 9999
 ENTRYPOINT ["node", "dist/src/main.js"]
 CMD ["run"]

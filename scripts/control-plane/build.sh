@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
-# Builds the pinned kube-apiserver and etcd from Go modules, once per machine.
+# Builds the pinned kube-apiserver, etcd and kubectl from Go modules, once per machine.
 #
-# Output: prints the directory holding `kube-apiserver` and `etcd` on its last line.
-# Cache:  ${FLEET_MIRROR_CACHE:-$HOME/.cache/fleet-mirror}/control-plane/<k8s>_<etcd>/
+# Usage:  build.sh            kube-apiserver + etcd, then kubectl; prints the directory
+#                             holding `kube-apiserver` and `etcd` on its last line.
+#         build.sh kubectl    kubectl only; prints the directory holding `kubectl`.
+# Cache:  ${FLEET_MIRROR_CACHE:-$HOME/.cache/fleet-mirror}/control-plane/
+#           k8s-<k8s>_etcd-<etcd>/   kube-apiserver, etcd
+#           kubectl-<k8s>/           kubectl (its own directory and stamp, so adding it
+#                                    left the existing control-plane caches valid)
 #         A directory is only used once a build finished completely (a `.complete`
 #         stamp is written last), so an interrupted build is redone, never half-used.
-# Envtest convention: when KUBEBUILDER_ASSETS names a directory holding both
-#         binaries, nothing is built and that directory is printed.
+# Envtest convention: when KUBEBUILDER_ASSETS names a directory holding the binaries
+#         (envtest ships kube-apiserver, etcd and kubectl), nothing is built and that
+#         directory is used.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -15,74 +21,102 @@ source "$here/versions.env"
 
 log() { printf '[control-plane] %s\n' "$*" >&2; }
 
-if [[ -n "${KUBEBUILDER_ASSETS:-}" && -x "$KUBEBUILDER_ASSETS/kube-apiserver" && -x "$KUBEBUILDER_ASSETS/etcd" ]]; then
-  log "using KUBEBUILDER_ASSETS=$KUBEBUILDER_ASSETS"
-  echo "$KUBEBUILDER_ASSETS"
-  exit 0
-fi
+case "${1:-all}" in
+  all | kubectl) what="${1:-all}" ;;
+  *) log "usage: build.sh [kubectl]"; exit 2 ;;
+esac
 
 cache_root="${FLEET_MIRROR_CACHE:-$HOME/.cache/fleet-mirror}/control-plane"
-out="$cache_root/k8s-${KUBERNETES_VERSION}_etcd-${ETCD_VERSION}"
-if [[ -f "$out/.complete" && -x "$out/kube-apiserver" && -x "$out/etcd" ]]; then
-  log "cached: $out"
-  echo "$out"
-  exit 0
-fi
+work=""
+cleanup() { if [[ -n "$work" ]]; then rm -rf "$work"; fi; }
+trap cleanup EXIT
 
-command -v go >/dev/null || { log "error: Go is required to build the control plane (https://go.dev/doc/install)"; exit 1; }
-export GOFLAGS="${GOFLAGS:-} -mod=mod"
-export CGO_ENABLED=0
+prepare_go() {
+  [[ -n "$work" ]] && return 0
+  command -v go >/dev/null || { log "error: Go is required to build the control plane (https://go.dev/doc/install)"; exit 1; }
+  export GOFLAGS="${GOFLAGS:-} -mod=mod"
+  export CGO_ENABLED=0
+  work="$(mktemp -d "${TMPDIR:-/tmp}/fleet-mirror-cp.XXXXXX")"
+}
 
-work="$(mktemp -d "${TMPDIR:-/tmp}/fleet-mirror-cp.XXXXXX")"
-trap 'rm -rf "$work"' EXIT
-mkdir -p "$out.partial"
-
-# --- kube-apiserver -------------------------------------------------------------
+# k8s_wrapper_module DIR PACKAGE: a module in DIR that requires k8s.io/kubernetes at the
+# pin and imports PACKAGE (one of its commands).
 # k8s.io/kubernetes requires its staging modules at v0.0.0 and replaces them with
-# ./staging paths, which only exist inside its own repository. A wrapper module maps
-# every staging module to the published version that matches the pin (v1.X.Y -> v0.X.Y).
-staging_version="v0${KUBERNETES_VERSION#v1}"
-log "resolving k8s.io/kubernetes@${KUBERNETES_VERSION} (staging modules at ${staging_version})"
-k8s_mod="$(go mod download -json "k8s.io/kubernetes@${KUBERNETES_VERSION}" | sed -n 's/.*"GoMod": "\(.*\)",/\1/p')"
-[[ -f "$k8s_mod" ]] || { log "error: could not download k8s.io/kubernetes@${KUBERNETES_VERSION}"; exit 1; }
-
-mkdir -p "$work/apiserver"
-{
-  echo "module fleetmirror.local/controlplane/apiserver"
-  echo
-  echo "go $(sed -n 's/^go //p' "$k8s_mod")"
-  echo
-  echo "require k8s.io/kubernetes ${KUBERNETES_VERSION}"
-  echo
-  echo "replace ("
-  sed -n 's#^[[:space:]]*\(k8s.io/[a-z0-9-]*\) => ./staging/src/.*#\t\1 => \1 '"${staging_version}"'#p' "$k8s_mod"
-  echo ")"
-} > "$work/apiserver/go.mod"
-cat > "$work/apiserver/tools.go" <<'GO'
+# ./staging paths, which only exist inside its own repository. The wrapper maps every
+# staging module to the published version that matches the pin (v1.X.Y -> v0.X.Y).
+k8s_wrapper_module() {
+  local dir="$1" package="$2"
+  local staging_version="v0${KUBERNETES_VERSION#v1}"
+  log "resolving k8s.io/kubernetes@${KUBERNETES_VERSION} (staging modules at ${staging_version})"
+  local k8s_mod
+  k8s_mod="$(go mod download -json "k8s.io/kubernetes@${KUBERNETES_VERSION}" | sed -n 's/.*"GoMod": "\(.*\)",/\1/p')"
+  [[ -f "$k8s_mod" ]] || { log "error: could not download k8s.io/kubernetes@${KUBERNETES_VERSION}"; exit 1; }
+  mkdir -p "$dir"
+  {
+    echo "module fleetmirror.local/controlplane/$(basename "$dir")"
+    echo
+    echo "go $(sed -n 's/^go //p' "$k8s_mod")"
+    echo
+    echo "require k8s.io/kubernetes ${KUBERNETES_VERSION}"
+    echo
+    echo "replace ("
+    sed -n 's#^[[:space:]]*\(k8s.io/[a-z0-9-]*\) => ./staging/src/.*#\t\1 => \1 '"${staging_version}"'#p' "$k8s_mod"
+    echo ")"
+  } > "$dir/go.mod"
+  cat > "$dir/tools.go" <<GO
 //go:build tools
 
 package tools
 
-import _ "k8s.io/kubernetes/cmd/kube-apiserver"
+import _ "${package}"
 GO
-log "downloading kube-apiserver dependencies (first time: a few minutes)"
-(cd "$work/apiserver" && go mod tidy -e >&2 && go mod download >&2)
-log "building kube-apiserver ${KUBERNETES_VERSION} (first time: 5-15 minutes on 2 cores)"
-start=$SECONDS
-(cd "$work/apiserver" && go build -trimpath -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=${KUBERNETES_VERSION} -X k8s.io/client-go/pkg/version.gitVersion=${KUBERNETES_VERSION}" -o "$out.partial/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver >&2)
-log "kube-apiserver built in $((SECONDS - start))s"
+  log "downloading $(basename "$package") dependencies (first time: a few minutes)"
+  (cd "$dir" && go mod tidy -e >&2 && go mod download >&2)
+}
 
-# --- etcd -------------------------------------------------------------------------
-# etcd's own main package is a one-line call into server/v3/etcdmain; build the same.
-mkdir -p "$work/etcd"
-cat > "$work/etcd/go.mod" <<MOD
+# k8s_build DIR PACKAGE OUTPUT: builds PACKAGE in the wrapper module DIR, stamped with
+# the pinned version (what `--version` / `kubectl version --client` print).
+k8s_build() {
+  local dir="$1" package="$2" output="$3"
+  (cd "$dir" && go build -trimpath -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=${KUBERNETES_VERSION} -X k8s.io/client-go/pkg/version.gitVersion=${KUBERNETES_VERSION}" -o "$output" "$package" >&2)
+}
+
+# Sets control_plane_dir to a directory holding kube-apiserver and etcd, building them
+# into the cache if needed.
+ensure_control_plane() {
+  if [[ -n "${KUBEBUILDER_ASSETS:-}" && -x "$KUBEBUILDER_ASSETS/kube-apiserver" && -x "$KUBEBUILDER_ASSETS/etcd" ]]; then
+    log "using KUBEBUILDER_ASSETS=$KUBEBUILDER_ASSETS"
+    control_plane_dir="$KUBEBUILDER_ASSETS"
+    return 0
+  fi
+  local out="$cache_root/k8s-${KUBERNETES_VERSION}_etcd-${ETCD_VERSION}"
+  if [[ -f "$out/.complete" && -x "$out/kube-apiserver" && -x "$out/etcd" ]]; then
+    log "cached: $out"
+    control_plane_dir="$out"
+    return 0
+  fi
+  prepare_go
+  rm -rf "$out.partial"
+  mkdir -p "$out.partial"
+
+  # --- kube-apiserver -----------------------------------------------------------
+  k8s_wrapper_module "$work/apiserver" k8s.io/kubernetes/cmd/kube-apiserver
+  log "building kube-apiserver ${KUBERNETES_VERSION} (first time: 5-15 minutes on 2 cores)"
+  local start=$SECONDS
+  k8s_build "$work/apiserver" k8s.io/kubernetes/cmd/kube-apiserver "$out.partial/kube-apiserver"
+  log "kube-apiserver built in $((SECONDS - start))s"
+
+  # --- etcd ---------------------------------------------------------------------
+  # etcd's own main package is a one-line call into server/v3/etcdmain; build the same.
+  mkdir -p "$work/etcd"
+  cat > "$work/etcd/go.mod" <<MOD
 module fleetmirror.local/controlplane/etcd
 
 go 1.24
 
 require go.etcd.io/etcd/server/v3 ${ETCD_VERSION}
 MOD
-cat > "$work/etcd/main.go" <<'GO'
+  cat > "$work/etcd/main.go" <<'GO'
 package main
 
 import (
@@ -93,15 +127,59 @@ import (
 
 func main() { etcdmain.Main(os.Args) }
 GO
-log "building etcd ${ETCD_VERSION}"
-start=$SECONDS
-(cd "$work/etcd" && go mod tidy >&2 && go build -trimpath -ldflags "-s -w" -o "$out.partial/etcd" . >&2)
-log "etcd built in $((SECONDS - start))s"
+  log "building etcd ${ETCD_VERSION}"
+  start=$SECONDS
+  (cd "$work/etcd" && go mod tidy >&2 && go build -trimpath -ldflags "-s -w" -o "$out.partial/etcd" . >&2)
+  log "etcd built in $((SECONDS - start))s"
 
-"$out.partial/kube-apiserver" --version >&2
-"$out.partial/etcd" --version | head -1 >&2
-rm -rf "$out"
-mv "$out.partial" "$out"
-touch "$out/.complete"
-log "done: $out"
-echo "$out"
+  "$out.partial/kube-apiserver" --version >&2
+  "$out.partial/etcd" --version | head -1 >&2
+  rm -rf "$out"
+  mv "$out.partial" "$out"
+  touch "$out/.complete"
+  log "done: $out"
+  control_plane_dir="$out"
+}
+
+# Sets kubectl_dir to a directory holding kubectl at the pinned Kubernetes version (the
+# deploy test applies deploy/ with it; its built-in kustomize renders the bases).
+ensure_kubectl() {
+  if [[ -n "${KUBEBUILDER_ASSETS:-}" && -x "$KUBEBUILDER_ASSETS/kubectl" ]]; then
+    log "using KUBEBUILDER_ASSETS=$KUBEBUILDER_ASSETS for kubectl"
+    kubectl_dir="$KUBEBUILDER_ASSETS"
+    return 0
+  fi
+  local out="$cache_root/kubectl-${KUBERNETES_VERSION}"
+  if [[ -f "$out/.complete" && -x "$out/kubectl" ]]; then
+    log "cached: $out"
+    kubectl_dir="$out"
+    return 0
+  fi
+  prepare_go
+  # k8s.io/kubernetes/cmd/kubectl is a thin main over the k8s.io/kubectl staging module,
+  # which the wrapper module maps to its published version like the others.
+  k8s_wrapper_module "$work/kubectl" k8s.io/kubernetes/cmd/kubectl
+  log "building kubectl ${KUBERNETES_VERSION} (first time: a few minutes on 2 cores)"
+  local start=$SECONDS
+  rm -rf "$out.partial"
+  mkdir -p "$out.partial"
+  k8s_build "$work/kubectl" k8s.io/kubernetes/cmd/kubectl "$out.partial/kubectl"
+  log "kubectl built in $((SECONDS - start))s"
+  "$out.partial/kubectl" version --client >&2
+  rm -rf "$out"
+  mv "$out.partial" "$out"
+  touch "$out/.complete"
+  log "done: $out"
+  kubectl_dir="$out"
+}
+
+control_plane_dir=""
+kubectl_dir=""
+if [[ "$what" == kubectl ]]; then
+  ensure_kubectl
+  echo "$kubectl_dir"
+else
+  ensure_control_plane
+  ensure_kubectl
+  echo "$control_plane_dir"
+fi

@@ -1,10 +1,12 @@
 /**
- * Locates the pinned kube-apiserver and etcd binaries built by
+ * Locates the pinned kube-apiserver, etcd and kubectl binaries built by
  * `scripts/control-plane/build.sh`, and builds them when they are missing.
  *
  * Resolution order (the envtest convention first):
- *   1. `KUBEBUILDER_ASSETS`, when it names a directory holding both binaries;
- *   2. the per-machine cache `${FLEET_MIRROR_CACHE:-~/.cache/fleet-mirror}/control-plane/k8s-<v>_etcd-<v>`.
+ *   1. `KUBEBUILDER_ASSETS`, when it names a directory holding the binaries (both
+ *      kube-apiserver and etcd; kubectl on its own);
+ *   2. the per-machine cache `${FLEET_MIRROR_CACHE:-~/.cache/fleet-mirror}/control-plane/`:
+ *      `k8s-<v>_etcd-<v>/` for kube-apiserver and etcd, `kubectl-<v>/` for kubectl.
  */
 import { execFile } from "node:child_process";
 import { accessSync, constants, existsSync, readFileSync } from "node:fs";
@@ -25,6 +27,10 @@ function scriptsDir(): string {
     if (existsSync(join(candidate, "control-plane", "build.sh"))) return candidate;
   }
   throw new Error(`scripts/control-plane/build.sh not found above ${repoRoot}`);
+}
+
+function cacheDir(): string {
+  return join(process.env["FLEET_MIRROR_CACHE"] ?? join(homedir(), ".cache", "fleet-mirror"), "control-plane");
 }
 
 function readPins(): { kubernetes: string; etcd: string } {
@@ -60,9 +66,34 @@ export function findControlPlaneBinaries(): ControlPlaneBinaries | undefined {
     if (found) return found;
   }
   const pins = readPins();
-  const cacheRoot = process.env["FLEET_MIRROR_CACHE"] ?? join(homedir(), ".cache", "fleet-mirror");
-  const dir = join(cacheRoot, "control-plane", `k8s-${pins.kubernetes}_etcd-${pins.etcd}`);
+  const dir = join(cacheDir(), `k8s-${pins.kubernetes}_etcd-${pins.etcd}`);
   return existsSync(join(dir, ".complete")) ? inDir(dir) : undefined;
+}
+
+/**
+ * The path of a kubectl at the pinned Kubernetes version if one is already present
+ * (`KUBEBUILDER_ASSETS/kubectl`, else the cache's `kubectl-<v>/kubectl`); never builds.
+ * A kubectl found on PATH is never used: its version, and its built-in kustomize, are
+ * not pinned.
+ */
+export function findKubectl(): string | undefined {
+  const assets = process.env["KUBEBUILDER_ASSETS"];
+  if (assets && isExecutable(join(assets, "kubectl"))) return join(assets, "kubectl");
+  const dir = join(cacheDir(), `kubectl-${readPins().kubernetes}`);
+  const kubectl = join(dir, "kubectl");
+  return existsSync(join(dir, ".complete")) && isExecutable(kubectl) ? kubectl : undefined;
+}
+
+/** Runs `build.sh ...args` (progress on the inherited stderr) and returns the directory it prints last. */
+async function runBuild(args: readonly string[]): Promise<string> {
+  const script = join(scriptsDir(), "control-plane", "build.sh");
+  return new Promise<string>((resolveDir, reject) => {
+    const child = execFile("bash", [script, ...args], { maxBuffer: 1 << 20 }, (error, stdout) => {
+      if (error) reject(new Error(`control-plane build failed: ${error.message}`, { cause: error }));
+      else resolveDir(stdout.trim().split("\n").at(-1) ?? "");
+    });
+    child.stderr?.pipe(process.stderr);
+  });
 }
 
 /**
@@ -72,15 +103,17 @@ export function findControlPlaneBinaries(): ControlPlaneBinaries | undefined {
 export async function ensureControlPlaneBinaries(): Promise<ControlPlaneBinaries> {
   const found = findControlPlaneBinaries();
   if (found) return found;
-  const script = join(scriptsDir(), "control-plane", "build.sh");
-  const dir = await new Promise<string>((resolveDir, reject) => {
-    const child = execFile("bash", [script], { maxBuffer: 1 << 20 }, (error, stdout) => {
-      if (error) reject(new Error(`control-plane build failed: ${error.message}`, { cause: error }));
-      else resolveDir(stdout.trim().split("\n").at(-1) ?? "");
-    });
-    child.stderr?.pipe(process.stderr);
-  });
+  const dir = await runBuild([]);
   const built = inDir(dir);
   if (!built) throw new Error(`control-plane build printed ${dir}, which lacks kube-apiserver or etcd`);
   return built;
+}
+
+/** The path of the pinned kubectl, building it first if needed (`build.sh kubectl`). */
+export async function ensureKubectl(): Promise<string> {
+  const found = findKubectl();
+  if (found) return found;
+  const kubectl = join(await runBuild(["kubectl"]), "kubectl");
+  if (!isExecutable(kubectl)) throw new Error(`kubectl build printed a directory without kubectl: ${kubectl}`);
+  return kubectl;
 }

@@ -1,0 +1,316 @@
+/**
+ * The installation manifests on a real API server: `kubectl apply --server-side -k
+ * deploy/` (the pinned kubectl and its built-in kustomize) is accepted object by object,
+ * applying again changes nothing, the Deployment carries the settings docs/DEPLOY.md
+ * promises, its Pods pass Pod Security `restricted`, and its ServiceAccount may do what
+ * the controller does (and not more). The remote side, `deploy/rbac/remote.yaml`, is
+ * applied to a second API server and grants read-only access to Services.
+ *
+ * No kubelet runs here, so the Deployment's Pods are never started: the API server's
+ * validation and admission (server-side apply, server dry-run) are what is tested.
+ */
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { fileURLToPath } from "node:url";
+import { loadAllYaml } from "@kubernetes/client-node";
+import { ensureKubectl } from "../../src/sandbox/binaries.ts";
+import { ControlPlane } from "../../src/sandbox/control-plane.ts";
+
+const NAMESPACE = "fleet-mirror";
+const SERVICE_ACCOUNT = `system:serviceaccount:${NAMESPACE}:fleet-mirror`;
+const REMOTE_READER = "system:serviceaccount:fleet-mirror-remote:fleet-mirror-reader";
+const deployDir = fileURLToPath(new URL("../../deploy/", import.meta.url));
+const remoteManifest = join(deployDir, "rbac", "remote.yaml");
+
+interface Result {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+interface KubeObject {
+  readonly apiVersion: string;
+  readonly kind: string;
+  readonly metadata: { readonly name: string; readonly namespace?: string; readonly labels?: Record<string, string> };
+  readonly spec?: unknown;
+}
+
+/**
+ * The value at a dotted path (`spec.template.spec.containers.0.image`) of parsed JSON;
+ * undefined when any step is missing.
+ */
+function at(value: unknown, path: string): unknown {
+  let current = value;
+  for (const step of path.split(".")) {
+    if (typeof current !== "object" || current === null) return undefined;
+    current = (current as Record<string, unknown>)[step];
+  }
+  return current;
+}
+
+function idOf(object: KubeObject): string {
+  return `${object.kind}/${object.metadata.namespace ?? ""}/${object.metadata.name}`;
+}
+
+describe("deploy/: the installation manifests on a real API server", () => {
+  let plane: ControlPlane;
+  let kubectlPath: string;
+  let cacheDir: string;
+
+  /** Runs the pinned kubectl against `cluster` with the admin kubeconfig; never throws on a non-zero exit. */
+  function kubectl(cluster: "local" | "east", args: readonly string[], input?: string): Promise<Result> {
+    const kubeconfig = plane.cluster(cluster).adminKubeconfigPath;
+    return new Promise((resolve, reject) => {
+      const child = execFile(
+        kubectlPath,
+        ["--kubeconfig", kubeconfig, "--cache-dir", cacheDir, ...args],
+        { maxBuffer: 16 << 20, env: { ...process.env, KUBECONFIG: kubeconfig } },
+        (error, stdout, stderr) => {
+          if (error && typeof error.code !== "number") reject(error);
+          else resolve({ code: typeof error?.code === "number" ? error.code : 0, stdout, stderr });
+        },
+      );
+      child.stdin?.end(input ?? "");
+    });
+  }
+
+  async function kubectlOk(cluster: "local" | "east", args: readonly string[], input?: string): Promise<string> {
+    const result = await kubectl(cluster, args, input);
+    assert.equal(result.code, 0, `kubectl ${args.join(" ")} exited ${result.code}:\n${result.stderr}${result.stdout}`);
+    return result.stdout;
+  }
+
+  async function getJson(cluster: "local" | "east", args: readonly string[], input?: string): Promise<unknown> {
+    return JSON.parse(await kubectlOk(cluster, ["get", ...args, "-o", "json"], input));
+  }
+
+  /** `kubectl auth can-i` as `user`: true for "yes", false for "no", a failure for anything else. */
+  async function canI(cluster: "local" | "east", user: string, args: readonly string[]): Promise<boolean> {
+    const result = await kubectl(cluster, ["auth", "can-i", "--as", user, ...args]);
+    const answer = result.stdout.trim();
+    assert.ok(answer === "yes" || answer === "no", `can-i ${args.join(" ")}: ${result.stderr}${result.stdout}`);
+    return answer === "yes";
+  }
+
+  let applyStderr = "";
+
+  before(async () => {
+    kubectlPath = await ensureKubectl();
+    cacheDir = await mkdtemp(join(tmpdir(), "fleet-mirror-kubectl-"));
+    plane = await ControlPlane.start({ clusters: ["local", "east"] });
+  });
+  after(async () => {
+    await plane?.stop();
+    if (cacheDir) await rm(cacheDir, { recursive: true, force: true });
+  });
+
+  it("uses kubectl at the pinned Kubernetes version, the same as the API server", async () => {
+    const version = JSON.parse(await kubectlOk("local", ["version", "-o", "json"]));
+    assert.equal(at(version, "clientVersion.gitVersion"), at(version, "serverVersion.gitVersion"));
+  });
+
+  it("accepts `kubectl apply --server-side -k deploy/`, and every rendered object exists", async () => {
+    const result = await kubectl("local", ["apply", "--server-side", "-k", deployDir, "-o", "json"]);
+    assert.equal(result.code, 0, result.stderr);
+    applyStderr = result.stderr;
+    const applied = (JSON.parse(result.stdout) as { items?: KubeObject[] }).items ?? [];
+
+    // Every object kustomize renders was applied ...
+    const rendered = loadAllYaml(await kubectlOk("local", ["kustomize", deployDir])) as KubeObject[];
+    const ids = applied.map(idOf).sort();
+    assert.deepEqual(ids, rendered.map(idOf).sort());
+
+    // ... with at least the objects an installation needs ...
+    for (const id of [
+      "Namespace//fleet-mirror",
+      "ServiceAccount/fleet-mirror/fleet-mirror",
+      "ClusterRole//fleet-mirror",
+      "ClusterRoleBinding//fleet-mirror",
+      "Role/fleet-mirror/fleet-mirror",
+      "RoleBinding/fleet-mirror/fleet-mirror",
+      "Deployment/fleet-mirror/fleet-mirror",
+      "PodDisruptionBudget/fleet-mirror/fleet-mirror",
+      "Service/fleet-mirror/fleet-mirror-metrics",
+    ]) {
+      assert.ok(ids.includes(id), `${id} applied (got ${ids.join(", ")})`);
+    }
+
+    // ... and each one reads back by kind and name.
+    for (const object of rendered) {
+      const { apiVersion, kind, metadata } = object;
+      // `get -f` answers with a List, even for one object.
+      const list = await getJson("local", ["-f", "-"], JSON.stringify({ apiVersion, kind, metadata }));
+      const got = at(list, "kind") === "List" ? at(list, "items.0") : list;
+      assert.equal(at(got, "metadata.name"), metadata.name, idOf(object));
+      assert.equal((at(got, "metadata.labels") as Record<string, string>)["app.kubernetes.io/part-of"], "fleet-mirror");
+    }
+  });
+
+  it("gives no Pod Security warning for the Deployment (the namespace enforces `restricted`)", async () => {
+    assert.doesNotMatch(applyStderr, /PodSecurity|violate/i, applyStderr);
+    const labels = at(await getJson("local", ["namespace", NAMESPACE]), "metadata.labels") as Record<string, string>;
+    assert.equal(labels["pod-security.kubernetes.io/enforce"], "restricted");
+  });
+
+  it("changes nothing when applied again (server dry-run, then diff)", async () => {
+    await kubectlOk("local", ["apply", "--server-side", "--dry-run=server", "-k", deployDir]);
+    const diff = await kubectl("local", ["diff", "--server-side", "-k", deployDir]);
+    assert.equal(diff.code, 0, `kubectl diff found differences:\n${diff.stdout}${diff.stderr}`);
+  });
+
+  it("runs two replicas of the non-root, read-only controller with health probes", async () => {
+    const deployment = await getJson("local", ["deployment", "fleet-mirror", "-n", NAMESPACE]);
+    const pod = at(deployment, "spec.template.spec");
+    const container = at(pod, "containers.0");
+    const expected: Record<string, unknown> = {
+      "spec.replicas": 2,
+      "spec.template.spec.serviceAccountName": "fleet-mirror",
+      "spec.template.spec.automountServiceAccountToken": true,
+      "spec.template.spec.securityContext.runAsNonRoot": true,
+      "spec.template.spec.securityContext.runAsUser": 65532,
+      "spec.template.spec.securityContext.seccompProfile.type": "RuntimeDefault",
+      "spec.template.spec.topologySpreadConstraints.0.topologyKey": "kubernetes.io/hostname",
+      "spec.template.spec.containers.length": 1,
+    };
+    for (const [path, value] of Object.entries(expected)) assert.equal(at(deployment, path), value, path);
+
+    const containerExpected: Record<string, unknown> = {
+      image: "ghcr.io/fleet-mirror/fleet-mirror:0.1.0",
+      "ports.0.name": "admin",
+      "ports.0.containerPort": 9999,
+      "livenessProbe.httpGet.path": "/healthz",
+      "livenessProbe.httpGet.port": "admin",
+      "readinessProbe.httpGet.path": "/readyz",
+      "readinessProbe.httpGet.port": "admin",
+      "startupProbe.httpGet.path": "/healthz",
+      "startupProbe.httpGet.port": "admin",
+      "securityContext.runAsNonRoot": true,
+      "securityContext.readOnlyRootFilesystem": true,
+      "securityContext.allowPrivilegeEscalation": false,
+      "securityContext.capabilities.drop.0": "ALL",
+      "securityContext.seccompProfile.type": "RuntimeDefault",
+      "volumeMounts.0.mountPath": "/tmp",
+    };
+    for (const [path, value] of Object.entries(containerExpected)) assert.equal(at(container, path), value, path);
+    assert.deepEqual(at(container, "args"), ["run", "--leader-elect", "--admin-addr", ":9999"]);
+    assert.deepEqual(at(container, "env"), [
+      { name: "POD_NAME", valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "metadata.name" } } },
+      { name: "POD_NAMESPACE", valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "metadata.namespace" } } },
+    ]);
+    assert.ok(at(container, "resources.limits.memory"), "a memory limit");
+    assert.ok(at(container, "resources.requests.memory"), "a memory request");
+    assert.ok(at(pod, "volumes.0.emptyDir"), "/tmp is an emptyDir");
+  });
+
+  it("admits the Deployment's Pod under Pod Security `restricted`, and refuses a privileged one", async () => {
+    const template = at(await getJson("local", ["deployment", "fleet-mirror", "-n", NAMESPACE]), "spec.template");
+    const pod = {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: "fleet-mirror-admission-check", namespace: NAMESPACE, labels: at(template, "metadata.labels") },
+      spec: at(template, "spec"),
+    };
+    await kubectlOk("local", ["create", "--dry-run=server", "-f", "-"], JSON.stringify(pod));
+
+    const privileged = {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: "privileged-check", namespace: NAMESPACE },
+      spec: { containers: [{ name: "c", image: "busybox", securityContext: { privileged: true } }] },
+    };
+    const refused = await kubectl("local", ["create", "--dry-run=server", "-f", "-"], JSON.stringify(privileged));
+    assert.notEqual(refused.code, 0, "a privileged Pod is refused in the namespace");
+    assert.match(refused.stderr, /PodSecurity "restricted/);
+  });
+
+  it("keeps one replica through voluntary disruptions and exposes the metrics port", async () => {
+    const deployment = await getJson("local", ["deployment", "fleet-mirror", "-n", NAMESPACE]);
+    const pdb = await getJson("local", ["poddisruptionbudget", "fleet-mirror", "-n", NAMESPACE]);
+    assert.equal(at(pdb, "spec.minAvailable"), 1);
+    assert.deepEqual(at(pdb, "spec.selector.matchLabels"), at(deployment, "spec.selector.matchLabels"));
+
+    const service = await getJson("local", ["service", "fleet-mirror-metrics", "-n", NAMESPACE]);
+    assert.deepEqual(at(service, "spec.ports.0"), {
+      name: "metrics",
+      port: 9999,
+      protocol: "TCP",
+      targetPort: "admin",
+    });
+    assert.deepEqual(at(service, "spec.selector"), at(deployment, "spec.selector.matchLabels"));
+    const annotations = at(service, "metadata.annotations") as Record<string, string>;
+    assert.equal(annotations["prometheus.io/scrape"], "true");
+    assert.equal(annotations["prometheus.io/port"], "9999");
+  });
+
+  it("lets the Deployment's ServiceAccount do what the controller does, and no more", async () => {
+    const allowed: readonly (readonly string[])[] = [
+      // credentials Secrets, in its own namespace
+      ["get", "secrets", "-n", NAMESPACE],
+      ["list", "secrets", "-n", NAMESPACE],
+      ["watch", "secrets", "-n", NAMESPACE],
+      // mirrors, in any namespace
+      ["list", "services", "--all-namespaces"],
+      ["watch", "endpoints", "--all-namespaces"],
+      ["create", "services", "-n", "shop"],
+      ["update", "services", "-n", "shop"],
+      ["delete", "services", "-n", "shop"],
+      ["create", "endpoints", "-n", "shop"],
+      ["update", "endpoints", "-n", "shop"],
+      ["delete", "endpoints", "-n", "shop"],
+      // a mirror's missing namespace
+      ["watch", "namespaces"],
+      ["create", "namespaces"],
+      // Events on mirrors and on credentials Secrets
+      ["create", "events", "-n", "shop"],
+      ["patch", "events", "-n", NAMESPACE],
+      // --leader-elect: the Lease in its own namespace
+      ["get", "leases.coordination.k8s.io", "-n", NAMESPACE],
+      ["create", "leases.coordination.k8s.io", "-n", NAMESPACE],
+      ["update", "leases.coordination.k8s.io", "-n", NAMESPACE],
+    ];
+    const denied: readonly (readonly string[])[] = [
+      ["get", "secrets", "-n", "default"],
+      ["list", "secrets", "--all-namespaces"],
+      ["create", "secrets", "-n", NAMESPACE],
+      ["update", "namespaces"],
+      ["delete", "namespaces"],
+      ["list", "events", "-n", NAMESPACE],
+      ["create", "pods", "-n", NAMESPACE],
+      ["create", "leases.coordination.k8s.io", "-n", "default"],
+      ["create", "clusterroles"],
+    ];
+    const wrong: string[] = [];
+    for (const args of allowed)
+      if (!(await canI("local", SERVICE_ACCOUNT, args))) wrong.push(`denied: ${args.join(" ")}`);
+    for (const args of denied) if (await canI("local", SERVICE_ACCOUNT, args)) wrong.push(`allowed: ${args.join(" ")}`);
+    assert.deepEqual(wrong, []);
+  });
+
+  it("applies the remote side (deploy/rbac/remote.yaml) server-side: read-only access to Services", async () => {
+    await kubectlOk("east", ["apply", "--server-side", "-f", remoteManifest]);
+    await kubectlOk("east", ["apply", "--server-side", "--dry-run=server", "-f", remoteManifest]);
+    const diff = await kubectl("east", ["diff", "--server-side", "-f", remoteManifest]);
+    assert.equal(diff.code, 0, `kubectl diff found differences:\n${diff.stdout}${diff.stderr}`);
+    await getJson("east", ["clusterrole", "fleet-mirror-remote-reader"]);
+    await getJson("east", ["serviceaccount", "fleet-mirror-reader", "-n", "fleet-mirror-remote"]);
+
+    const wrong: string[] = [];
+    for (const verb of ["get", "list", "watch"]) {
+      if (!(await canI("east", REMOTE_READER, [verb, "services", "--all-namespaces"]))) wrong.push(`denied: ${verb}`);
+    }
+    for (const args of [
+      ["create", "services", "-n", "default"],
+      ["update", "services", "-n", "default"],
+      ["get", "secrets", "-n", "fleet-mirror-remote"],
+      ["list", "endpoints", "--all-namespaces"],
+      ["list", "pods", "--all-namespaces"],
+    ]) {
+      if (await canI("east", REMOTE_READER, args)) wrong.push(`allowed: ${args.join(" ")}`);
+    }
+    assert.deepEqual(wrong, []);
+  });
+});
