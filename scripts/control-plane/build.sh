@@ -31,9 +31,14 @@ work=""
 cleanup() { if [[ -n "$work" ]]; then rm -rf "$work"; fi; }
 trap cleanup EXIT
 
+# prepare_go WHAT: checks for Go (WHAT names the binaries that need it) and makes the
+# temporary work directory, once.
 prepare_go() {
   [[ -n "$work" ]] && return 0
-  command -v go >/dev/null || { log "error: Go is required to build the control plane (https://go.dev/doc/install)"; exit 1; }
+  command -v go >/dev/null || {
+    log "error: Go is required to build $1 (https://go.dev/doc/install), or put $1 in KUBEBUILDER_ASSETS"
+    exit 1
+  }
   export GOFLAGS="${GOFLAGS:-} -mod=mod"
   export CGO_ENABLED=0
   work="$(mktemp -d "${TMPDIR:-/tmp}/fleet-mirror-cp.XXXXXX")"
@@ -95,7 +100,7 @@ ensure_control_plane() {
     control_plane_dir="$out"
     return 0
   fi
-  prepare_go
+  prepare_go "kube-apiserver and etcd"
   rm -rf "$out.partial"
   mkdir -p "$out.partial"
 
@@ -155,7 +160,7 @@ ensure_kubectl() {
     kubectl_dir="$out"
     return 0
   fi
-  prepare_go
+  prepare_go kubectl
   # k8s.io/kubernetes/cmd/kubectl is a thin main over the k8s.io/kubectl staging module,
   # which the wrapper module maps to its published version like the others.
   k8s_wrapper_module "$work/kubectl" k8s.io/kubernetes/cmd/kubectl
