@@ -35,8 +35,7 @@ interface Result {
 interface KubeObject {
   readonly apiVersion: string;
   readonly kind: string;
-  readonly metadata: { readonly name: string; readonly namespace?: string; readonly labels?: Record<string, string> };
-  readonly spec?: unknown;
+  readonly metadata: { readonly name: string; readonly namespace?: string };
 }
 
 /**
