@@ -8,10 +8,21 @@ const usage = `fleet-mirror — mirrors Services from many remote Kubernetes clu
 
 Usage: fleet-mirror <command> [flags]
 
-Commands:
+Controller:
   run       run the controller against the local cluster (see run --help)
+
+Operating a fleet (docs/CLI.md):
+  link      create a read-only identity on a remote cluster; print or --apply its credentials Secret
+  unlink    delete a cluster's credentials Secret (its mirrors go); --wait until they are gone
+  export    export a remote Service through a gateway (sets the two gateway annotations)
+  unexport  stop exporting a remote Service
+  status    one row per remote cluster: state, mirrors, last sync, restarts, gateway
+  check     pre-flight and health checks (✓/✗); exit 1 on any failure
+
+Sandbox:
   demo      start a local sandbox fleet and mirror it (what \`npm start\` runs)
   sandbox   start the sandbox control plane only and print its clusters
+
   help      show this text
 
 Run \`fleet-mirror <command> --help\` for a command's flags.
@@ -22,6 +33,18 @@ async function main(argv: readonly string[]): Promise<number> {
   switch (command) {
     case "run":
       return (await import("./cli/run.ts")).runCommand(rest);
+    case "link":
+      return (await import("./cli/link.ts")).linkCommand(rest);
+    case "unlink":
+      return (await import("./cli/unlink.ts")).unlinkCommand(rest);
+    case "export":
+      return (await import("./cli/export.ts")).exportCommand(rest);
+    case "unexport":
+      return (await import("./cli/export.ts")).unexportCommand(rest);
+    case "status":
+      return (await import("./cli/status.ts")).statusCommand(rest);
+    case "check":
+      return (await import("./cli/check.ts")).checkCommand(rest);
     case "demo":
       return (await import("./cli/demo.ts")).demoCommand(rest);
     case "sandbox":

@@ -1,0 +1,428 @@
+/**
+ * `fleet-mirror check`: pre-flight and health checks, one ✓/✗ line each, exit 1 when
+ * any fails. Everything is read, nothing is written (the access reviews create nothing).
+ *
+ * - local permissions: a SelfSubjectAccessReview for every verb/resource that
+ *   `deploy/rbac/local.yaml` grants (the manifest is the one list of what the controller
+ *   needs), for the identity of --kubeconfig: run it with the controller's kubeconfig;
+ * - every credentials Secret, validated by the controller's own parser and registry;
+ * - every registered remote: reachable and readable with the Secret's credentials, and
+ *   every gateway its exported Services use usable (SPEC §2, hostnames resolved here);
+ * - no local Service/Endpoints that a mirror would need but fleet-mirror does not own;
+ * - no mirror labelled with a cluster that no Secret names.
+ */
+import { lookup } from "node:dns/promises";
+import { exportedGateway, viewGateway } from "../core/desired.ts";
+import { MIRRORED_SERVICE, ownerCluster, SECRET_TYPE } from "../core/labels.ts";
+import { mirrorName } from "../core/naming.ts";
+import { type KubeObject, objectKey, type Secret, type Service } from "../core/objects.ts";
+import type { KubeClient } from "../kube/client.ts";
+import { parseRbacYaml } from "../sandbox/rbac.ts";
+import { parseCredentialsSecret } from "../supervisor/registration.ts";
+import { computeRegistry, type RegisteredCluster } from "../supervisor/registry.ts";
+import {
+  type CommandDefinition,
+  cliClient,
+  commandHelp,
+  credentialsNamespace,
+  durationFlag,
+  EXIT_FAILURE,
+  EXIT_OK,
+  formatData,
+  listAll,
+  localConnection,
+  localFlags,
+  outputFlag,
+  outputFormat,
+  type Progress,
+  readRbacManifest,
+  runCli,
+  startProgress,
+  writeOut,
+} from "./common.ts";
+
+const flags = {
+  ...localFlags,
+  ...outputFlag,
+  timeout: { type: "string", default: "10s", description: "limit of each request to a remote cluster" },
+  "allow-kubeconfig-file-paths": {
+    type: "boolean",
+    description: "validate Secrets as a controller started with the same flag does",
+  },
+} as const;
+
+const help = commandHelp(
+  "check [flags]",
+  `Pre-flight and health checks, printed as ✓/✗ lines; exits 1 when any check fails.
+
+  local permissions   a SelfSubjectAccessReview for every verb and resource of
+                      deploy/rbac/local.yaml, for the identity of --kubeconfig (run
+                      check with the controller's kubeconfig to check the controller)
+  credentials         every Secret of type mirror.linkerd.io/remote-kubeconfig in -n is
+                      valid and names a cluster no other Secret names
+  remote clusters     each is reachable and its Services readable with the Secret's
+                      credentials; every gateway used by an exported Service is usable
+  name conflicts      no local Service/Endpoints that holds a mirror's name without
+                      being that cluster's mirror
+  orphans             no mirror labelled with a cluster that no Secret registers`,
+  flags,
+);
+
+export interface CheckResult {
+  readonly section: string;
+  readonly ok: boolean;
+  readonly message: string;
+}
+
+/** The ✓/✗ report, grouped by section in first-seen order (pure). */
+export function formatChecks(results: readonly CheckResult[]): string {
+  const sections = new Map<string, CheckResult[]>();
+  for (const r of results) sections.set(r.section, [...(sections.get(r.section) ?? []), r]);
+  const lines: string[] = [];
+  for (const [section, list] of sections) {
+    lines.push(section, "-".repeat(section.length));
+    for (const r of list) lines.push(`${r.ok ? "✓" : "✗"} ${r.message}`);
+    lines.push("");
+  }
+  const failed = results.filter((r) => !r.ok).length;
+  lines.push(
+    failed === 0
+      ? `Status check results are ✓ (${results.length} checks)`
+      : `Status check results are ✗ (${failed} of ${results.length} checks failed)`,
+  );
+  return `${lines.join("\n")}\n`;
+}
+
+interface PolicyRule {
+  readonly apiGroups?: readonly string[];
+  readonly resources?: readonly string[];
+  readonly verbs?: readonly string[];
+}
+
+export interface PermissionNeed {
+  readonly group: string;
+  readonly resource: string;
+  readonly verb: string;
+  /** Undefined: cluster-wide (a ClusterRole); else the credentials namespace (a Role). */
+  readonly namespace?: string;
+}
+
+/** Every (group, resource, verb) the controller is granted by local.yaml (pure). */
+export function permissionNeeds(manifest: string, credentialsNs: string): PermissionNeed[] {
+  const needs: PermissionNeed[] = [];
+  for (const object of parseRbacYaml(manifest, "deploy/rbac/local.yaml")) {
+    if (object.kind !== "ClusterRole" && object.kind !== "Role") continue;
+    const rules = (object as { rules?: readonly PolicyRule[] }).rules ?? [];
+    for (const rule of rules) {
+      for (const group of rule.apiGroups ?? [""]) {
+        for (const resource of rule.resources ?? []) {
+          for (const verb of rule.verbs ?? []) {
+            needs.push({ group, resource, verb, ...(object.kind === "Role" ? { namespace: credentialsNs } : {}) });
+          }
+        }
+      }
+    }
+  }
+  return needs;
+}
+
+async function checkPermissions(client: KubeClient, namespace: string): Promise<CheckResult[]> {
+  const needs = permissionNeeds(readRbacManifest("local").text, namespace);
+  const answers = await Promise.all(
+    needs.map(async (need) => {
+      const review = await client.request<{ status?: { allowed?: boolean } }>(
+        "POST",
+        "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+        {
+          body: {
+            apiVersion: "authorization.k8s.io/v1",
+            kind: "SelfSubjectAccessReview",
+            spec: {
+              resourceAttributes: {
+                group: need.group,
+                resource: need.resource,
+                verb: need.verb,
+                ...(need.namespace ? { namespace: need.namespace } : {}),
+              },
+            },
+          },
+        },
+      );
+      return { need, allowed: review?.status?.allowed === true };
+    }),
+  );
+  // One line per resource and scope, listing what is missing.
+  const groups = new Map<string, { allowed: string[]; missing: string[] }>();
+  for (const { need, allowed } of answers) {
+    const where = need.namespace ? `in namespace ${need.namespace}` : "cluster-wide";
+    const key = `${need.group ? `${need.resource}.${need.group}` : need.resource} ${where}`;
+    const entry = groups.get(key) ?? { allowed: [], missing: [] };
+    (allowed ? entry.allowed : entry.missing).push(need.verb);
+    groups.set(key, entry);
+  }
+  return [...groups].map(([key, { allowed, missing }]) => ({
+    section: "local permissions",
+    ok: missing.length === 0,
+    message: missing.length === 0 ? `${key}: ${allowed.join(", ")}` : `${key}: missing ${missing.join(", ")}`,
+  }));
+}
+
+/** IPs of a hostname, or undefined when it does not resolve (gateway ingress, SPEC §2). */
+async function resolveAll(hostnames: readonly string[]): Promise<Map<string, string[]>> {
+  const resolved = new Map<string, string[]>();
+  await Promise.all(
+    hostnames.map(async (name) => {
+      try {
+        const addresses = await lookup(name, { all: true });
+        resolved.set(name, addresses.map((a) => a.address).sort());
+      } catch {
+        // Unresolved: viewGateway reports it.
+      }
+    }),
+  );
+  return resolved;
+}
+
+interface RemoteFindings {
+  readonly results: CheckResult[];
+  /** Exported Services (`namespace/name`), when the remote could be listed. */
+  readonly exported?: readonly Service[];
+}
+
+async function checkRemote(cluster: RegisteredCluster, timeoutMs: number): Promise<RemoteFindings> {
+  const section = `remote cluster ${cluster.cluster}`;
+  const client = cliClient(cluster.connection, timeoutMs);
+  const results: CheckResult[] = [];
+  try {
+    try {
+      await client.request("GET", "/api/v1/services", { query: { limit: 1 } });
+      results.push({ section, ok: true, message: `${cluster.connection.server} reachable; Services readable` });
+    } catch (error) {
+      results.push({ section, ok: false, message: `${cluster.connection.server}: ${(error as Error).message}` });
+      return { results };
+    }
+    const services = await listAll<Service>(client, "/api/v1/services");
+    const byKey = new Map(services.map((s) => [objectKey(s.metadata), s]));
+    const exported = services.filter((s) => exportedGateway(s));
+    const users = new Map<string, number>();
+    for (const s of exported) {
+      const gw = exportedGateway(s);
+      if (gw) users.set(`${gw.namespace}/${gw.name}`, (users.get(`${gw.namespace}/${gw.name}`) ?? 0) + 1);
+    }
+    results.push({ section, ok: true, message: `${exported.length} exported Service(s)` });
+    for (const [key, count] of [...users].sort(([a], [b]) => a.localeCompare(b))) {
+      const gateway = byKey.get(key);
+      const hostnames = (gateway?.status?.loadBalancer?.ingress ?? []).flatMap((i) =>
+        !i.ip && i.hostname ? [i.hostname] : [],
+      );
+      const resolved = await resolveAll(hostnames);
+      const view = viewGateway(gateway, (name) => resolved.get(name));
+      results.push({
+        section,
+        ok: view.unusable === undefined,
+        message:
+          view.unusable === undefined
+            ? `gateway ${key} usable: ${view.addresses.join(", ")} port ${view.incomingPort ?? "?"} (${count} Service(s))`
+            : `gateway ${key} unusable: ${view.unusable} (${count} Service(s) without endpoints)`,
+      });
+    }
+    return { results, exported };
+  } catch (error) {
+    results.push({ section, ok: false, message: (error as Error).message });
+    return { results };
+  } finally {
+    client.close();
+  }
+}
+
+/** Local objects holding a mirror's name without being that cluster's mirror (pure). */
+export function nameConflicts(
+  clusters: readonly { readonly cluster: string; readonly exported: readonly Service[] }[],
+  local: { readonly services: readonly KubeObject[]; readonly endpoints: readonly KubeObject[] },
+): CheckResult[] {
+  const index = new Map<string, KubeObject>();
+  for (const [kind, list] of [
+    ["service", local.services],
+    ["endpoints", local.endpoints],
+  ] as const) {
+    for (const o of list) index.set(`${kind}/${objectKey(o.metadata)}`, o);
+  }
+  const results: CheckResult[] = [];
+  for (const { cluster, exported } of clusters) {
+    for (const remote of exported) {
+      const key = `${remote.metadata.namespace ?? ""}/${mirrorName(remote.metadata.name, cluster)}`;
+      for (const kind of ["service", "endpoints"]) {
+        const found = index.get(`${kind}/${key}`);
+        if (!found) continue;
+        const owner = ownerCluster(found.metadata.labels);
+        if (owner === cluster) continue;
+        results.push({
+          section: "name conflicts",
+          ok: false,
+          message: `${kind}/${key} is needed for the mirror of ${remote.metadata.namespace ?? ""}/${remote.metadata.name} from ${cluster} but ${owner ? `is a mirror of cluster ${owner}` : `is not a mirror (no ${MIRRORED_SERVICE} label): a user's object`}`,
+        });
+      }
+    }
+  }
+  return results;
+}
+
+/** Mirrors whose cluster label no Secret names (pure). */
+export function unknownClusterMirrors(
+  known: ReadonlySet<string>,
+  local: { readonly services: readonly KubeObject[]; readonly endpoints: readonly KubeObject[] },
+): CheckResult[] {
+  const byCluster = new Map<string, string[]>();
+  for (const [kind, list] of [
+    ["service", local.services],
+    ["endpoints", local.endpoints],
+  ] as const) {
+    for (const o of list) {
+      const owner = ownerCluster(o.metadata.labels);
+      if (owner === undefined || known.has(owner)) continue;
+      byCluster.set(owner, [...(byCluster.get(owner) ?? []), `${kind}/${objectKey(o.metadata)}`]);
+    }
+  }
+  return [...byCluster].map(([cluster, objects]) => ({
+    section: "orphans",
+    ok: false,
+    message: `${objects.length} mirror object(s) of unknown cluster ${cluster} (no credentials Secret names it; a running controller deletes them): ${objects.slice(0, 5).join(", ")}${objects.length > 5 ? ", ..." : ""}`,
+  }));
+}
+
+async function runChecks(
+  values: Readonly<Record<string, string | boolean | undefined>>,
+  progress: Progress,
+): Promise<CheckResult[]> {
+  const namespace = credentialsNamespace(values);
+  const timeoutMs = durationFlag(values, "timeout", "10s");
+  const client = cliClient(localConnection(values), timeoutMs);
+  const results: CheckResult[] = [];
+  try {
+    progress.update("local cluster");
+    try {
+      const version = await client.request<{ gitVersion?: string }>("GET", "/version");
+      results.push({
+        section: "local cluster",
+        ok: true,
+        message: `${client.server} reachable (${version?.gitVersion ?? "unknown version"})`,
+      });
+    } catch (error) {
+      results.push({ section: "local cluster", ok: false, message: (error as Error).message });
+      return results;
+    }
+    progress.update("local permissions");
+    results.push(...(await checkPermissions(client, namespace)));
+
+    progress.update("credentials Secrets");
+    let secrets: Secret[];
+    try {
+      secrets = await listAll<Secret>(client, `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets`, {
+        fieldSelector: `type=${SECRET_TYPE}`,
+      });
+    } catch (error) {
+      results.push({
+        section: "credentials",
+        ok: false,
+        message: `cannot list Secrets in ${namespace}: ${(error as Error).message}`,
+      });
+      return results;
+    }
+    const registry = computeRegistry(
+      secrets.map((secret) => ({
+        secret,
+        parsed: parseCredentialsSecret(secret, { allowFilePaths: values["allow-kubeconfig-file-paths"] === true }),
+      })),
+      new Map(),
+    );
+    if (secrets.length === 0)
+      results.push({
+        section: "credentials",
+        ok: true,
+        message: `no credentials Secret in ${namespace} (no remote cluster linked yet)`,
+      });
+    for (const [cluster, reg] of [...registry.registered].sort(([a], [b]) => a.localeCompare(b)))
+      results.push({
+        section: "credentials",
+        ok: true,
+        message: `secret ${reg.secretKey} registers cluster ${cluster} (${reg.domain})`,
+      });
+    for (const i of registry.invalid)
+      results.push({
+        section: "credentials",
+        ok: false,
+        message: `secret ${i.secretKey} is invalid: ${i.reason}: ${i.message}`,
+      });
+    for (const d of registry.duplicates)
+      results.push({
+        section: "credentials",
+        ok: false,
+        message: `secret ${d.secretKey} names cluster ${d.cluster}, already registered by ${d.winner} (duplicate)`,
+      });
+
+    progress.update(`remote clusters (${registry.registered.size})`);
+    const remotes = await Promise.all(
+      [...registry.registered.values()].map(async (reg) => ({ reg, found: await checkRemote(reg, timeoutMs) })),
+    );
+    remotes.sort((a, b) => a.reg.cluster.localeCompare(b.reg.cluster));
+    for (const { found } of remotes) results.push(...found.results);
+
+    progress.update("local mirrors");
+    let local: { services: KubeObject[]; endpoints: KubeObject[] };
+    try {
+      const [services, endpoints] = await Promise.all([
+        listAll<KubeObject>(client, "/api/v1/services"),
+        listAll<KubeObject>(client, "/api/v1/endpoints"),
+      ]);
+      local = { services, endpoints };
+    } catch (error) {
+      results.push({
+        section: "name conflicts",
+        ok: false,
+        message: `cannot list local Services/Endpoints: ${(error as Error).message}`,
+      });
+      return results;
+    }
+    const conflicts = nameConflicts(
+      remotes.flatMap(({ reg, found }) => (found.exported ? [{ cluster: reg.cluster, exported: found.exported }] : [])),
+      local,
+    );
+    results.push(
+      ...(conflicts.length > 0
+        ? conflicts
+        : [{ section: "name conflicts", ok: true, message: "no local object holds a mirror's name" }]),
+    );
+    const orphans = unknownClusterMirrors(new Set(registry.keep), local);
+    results.push(
+      ...(orphans.length > 0
+        ? orphans
+        : [{ section: "orphans", ok: true, message: "every mirror belongs to a registered cluster" }]),
+    );
+    return results;
+  } finally {
+    client.close();
+  }
+}
+
+export const checkDefinition: CommandDefinition = {
+  name: "check",
+  help,
+  flags,
+  async run({ values }) {
+    const format = outputFormat(values);
+    const progress = startProgress("checking");
+    let results: CheckResult[];
+    try {
+      results = await runChecks(values, progress);
+    } finally {
+      progress.done();
+    }
+    const ok = results.every((r) => r.ok);
+    writeOut(format === "table" ? formatChecks(results) : formatData({ ok, checks: results }, format));
+    return ok ? EXIT_OK : EXIT_FAILURE;
+  },
+};
+
+export function checkCommand(argv: readonly string[]): Promise<number> {
+  return runCli(checkDefinition, argv);
+}

@@ -1,0 +1,265 @@
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { describe, it } from "node:test";
+import type { AdminStatus } from "../../src/admin/source.ts";
+import {
+  type CheckResult,
+  formatChecks,
+  nameConflicts,
+  permissionNeeds,
+  unknownClusterMirrors,
+} from "../../src/cli/check.ts";
+import {
+  credentialsNamespace,
+  formatAge,
+  formatData,
+  formatTable,
+  outputFormat,
+  parseCommandLine,
+  UsageError,
+} from "../../src/cli/common.ts";
+import { credentialsSecret, remoteIdentity, remoteKubeconfigText } from "../../src/cli/link.ts";
+import { formatStatusTable, rowsFromAdmin, rowsFromObjects, stateCell } from "../../src/cli/status.ts";
+import { CLUSTER_NAME, GATEWAY_NAME, GATEWAY_NS, MIRRORED_SERVICE } from "../../src/core/labels.ts";
+import type { KubeObject, Secret, Service } from "../../src/core/objects.ts";
+import { rbacManifestPath } from "../../src/sandbox/rbac.ts";
+import { parseCredentialsSecret } from "../../src/supervisor/registration.ts";
+
+const FAKE_CA = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+const NOW = Date.parse("2026-01-01T12:00:00Z");
+
+function validSecret(name: string, cluster: string, created: string): Secret {
+  const secret = credentialsSecret({
+    secretName: name,
+    namespace: "fleet-mirror",
+    cluster,
+    domain: "cluster.local",
+    kubeconfig: remoteKubeconfigText(
+      cluster,
+      { server: "https://192.0.2.1:6443", caPem: FAKE_CA, auth: { kind: "anonymous" } },
+      "tok",
+    ),
+  });
+  return { ...secret, metadata: { ...secret.metadata, uid: name, creationTimestamp: created } };
+}
+
+const mirror = (namespace: string, name: string, cluster: string): KubeObject => ({
+  metadata: { namespace, name, labels: { [MIRRORED_SERVICE]: "true", [CLUSTER_NAME]: cluster } },
+});
+
+describe("CLI output", () => {
+  it("formats tables like kubectl: uppercase headers, aligned columns, no trailing blanks", () => {
+    assert.equal(
+      formatTable(
+        ["cluster", "state", "last sync"],
+        [
+          ["east", "synced", "5s ago"],
+          ["a-long-name", "stale since 3m", ""],
+        ],
+      ),
+      "CLUSTER       STATE            LAST SYNC\neast          synced           5s ago\na-long-name   stale since 3m\n",
+    );
+  });
+
+  it("formats ages as kubectl does", () => {
+    assert.deepEqual([0, 59_000, 119_000, 120_000, 7_199_000, 7_200_000, 172_800_000].map(formatAge), [
+      "0s",
+      "59s",
+      "119s",
+      "2m",
+      "119m",
+      "2h",
+      "2d",
+    ]);
+  });
+
+  it("emits JSON and YAML that read back to the same data", () => {
+    const data = {
+      source: "controller",
+      clusters: [{ cluster: "east", mirrors: 2, since: "2026-01-01T00:00:00.000Z" }],
+    };
+    assert.deepEqual(JSON.parse(formatData(data, "json")), data);
+    assert.equal(
+      formatData(data, "yaml"),
+      "source: controller\nclusters:\n  - cluster: east\n    mirrors: 2\n    since: '2026-01-01T00:00:00.000Z'\n",
+    );
+  });
+
+  it("accepts -o table|json|yaml and refuses anything else as a usage error", () => {
+    assert.equal(outputFormat({}), "table");
+    assert.equal(outputFormat({ output: "json" }), "json");
+    assert.equal(outputFormat({ output: "yaml" }), "yaml");
+    assert.throws(() => outputFormat({ output: "xml" }), UsageError);
+  });
+
+  it("turns unknown flags and extra arguments into usage errors, and --help into help", () => {
+    const flags = { wait: { type: "boolean", description: "" } } as const;
+    assert.equal(parseCommandLine(["-h"], flags), "help");
+    assert.throws(() => parseCommandLine(["--nope"], flags), UsageError);
+    assert.throws(() => parseCommandLine(["extra"], flags), UsageError);
+    assert.deepEqual(parseCommandLine(["svc", "--wait"], flags, 1), { values: { wait: true }, positionals: ["svc"] });
+  });
+
+  it("uses run's default namespace for the credentials Secrets unless -n is given", () => {
+    assert.equal(credentialsNamespace({}, { POD_NAMESPACE: "ops" }), "ops");
+    assert.equal(credentialsNamespace({ namespace: "x" }, { POD_NAMESPACE: "ops" }), "x");
+  });
+});
+
+describe("link", () => {
+  it("prints a Secret that the controller's parser accepts", () => {
+    const parsed = parseCredentialsSecret(validSecret("cluster-credentials-east", "east", "t"), {
+      allowFilePaths: false,
+    });
+    assert.equal(parsed.kind, "valid");
+    if (parsed.kind === "valid") {
+      assert.equal(parsed.registration.cluster, "east");
+      assert.deepEqual(parsed.registration.connection.auth, { kind: "token", token: "tok" });
+      assert.equal(parsed.registration.connection.caPem, FAKE_CA);
+    }
+  });
+
+  it("takes the remote identity from deploy/rbac/remote.yaml; another ServiceAccount gets a binding of its own", () => {
+    const id = remoteIdentity(undefined);
+    assert.equal(id.namespace, "fleet-mirror-remote");
+    assert.equal(id.serviceAccount, "fleet-mirror-reader");
+    assert.equal(id.clusterRole.metadata?.name, "fleet-mirror-remote-reader");
+    assert.equal(id.bindingName, "fleet-mirror-remote-reader");
+    assert.equal(remoteIdentity("other").bindingName, "fleet-mirror-remote-reader-other");
+  });
+});
+
+describe("status rows", () => {
+  const admin: AdminStatus = {
+    leadership: { enabled: false, leading: true, identity: "me" },
+    time: NOW,
+    secretsListed: true,
+    writer: undefined,
+    writerRestarts: 0,
+    clusters: [
+      {
+        cluster: "east",
+        secret: "fleet-mirror/cluster-credentials-east",
+        state: "synced",
+        since: NOW - 60_000,
+        mirrors: 3,
+        exportedServices: 3,
+        lastSyncedAt: NOW - 5_000,
+        restarts: 1,
+        gateways: [{ key: "gw/gateway", usable: true }],
+        problems: [],
+      },
+      {
+        cluster: "west",
+        secret: "fleet-mirror/cluster-credentials-west",
+        state: "stale",
+        since: NOW - 180_000,
+        reason: "connect ECONNREFUSED",
+        mirrors: 2,
+        exportedServices: 2,
+        restarts: 0,
+        gateways: [{ key: "gw/gateway", usable: false, reason: "gateway has no ingress yet" }],
+        problems: [{ key: "shop/web-west", reason: "user-owned", message: "held by a user's Service" }],
+      },
+    ],
+  };
+
+  it("builds rows from the controller's status, and prints states, ages and gateways", () => {
+    const rows = rowsFromAdmin(admin);
+    assert.deepEqual(rows[1]?.problems, ["shop/web-west: user-owned: held by a user's Service"]);
+    assert.equal(
+      stateCell(rows[1] ?? { cluster: "", secret: "", state: "", mirrors: 0 }, NOW),
+      "stale since 3m: connect ECONNREFUSED",
+    );
+    assert.equal(
+      formatStatusTable({ source: "controller", clusters: rows }, NOW),
+      [
+        "CLUSTER   STATE                                  MIRRORS   LAST SYNC   RESTARTS   GATEWAY",
+        "east      synced                                 3         5s ago      1          usable",
+        "west      stale since 3m: connect ECONNREFUSED   2         never       0          gw/gateway unusable: gateway has no ingress yet",
+        "",
+      ].join("\n"),
+    );
+  });
+
+  it("builds rows from cluster objects: registered, duplicate, invalid, and mirrors of unknown clusters", () => {
+    const invalid: Secret = {
+      metadata: { name: "bad", namespace: "fleet-mirror", annotations: { [CLUSTER_NAME]: "bad" } },
+      type: "mirror.linkerd.io/remote-kubeconfig",
+    } as Secret;
+    const rows = rowsFromObjects(
+      [validSecret("a", "east", "2026-01-01T00:00:00Z"), validSecret("b", "east", "2026-01-02T00:00:00Z"), invalid],
+      [mirror("shop", "web-east", "east"), mirror("shop", "web-ghost", "ghost")] as Service[],
+      { allowFilePaths: false },
+    );
+    assert.deepEqual(
+      rows.map((r) => [r.cluster, r.secret, r.state, r.mirrors]),
+      [
+        ["bad", "fleet-mirror/bad", "invalid", 0],
+        ["east", "fleet-mirror/a", "registered", 1],
+        ["east", "fleet-mirror/b", "duplicate", 0],
+        ["ghost", "", "unknown-cluster", 1],
+      ],
+    );
+    const table = formatStatusTable({ source: "cluster-objects", note: "ECONNREFUSED", clusters: rows }, NOW);
+    assert.match(table, /^controller not reachable; from cluster objects \(ECONNREFUSED\)\nCLUSTER/);
+    assert.match(table, /\neast\s+registered\s+1\s+unknown\s+unknown\s+unknown\n/);
+  });
+});
+
+describe("check", () => {
+  it("derives the permissions to review from deploy/rbac/local.yaml: cluster-wide and in the credentials namespace", () => {
+    const needs = permissionNeeds(readFileSync(rbacManifestPath("local"), "utf8"), "ops");
+    assert.ok(needs.some((n) => n.resource === "endpoints" && n.verb === "delete" && n.namespace === undefined));
+    assert.ok(needs.some((n) => n.resource === "secrets" && n.verb === "watch" && n.namespace === "ops"));
+    assert.ok(
+      !needs.some((n) => n.resource === "secrets" && n.namespace === undefined),
+      "no cluster-wide Secret access",
+    );
+  });
+
+  it("finds local objects holding a mirror's name that the cluster does not own", () => {
+    const exported: Service = {
+      metadata: { namespace: "shop", name: "web", annotations: { [GATEWAY_NAME]: "gw", [GATEWAY_NS]: "gw" } },
+    };
+    const results = nameConflicts([{ cluster: "east", exported: [exported] }], {
+      services: [{ metadata: { namespace: "shop", name: "web-east" } }],
+      endpoints: [mirror("shop", "web-east", "west")],
+    });
+    assert.deepEqual(
+      results.map((r) => r.message.replace(/ but .*/, "")),
+      [
+        "service/shop/web-east is needed for the mirror of shop/web from east",
+        "endpoints/shop/web-east is needed for the mirror of shop/web from east",
+      ],
+    );
+    assert.match(results[1]?.message ?? "", /is a mirror of cluster west/);
+    assert.deepEqual(
+      nameConflicts([{ cluster: "east", exported: [exported] }], {
+        services: [mirror("shop", "web-east", "east")],
+        endpoints: [],
+      }),
+      [],
+    );
+  });
+
+  it("finds mirrors of clusters that no Secret names", () => {
+    const results = unknownClusterMirrors(new Set(["east"]), {
+      services: [mirror("shop", "web-east", "east"), mirror("shop", "web-ghost", "ghost")],
+      endpoints: [mirror("shop", "web-ghost", "ghost")],
+    });
+    assert.equal(results.length, 1);
+    assert.match(results[0]?.message ?? "", /^2 mirror object\(s\) of unknown cluster ghost/);
+  });
+
+  it("prints ✓/✗ lines by section and a verdict", () => {
+    const results: CheckResult[] = [
+      { section: "local cluster", ok: true, message: "reachable" },
+      { section: "orphans", ok: false, message: "ghost" },
+    ];
+    assert.equal(
+      formatChecks(results),
+      "local cluster\n-------------\n✓ reachable\n\norphans\n-------\n✗ ghost\n\nStatus check results are ✗ (1 of 2 checks failed)\n",
+    );
+  });
+});
