@@ -2,9 +2,11 @@
 import { createMetrics } from "../admin/metrics.ts";
 import { alwaysLeading, runAdminSource } from "../admin/run-source.ts";
 import { type AdminServer, startAdminServer } from "../admin/server.ts";
-import { ConfigError, flagsHelp, parseRunConfig, runFlags } from "../config.ts";
+import { type Config, ConfigError, flagsHelp, parseRunConfig, runFlags } from "../config.ts";
+import { KubeClient } from "../kube/client.ts";
 import { loadLocalConnection } from "../kube/local-connection.ts";
-import { createLogger } from "../log.ts";
+import { LeaderElector } from "../leader/elector.ts";
+import { createLogger, type Logger } from "../log.ts";
 import { Supervisor } from "../supervisor/supervisor.ts";
 import { untilSignal } from "./signals.ts";
 
@@ -13,6 +15,10 @@ export const runHelp = `Usage: fleet-mirror run [flags]
 Runs the controller: watches credentials Secrets in --namespace, mirrors the exported
 Services of every registered remote cluster into the local cluster. SIGTERM/SIGINT
 finish in-flight writes and stop; mirrors stay in place.
+
+With --leader-elect, replicas campaign for a coordination.k8s.io Lease and only its
+holder runs the controller. A leader that loses the Lease stops writing at once and
+exits with code 1; on SIGTERM it finishes its writes, then releases the Lease.
 
 Flags:
 ${flagsHelp(runFlags)}
@@ -37,22 +43,73 @@ export async function runCommand(argv: readonly string[]): Promise<number> {
   const localConnection = loadLocalConnection(config.kubeconfig, config.context);
   logger.info({ server: localConnection.server, namespace: config.namespace }, "fleet-mirror starting");
   // The admin server reads the controller through getters: it starts first (health
-  // and metrics answer while the controller starts) and outlives the Supervisor.
+  // and metrics answer while the controller starts, and on a standby) and outlives
+  // the Supervisor.
   let supervisor: Supervisor | undefined;
-  const leadership = alwaysLeading(config.leaderElectionIdentity);
-  const source = runAdminSource(
-    () => supervisor,
-    () => leadership,
-  );
+  // The elector has a client of its own: the Supervisor's comes and goes with leadership.
+  const leaseClient = config.leaderElect
+    ? new KubeClient(localConnection, { userAgent: "fleet-mirror/leader-election" })
+    : undefined;
+  const elector = leaseClient ? leaderElector(config, leaseClient, logger) : undefined;
+  const always = alwaysLeading(config.leaderElectionIdentity);
+  const source = runAdminSource(() => supervisor, elector ? () => elector.leadership() : () => always);
   let admin: AdminServer | undefined;
   if (config.adminAddr !== "")
     admin = await startAdminServer({ addr: config.adminAddr, logger, source, registry: createMetrics(source) });
-  supervisor = new Supervisor({ config, localConnection, logger });
-  supervisor.start();
+  let stopping = false;
+  const startController = (): void => {
+    if (stopping || supervisor) return;
+    supervisor = new Supervisor({ config, localConnection, logger });
+    supervisor.start();
+  };
+  if (elector) {
+    // Only the holder of the Lease runs the controller: a standby neither watches the
+    // remote clusters nor writes anything but (when it takes it) the Lease.
+    elector.on("started-leading", startController);
+    elector.on("stopped-leading", (reason) => {
+      // No overlap with the next leader: the elector gave up `renewDeadline` after its
+      // last successful renewal was sent, and nobody can take the Lease before
+      // `leaseDuration` after it; the difference (3 s by default) is the margin in
+      // which this process must stop writing. So no graceful stop (which would wait
+      // for in-flight writes): process.exit ends every worker thread — the local
+      // writer first of all — at once, and Kubernetes restarts the Pod, which then
+      // campaigns again as a standby (controller-runtime does the same).
+      logger.error(
+        { lease: elector.lease, identity: elector.identity, reason },
+        `leadership lost (${reason}): stopping all writes and exiting`,
+      );
+      process.exit(1);
+    });
+    elector.run();
+  } else {
+    startController();
+  }
   const signal = await untilSignal();
-  logger.info({ signal }, "stopping: finishing in-flight writes; mirrors stay in place");
-  await supervisor.stop();
+  stopping = true;
+  if (supervisor) {
+    logger.info({ signal }, "stopping: finishing in-flight writes; mirrors stay in place");
+    // While the writes finish the elector keeps renewing the Lease; it is released
+    // only once nothing of ours writes any more.
+    await supervisor.stop();
+  } else {
+    logger.info({ signal }, "stopping: standby, not leading");
+  }
+  await elector?.stop();
+  leaseClient?.close();
   await admin?.close();
   logger.info("stopped");
   return 0;
+}
+
+function leaderElector(config: Config, client: KubeClient, logger: Logger): LeaderElector {
+  return new LeaderElector({
+    client,
+    namespace: config.leaderElectionNamespace,
+    name: config.leaderElectionId,
+    identity: config.leaderElectionIdentity,
+    leaseDurationMs: config.leaseDurationMs,
+    renewDeadlineMs: config.renewDeadlineMs,
+    retryPeriodMs: config.retryPeriodMs,
+    logger: logger.child({ component: "leader-election" }),
+  });
 }
