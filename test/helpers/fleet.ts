@@ -467,7 +467,8 @@ export class ControllerProcess {
   async adminUrl(timeoutMs = 15_000): Promise<string> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      for (const line of this.output.split("\n")) {
+      // Complete lines only: the last piece may be a line still arriving.
+      for (const line of this.output.split("\n").slice(0, -1)) {
         if (!line.includes('"admin server listening"')) continue;
         const url: unknown = JSON.parse(line).url;
         if (typeof url === "string") return url;

@@ -1,0 +1,231 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import {
+  addClusterCounters,
+  addWriterCounters,
+  type ClusterCounters,
+  clusterCountersOf,
+  EMPTY_CLUSTER_COUNTERS,
+  EMPTY_WRITER_COUNTERS,
+} from "../../src/admin/counters.ts";
+import {
+  clustersByState,
+  countConflicts,
+  createMetrics,
+  histogramValues,
+  type MetricsSource,
+  writeLabels,
+} from "../../src/admin/metrics.ts";
+import { alwaysLeading, runAdminSource } from "../../src/admin/run-source.ts";
+import { checkText } from "../../src/admin/server.ts";
+import type { Leadership } from "../../src/admin/source.ts";
+import { WRITE_DURATION_BUCKETS } from "../../src/protocol/messages.ts";
+import type { ClusterRow, FleetCounters, FleetStatus } from "../../src/supervisor/supervisor.ts";
+
+function row(cluster: string, state: string, mirrors = 0): ClusterRow {
+  return {
+    cluster,
+    secret: `fleet-mirror/${cluster}`,
+    state,
+    mirrors,
+    exportedServices: mirrors,
+    restarts: 0,
+    gateways: [],
+    problems: [],
+  };
+}
+
+function snapshot(lists: number, watchesStarted: number, failuresByReason: Record<string, number> = {}) {
+  return { watch: { lists, watchesStarted, failures: 0, relistsOnGone: 0 }, failuresByReason };
+}
+
+const histogram = (count: number) => ({
+  buckets: WRITE_DURATION_BUCKETS.map(() => count),
+  sum: count / 100,
+  count,
+});
+
+describe("counters across restarts", () => {
+  it("never go down when an incarnation ends and the next one counts from zero", () => {
+    // Two incarnations: the first reaches 3 lists then crashes; the second starts at 0.
+    const timeline: { epoch: number; status: ReturnType<typeof snapshot> }[] = [
+      { epoch: 1, status: snapshot(1, 1, { timeout: 1 }) },
+      { epoch: 1, status: snapshot(3, 4, { timeout: 2 }) },
+      { epoch: 2, status: snapshot(0, 0) },
+      { epoch: 2, status: snapshot(1, 1, { refused: 1 }) },
+    ];
+    let base: ClusterCounters = EMPTY_CLUSTER_COUNTERS;
+    let current: (typeof timeline)[number] | undefined;
+    let previousTotal = EMPTY_CLUSTER_COUNTERS;
+    for (const next of timeline) {
+      if (current && current.epoch !== next.epoch) base = addClusterCounters(base, clusterCountersOf(current.status));
+      current = next;
+      const total = addClusterCounters(base, clusterCountersOf(current.status));
+      assert.ok(total.lists >= previousTotal.lists);
+      assert.ok(total.watchReconnects >= previousTotal.watchReconnects);
+      for (const [reason, n] of Object.entries(previousTotal.failuresByReason))
+        assert.ok((total.failuresByReason[reason] ?? 0) >= n, reason);
+      previousTotal = total;
+    }
+    assert.deepEqual(previousTotal, {
+      lists: 4,
+      watchReconnects: 3,
+      relistsOnGone: 0,
+      failuresByReason: { timeout: 2, refused: 1 },
+    });
+  });
+
+  it("count a watch as a reconnect only after the first watch of an incarnation", () => {
+    assert.equal(clusterCountersOf(snapshot(0, 0)).watchReconnects, 0);
+    assert.equal(clusterCountersOf(snapshot(1, 1)).watchReconnects, 0);
+    assert.equal(clusterCountersOf(snapshot(2, 5)).watchReconnects, 4);
+  });
+
+  it("add writer writes key by key and histograms bucket by bucket", () => {
+    const a = { writes: { "create/Service/ok": 2 }, retries: 1, writeDuration: histogram(2) };
+    const b = {
+      writes: { "create/Service/ok": 1, "update/Endpoints/409": 1 },
+      retries: 0,
+      writeDuration: histogram(1),
+    };
+    const sum = addWriterCounters(addWriterCounters(EMPTY_WRITER_COUNTERS, a), b);
+    assert.deepEqual(sum.writes, { "create/Service/ok": 3, "update/Endpoints/409": 1 });
+    assert.equal(sum.retries, 1);
+    assert.deepEqual(sum.writeDuration, histogram(3));
+  });
+});
+
+describe("metric values", () => {
+  it("map writer keys to verb, API resource and result, skipping malformed keys", () => {
+    assert.deepEqual(writeLabels("create/Service/ok"), { verb: "create", resource: "services", result: "ok" });
+    assert.deepEqual(writeLabels("update/Endpoints/409"), { verb: "update", resource: "endpoints", result: "409" });
+    assert.deepEqual(writeLabels("create/Namespace/error"), {
+      verb: "create",
+      resource: "namespaces",
+      result: "error",
+    });
+    assert.equal(writeLabels("create/Service"), undefined);
+    assert.equal(writeLabels("a/b/c/d"), undefined);
+  });
+
+  it("count clusters by state, every known state present even at zero", () => {
+    const counts = clustersByState({
+      secretsListed: true,
+      writer: undefined,
+      writerRestarts: 0,
+      clusters: [row("a", "synced"), row("b", "synced"), row("c", "stale"), row("", "invalid")],
+    });
+    assert.equal(counts.get("synced"), 2);
+    assert.equal(counts.get("stale"), 1);
+    assert.equal(counts.get("invalid"), 1);
+    assert.equal(counts.get("crash-loop"), 0);
+  });
+
+  it("count conflicts: mirrors blocked by a user's object or another cluster, not by a missing namespace", () => {
+    const blocked = (reason: string) => ({ key: `ns/${reason}`, reason, message: reason });
+    const fleet: FleetStatus = {
+      secretsListed: true,
+      writerRestarts: 0,
+      clusters: [],
+      writer: {
+        ready: true,
+        queueDepth: 0,
+        inFlight: 0,
+        writes: {},
+        retries: 0,
+        writeDuration: histogram(0),
+        clusters: {
+          a: { mirrors: 3, complete: true, blocked: [blocked("user-owned"), blocked("namespace-missing")] },
+          b: { mirrors: 1, complete: true, blocked: [blocked("owned-by-other-cluster")] },
+        },
+      },
+    };
+    assert.equal(countConflicts(fleet), 2);
+    assert.equal(countConflicts(undefined), 0);
+  });
+
+  it("expose a histogram snapshot as cumulative buckets ending in +Inf = count, with sum and count", () => {
+    const values = histogramValues("x", { buckets: [0, 1, 1, 2, 2, 2, 2, 2, 2, 2, 3], sum: 12.5, count: 4 });
+    const buckets = values.filter((v) => v.metricName === "x_bucket");
+    assert.deepEqual(
+      buckets.map((b) => b.labels.le),
+      [...WRITE_DURATION_BUCKETS, "+Inf"],
+    );
+    assert.deepEqual(buckets.at(-1)?.value, 4);
+    assert.deepEqual(values.find((v) => v.metricName === "x_sum")?.value, 12.5);
+    assert.deepEqual(values.find((v) => v.metricName === "x_count")?.value, 4);
+  });
+});
+
+describe("the metrics registry", () => {
+  function source(clusters: string[], leading = true): MetricsSource {
+    const fleet: FleetStatus = {
+      secretsListed: true,
+      writer: undefined,
+      writerRestarts: 0,
+      clusters: clusters.map((c) => row(c, "synced", 2)),
+    };
+    const counters: FleetCounters = {
+      clusters: new Map(clusters.map((c) => [c, { ...EMPTY_CLUSTER_COUNTERS, lists: 1, restarts: 0 }])),
+      writer: EMPTY_WRITER_COUNTERS,
+    };
+    return {
+      fleet: () => (leading ? fleet : undefined),
+      counters: () => (leading ? counters : undefined),
+      leadership: () => ({ enabled: true, leading, identity: "me" }),
+      threadHeaps: async () => [{ thread: "main", used: 10, limit: 20 }],
+    };
+  }
+
+  it("drops the series of a cluster that is gone at the next scrape", async () => {
+    let current = source(["east", "west"]);
+    const registry = createMetrics({
+      fleet: () => current.fleet(),
+      counters: () => current.counters(),
+      leadership: () => current.leadership(),
+      threadHeaps: () => current.threadHeaps(),
+    });
+    const first = await registry.metrics();
+    assert.match(first, /^fleet_mirror_cluster_mirrored_services\{cluster="west"\} 2$/m);
+    assert.match(first, /^fleet_mirror_cluster_lists_total\{cluster="west"\} 1$/m);
+    current = source(["east"]);
+    const second = await registry.metrics();
+    assert.doesNotMatch(second, /cluster="west"/);
+    assert.match(second, /^fleet_mirror_cluster_mirrored_services\{cluster="east"\} 2$/m);
+    assert.match(second, /^fleet_mirror_thread_heap_used_bytes\{thread="main"\} 10$/m);
+    assert.match(second, /^process_resident_memory_bytes \d+/m);
+  });
+
+  it("reports a standby as not leading, with no cluster series", async () => {
+    const text = await createMetrics(source(["east"], false)).metrics();
+    assert.match(text, /^fleet_mirror_leader 0$/m);
+    assert.doesNotMatch(text, /cluster="east"/);
+    assert.match(text, /^fleet_mirror_write_retries_total 0$/m);
+  });
+});
+
+describe("health and readiness", () => {
+  it("say ok, or the reason; verbose names the check", () => {
+    assert.equal(checkText("readyz", { ok: true }, false), "ok\n");
+    assert.equal(checkText("readyz", { ok: false, reason: "not yet" }, false), "not yet\n");
+    assert.equal(
+      checkText("readyz", { ok: false, reason: "not yet" }, true),
+      "[-]readyz failed: not yet\nreadyz check failed\n",
+    );
+    assert.equal(checkText("healthz", { ok: true }, true), "[+]healthz ok\nhealthz check passed\n");
+  });
+
+  it("a standby is ready and healthy; a leader without a controller yet is healthy but not ready", () => {
+    let leadership: Leadership = { enabled: true, leading: false, identity: "me" };
+    const admin = runAdminSource(
+      () => undefined,
+      () => leadership,
+    );
+    assert.deepEqual(admin.ready(), { ok: true, reason: "standby: not leading" });
+    assert.deepEqual(admin.healthy(), { ok: true });
+    assert.equal(admin.fleet(), undefined);
+    leadership = alwaysLeading("me", 0);
+    assert.equal(admin.ready().ok, false);
+    assert.deepEqual(admin.healthy(), { ok: true });
+  });
+});
