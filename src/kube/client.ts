@@ -15,6 +15,7 @@
 import { readFileSync } from "node:fs";
 import * as http from "node:http";
 import * as https from "node:https";
+import * as tls from "node:tls";
 import type { ConnectionSpec } from "./connection.ts";
 
 export type HttpMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
@@ -217,13 +218,18 @@ export class KubeClient {
       connection.auth.kind === "token-file" ? { path: connection.auth.path, token: "", readAt: 0 } : undefined;
     if (url.protocol === "https:") {
       this.#transport = https;
-      this.#agent = new https.Agent({
-        keepAlive: true,
-        rejectUnauthorized: connection.insecureSkipTlsVerify !== true,
+      // One SecureContext per client: given ca/cert/key instead, every new connection
+      // parses the PEMs again (a burst of connections then costs milliseconds each).
+      const secureContext = tls.createSecureContext({
         ...(connection.caPem !== undefined ? { ca: connection.caPem } : {}),
         ...(connection.auth.kind === "client-certificate"
           ? { cert: connection.auth.certPem, key: connection.auth.keyPem }
           : {}),
+      });
+      this.#agent = new https.Agent({
+        keepAlive: true,
+        rejectUnauthorized: connection.insecureSkipTlsVerify !== true,
+        secureContext,
         ...(connection.tlsServerName !== undefined ? { servername: connection.tlsServerName } : {}),
       });
     } else {

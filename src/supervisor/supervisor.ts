@@ -36,7 +36,7 @@ import {
 import type { Config } from "../config.ts";
 import type { ClusterSettings } from "../core/desired.ts";
 import { SECRET_TYPE } from "../core/labels.ts";
-import type { Secret } from "../core/objects.ts";
+import { objectKey, type Secret } from "../core/objects.ts";
 import { KubeClient } from "../kube/client.ts";
 import type { ConnectionSpec } from "../kube/connection.ts";
 import { Watcher } from "../kube/watcher.ts";
@@ -56,7 +56,7 @@ import {
   type WriterStatus,
 } from "../protocol/messages.ts";
 import { placeClusters } from "./placement.ts";
-import { parseCredentialsSecret } from "./registration.ts";
+import { type ParsedSecret, parseCredentialsSecret } from "./registration.ts";
 import { computeRegistry, type RegisteredCluster, type RegistryState, type SecretEntry } from "./registry.ts";
 import { DEFAULT_RESTART_POLICY, decideRestart, type RestartPolicy } from "./restart-policy.ts";
 import { workerEntry } from "./worker-entry.ts";
@@ -185,6 +185,8 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
   #epoch = 0;
   #registry: RegistryState = { registered: new Map(), duplicates: [], invalid: [], keep: [] };
   readonly #winners = new Map<string, string>();
+  readonly #parsedSecrets = new Map<string, { readonly version: string; readonly parsed: ParsedSecret }>();
+  #registryScheduled = false;
   readonly #reported = new Map<string, string>();
   #writer: Worker | undefined;
   #writerReady = false;
@@ -212,8 +214,8 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
       expectedKind: "Secret",
       fieldSelector: `type=${SECRET_TYPE}`,
     });
-    this.#secrets.on("change", () => this.#reconcileRegistry());
-    this.#secrets.on("listed", () => this.#reconcileRegistry());
+    this.#secrets.on("change", () => this.#scheduleRegistry());
+    this.#secrets.on("listed", () => this.#scheduleRegistry());
     this.#secrets.on("failure", (f) =>
       this.#log.warn({ failure: f }, `listing credentials Secrets failed: ${f.message}`),
     );
@@ -405,15 +407,42 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
   // -------------------------------------------------------------------------------
   // Registry: Secrets → registrations → actors
 
+  /**
+   * Level-triggered: a list delivers one `change` per Secret, so recomputing the
+   * registry per event would cost O(K²) kubeconfig parses at start-up (K = 1000: minutes
+   * of main-thread CPU). Events only mark the registry dirty; one pass runs per turn of
+   * the event loop over whatever the store holds then.
+   */
+  #scheduleRegistry(): void {
+    if (this.#registryScheduled) return;
+    this.#registryScheduled = true;
+    setImmediate(() => {
+      this.#registryScheduled = false;
+      this.#reconcileRegistry();
+    });
+  }
+
+  /**
+   * The parse of a Secret, reused while its uid and resourceVersion are unchanged (a
+   * kubeconfig is YAML: ~0.1–1 ms each). Entries of Secrets no longer listed are dropped.
+   */
+  #parseSecret(secret: Secret, seen: Set<string>): ParsedSecret {
+    const key = objectKey(secret.metadata);
+    seen.add(key);
+    const version = `${secret.metadata.uid ?? ""}/${secret.metadata.resourceVersion ?? ""}`;
+    const cached = this.#parsedSecrets.get(key);
+    if (cached && cached.version === version && secret.metadata.resourceVersion !== undefined) return cached.parsed;
+    const parsed = parseCredentialsSecret(secret, { allowFilePaths: this.#config.allowKubeconfigFilePaths });
+    this.#parsedSecrets.set(key, { version, parsed });
+    return parsed;
+  }
+
   #reconcileRegistry(): void {
     if (this.#stopping) return;
     const entries: SecretEntry[] = [];
-    for (const secret of this.#secrets.values()) {
-      entries.push({
-        secret,
-        parsed: parseCredentialsSecret(secret, { allowFilePaths: this.#config.allowKubeconfigFilePaths }),
-      });
-    }
+    const seen = new Set<string>();
+    for (const secret of this.#secrets.values()) entries.push({ secret, parsed: this.#parseSecret(secret, seen) });
+    for (const key of this.#parsedSecrets.keys()) if (!seen.has(key)) this.#parsedSecrets.delete(key);
     const registry = computeRegistry(entries, this.#winners);
     this.#registry = registry;
     this.#winners.clear();

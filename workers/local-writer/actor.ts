@@ -50,6 +50,9 @@ const MIRROR_SELECTOR = `${MIRRORED_SERVICE}=true`;
 const STATUS_INTERVAL_MS = 1_000;
 /** An Event with the same object, reason and message is not repeated within this window. */
 const EVENT_DEDUP_MS = 10 * 60_000;
+/** Event POSTs in flight at once, and Events waiting at most (see recordEvent). */
+const EVENT_CONCURRENCY = 2;
+const EVENT_QUEUE_MAX = 2_000;
 
 /** Compares two resourceVersions of the same object; etcd-backed ones are integers. */
 function newer(a: string | undefined, b: string | undefined): boolean {
@@ -83,6 +86,8 @@ export class LocalWriterActor {
   readonly #blocked = new Map<string, Blocked & { cluster: string }>();
   readonly #actorPorts = new Map<string, { epoch: number; port: ActorPort }>();
   readonly #eventsSent = new Map<string, number>();
+  readonly #eventQueue: { readonly event: EventRequest; readonly dedupKey: string; readonly done: () => void }[] = [];
+  #eventsInFlight = 0;
   readonly #writes: Record<string, number> = {};
   /** Write latency, cumulative per bucket of WRITE_DURATION_BUCKETS (see LatencyHistogram). */
   readonly #writeDuration = { buckets: WRITE_DURATION_BUCKETS.map(() => 0), sum: 0, count: 0 };
@@ -199,12 +204,47 @@ export class LocalWriterActor {
     }
   }
 
-  /** Records a Kubernetes Event (deduplicated); failures are logged and counted, never thrown. */
-  async recordEvent(event: EventRequest): Promise<void> {
+  /**
+   * Records a Kubernetes Event (deduplicated); failures are logged and counted, never
+   * thrown. Events wait in a bounded queue sent by EVENT_CONCURRENCY requests at a time:
+   * a fleet start registers K clusters at once, and K parallel POSTs (K = 1000) opened K
+   * TLS connections and starved the mirror writes. When the queue is full the oldest
+   * pending Event is dropped (counted as `create/Event/dropped`), like client-go's
+   * broadcaster drops when its channel is full. Resolves once sent or dropped.
+   */
+  recordEvent(event: EventRequest): Promise<void> {
     const dedupKey = `${event.involved.kind}/${event.involved.namespace}/${event.involved.name}/${event.reason}/${event.message}`;
     const last = this.#eventsSent.get(dedupKey);
-    if (last !== undefined && Date.now() - last < EVENT_DEDUP_MS) return;
+    if (last !== undefined && Date.now() - last < EVENT_DEDUP_MS) return Promise.resolve();
     this.#eventsSent.set(dedupKey, Date.now());
+    return new Promise<void>((resolve) => {
+      if (this.#eventQueue.length >= EVENT_QUEUE_MAX) {
+        const dropped = this.#eventQueue.shift();
+        if (dropped) {
+          this.#eventsSent.delete(dropped.dedupKey);
+          this.#count("create", "Event", "dropped");
+          dropped.done();
+        }
+      }
+      this.#eventQueue.push({ event, dedupKey, done: resolve });
+      this.#pumpEvents();
+    });
+  }
+
+  #pumpEvents(): void {
+    while (this.#eventsInFlight < EVENT_CONCURRENCY && !this.#stopped) {
+      const next = this.#eventQueue.shift();
+      if (!next) return;
+      this.#eventsInFlight += 1;
+      void this.#sendEvent(next.event, next.dedupKey).finally(() => {
+        this.#eventsInFlight -= 1;
+        next.done();
+        this.#pumpEvents();
+      });
+    }
+  }
+
+  async #sendEvent(event: EventRequest, dedupKey: string): Promise<void> {
     const now = new Date().toISOString();
     try {
       await this.#client.request("POST", `/api/v1/namespaces/${event.involved.namespace}/events`, {
@@ -237,6 +277,10 @@ export class LocalWriterActor {
     clearInterval(this.#resyncTimer);
     clearInterval(this.#statusTimer);
     this.#queue.shutDown();
+    // Events still waiting are best-effort notices, not state: they are not sent after stop.
+    const unsent = this.#eventQueue.splice(0);
+    if (unsent.length > 0) this.#log.info({ events: unsent.length }, "stopping: pending Kubernetes Events not sent");
+    for (const pending of unsent) pending.done();
     await this.#workers;
     await Promise.all([this.#services.stop(), this.#endpoints.stop(), this.#namespaces.stop()]);
     for (const { port } of this.#actorPorts.values()) port.close();
