@@ -42,6 +42,8 @@ WORKDIR /app
 COPY --from=deps /app/package.json ./package.json
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+# `link` and `check` read the RBAC they create and review from deploy/rbac/ at run time.
+COPY deploy/rbac ./deploy/rbac
 USER 65532:65532
 # The admin server (/metrics, /healthz, /readyz, /status; --admin-addr, default :9999).
 EXPOSE 9999
