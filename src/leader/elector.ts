@@ -18,8 +18,9 @@
  *   renewDeadlineMs` (3 s by default) is the margin in which the old leader must stop
  *   writing (`run.ts` terminates the writer at once), and which also absorbs clock-rate
  *   differences (never offsets: no wall clocks are compared);
- * - a leader that reads the Lease and finds another holder (or none) loses leadership
- *   at once, without waiting for the deadline.
+ * - a leader that reads the Lease and finds another holder, none, or no Lease at all
+ *   (deleted) loses leadership at once, without waiting for the deadline; it never
+ *   re-takes or recreates a Lease it did not keep.
  *
  * Events: "started-leading" once when the Lease is acquired; "stopped-leading"(reason)
  * at most once, when leadership is LOST (not on `stop()`). Losing is terminal: the
@@ -228,6 +229,12 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
             return 0;
           }
           return this.#candidateDelay(decision.expiresAt);
+        }
+        if (this.#leading && decision.action === "create") {
+          // Deleted under us: a candidate may create it and lead at once, without
+          // waiting for any expiry, so recreating it could overlap with that leader.
+          this.#lose("the Lease was deleted");
+          return 0;
         }
         if (this.#leading && decision.action === "update" && decision.acquire) {
           // The Lease says it is not ours any more (released or changed by someone

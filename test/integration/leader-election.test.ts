@@ -90,8 +90,18 @@ describe("leader election (two controller processes, one Lease)", () => {
   /** Every replica of the current test, for its diagnostics. */
   const started = new Set<Replica>();
 
-  async function startReplica(identity: string, timings: readonly string[] = SHORT_TIMINGS): Promise<Replica> {
-    const controller = await fleet.startProcess(["--leader-elect", "--leader-election-identity", identity, ...timings]);
+  /**
+   * Starts `fleet-mirror run --leader-elect` as `identity` with `timings`; `electing:
+   * false` starts it without leader election (the identity is then only a label).
+   */
+  async function startReplica(
+    identity: string,
+    timings: readonly string[] = SHORT_TIMINGS,
+    electing = true,
+  ): Promise<Replica> {
+    const controller = await fleet.startProcess(
+      electing ? ["--leader-elect", "--leader-election-identity", identity, ...timings] : [],
+    );
     const replica: Replica = {
       identity,
       process: controller,
@@ -248,6 +258,16 @@ describe("leader election (two controller processes, one Lease)", () => {
       const lease = await readLease();
       assert.equal(lease?.spec?.leaseDurationSeconds, 4);
       assert.ok((lease?.spec?.leaseTransitions ?? 0) >= 1, "taking the Lease from another holder is a transition");
+    });
+  });
+
+  it("without --leader-elect the controller runs at once and touches no Lease", async (t) => {
+    await scenario(t, async () => {
+      const plain = await startReplica("no-election", [], false);
+      await mirrorNew("plain", "svc");
+      assert.equal(await readLease(), undefined);
+      assert.equal(hasLog(plain, /Lease/), false, plain.process.output);
+      assert.equal(await plain.process.stop("SIGTERM"), 0, plain.process.output);
     });
   });
 
@@ -505,6 +525,23 @@ describe("LeaderElector in process, on the real API server (least-privilege toke
     assert.equal(stoppedLeading, false, "stop() is not a loss");
     assert.equal(a.leadership().leading, false);
     assert.equal(await leaseHolder(name), "b");
+  });
+
+  it("a leader whose Lease is deleted loses leadership at its next renewal and does not recreate it", async () => {
+    const name = nextLease();
+    const a = elector("a", name);
+    const lost: string[] = [];
+    a.on("stopped-leading", (reason) => lost.push(reason));
+    a.run();
+    await eventually("a to lead", () => (a.isLeader ? true : undefined));
+    await leases.deleteNamespacedLease({ namespace: CONTROLLER_NAMESPACE, name });
+    await eventually("a to lose leadership", () => lost[0], 5_000, 20);
+    assert.deepEqual(lost, ["the Lease was deleted"]);
+    await sleep(1_000);
+    await assert.rejects(
+      leases.readNamespacedLease({ namespace: CONTROLLER_NAMESPACE, name }),
+      (error) => statusCode(error) === 404,
+    );
   });
 
   it("a leader whose API server hangs loses leadership at the renew deadline, not later, and never writes again", async () => {
