@@ -4,11 +4,15 @@
  * clock runs from the remote status write until a watch on the local mirror Endpoints
  * has seen every one of them point at the new IP.
  *
- * The limit: a bare client updating 2 000 identical Endpoints (copies of the mirrors in
- * a fresh namespace, created untimed) to the new IP with the same concurrency (16), one
- * PUT each. ratio = bare time / fleet-mirror time.
+ * The limit: a bare client making the same writes on identical objects (copies of the
+ * 2 000 mirror Services and Endpoints in a fresh namespace, created untimed) with the
+ * same concurrency (16): per mirror, one PUT of the Endpoints to the new IP, then one
+ * PUT of the Service with its new `mirror.linkerd.io/remote-gateway-resource-version`
+ * annotation (SPEC §3: the Service carries the gateway's resourceVersion, so a gateway
+ * change rewrites both objects of every mirror). ratio = bare time / fleet-mirror time.
  */
-import type { Endpoints } from "../src/core/objects.ts";
+import { REMOTE_GATEWAY_RESOURCE_VERSION } from "../src/core/labels.ts";
+import type { Endpoints, Service } from "../src/core/objects.ts";
 import { converge, WRITE_CONCURRENCY } from "./cold-convergence.ts";
 import {
   type BenchOptions,
@@ -51,22 +55,31 @@ export async function runGatewayFanout(opts: BenchOptions): Promise<ScenarioResu
     await watch.stop();
     await supervisor.stop();
 
-    // The bare-client limit on copies of the same Endpoints.
+    // The bare-client limit: the same two writes per mirror on copies of the same objects.
     const ns = "bare-fanout";
     await ensureLocalNamespace(client, ns);
-    const copies: Endpoints[] = [];
+    const services = new Map(run.services.map((svc) => [svc.metadata.name, svc]));
+    const copies: { endpoints: Endpoints; service: Service }[] = [];
     await runPool(run.endpoints, WRITE_CONCURRENCY, async (ep) => {
-      copies.push(
-        await client.request<Endpoints>("POST", collectionPath("endpoints", ns), { body: copyForCreate(ep, ns) }),
-      );
+      const svc = services.get(ep.metadata.name);
+      if (!svc) throw new Error(`no mirror Service for Endpoints ${ep.metadata.name}`);
+      const [endpoints, service] = await Promise.all([
+        client.request<Endpoints>("POST", collectionPath("endpoints", ns), { body: copyForCreate(ep, ns) }),
+        client.request<Service>("POST", collectionPath("services", ns), { body: copyForCreate(svc, ns) }),
+      ]);
+      copies.push({ endpoints, service });
     });
     const bareStarted = Date.now();
-    await runPool(copies, WRITE_CONCURRENCY, async (ep) => {
+    await runPool(copies, WRITE_CONCURRENCY, async ({ endpoints: ep, service: svc }) => {
       const body = {
         ...ep,
         subsets: [{ addresses: [{ ip: NEW_IP }], ports: ep.subsets?.[0]?.ports ?? [{ port: GATEWAY_PORT }] }],
       };
       await client.request("PUT", `${collectionPath("endpoints", ns)}/${ep.metadata.name}`, { body });
+      const annotations = { ...svc.metadata.annotations, [REMOTE_GATEWAY_RESOURCE_VERSION]: "bare-client" };
+      await client.request("PUT", `${collectionPath("services", ns)}/${svc.metadata.name}`, {
+        body: { ...svc, metadata: { ...svc.metadata, annotations } },
+      });
     });
     const bareMs = Date.now() - bareStarted;
     const row = {

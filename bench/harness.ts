@@ -172,7 +172,9 @@ export async function waitAllSynced(supervisor: Supervisor, clusters: number, ti
       return rows.length === clusters && rows.every((r) => r.state === "synced") ? true : undefined;
     },
     timeoutMs,
-    50,
+    // Supervisor.status() costs milliseconds at K = 1000: polling faster would load the
+    // very main thread being measured.
+    250,
   );
   return Date.now() - startedAt;
 }
@@ -195,7 +197,7 @@ export async function waitWriterIdle(supervisor: Supervisor, timeoutMs = 900_000
       return w?.ready && w.queueDepth === 0 && w.inFlight === 0 ? true : undefined;
     },
     timeoutMs,
-    50,
+    250,
   );
 }
 

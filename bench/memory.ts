@@ -1,32 +1,42 @@
 /**
- * Memory and startup (generalizes bench/actor-memory.ts): K credentials Secrets
- * (distinct cluster names) all pointing at one remote API server with S exported
- * Services. Reports process RSS before the controller starts (after a full GC), once
- * every cluster is synced and the writer is idle, (RSS − baseline) / K, the time from
- * start until every cluster is synced, and the heap of every actor thread
- * (`Worker.getHeapStatistics()`).
+ * Memory and startup, measured on the production build: `fleet-mirror run` from `dist/`
+ * (what the image runs; `npm run bench` builds it first) as a separate OS process, with
+ * K credentials Secrets (distinct cluster names) all pointing at one remote API server
+ * with S exported Services.
  *
- * Thread mode (one thread per cluster) at K = 50 and 200. Packed mode at K = 1000 only
- * when `Config` has `maxThreads`; otherwise that row is null with the reason.
+ * Per K, two processes in turn: a baseline (no credentials Secret: supervisor, local
+ * writer and admin server only), then the fleet. RSS is the kernel's (VmRSS of the
+ * process, every thread included), read once every cluster is synced and the writer
+ * idle (plus a few seconds to settle); per cluster = (RSS − baseline RSS) / K. Startup
+ * is the time from spawning the process until /status shows all K clusters synced.
+ * Per-thread heaps come from the process's own /metrics
+ * (fleet_mirror_thread_heap_used_bytes). No GC is forced: the figure is what a Pod's
+ * memory limit has to hold.
+ *
+ * Thread mode (one thread per cluster) at K = 50 and 200; packed mode
+ * (--max-threads 8) at K = 1000.
  */
-import type { Worker } from "node:worker_threads";
-import { type Config, defaultConfig } from "../src/config.ts";
-import { Fleet } from "../test/helpers/fleet.ts";
+import { readFileSync } from "node:fs";
+import { createServer } from "node:net";
+import type { AdminStatus } from "../src/admin/source.ts";
+import { type ControllerProcess, Fleet } from "../test/helpers/fleet.ts";
 import {
   type BenchOptions,
   mb,
   printTable,
+  progress,
   round,
   type ScenarioResult,
   shapeRemote,
   sleep,
-  waitAllSynced,
-  waitWriterIdle,
   writeResult,
 } from "./harness.ts";
 
 const SERVICES = 10;
 const PACKED_THREADS = 8;
+const SETTLE_MS = 3_000;
+/** As the other scenarios: no client-side write limit (it only lengthens the wait for idle). */
+const WRITE_ARGS = ["--write-qps", "0", "--write-concurrency", "16"];
 
 type Row = {
   readonly mode: string;
@@ -35,57 +45,148 @@ type Row = {
   readonly threads: number | null;
   readonly baselineRssMb: number | null;
   readonly rssMb: number | null;
+  readonly peakRssMb: number | null;
   readonly perClusterRssMb: number | null;
   readonly allSyncedMs: number | null;
+  readonly writerIdleMs: number | null;
   readonly actorHeapUsedMbAvg: number | null;
   readonly actorHeapUsedMbMax: number | null;
-  readonly actorHeapTotalMbAvg: number | null;
   readonly note?: string;
 };
 
-/** Whether the controller has the packed placement (`Config.maxThreads`). */
-export function packedModeAvailable(): boolean {
-  return "maxThreads" in defaultConfig();
+/** VmRSS and VmHWM (peak) of a process, in bytes, from /proc. */
+function processRss(pid: number): { rss: number; peak: number } {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? Number.NaN);
+  return { rss: kb("VmRSS") * 1024, peak: kb("VmHWM") * 1024 };
 }
 
-async function measure(mode: string, clusters: number, overrides: Partial<Config>): Promise<Row> {
+async function getText(url: string): Promise<string> {
+  const res = await fetch(url, { signal: AbortSignal.timeout(30_000) });
+  if (!res.ok) throw new Error(`GET ${url}: ${res.status}`);
+  return res.text();
+}
+
+/** /status; undefined while the admin server does not answer yet (the process is starting). */
+async function adminStatus(admin: string): Promise<AdminStatus | undefined> {
+  try {
+    return JSON.parse(await getText(`${admin}/status`)) as AdminStatus;
+  } catch (error) {
+    if (error instanceof TypeError) return undefined; // fetch failed: connection refused
+    throw error;
+  }
+}
+
+/** Polls /status until `done` holds (every 250 ms: polling must not load the controller). */
+async function waitStatus(
+  proc: ControllerProcess,
+  admin: string,
+  what: string,
+  done: (s: AdminStatus) => boolean,
+  timeoutMs = 1_800_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let reported = Date.now();
+  for (;;) {
+    if (proc.child.exitCode !== null) throw new Error(`controller exited while waiting for ${what}:\n${proc.output}`);
+    const s = await adminStatus(admin);
+    if (s && done(s)) return;
+    if (s && Date.now() - reported > 10_000) {
+      reported = Date.now();
+      const counts: Record<string, number> = {};
+      for (const r of s.clusters ?? []) counts[r.state] = (counts[r.state] ?? 0) + 1;
+      const w = s.writer;
+      progress(
+        `waiting for ${what}: ${JSON.stringify(counts)}; writer queue ${w?.queueDepth ?? "?"}, in flight ${w?.inFlight ?? "?"}`,
+      );
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(250);
+  }
+}
+
+const writerIdle = (s: AdminStatus): boolean =>
+  s.writer?.ready === true && s.writer.queueDepth === 0 && s.writer.inFlight === 0;
+
+/** Used heap of every remote-cluster thread, from the process's /metrics. */
+async function actorHeaps(admin: string): Promise<number[]> {
+  const text = await getText(`${admin}/metrics`);
+  const used: number[] = [];
+  for (const line of text.split("\n")) {
+    const m = /^fleet_mirror_thread_heap_used_bytes\{thread="remote-cluster\/[^"]*"\} (\S+)$/.exec(line);
+    if (m?.[1]) used.push(Number(m[1]));
+  }
+  return used;
+}
+
+/** A free loopback port: the controllers log at warn, so the admin URL is not in their logs. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (address === null || typeof address === "string") throw new Error("no port");
+  return address.port;
+}
+
+/** `fleet-mirror run` from dist/ at warn level (info logs a line per mirror), and its admin URL. */
+async function startController(fleet: Fleet, args: readonly string[]): Promise<[ControllerProcess, string]> {
+  const port = await freePort();
+  const proc = await fleet.startProcess(
+    ["--log-level", "warn", "--admin-addr", `127.0.0.1:${port}`, ...WRITE_ARGS, ...args],
+    { entry: "dist" },
+  );
+  return [proc, `http://127.0.0.1:${port}`];
+}
+
+async function baselineRss(fleet: Fleet, args: readonly string[]): Promise<number> {
+  const [proc, admin] = await startController(fleet, args);
+  try {
+    await waitStatus(proc, admin, "the writer ready", writerIdle);
+    await sleep(SETTLE_MS);
+    return processRss(proc.child.pid ?? 0).rss;
+  } finally {
+    await proc.stop();
+  }
+}
+
+async function measure(mode: string, clusters: number, args: readonly string[]): Promise<Row> {
   const fleet = await Fleet.start(["remote"]);
   try {
-    const names = await shapeRemote(fleet, "remote", { services: SERVICES, clusters, gatewayIp: "192.0.2.30" });
-    globalThis.gc?.();
-    await sleep(500);
-    const baseline = process.memoryUsage().rss;
+    const baseline = await baselineRss(fleet, args);
+    await shapeRemote(fleet, "remote", { services: SERVICES, clusters, gatewayIp: "192.0.2.30" });
     const started = Date.now();
-    const supervisor = fleet.startInProcess({ logLevel: "silent", ...overrides });
-    await waitAllSynced(supervisor, clusters);
-    const syncedMs = Date.now() - started;
-    await waitWriterIdle(supervisor);
-    await sleep(3_000);
-    globalThis.gc?.();
-    const rss = process.memoryUsage().rss;
-    const threads = new Set<Worker>();
-    for (const name of names) {
-      const thread = supervisor.actorThread(name);
-      if (thread) threads.add(thread);
+    const [proc, admin] = await startController(fleet, args);
+    try {
+      await waitStatus(
+        proc,
+        admin,
+        `${clusters} clusters synced`,
+        (s) => (s.clusters ?? []).length === clusters && (s.clusters ?? []).every((r) => r.state === "synced"),
+      );
+      const syncedMs = Date.now() - started;
+      await waitStatus(proc, admin, "the writer idle", writerIdle);
+      const idleMs = Date.now() - started;
+      await sleep(SETTLE_MS);
+      const { rss, peak } = processRss(proc.child.pid ?? 0);
+      const used = await actorHeaps(admin);
+      return {
+        mode,
+        clusters,
+        servicesPerCluster: SERVICES,
+        threads: used.length,
+        baselineRssMb: mb(baseline),
+        rssMb: mb(rss),
+        peakRssMb: mb(peak),
+        perClusterRssMb: round((rss - baseline) / clusters / 2 ** 20, 2),
+        allSyncedMs: syncedMs,
+        writerIdleMs: idleMs,
+        actorHeapUsedMbAvg: used.length === 0 ? null : mb(used.reduce((a, b) => a + b, 0) / used.length),
+        actorHeapUsedMbMax: used.length === 0 ? null : mb(Math.max(...used)),
+      };
+    } finally {
+      await proc.stop();
     }
-    const heaps = await Promise.all([...threads].map((t) => t.getHeapStatistics()));
-    const used = heaps.map((h) => h.used_heap_size);
-    const total = heaps.map((h) => h.total_heap_size);
-    const avg = (v: number[]) => (v.length === 0 ? null : mb(v.reduce((a, b) => a + b, 0) / v.length));
-    await supervisor.stop();
-    return {
-      mode,
-      clusters,
-      servicesPerCluster: SERVICES,
-      threads: threads.size,
-      baselineRssMb: mb(baseline),
-      rssMb: mb(rss),
-      perClusterRssMb: round((rss - baseline) / clusters / 2 ** 20, 2),
-      allSyncedMs: syncedMs,
-      actorHeapUsedMbAvg: avg(used),
-      actorHeapUsedMbMax: used.length === 0 ? null : mb(Math.max(...used)),
-      actorHeapTotalMbAvg: avg(total),
-    };
   } finally {
     await fleet.stop();
   }
@@ -99,32 +200,34 @@ function notMeasured(mode: string, clusters: number, note: string): Row {
     threads: null,
     baselineRssMb: null,
     rssMb: null,
+    peakRssMb: null,
     perClusterRssMb: null,
     allSyncedMs: null,
+    writerIdleMs: null,
     actorHeapUsedMbAvg: null,
     actorHeapUsedMbMax: null,
-    actorHeapTotalMbAvg: null,
     note,
   };
 }
 
 export async function runMemory(opts: BenchOptions): Promise<ScenarioResult> {
   const rows: Row[] = [];
-  const save = () => writeResult(opts.out, "memory", { smoke: opts.smoke, runs: rows });
+  const save = () => writeResult(opts.out, "memory", { smoke: opts.smoke, entry: "dist/src/main.js run", runs: rows });
   for (const k of opts.smoke ? [5] : [50, 200]) {
-    rows.push(await measure("thread", k, {}));
+    rows.push(await measure("thread", k, []));
     save();
   }
   if (opts.skipPacked) {
     rows.push(notMeasured("packed", 1000, "skipped (--skip-packed)"));
-  } else if (packedModeAvailable()) {
-    // Passed by name so this file typechecks with and without the packed placement.
-    const packed: Partial<Config> = Object.fromEntries([["maxThreads", PACKED_THREADS]]);
-    rows.push(await measure(`packed(${PACKED_THREADS})`, opts.smoke ? 20 : 1000, packed));
   } else {
-    rows.push(notMeasured("packed", 1000, "Config has no maxThreads: the packed placement does not exist yet"));
+    rows.push(
+      await measure(`packed(${PACKED_THREADS})`, opts.smoke ? 20 : 1000, ["--max-threads", String(PACKED_THREADS)]),
+    );
   }
-  printTable("memory and startup (RSS of the whole process; per cluster = (RSS − baseline) / K)", rows);
+  printTable(
+    "memory and startup (fleet-mirror run from dist/; RSS of the process; per cluster = (RSS − baseline) / K)",
+    rows,
+  );
   save();
   const k200 = rows.find((r) => r.mode === "thread" && r.clusters === 200);
   const packed1000 = rows.find((r) => r.mode.startsWith("packed") && r.clusters === 1000);

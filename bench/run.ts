@@ -140,7 +140,7 @@ async function main(): Promise<void> {
   });
   if (values.help) {
     process.stdout.write(
-      `usage: node --expose-gc bench/run.ts [--scenario <${Object.keys(SCENARIOS).join("|")}>]... [--smoke] [--out dir] [--note text] [--steady-rate remote-changes-per-s] [--skip-packed] | --summary-only [--out dir]\n`,
+      `usage: node --expose-gc bench/run.ts [--scenario <${Object.keys(SCENARIOS).join("|")}>]... [--smoke] [--out dir] [--note text] [--steady-rate mirror-changes-per-s] [--skip-packed] | --summary-only [--out dir]\n`,
     );
     return;
   }

@@ -278,14 +278,28 @@ export function planMirror(input: PlanInput): MirrorPlan {
     });
   }
   const { namespace, name } = desired;
-  if (!input.service) actions.push({ verb: "create", kind: "Service", namespace, name, body: serviceBody(desired) });
+  let serviceAction: WriteAction | undefined;
+  if (!input.service) serviceAction = { verb: "create", kind: "Service", namespace, name, body: serviceBody(desired) };
   else if (!serviceMatches(desired, input.service)) {
-    actions.push({ verb: "update", kind: "Service", namespace, name, body: serviceBody(desired, input.service) });
+    serviceAction = { verb: "update", kind: "Service", namespace, name, body: serviceBody(desired, input.service) };
   }
+  let endpointsAction: WriteAction | undefined;
   if (!input.endpoints)
-    actions.push({ verb: "create", kind: "Endpoints", namespace, name, body: endpointsBody(desired) });
+    endpointsAction = { verb: "create", kind: "Endpoints", namespace, name, body: endpointsBody(desired) };
   else if (!endpointsMatch(desired, input.endpoints)) {
-    actions.push({ verb: "update", kind: "Endpoints", namespace, name, body: endpointsBody(desired, input.endpoints) });
+    endpointsAction = {
+      verb: "update",
+      kind: "Endpoints",
+      namespace,
+      name,
+      body: endpointsBody(desired, input.endpoints),
+    };
   }
+  // A new mirror gets its Service first (Endpoints never exist without their Service).
+  // An existing one gets its Endpoints first: the addresses are what traffic follows
+  // (a gateway change also rewrites the Service's gateway-resource-version annotation,
+  // SPEC §3, which routes nothing).
+  const ordered = input.service ? [endpointsAction, serviceAction] : [serviceAction, endpointsAction];
+  for (const action of ordered) if (action) actions.push(action);
   return { actions };
 }

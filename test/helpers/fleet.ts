@@ -12,7 +12,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { writeFileSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { request as httpsRequest } from "node:https";
 import { join } from "node:path";
 import { CoreV1Api, type KubeConfig, type V1Service, type V1ServicePort } from "@kubernetes/client-node";
@@ -329,13 +329,23 @@ export class Fleet {
    * crash/restart tests. Its admin server listens on a free loopback port (see
    * `ControllerProcess.adminUrl`) unless `args` gives another `--admin-addr`.
    */
-  async startProcess(args: readonly string[] = []): Promise<ControllerProcess> {
+  async startProcess(
+    args: readonly string[] = [],
+    options: {
+      /** "dist": the compiled build (`npm run build`), as in production; default: the TS sources. */
+      readonly entry?: "src" | "dist";
+      readonly execArgv?: readonly string[];
+    } = {},
+  ): Promise<ControllerProcess> {
     const kubeconfig = join(this.plane.dir, "controller.kubeconfig");
     writeFileSync(kubeconfig, this.controllerKubeconfig(), { mode: 0o600 });
-    const main = new URL("../../src/main.ts", import.meta.url).pathname;
+    const main = new URL(options.entry === "dist" ? "../../dist/src/main.js" : "../../src/main.ts", import.meta.url)
+      .pathname;
+    if (!existsSync(main)) throw new Error(`${main} does not exist: run \`npm run build\` first`);
     const child = spawn(
       process.execPath,
       [
+        ...(options.execArgv ?? []),
         main,
         "run",
         "--kubeconfig",

@@ -258,7 +258,7 @@ describe("planMirror: updating a mirror that differs", () => {
       {
         what: "the gateway labels changed",
         desired: mirror({ labels: { ...LABELS, "mirror.linkerd.io/remote-gateway-name": "gw-2" } }),
-        expect: ["update Service", "update Endpoints"],
+        expect: ["update Endpoints", "update Service"],
       },
       {
         what: "a foreign label was added by hand",
@@ -285,7 +285,7 @@ describe("planMirror: updating a mirror that differs", () => {
           addresses: [],
           endpointPorts: [],
         }),
-        expect: ["update Service", "update Endpoints"],
+        expect: ["update Endpoints", "update Service"],
       },
       {
         what: "the gateway identity changed",
