@@ -34,6 +34,8 @@ export interface BenchOptions {
   readonly steadyRate?: number | undefined;
   /** Skip the packed-placement row of memory (recorded as null with the reason). */
   readonly skipPacked?: boolean | undefined;
+  /** Thread-mode sizes of the memory scenario instead of 50 and 200 (ad hoc runs; no summary). */
+  readonly memoryClusters?: readonly number[] | undefined;
 }
 
 /** What a scenario hands back to `run.ts`: its full result, and the summary keys it measured. */

@@ -134,13 +134,14 @@ async function main(): Promise<void> {
       "steady-rate": { type: "string" },
       "summary-only": { type: "boolean", default: false },
       "skip-packed": { type: "boolean", default: false },
+      "memory-clusters": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
     strict: true,
   });
   if (values.help) {
     process.stdout.write(
-      `usage: node --expose-gc bench/run.ts [--scenario <${Object.keys(SCENARIOS).join("|")}>]... [--smoke] [--out dir] [--note text] [--steady-rate mirror-changes-per-s] [--skip-packed] | --summary-only [--out dir]\n`,
+      `usage: node --expose-gc bench/run.ts [--scenario <${Object.keys(SCENARIOS).join("|")}>]... [--smoke] [--out dir] [--note text] [--steady-rate mirror-changes-per-s] [--skip-packed] [--memory-clusters K,K...] | --summary-only [--out dir]\n`,
     );
     return;
   }
@@ -159,7 +160,16 @@ async function main(): Promise<void> {
   const out = values.out ?? (values.smoke ? join(tmpdir(), "fleet-mirror-bench-smoke") : "bench/results");
   const steadyRate = values["steady-rate"] === undefined ? undefined : Number(values["steady-rate"]);
   if (steadyRate !== undefined && !(steadyRate > 0)) throw new Error("--steady-rate: must be a number > 0");
-  const opts: BenchOptions = { smoke: values.smoke, out, steadyRate, skipPacked: values["skip-packed"] };
+  const memoryClusters = values["memory-clusters"]?.split(",").map(Number);
+  if (memoryClusters?.some((k) => !Number.isInteger(k) || k < 1))
+    throw new Error("--memory-clusters: a comma-separated list of whole numbers >= 1");
+  const opts: BenchOptions = {
+    smoke: values.smoke,
+    out,
+    steadyRate,
+    skipPacked: values["skip-packed"],
+    memoryClusters,
+  };
   mkdirSync(opts.out, { recursive: true });
   process.stdout.write(`fleet-mirror bench on ${machineString()}${opts.smoke ? " (smoke: tiny sizes)" : ""}\n`);
   const summary: Record<string, number | null> = {};
@@ -179,7 +189,7 @@ async function main(): Promise<void> {
       );
     }
   }
-  const full = !opts.smoke && values.scenario === undefined && steadyRate === undefined;
+  const full = !opts.smoke && values.scenario === undefined && steadyRate === undefined && !memoryClusters;
   if (full) {
     writeSummary(opts.out, summary, values.note);
     process.stdout.write(`summary written to ${join(opts.out, "summary.json")} and SUMMARY.md\n`);

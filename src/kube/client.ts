@@ -13,10 +13,17 @@
  * - an aborted or timed-out exchange destroys its socket, so nothing leaks.
  */
 import { readFileSync } from "node:fs";
-import * as http from "node:http";
-import * as https from "node:https";
+import type * as HttpModule from "node:http";
+import type * as HttpsModule from "node:https";
 import * as tls from "node:tls";
 import type { ConnectionSpec } from "./connection.ts";
+
+// Not `import * as http from "node:http"`: an ESM namespace import of node:http reads
+// every export, and one of them is a lazy getter that loads undici (fetch, HTTP/2):
+// +31 ms of CPU in every actor thread's start (measured: 78 vs 47 ms per thread).
+// getBuiltinModule returns the CommonJS module object, touching nothing.
+const http: typeof HttpModule = process.getBuiltinModule("node:http");
+const https: typeof HttpsModule = process.getBuiltinModule("node:https");
 
 export type HttpMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 
@@ -186,7 +193,7 @@ export class KubeClient {
   readonly server: string;
   readonly #url: URL;
   readonly #transport: typeof http | typeof https;
-  readonly #agent: http.Agent;
+  readonly #agent: HttpModule.Agent;
   readonly #headers: Readonly<Record<string, string>>;
   readonly #tokenFile: { readonly path: string; token: string; readAt: number } | undefined;
   readonly #timeoutMs: number;
@@ -467,7 +474,7 @@ export class KubeClient {
     return this.#servername !== undefined ? { servername: this.#servername } : {};
   }
 
-  #apiError(method: string, path: string, res: http.IncomingMessage, body: string): KubeApiError {
+  #apiError(method: string, path: string, res: HttpModule.IncomingMessage, body: string): KubeApiError {
     const status = res.statusCode ?? 0;
     let reason = (http.STATUS_CODES[status] ?? "Unknown").replace(/[^A-Za-z]/g, "");
     let statusMessage = "";
