@@ -59,13 +59,17 @@ export async function runCommand(argv: readonly string[]): Promise<number> {
   let stopping = false;
   const startController = (): void => {
     if (stopping || supervisor) return;
-    supervisor = new Supervisor({ config, localConnection, logger });
+    supervisor = new Supervisor({ config, localConnection, logger, writeFence: elector !== undefined });
+    // The writer enforces the renew deadline itself: should this (main) thread stall
+    // and neither renew nor exit, writing stops before another replica can lead.
+    if (elector) supervisor.setWriteDeadline(writeDeadline(elector.writableForMs()));
     supervisor.start();
   };
   if (elector) {
     // Only the holder of the Lease runs the controller: a standby neither watches the
     // remote clusters nor writes anything but (when it takes it) the Lease.
     elector.on("started-leading", startController);
+    elector.on("renewed", (writableForMs) => supervisor?.setWriteDeadline(writeDeadline(writableForMs)));
     elector.on("stopped-leading", (reason) => {
       // No overlap with the next leader: the elector gave up `renewDeadline` after its
       // last successful renewal was sent, and nobody can take the Lease before
@@ -99,6 +103,11 @@ export async function runCommand(argv: readonly string[]): Promise<number> {
   await admin?.close();
   logger.info("stopped");
   return 0;
+}
+
+/** `ms` from now on the clock every thread shares (`performance.timeOrigin + performance.now()`). */
+function writeDeadline(ms: number): number {
+  return performance.timeOrigin + performance.now() + ms;
 }
 
 function leaderElector(config: Config, client: KubeClient, logger: Logger): LeaderElector {

@@ -71,6 +71,8 @@ export interface LeaderElectorEvents {
   "started-leading": [];
   "stopped-leading": [reason: string];
   "new-leader": [holder: string];
+  /** A renewal (or the acquisition) succeeded: writes may go on for `writableForMs`. */
+  renewed: [writableForMs: number];
 }
 
 /** A candidate's retry is stretched by up to this fraction, so replicas do not poll in lockstep. */
@@ -334,7 +336,10 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
     this.#lastErrorText = "";
     this.#renewedAt = sentAt;
     this.#armDeadline();
-    if (this.#leading) return;
+    if (this.#leading) {
+      this.#emitSafely("renewed", this.writableForMs());
+      return;
+    }
     this.#leading = true;
     this.#since = this.#wallClock();
     this.#log.info(
@@ -342,6 +347,16 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
       `acquired Lease ${this.lease}: leading`,
     );
     this.#emitSafely("started-leading");
+  }
+
+  /**
+   * How long this replica may still write: until its renew deadline, which comes
+   * `leaseDurationMs - renewDeadlineMs` before anyone else can take the Lease. 0 when
+   * not leading.
+   */
+  writableForMs(): number {
+    if (!this.#leading || this.#lost !== undefined || this.#stopped) return 0;
+    return Math.max(0, this.#renewedAt + this.#renewDeadlineMs - this.#clock.now());
   }
 
   /** (Re)arms the renew deadline: `renewDeadlineMs` after the last successful renewal was sent. */

@@ -103,6 +103,8 @@ export interface WriterOptions {
   readonly logFile?: string;
   /** Where Events for the controller itself (not a mirror) are recorded. */
   readonly namespace: string;
+  /** Leader election is on: nothing is written until a `writer.fence` allows it. */
+  readonly fenced?: boolean;
 }
 
 // ---------------------------------------------------------------------------------
@@ -190,6 +192,14 @@ export type ToWriter =
    */
   | { readonly type: "writer.clusters"; readonly keep: readonly string[] }
   | { readonly type: "writer.event"; readonly event: EventRequest }
+  /**
+   * Leader election's write fence: no write may be sent at or after `writableUntil`
+   * (epoch ms, `performance.timeOrigin + performance.now()`), the moment the elector
+   * would give up the Lease if no renewal succeeded meanwhile. Each successful renewal
+   * moves it forward; if the main thread stalls and sends none, the writer stops on its
+   * own before another replica can hold the Lease. The latest message wins.
+   */
+  | { readonly type: "writer.fence"; readonly writableUntil: number }
   | { readonly type: "writer.stop" };
 
 export interface WriterClusterStatus {
@@ -344,7 +354,14 @@ export function decodeToActorFromWriter(value: unknown): ToActorFromWriter {
   return value as ToActorFromWriter;
 }
 
-const toWriterTypes = new Set(["writer.init", "writer.attach", "writer.clusters", "writer.event", "writer.stop"]);
+const toWriterTypes = new Set([
+  "writer.init",
+  "writer.attach",
+  "writer.clusters",
+  "writer.event",
+  "writer.fence",
+  "writer.stop",
+]);
 export function decodeToWriter(value: unknown): ToWriter {
   const type = typeOf(value, "to writer");
   if (!toWriterTypes.has(type)) throw new ProtocolError(`to writer: unknown type ${type}`);
@@ -353,6 +370,7 @@ export function decodeToWriter(value: unknown): ToWriter {
   if (type === "writer.attach") requireFields(v, type, { cluster: "string", epoch: "number", port: "object" });
   if (type === "writer.clusters") requireFields(v, type, { keep: "array" });
   if (type === "writer.event") requireFields(v, type, { event: "object" });
+  if (type === "writer.fence") requireFields(v, type, { writableUntil: "number" });
   return value as ToWriter;
 }
 

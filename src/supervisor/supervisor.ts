@@ -163,6 +163,11 @@ export interface SupervisorOptions {
    * `actor.inject-fault`, and `injectActorFault` works.
    */
   readonly testHooks?: boolean;
+  /**
+   * Leader election is on: the writer writes nothing until `setWriteDeadline` allows
+   * it, and nothing at or after the latest deadline (see `writer.fence`).
+   */
+  readonly writeFence?: boolean;
 }
 
 const STOP_TIMEOUT_MS = 10_000;
@@ -193,6 +198,8 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
   #epoch = 0;
   #registry: RegistryState = { registered: new Map(), duplicates: [], invalid: [], keep: [] };
   readonly #winners = new Map<string, string>();
+  /** The latest write deadline (epoch ms), re-sent to a restarted writer. */
+  #writableUntil: number | undefined;
   readonly #parsedSecrets = new Map<string, { readonly version: string; readonly parsed: ParsedSecret }>();
   #registryScheduled = false;
   readonly #reported = new Map<string, string>();
@@ -384,6 +391,16 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
       if (stats && name) heaps.push({ thread: name, used: stats.used_heap_size, limit: stats.heap_size_limit });
     });
     return heaps;
+  }
+
+  /**
+   * Leader election: writes may be sent until `writableUntil` (epoch ms on the
+   * `performance.timeOrigin + performance.now()` clock, which every thread shares).
+   * Called after each successful Lease renewal; the writer enforces it on its own.
+   */
+  setWriteDeadline(writableUntil: number): void {
+    this.#writableUntil = writableUntil;
+    this.#postWriter({ type: "writer.fence", writableUntil });
   }
 
   /** Stops every actor, then the writer (which finishes its in-flight writes). Mirrors stay. */
@@ -876,8 +893,11 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
         logLevel: this.#config.logLevel,
         ...(this.#config.logFile ? { logFile: this.#config.logFile } : {}),
         namespace: this.#config.namespace,
+        ...(this.#options.writeFence === true ? { fenced: true } : {}),
       },
     } satisfies ToWriter);
+    if (this.#writableUntil !== undefined)
+      worker.postMessage({ type: "writer.fence", writableUntil: this.#writableUntil } satisfies ToWriter);
     worker.on("message", (raw: unknown) => {
       let message: FromWriter;
       try {

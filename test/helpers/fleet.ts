@@ -313,7 +313,10 @@ export class Fleet {
   }
 
   /** The controller in this process: a Supervisor with real worker threads, least-privilege. */
-  startInProcess(overrides: Partial<Config> = {}, extra: { watchInactivityTimeoutMs?: number } = {}): Supervisor {
+  startInProcess(
+    overrides: Partial<Config> = {},
+    extra: { watchInactivityTimeoutMs?: number; writeFence?: boolean } = {},
+  ): Supervisor {
     const supervisor = new Supervisor({
       config: this.config(overrides),
       localConnection: this.controllerConnection(),
@@ -489,6 +492,30 @@ export class ControllerProcess {
         throw new Error(`no "admin server listening" line in ${timeoutMs} ms:\n${this.output}`);
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
+  }
+
+  /** The messages of the process's complete pino JSON log lines so far. */
+  logMessages(): string[] {
+    const messages: string[] = [];
+    for (const line of this.output.split("\n")) {
+      if (!line.startsWith("{")) continue;
+      try {
+        const parsed = JSON.parse(line) as { msg?: unknown };
+        if (typeof parsed.msg === "string") messages.push(parsed.msg);
+      } catch {
+        // a partial line: the rest has not arrived yet
+      }
+    }
+    return messages;
+  }
+
+  /** Resolves once a log line with exactly `message` was written. */
+  async waitForLog(message: string, timeoutMs = 60_000): Promise<void> {
+    await eventually(
+      `log line "${message}"`,
+      () => (this.logMessages().includes(message) ? true : undefined),
+      timeoutMs,
+    );
   }
 
   async stop(signal: NodeJS.Signals = "SIGTERM"): Promise<number | null> {

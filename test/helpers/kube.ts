@@ -48,3 +48,10 @@ export async function eventually<T>(
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }
+
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** uid and resourceVersion of an object: equal identities mean it was not written in between. */
+export function objectIdentity(object: { readonly metadata?: { uid?: string; resourceVersion?: string } }): string {
+  return `${object.metadata?.uid}@${object.metadata?.resourceVersion}`;
+}

@@ -37,12 +37,10 @@ import { renderKubeconfig } from "../../src/sandbox/kubeconfig.ts";
 import { createCa } from "../../src/sandbox/pki.ts";
 import { type ClusterRow, Supervisor } from "../../src/supervisor/supervisor.ts";
 import { CONTROLLER_NAMESPACE, Fleet } from "../helpers/fleet.ts";
-import { eventually, statusCode } from "../helpers/kube.ts";
+import { eventually, sleep, statusCode } from "../helpers/kube.ts";
 
 const run = promisify(execFile);
 const b64 = (text: string): string => Buffer.from(text, "utf8").toString("base64");
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
 interface LogLine {
   readonly level: number;
   readonly msg: string;

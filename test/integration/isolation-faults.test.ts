@@ -10,7 +10,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { Worker } from "node:worker_threads";
-import type { V1Endpoints, V1Service } from "@kubernetes/client-node";
 import type { Config } from "../../src/config.ts";
 import { silentLogger } from "../../src/log.ts";
 import type { ActorFaultKind, WriterStatus } from "../../src/protocol/messages.ts";
@@ -20,17 +19,11 @@ import { DEFAULT_RESTART_POLICY, type RestartPolicy } from "../../src/supervisor
 import { type ClusterRow, Supervisor } from "../../src/supervisor/supervisor.ts";
 import { adminConnection } from "../helpers/connection.ts";
 import { CONTROLLER_NAMESPACE, Fleet } from "../helpers/fleet.ts";
-import { eventually } from "../helpers/kube.ts";
+import { eventually, objectIdentity, sleep } from "../helpers/kube.ts";
 
 const TIMEOUT_MS = 60_000;
 /** First restart delay in the fault tests: long enough to watch the other cluster meanwhile. */
 const BACKOFF_MS = 6_000;
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-function identity(object: V1Service | V1Endpoints): string {
-  return `${object.metadata?.uid}@${object.metadata?.resourceVersion}`;
-}
 
 interface SupervisorChoice {
   readonly restartPolicy?: RestartPolicy;
@@ -99,13 +92,13 @@ describe("isolation under faults", () => {
   async function mirrorIdentity(namespace: string, name: string): Promise<string> {
     const service = await fleet.waitForMirror(namespace, name, () => true, TIMEOUT_MS);
     const endpoints = await fleet.waitForEndpoints(namespace, name, (e) => (e.subsets?.length ?? 0) > 0, TIMEOUT_MS);
-    return `${identity(service)} ${identity(endpoints)}`;
+    return `${objectIdentity(service)} ${objectIdentity(endpoints)}`;
   }
 
   async function currentIdentity(namespace: string, name: string): Promise<string> {
     const service = await fleet.local.readNamespacedService({ namespace, name });
     const endpoints = await fleet.local.readNamespacedEndpoints({ namespace, name });
-    return `${identity(service)} ${identity(endpoints)}`;
+    return `${objectIdentity(service)} ${objectIdentity(endpoints)}`;
   }
 
   /** The writer has nothing queued, delayed work aside (a quiet moment to take a baseline). */

@@ -8,18 +8,13 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { Worker } from "node:worker_threads";
-import type { V1Endpoints, V1Service } from "@kubernetes/client-node";
 import { silentLogger } from "../../src/log.ts";
 import { DEFAULT_RESTART_POLICY, type RestartPolicy } from "../../src/supervisor/restart-policy.ts";
 import { type ClusterRow, Supervisor } from "../../src/supervisor/supervisor.ts";
 import { CONTROLLER_NAMESPACE, Fleet } from "../helpers/fleet.ts";
-import { eventually } from "../helpers/kube.ts";
+import { eventually, objectIdentity } from "../helpers/kube.ts";
 
 const TIMEOUT_MS = 60_000;
-
-function identity(object: V1Service | V1Endpoints): string {
-  return `${object.metadata?.uid}@${object.metadata?.resourceVersion}`;
-}
 
 describe("isolation between remote clusters", () => {
   let fleet: Fleet;
@@ -82,13 +77,13 @@ describe("isolation between remote clusters", () => {
   async function mirrorIdentity(namespace: string, name: string): Promise<string> {
     const service = await fleet.waitForMirror(namespace, name, () => true, TIMEOUT_MS);
     const endpoints = await fleet.waitForEndpoints(namespace, name, (e) => (e.subsets?.length ?? 0) > 0, TIMEOUT_MS);
-    return `${identity(service)} ${identity(endpoints)}`;
+    return `${objectIdentity(service)} ${objectIdentity(endpoints)}`;
   }
 
   async function currentIdentity(namespace: string, name: string): Promise<string> {
     const service = await fleet.local.readNamespacedService({ namespace, name });
     const endpoints = await fleet.local.readNamespacedEndpoints({ namespace, name });
-    return `${identity(service)} ${identity(endpoints)}`;
+    return `${objectIdentity(service)} ${objectIdentity(endpoints)}`;
   }
 
   before(async () => {

@@ -22,7 +22,7 @@ import { silentLogger } from "../../src/log.ts";
 import { type FaultProxy, startFaultProxyFor } from "../../src/sandbox/fault-proxy.ts";
 import { applyRbacYaml, rbacManifestPath } from "../../src/sandbox/rbac.ts";
 import { CONTROLLER_NAMESPACE, type ControllerProcess, Fleet } from "../helpers/fleet.ts";
-import { eventually, statusCode } from "../helpers/kube.ts";
+import { eventually, sleep, statusCode } from "../helpers/kube.ts";
 
 const TIMEOUT_MS = 60_000;
 const LEASE = "fleet-mirror";
@@ -34,8 +34,6 @@ const SHORT_TIMINGS = [
   "--leader-election-retry-period",
   "500ms",
 ];
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 interface Exit {
   readonly code: number | null;

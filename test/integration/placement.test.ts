@@ -9,13 +9,12 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { Worker } from "node:worker_threads";
-import type { V1Endpoints, V1Service } from "@kubernetes/client-node";
 import { silentLogger } from "../../src/log.ts";
 import { DEFAULT_RESTART_POLICY } from "../../src/supervisor/restart-policy.ts";
 import { type ClusterRow, Supervisor } from "../../src/supervisor/supervisor.ts";
 import { adminConnection } from "../helpers/connection.ts";
 import { CONTROLLER_NAMESPACE, Fleet } from "../helpers/fleet.ts";
-import { eventually } from "../helpers/kube.ts";
+import { eventually, objectIdentity } from "../helpers/kube.ts";
 
 const TIMEOUT_MS = 60_000;
 const BACKOFF_MS = 4_000;
@@ -25,10 +24,6 @@ const CLUSTERS = ["c0", "c1", "c2", "c3", "c4"] as const;
 const REMOTE_OF: Record<string, string> = { c0: "east", c1: "west", c2: "east", c3: "west", c4: "east" };
 const SLOT0 = ["c0", "c2", "c4"];
 const SLOT1 = ["c1", "c3"];
-
-function identity(object: V1Service | V1Endpoints): string {
-  return `${object.metadata?.uid}@${object.metadata?.resourceVersion}`;
-}
 
 describe("placement: --max-threads packs actors on shared threads, with fault containment per actor", () => {
   let fleet: Fleet;
@@ -88,13 +83,13 @@ describe("placement: --max-threads packs actors on shared threads, with fault co
   async function mirrorIdentity(namespace: string, name: string): Promise<string> {
     const service = await fleet.waitForMirror(namespace, name, () => true, TIMEOUT_MS);
     const endpoints = await fleet.waitForEndpoints(namespace, name, (e) => (e.subsets?.length ?? 0) > 0, TIMEOUT_MS);
-    return `${identity(service)} ${identity(endpoints)}`;
+    return `${objectIdentity(service)} ${objectIdentity(endpoints)}`;
   }
 
   async function currentIdentity(namespace: string, name: string): Promise<string> {
     const service = await fleet.local.readNamespacedService({ namespace, name });
     const endpoints = await fleet.local.readNamespacedEndpoints({ namespace, name });
-    return `${identity(service)} ${identity(endpoints)}`;
+    return `${objectIdentity(service)} ${objectIdentity(endpoints)}`;
   }
 
   /** Every cluster synced and mirroring `ns/web`; returns the mirrors' identities. */

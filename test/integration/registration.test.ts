@@ -28,11 +28,9 @@ import { mintServiceAccountToken } from "../../src/kube/service-account.ts";
 import { renderKubeconfig } from "../../src/sandbox/kubeconfig.ts";
 import type { ClusterRow, Supervisor } from "../../src/supervisor/supervisor.ts";
 import { CONTROLLER_NAMESPACE, Fleet, REMOTE_READER_RULES } from "../helpers/fleet.ts";
-import { eventually, statusCode } from "../helpers/kube.ts";
+import { eventually, sleep, statusCode } from "../helpers/kube.ts";
 
 const b64 = (text: string): string => Buffer.from(text, "utf8").toString("base64");
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
 describe("registering remote clusters through credentials Secrets", () => {
   let fleet: Fleet;
   let controller: Supervisor;

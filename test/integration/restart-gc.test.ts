@@ -5,39 +5,10 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import type { V1Endpoints, V1Service } from "@kubernetes/client-node";
 import { CONTROLLER_NAMESPACE, type ControllerProcess, Fleet } from "../helpers/fleet.ts";
-import { eventually, statusCode } from "../helpers/kube.ts";
+import { eventually, objectIdentity, statusCode } from "../helpers/kube.ts";
 
 const TIMEOUT_MS = 60_000;
-
-/** The log lines of a controller process, parsed (pino JSON lines; anything else skipped). */
-function logMessages(controller: ControllerProcess): string[] {
-  const messages: string[] = [];
-  for (const line of controller.output.split("\n")) {
-    if (!line.startsWith("{")) continue;
-    try {
-      const parsed = JSON.parse(line) as { msg?: unknown };
-      if (typeof parsed.msg === "string") messages.push(parsed.msg);
-    } catch {
-      // a partial line: the rest has not arrived yet
-    }
-  }
-  return messages;
-}
-
-async function waitForLog(controller: ControllerProcess, message: string): Promise<void> {
-  await eventually(
-    `log line "${message}"`,
-    () => (logMessages(controller).includes(message) ? true : undefined),
-    TIMEOUT_MS,
-  );
-}
-
-/** uid and resourceVersion of an object: equal identities mean it was not written. */
-function identity(object: V1Service | V1Endpoints): string {
-  return `${object.metadata?.uid}@${object.metadata?.resourceVersion}`;
-}
 
 describe("restarting the controller process", () => {
   let fleet: Fleet;
@@ -62,13 +33,13 @@ describe("restarting the controller process", () => {
   async function mirrorIdentity(namespace: string, name: string): Promise<{ service: string; endpoints: string }> {
     const service = await fleet.waitForMirror(namespace, name, () => true, TIMEOUT_MS);
     const endpoints = await fleet.waitForEndpoints(namespace, name, (e) => (e.subsets?.length ?? 0) > 0, TIMEOUT_MS);
-    return { service: identity(service), endpoints: identity(endpoints) };
+    return { service: objectIdentity(service), endpoints: objectIdentity(endpoints) };
   }
 
   async function currentIdentity(namespace: string, name: string): Promise<{ service: string; endpoints: string }> {
     const service = await fleet.local.readNamespacedService({ namespace, name });
     const endpoints = await fleet.local.readNamespacedEndpoints({ namespace, name });
-    return { service: identity(service), endpoints: identity(endpoints) };
+    return { service: objectIdentity(service), endpoints: objectIdentity(endpoints) };
   }
 
   async function waitForNoEndpoints(namespace: string, name: string): Promise<void> {
@@ -209,9 +180,9 @@ describe("restarting the controller process", () => {
 
     const second = await startController();
     try {
-      await waitForLog(second, "local stores synced; writer ready");
-      await waitForLog(second, "cluster east is synced");
-      await waitForLog(second, "cluster west is synced");
+      await second.waitForLog("local stores synced; writer ready");
+      await second.waitForLog("cluster east is synced");
+      await second.waitForLog("cluster west is synced");
       // Proving that something did NOT happen: give the writer ample time to (wrongly) write.
       await new Promise((resolve) => setTimeout(resolve, 5_000));
       assert.equal(await fleet.localWriteCount(), writesBefore, second.output);
@@ -236,8 +207,8 @@ describe("restarting the controller process", () => {
     let second: ControllerProcess | undefined;
     try {
       second = await startController();
-      await waitForLog(second, "local stores synced; writer ready");
-      await waitForLog(second, "cluster west is synced");
+      await second.waitForLog("local stores synced; writer ready");
+      await second.waitForLog("cluster west is synced");
       await fleet.createService("west", ns, "added");
       await mirrorIdentity(ns, "added-west");
 
@@ -248,7 +219,7 @@ describe("restarting the controller process", () => {
         assert.deepEqual(await currentIdentity(ns, "deleted-meanwhile-east"), deletedMeanwhile);
         await new Promise((resolve) => setTimeout(resolve, 500));
       }
-      assert.ok(!logMessages(second).includes("cluster east is synced"), "east cannot have been listed");
+      assert.ok(!second.logMessages().includes("cluster east is synced"), "east cannot have been listed");
     } finally {
       await fleet.plane.startApiServer("east");
     }
@@ -266,7 +237,7 @@ describe("restarting the controller process", () => {
     const ns = "sigterm";
     await fleet.createService("east", ns, "web");
     const controller = await startController();
-    await waitForLog(controller, "local stores synced; writer ready");
+    await controller.waitForLog("local stores synced; writer ready");
     const mirror = await mirrorIdentity(ns, "web-east");
     await waitForQuiet();
 
@@ -277,7 +248,7 @@ describe("restarting the controller process", () => {
 
     assert.equal(code, 0, controller.output);
     assert.ok(tookMs < 5_000, `took ${tookMs} ms to exit`);
-    assert.ok(logMessages(controller).includes("stopped"), controller.output);
+    assert.ok(controller.logMessages().includes("stopped"), controller.output);
     assert.deepEqual(await currentIdentity(ns, "web-east"), mirror);
   });
 

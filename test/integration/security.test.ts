@@ -11,34 +11,9 @@ import { after, before, describe, it } from "node:test";
 import { CoreV1Api, type V1Service } from "@kubernetes/client-node";
 import { CLUSTER_NAME } from "../../src/core/labels.ts";
 import { CONTROLLER_NAMESPACE, type ControllerProcess, Fleet } from "../helpers/fleet.ts";
-import { eventually, kubeConfigFromString, statusCode } from "../helpers/kube.ts";
+import { eventually, kubeConfigFromString, sleep, statusCode } from "../helpers/kube.ts";
 
 const TIMEOUT_MS = 90_000;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** The log messages of a controller process (pino JSON lines). */
-function logMessages(controller: ControllerProcess): string[] {
-  const messages: string[] = [];
-  for (const line of controller.output.split("\n")) {
-    if (!line.startsWith("{")) continue;
-    try {
-      const parsed = JSON.parse(line) as { msg?: unknown };
-      if (typeof parsed.msg === "string") messages.push(parsed.msg);
-    } catch {
-      // a partial line
-    }
-  }
-  return messages;
-}
-
-async function waitForLog(controller: ControllerProcess, message: string): Promise<void> {
-  await eventually(
-    `log line "${message}"`,
-    () => (logMessages(controller).includes(message) ? true : undefined),
-    TIMEOUT_MS,
-  );
-}
-
 /** Open file descriptors of a process, and its ESTABLISHED TCP connections to `port`. */
 function resources(pid: number, port: number): { fds: number; connections: number } {
   const fdDir = `/proc/${pid}/fd`;
@@ -239,7 +214,7 @@ describe("security and faults", () => {
     assert.ok(pid, "the controller process has a pid");
     const port = fleet.plane.cluster("east").port;
     const initial = await waitForConverged(ns);
-    await waitForLog(controller, "cluster east is synced");
+    await controller.waitForLog("cluster east is synced");
     await sleep(1_000);
     const baseline = resources(pid, port);
     t.diagnostic(`before: ${baseline.fds} fds, ${baseline.connections} connections to east`);
@@ -288,8 +263,8 @@ describe("security and faults", () => {
     const ns = "sigterm-inflight";
     await fleet.ensureNamespace("east", ns);
     const controller = await startController();
-    await waitForLog(controller, "local stores synced; writer ready");
-    await waitForLog(controller, "cluster east is synced");
+    await controller.waitForLog("local stores synced; writer ready");
+    await controller.waitForLog("cluster east is synced");
     await Promise.all(Array.from({ length: 50 }, (_, i) => fleet.createService("east", ns, `svc-${i}`)));
     await eventually("a first mirror to be written", async () => ((await mirrorUids(ns)).size > 0 ? true : undefined));
 

@@ -53,6 +53,8 @@ const EVENT_DEDUP_MS = 10 * 60_000;
 /** Event POSTs in flight at once, and Events waiting at most (see recordEvent). */
 const EVENT_CONCURRENCY = 2;
 const EVENT_QUEUE_MAX = 2_000;
+/** A key held back by the write fence is looked at again after this long (or when the fence moves). */
+const FENCE_RECHECK_MS = 1_000;
 
 /** Compares two resourceVersions of the same object; etcd-backed ones are integers. */
 function newer(a: string | undefined, b: string | undefined): boolean {
@@ -86,6 +88,9 @@ export class LocalWriterActor {
   readonly #blocked = new Map<string, Blocked & { cluster: string }>();
   readonly #actorPorts = new Map<string, { epoch: number; port: ActorPort }>();
   readonly #eventsSent = new Map<string, number>();
+  /** Leader election's fence (epoch ms, see `writer.fence`); +∞ without leader election. */
+  #writableUntil: number;
+  #fenceLogged = false;
   readonly #eventQueue: { readonly event: EventRequest; readonly dedupKey: string; readonly done: () => void }[] = [];
   #eventsInFlight = 0;
   readonly #writes: Record<string, number> = {};
@@ -106,6 +111,7 @@ export class LocalWriterActor {
   constructor(connection: ConnectionSpec, options: WriterOptions, ports: WriterPorts, deps: { logger: Logger }) {
     this.#options = options;
     this.#ports = ports;
+    this.#writableUntil = options.fenced === true ? 0 : Number.POSITIVE_INFINITY;
     this.#log = deps.logger;
     this.#client = new KubeClient(connection, { userAgent: "fleet-mirror/local-writer" });
     this.#services = new Watcher<Service>({
@@ -231,8 +237,37 @@ export class LocalWriterActor {
     });
   }
 
+  /** Moves the write fence (the latest call wins); keys held back by it are retried now. */
+  fence(writableUntil: number): void {
+    const wasClosed = !this.#writable();
+    this.#writableUntil = writableUntil;
+    if (wasClosed && this.#writable()) {
+      if (this.#fenceLogged) this.#log.info("write fence moved forward: writing again");
+      this.#fenceLogged = false;
+      if (this.#ready) this.#resyncAll();
+      this.#pumpEvents();
+    }
+  }
+
+  /** Whether a write may be sent now: before the leader-election fence. */
+  #writable(): boolean {
+    return performance.timeOrigin + performance.now() < this.#writableUntil;
+  }
+
+  /** A write held back by the fence: logged once per closed period, retried later. */
+  #fenced(what: string): ReconcileResult {
+    if (!this.#fenceLogged) {
+      this.#fenceLogged = true;
+      this.#log.warn(
+        { what },
+        "write fence reached (the Lease was not renewed in time): holding every write until it is",
+      );
+    }
+    return { kind: "requeue-after", ms: FENCE_RECHECK_MS };
+  }
+
   #pumpEvents(): void {
-    while (this.#eventsInFlight < EVENT_CONCURRENCY && !this.#stopped) {
+    while (this.#eventsInFlight < EVENT_CONCURRENCY && !this.#stopped && this.#writable()) {
       const next = this.#eventQueue.shift();
       if (!next) return;
       this.#eventsInFlight += 1;
@@ -470,6 +505,8 @@ export class LocalWriterActor {
     desired: DesiredMirror | undefined,
   ): Promise<ReconcileResult | undefined> {
     await this.#bucket.take();
+    // Checked after the rate-limit wait, right before sending: the wait may cross the fence.
+    if (!this.#writable()) return this.#fenced(`${action.verb} ${action.kind} ${key}`);
     this.#inFlight += 1;
     const startedAt = performance.now();
     const path =

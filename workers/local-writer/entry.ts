@@ -42,6 +42,9 @@ port.on("message", (raw: unknown) => {
     case "writer.event":
       void actor?.recordEvent(message.event);
       return;
+    case "writer.fence":
+      actor?.fence(message.writableUntil);
+      return;
     case "writer.stop":
       void (actor?.stop() ?? Promise.resolve()).finally(() => {
         send({ type: "writer.stopped" });
