@@ -32,7 +32,7 @@ import { renderKubeconfig } from "../../src/sandbox/kubeconfig.ts";
 import { applyRbacYaml, controllerToken, rbacManifestPath, serviceAccountToken } from "../../src/sandbox/rbac.ts";
 import { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { adminConnection } from "./connection.ts";
-import { adminKubeConfig, eventually, statusCode } from "./kube.ts";
+import { adminKubeConfig, eventually, objectIdentity, statusCode } from "./kube.ts";
 
 export const CONTROLLER_NAMESPACE = "fleet-mirror";
 /** The remote reader identity of `deploy/rbac/remote.yaml`. */
@@ -425,6 +425,23 @@ export class Fleet {
   }
 
   /** Write requests the local API server has served so far, from its own metrics. */
+  /**
+   * uid@resourceVersion of a mirror's Service and Endpoints, once the Endpoints are
+   * filled: equal identities later mean neither was written in between.
+   */
+  async mirrorIdentity(namespace: string, name: string, timeoutMs = 60_000): Promise<string> {
+    const service = await this.waitForMirror(namespace, name, () => true, timeoutMs);
+    const endpoints = await this.waitForEndpoints(namespace, name, (e) => (e.subsets?.length ?? 0) > 0, timeoutMs);
+    return `${objectIdentity(service)} ${objectIdentity(endpoints)}`;
+  }
+
+  /** The same identity, read now (both objects must exist). */
+  async currentMirrorIdentity(namespace: string, name: string): Promise<string> {
+    const service = await this.local.readNamespacedService({ namespace, name });
+    const endpoints = await this.local.readNamespacedEndpoints({ namespace, name });
+    return `${objectIdentity(service)} ${objectIdentity(endpoints)}`;
+  }
+
   async localWriteCount(): Promise<number> {
     const text = await this.localMetrics();
     let total = 0;

@@ -9,17 +9,17 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import type { Worker } from "node:worker_threads";
 import type { Config } from "../../src/config.ts";
 import { silentLogger } from "../../src/log.ts";
 import type { ActorFaultKind, WriterStatus } from "../../src/protocol/messages.ts";
 import { startFaultProxyFor } from "../../src/sandbox/fault-proxy.ts";
 import { renderKubeconfig } from "../../src/sandbox/kubeconfig.ts";
 import { DEFAULT_RESTART_POLICY, type RestartPolicy } from "../../src/supervisor/restart-policy.ts";
-import { type ClusterRow, Supervisor } from "../../src/supervisor/supervisor.ts";
+import { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { adminConnection } from "../helpers/connection.ts";
 import { CONTROLLER_NAMESPACE, Fleet } from "../helpers/fleet.ts";
-import { eventually, objectIdentity, sleep } from "../helpers/kube.ts";
+import { eventually, sleep } from "../helpers/kube.ts";
+import { clusterRow, waitForActorThread, waitForClusterRow } from "../helpers/supervision.ts";
 
 const TIMEOUT_MS = 60_000;
 /** First restart delay in the fault tests: long enough to watch the other cluster meanwhile. */
@@ -53,52 +53,6 @@ describe("isolation under faults", () => {
   async function stopSupervisor(supervisor: Supervisor): Promise<void> {
     await supervisor.stop();
     running.delete(supervisor);
-  }
-
-  function row(supervisor: Supervisor, cluster: string): ClusterRow | undefined {
-    return supervisor.status().clusters.find((c) => c.cluster === cluster);
-  }
-
-  async function waitForRow(
-    supervisor: Supervisor,
-    cluster: string,
-    what: string,
-    check: (row: ClusterRow) => boolean,
-  ): Promise<ClusterRow> {
-    return eventually(
-      () => `cluster ${cluster}: ${what} (now ${JSON.stringify(row(supervisor, cluster))})`,
-      () => {
-        const r = row(supervisor, cluster);
-        return r && check(r) ? r : undefined;
-      },
-      TIMEOUT_MS,
-      20,
-    );
-  }
-
-  async function waitForThread(supervisor: Supervisor, cluster: string, previous?: Worker): Promise<Worker> {
-    return eventually(
-      `a ${previous ? "new " : ""}actor thread for ${cluster}`,
-      () => {
-        const thread = supervisor.actorThread(cluster);
-        return thread && thread !== previous ? thread : undefined;
-      },
-      TIMEOUT_MS,
-      10,
-    );
-  }
-
-  /** Identities of a mirror's Service and Endpoints once the Endpoints are filled. */
-  async function mirrorIdentity(namespace: string, name: string): Promise<string> {
-    const service = await fleet.waitForMirror(namespace, name, () => true, TIMEOUT_MS);
-    const endpoints = await fleet.waitForEndpoints(namespace, name, (e) => (e.subsets?.length ?? 0) > 0, TIMEOUT_MS);
-    return `${objectIdentity(service)} ${objectIdentity(endpoints)}`;
-  }
-
-  async function currentIdentity(namespace: string, name: string): Promise<string> {
-    const service = await fleet.local.readNamespacedService({ namespace, name });
-    const endpoints = await fleet.local.readNamespacedEndpoints({ namespace, name });
-    return `${objectIdentity(service)} ${objectIdentity(endpoints)}`;
   }
 
   /** The writer has nothing queued, delayed work aside (a quiet moment to take a baseline). */
@@ -142,14 +96,14 @@ describe("isolation under faults", () => {
         restartPolicy: { ...DEFAULT_RESTART_POLICY, initialMs: BACKOFF_MS },
       });
       try {
-        const eastMirror = await mirrorIdentity(ns, "web-east");
-        const westMirror = await mirrorIdentity(ns, "web-west");
-        await waitForRow(supervisor, "east", "synced", (r) => r.state === "synced");
-        const crashed = await waitForThread(supervisor, "east");
+        const eastMirror = await fleet.mirrorIdentity(ns, "web-east");
+        const westMirror = await fleet.mirrorIdentity(ns, "web-west");
+        await waitForClusterRow(supervisor, "east", "synced", (r) => r.state === "synced");
+        const crashed = await waitForActorThread(supervisor, "east");
 
         const injectedAt = Date.now();
         supervisor.injectActorFault("east", fault.kind);
-        const failing = await waitForRow(supervisor, "east", "failing after the fault", (r) => r.restarts === 1);
+        const failing = await waitForClusterRow(supervisor, "east", "failing after the fault", (r) => r.restarts === 1);
         const crashedAt = Date.now();
         assert.equal(failing.state, "failing");
         assert.match(failing.reason ?? "", fault.reason);
@@ -157,26 +111,34 @@ describe("isolation under faults", () => {
 
         await fleet.createService("east", ns, "during-outage");
         await fleet.createService("west", ns, "during-outage");
-        await mirrorIdentity(ns, "during-outage-west");
+        await fleet.mirrorIdentity(ns, "during-outage-west");
         assert.equal(supervisor.actorThread("east"), undefined, "west was mirrored while east was still down");
-        assert.equal(row(supervisor, "east")?.state, "failing");
+        assert.equal(clusterRow(supervisor, "east")?.state, "failing");
         assert.equal(await fleet.localService(ns, "during-outage-east"), undefined);
-        assert.equal(await currentIdentity(ns, "web-east"), eastMirror, "east's mirror is kept during the outage");
+        assert.equal(
+          await fleet.currentMirrorIdentity(ns, "web-east"),
+          eastMirror,
+          "east's mirror is kept during the outage",
+        );
 
-        await waitForThread(supervisor, "east", crashed);
+        await waitForActorThread(supervisor, "east", crashed);
         const restartedAfter = Date.now() - injectedAt;
         assert.ok(
           restartedAfter >= BACKOFF_MS - 200,
           `restarted after the backoff, not hot (${restartedAfter} ms; the crash was seen after ${crashedAt - injectedAt} ms)`,
         );
-        await mirrorIdentity(ns, "during-outage-east");
-        const eastRow = await waitForRow(supervisor, "east", "synced again", (r) => r.state === "synced");
+        await fleet.mirrorIdentity(ns, "during-outage-east");
+        const eastRow = await waitForClusterRow(supervisor, "east", "synced again", (r) => r.state === "synced");
         assert.equal(eastRow.restarts, 1);
         assert.equal(eastRow.reason, undefined, "a running actor carries no crash reason");
-        assert.equal(row(supervisor, "west")?.restarts, 0);
-        assert.equal(row(supervisor, "west")?.state, "synced");
-        assert.equal(await currentIdentity(ns, "web-east"), eastMirror, "the restart did not rewrite east's mirror");
-        assert.equal(await currentIdentity(ns, "web-west"), westMirror);
+        assert.equal(clusterRow(supervisor, "west")?.restarts, 0);
+        assert.equal(clusterRow(supervisor, "west")?.state, "synced");
+        assert.equal(
+          await fleet.currentMirrorIdentity(ns, "web-east"),
+          eastMirror,
+          "the restart did not rewrite east's mirror",
+        );
+        assert.equal(await fleet.currentMirrorIdentity(ns, "web-west"), westMirror);
       } finally {
         await stopSupervisor(supervisor);
       }
@@ -188,9 +150,9 @@ describe("isolation under faults", () => {
     await fleet.createService("east", ns, "web");
     const supervisor = startSupervisor({ restartPolicy: { ...DEFAULT_RESTART_POLICY, initialMs: 50 } });
     try {
-      await mirrorIdentity(ns, "web-east");
-      await waitForRow(supervisor, "east", "synced", (r) => r.state === "synced");
-      const thread = await waitForThread(supervisor, "east");
+      await fleet.mirrorIdentity(ns, "web-east");
+      await waitForClusterRow(supervisor, "east", "synced", (r) => r.state === "synced");
+      const thread = await waitForActorThread(supervisor, "east");
       assert.throws(() => supervisor.injectActorFault("east", "exit"), /testHooks/);
 
       // Bypassing the supervisor: the actor itself rejects the message as a protocol error.
@@ -199,10 +161,10 @@ describe("isolation under faults", () => {
       thread.postMessage({ type: "no-such-message" });
       await sleep(1_500);
       assert.equal(supervisor.actorThread("east"), thread, "the same thread is still running");
-      assert.equal(row(supervisor, "east")?.restarts, 0);
+      assert.equal(clusterRow(supervisor, "east")?.restarts, 0);
 
       await fleet.createService("east", ns, "still-working");
-      await mirrorIdentity(ns, "still-working-east");
+      await fleet.mirrorIdentity(ns, "still-working-east");
       assert.equal(supervisor.actorThread("east"), thread);
     } finally {
       await stopSupervisor(supervisor);
@@ -234,35 +196,35 @@ describe("isolation under faults", () => {
       await fleet.createService("west", ns, "web");
       const supervisor = startSupervisor({ watchInactivityTimeoutMs: 2_000 });
       supervisors.push(supervisor);
-      const farMirror = await mirrorIdentity(ns, "web-far");
-      await mirrorIdentity(ns, "web-west");
-      await waitForRow(supervisor, "far", "synced", (r) => r.state === "synced");
+      const farMirror = await fleet.mirrorIdentity(ns, "web-far");
+      await fleet.mirrorIdentity(ns, "web-west");
+      await waitForClusterRow(supervisor, "far", "synced", (r) => r.state === "synced");
 
       const stalledAt = Date.now();
       proxy.setRules({ stall: true });
-      const stale = await waitForRow(supervisor, "far", "stale with a reason", (r) => r.state === "stale");
+      const stale = await waitForClusterRow(supervisor, "far", "stale with a reason", (r) => r.state === "stale");
       assert.ok(stale.since !== undefined && stale.since >= stalledAt, `stale since ${stale.since} >= ${stalledAt}`);
       assert.ok(stale.since <= Date.now());
       assert.match(stale.reason ?? "", /no bytes for 2000 ms|ETIMEDOUT|timed out/i);
 
       await fleet.createService("east", ns, "during-hang");
       await fleet.createService("west", ns, "during-hang");
-      await mirrorIdentity(ns, "during-hang-west");
-      await mirrorIdentity(ns, "during-hang-east"); // the same API reached directly is fine
-      assert.equal(row(supervisor, "west")?.state, "synced");
+      await fleet.mirrorIdentity(ns, "during-hang-west");
+      await fleet.mirrorIdentity(ns, "during-hang-east"); // the same API reached directly is fine
+      assert.equal(clusterRow(supervisor, "west")?.state, "synced");
       await sleep(3_000); // longer than the inactivity timeout: still stale, still not mirrored
-      const still = row(supervisor, "far");
+      const still = clusterRow(supervisor, "far");
       assert.equal(still?.state, "stale", "still stale while the API hangs");
       assert.equal(still?.since, stale.since, "stale since the hang began, not since the last retry");
       assert.equal(still?.restarts, 0, "a hang is the watcher's business, not a crash");
       assert.equal(await fleet.localService(ns, "during-hang-far"), undefined);
-      assert.equal(await currentIdentity(ns, "web-far"), farMirror, "a hung cluster's mirrors are kept");
+      assert.equal(await fleet.currentMirrorIdentity(ns, "web-far"), farMirror, "a hung cluster's mirrors are kept");
 
       proxy.setRules({});
-      await mirrorIdentity(ns, "during-hang-far");
-      const resumed = await waitForRow(supervisor, "far", "synced again", (r) => r.state === "synced");
+      await fleet.mirrorIdentity(ns, "during-hang-far");
+      const resumed = await waitForClusterRow(supervisor, "far", "synced again", (r) => r.state === "synced");
       assert.equal(resumed.restarts, 0, "resumed by its watcher, not by a restart");
-      assert.equal(await currentIdentity(ns, "web-far"), farMirror);
+      assert.equal(await fleet.currentMirrorIdentity(ns, "web-far"), farMirror);
     } finally {
       for (const supervisor of supervisors) await stopSupervisor(supervisor);
       await proxy.stop();
@@ -278,8 +240,8 @@ describe("isolation under faults", () => {
     await fleet.createService("west", ns, "web");
     const supervisor = startSupervisor();
     try {
-      const westMirror = await mirrorIdentity(ns, "web-west");
-      await waitForRow(supervisor, "east", "synced", (r) => r.state === "synced");
+      const westMirror = await fleet.mirrorIdentity(ns, "web-west");
+      await waitForClusterRow(supervisor, "east", "synced", (r) => r.state === "synced");
       await writerIdle(supervisor);
 
       const stoppedAt = Date.now();
@@ -323,11 +285,15 @@ describe("isolation under faults", () => {
         await fleet.waitForMirror(ns, `${name}-east`, (svc) => svc.spec?.ports?.[0]?.port === 1000 + flips, TIMEOUT_MS);
         await fleet.waitForEndpoints(ns, `${name}-east`, (e) => (e.subsets?.length ?? 0) > 0, TIMEOUT_MS);
       }
-      assert.equal(await currentIdentity(ns, "web-west"), westMirror, "an existing mirror is not rewritten");
+      assert.equal(
+        await fleet.currentMirrorIdentity(ns, "web-west"),
+        westMirror,
+        "an existing mirror is not rewritten",
+      );
       const writer = await writerIdle(supervisor);
-      assert.equal(writer.clusters["east"]?.mirrors, row(supervisor, "east")?.exportedServices);
-      assert.equal(row(supervisor, "east")?.state, "synced");
-      assert.equal(row(supervisor, "west")?.state, "synced");
+      assert.equal(writer.clusters["east"]?.mirrors, clusterRow(supervisor, "east")?.exportedServices);
+      assert.equal(clusterRow(supervisor, "east")?.state, "synced");
+      assert.equal(clusterRow(supervisor, "west")?.state, "synced");
       assert.equal(supervisor.status().writerRestarts, 0, "the writer rode out the outage without a restart");
     } finally {
       await stopSupervisor(supervisor);
@@ -341,7 +307,7 @@ describe("isolation under faults", () => {
     const names = Array.from({ length: 10 }, (_, i) => `svc-${i}`);
     const supervisor = startSupervisor({ config: { writeQps: qps, writeBurst: burst } });
     try {
-      await waitForRow(supervisor, "east", "synced", (r) => r.state === "synced");
+      await waitForClusterRow(supervisor, "east", "synced", (r) => r.state === "synced");
       await writerIdle(supervisor);
       await sleep(1_000); // the bucket refills; nothing else is pending
 
@@ -390,7 +356,7 @@ describe("isolation under faults", () => {
         seconds >= (total - burst) / qps - 1,
         `${total} writes took ${seconds.toFixed(1)} s: the rate limit was binding`,
       );
-      for (const name of names) await mirrorIdentity(ns, `${name}-east`);
+      for (const name of names) await fleet.mirrorIdentity(ns, `${name}-east`);
     } finally {
       await stopSupervisor(supervisor);
     }

@@ -7,12 +7,12 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import type { Worker } from "node:worker_threads";
 import { silentLogger } from "../../src/log.ts";
 import { DEFAULT_RESTART_POLICY, type RestartPolicy } from "../../src/supervisor/restart-policy.ts";
-import { type ClusterRow, Supervisor } from "../../src/supervisor/supervisor.ts";
+import { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { CONTROLLER_NAMESPACE, Fleet } from "../helpers/fleet.ts";
-import { eventually, objectIdentity } from "../helpers/kube.ts";
+import { eventually } from "../helpers/kube.ts";
+import { clusterRow, waitForActorThread, waitForClusterRow } from "../helpers/supervision.ts";
 
 const TIMEOUT_MS = 60_000;
 
@@ -39,53 +39,6 @@ describe("isolation between remote clusters", () => {
     running.delete(supervisor);
   }
 
-  function row(supervisor: Supervisor, cluster: string): ClusterRow | undefined {
-    return supervisor.status().clusters.find((c) => c.cluster === cluster);
-  }
-
-  async function waitForRow(
-    supervisor: Supervisor,
-    cluster: string,
-    what: string,
-    check: (row: ClusterRow) => boolean,
-  ): Promise<ClusterRow> {
-    return eventually(
-      `cluster ${cluster}: ${what}`,
-      () => {
-        const r = row(supervisor, cluster);
-        return r && check(r) ? r : undefined;
-      },
-      TIMEOUT_MS,
-      50,
-    );
-  }
-
-  /** A thread of `cluster`'s actor other than `previous`. */
-  async function waitForThread(supervisor: Supervisor, cluster: string, previous?: Worker): Promise<Worker> {
-    return eventually(
-      `a ${previous ? "new " : ""}actor thread for ${cluster}`,
-      () => {
-        const thread = supervisor.actorThread(cluster);
-        return thread && thread !== previous ? thread : undefined;
-      },
-      TIMEOUT_MS,
-      10,
-    );
-  }
-
-  /** Identities of a mirror's Service and Endpoints once the Endpoints are filled. */
-  async function mirrorIdentity(namespace: string, name: string): Promise<string> {
-    const service = await fleet.waitForMirror(namespace, name, () => true, TIMEOUT_MS);
-    const endpoints = await fleet.waitForEndpoints(namespace, name, (e) => (e.subsets?.length ?? 0) > 0, TIMEOUT_MS);
-    return `${objectIdentity(service)} ${objectIdentity(endpoints)}`;
-  }
-
-  async function currentIdentity(namespace: string, name: string): Promise<string> {
-    const service = await fleet.local.readNamespacedService({ namespace, name });
-    const endpoints = await fleet.local.readNamespacedEndpoints({ namespace, name });
-    return `${objectIdentity(service)} ${objectIdentity(endpoints)}`;
-  }
-
   before(async () => {
     fleet = await Fleet.start(["east", "west"]);
     await fleet.createGateway("east", { ingress: [{ ip: "192.0.2.10" }] });
@@ -105,29 +58,33 @@ describe("isolation between remote clusters", () => {
     // A long first backoff leaves time to watch the other cluster during the outage.
     const supervisor = startSupervisor({ ...DEFAULT_RESTART_POLICY, initialMs: 10_000 });
     try {
-      const eastMirror = await mirrorIdentity(ns, "web-east");
-      await mirrorIdentity(ns, "web-west");
-      await waitForRow(supervisor, "east", "synced", (r) => r.state === "synced");
-      const crashed = await waitForThread(supervisor, "east");
+      const eastMirror = await fleet.mirrorIdentity(ns, "web-east");
+      await fleet.mirrorIdentity(ns, "web-west");
+      await waitForClusterRow(supervisor, "east", "synced", (r) => r.state === "synced");
+      const crashed = await waitForActorThread(supervisor, "east");
 
       await crashed.terminate();
-      await waitForRow(supervisor, "east", "restarting after its crash", (r) => r.restarts === 1);
+      await waitForClusterRow(supervisor, "east", "restarting after its crash", (r) => r.restarts === 1);
       assert.equal(supervisor.actorThread("east"), undefined, "east is down for now");
       await fleet.createService("east", ns, "during-outage");
       await fleet.createService("west", ns, "during-outage");
 
-      await mirrorIdentity(ns, "during-outage-west");
+      await fleet.mirrorIdentity(ns, "during-outage-west");
       assert.equal(supervisor.actorThread("east"), undefined, "west was mirrored while east was still down");
       assert.equal(await fleet.localService(ns, "during-outage-east"), undefined);
-      assert.equal(await currentIdentity(ns, "web-east"), eastMirror);
+      assert.equal(await fleet.currentMirrorIdentity(ns, "web-east"), eastMirror);
 
-      const restarted = await waitForThread(supervisor, "east", crashed);
+      const restarted = await waitForActorThread(supervisor, "east", crashed);
       assert.notEqual(restarted, crashed);
-      await mirrorIdentity(ns, "during-outage-east");
-      const eastRow = await waitForRow(supervisor, "east", "synced again", (r) => r.state === "synced");
+      await fleet.mirrorIdentity(ns, "during-outage-east");
+      const eastRow = await waitForClusterRow(supervisor, "east", "synced again", (r) => r.state === "synced");
       assert.equal(eastRow.restarts, 1);
-      assert.equal(row(supervisor, "west")?.restarts, 0);
-      assert.equal(await currentIdentity(ns, "web-east"), eastMirror, "the restart did not rewrite east's mirror");
+      assert.equal(clusterRow(supervisor, "west")?.restarts, 0);
+      assert.equal(
+        await fleet.currentMirrorIdentity(ns, "web-east"),
+        eastMirror,
+        "the restart did not rewrite east's mirror",
+      );
     } finally {
       await stopSupervisor(supervisor);
     }
@@ -139,14 +96,14 @@ describe("isolation between remote clusters", () => {
     await fleet.createService("west", ns, "web");
     const supervisor = startSupervisor();
     try {
-      const eastMirror = await mirrorIdentity(ns, "web-east");
-      await mirrorIdentity(ns, "web-west");
-      await waitForRow(supervisor, "east", "synced", (r) => r.state === "synced");
+      const eastMirror = await fleet.mirrorIdentity(ns, "web-east");
+      await fleet.mirrorIdentity(ns, "web-west");
+      await waitForClusterRow(supervisor, "east", "synced", (r) => r.state === "synced");
 
       const stoppedAt = Date.now();
       await fleet.plane.stopApiServer("east");
       try {
-        const stale = await waitForRow(
+        const stale = await waitForClusterRow(
           supervisor,
           "east",
           "stale with a reason",
@@ -158,19 +115,19 @@ describe("isolation between remote clusters", () => {
         assert.match(stale.reason ?? "", /\S/);
 
         await fleet.createService("west", ns, "while-east-down");
-        await mirrorIdentity(ns, "while-east-down-west");
-        assert.equal(row(supervisor, "west")?.state, "synced");
-        assert.equal(await currentIdentity(ns, "web-east"), eastMirror);
-        assert.equal(row(supervisor, "east")?.state, "stale", "still stale while its API is down");
+        await fleet.mirrorIdentity(ns, "while-east-down-west");
+        assert.equal(clusterRow(supervisor, "west")?.state, "synced");
+        assert.equal(await fleet.currentMirrorIdentity(ns, "web-east"), eastMirror);
+        assert.equal(clusterRow(supervisor, "east")?.state, "stale", "still stale while its API is down");
       } finally {
         await fleet.plane.startApiServer("east");
       }
 
       await fleet.createService("east", ns, "after-return");
-      await mirrorIdentity(ns, "after-return-east");
-      await waitForRow(supervisor, "east", "synced again", (r) => r.state === "synced");
-      assert.equal(row(supervisor, "east")?.restarts, 0, "resumed by its watcher, not by a restart");
-      assert.equal(await currentIdentity(ns, "web-east"), eastMirror);
+      await fleet.mirrorIdentity(ns, "after-return-east");
+      await waitForClusterRow(supervisor, "east", "synced again", (r) => r.state === "synced");
+      assert.equal(clusterRow(supervisor, "east")?.restarts, 0, "resumed by its watcher, not by a restart");
+      assert.equal(await fleet.currentMirrorIdentity(ns, "web-east"), eastMirror);
     } finally {
       await stopSupervisor(supervisor);
     }
@@ -188,16 +145,16 @@ describe("isolation between remote clusters", () => {
       crashLoopRetryMs: 60_000,
     });
     try {
-      const eastMirror = await mirrorIdentity(ns, "web-east");
-      await mirrorIdentity(ns, "web-west");
+      const eastMirror = await fleet.mirrorIdentity(ns, "web-east");
+      await fleet.mirrorIdentity(ns, "web-west");
 
-      let thread = await waitForThread(supervisor, "east");
+      let thread = await waitForActorThread(supervisor, "east");
       for (let crash = 1; crash <= 3; crash++) {
         await thread.terminate();
-        if (crash < 3) thread = await waitForThread(supervisor, "east", thread);
+        if (crash < 3) thread = await waitForActorThread(supervisor, "east", thread);
       }
 
-      const looping = await waitForRow(supervisor, "east", "crash-loop", (r) => r.state === "crash-loop");
+      const looping = await waitForClusterRow(supervisor, "east", "crash-loop", (r) => r.state === "crash-loop");
       assert.equal(looping.restarts, 3);
       assert.match(looping.reason ?? "", /actor thread exited with code \d/);
       const event = await eventually(
@@ -216,13 +173,13 @@ describe("isolation between remote clusters", () => {
       // Proving that something did NOT happen: no hot restart inside the crash-loop delay.
       await new Promise((resolve) => setTimeout(resolve, 1_000));
       assert.equal(supervisor.actorThread("east"), undefined, "not restarted before crashLoopRetryMs");
-      assert.equal(row(supervisor, "east")?.state, "crash-loop");
+      assert.equal(clusterRow(supervisor, "east")?.state, "crash-loop");
 
       await fleet.createService("west", ns, "during-loop");
-      await mirrorIdentity(ns, "during-loop-west");
-      assert.equal(row(supervisor, "west")?.state, "synced");
-      assert.equal(row(supervisor, "west")?.restarts, 0);
-      assert.equal(await currentIdentity(ns, "web-east"), eastMirror, "a crash loop keeps the mirrors");
+      await fleet.mirrorIdentity(ns, "during-loop-west");
+      assert.equal(clusterRow(supervisor, "west")?.state, "synced");
+      assert.equal(clusterRow(supervisor, "west")?.restarts, 0);
+      assert.equal(await fleet.currentMirrorIdentity(ns, "web-east"), eastMirror, "a crash loop keeps the mirrors");
     } finally {
       await stopSupervisor(supervisor);
     }

@@ -11,10 +11,10 @@ import { after, before, describe, it } from "node:test";
 import type { Worker } from "node:worker_threads";
 import { silentLogger } from "../../src/log.ts";
 import { DEFAULT_RESTART_POLICY } from "../../src/supervisor/restart-policy.ts";
-import { type ClusterRow, Supervisor } from "../../src/supervisor/supervisor.ts";
+import { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { adminConnection } from "../helpers/connection.ts";
 import { CONTROLLER_NAMESPACE, Fleet } from "../helpers/fleet.ts";
-import { eventually, objectIdentity } from "../helpers/kube.ts";
+import { clusterRow, waitForActorThread, waitForClusterRow } from "../helpers/supervision.ts";
 
 const TIMEOUT_MS = 60_000;
 const BACKOFF_MS = 4_000;
@@ -47,57 +47,12 @@ describe("placement: --max-threads packs actors on shared threads, with fault co
     running.delete(supervisor);
   }
 
-  function row(supervisor: Supervisor, cluster: string): ClusterRow | undefined {
-    return supervisor.status().clusters.find((c) => c.cluster === cluster);
-  }
-
-  async function waitForRow(
-    supervisor: Supervisor,
-    cluster: string,
-    what: string,
-    check: (row: ClusterRow) => boolean,
-  ): Promise<ClusterRow> {
-    return eventually(
-      () => `cluster ${cluster}: ${what} (now ${JSON.stringify(row(supervisor, cluster))})`,
-      () => {
-        const r = row(supervisor, cluster);
-        return r && check(r) ? r : undefined;
-      },
-      TIMEOUT_MS,
-      20,
-    );
-  }
-
-  async function waitForThread(supervisor: Supervisor, cluster: string, previous?: Worker): Promise<Worker> {
-    return eventually(
-      `a ${previous ? "new " : ""}actor thread for ${cluster}`,
-      () => {
-        const thread = supervisor.actorThread(cluster);
-        return thread && thread !== previous ? thread : undefined;
-      },
-      TIMEOUT_MS,
-      10,
-    );
-  }
-
-  async function mirrorIdentity(namespace: string, name: string): Promise<string> {
-    const service = await fleet.waitForMirror(namespace, name, () => true, TIMEOUT_MS);
-    const endpoints = await fleet.waitForEndpoints(namespace, name, (e) => (e.subsets?.length ?? 0) > 0, TIMEOUT_MS);
-    return `${objectIdentity(service)} ${objectIdentity(endpoints)}`;
-  }
-
-  async function currentIdentity(namespace: string, name: string): Promise<string> {
-    const service = await fleet.local.readNamespacedService({ namespace, name });
-    const endpoints = await fleet.local.readNamespacedEndpoints({ namespace, name });
-    return `${objectIdentity(service)} ${objectIdentity(endpoints)}`;
-  }
-
   /** Every cluster synced and mirroring `ns/web`; returns the mirrors' identities. */
   async function allMirroring(supervisor: Supervisor, ns: string): Promise<Map<string, string>> {
     const identities = new Map<string, string>();
     for (const c of CLUSTERS) {
-      identities.set(c, await mirrorIdentity(ns, `web-${c}`));
-      await waitForRow(supervisor, c, "synced", (r) => r.state === "synced");
+      identities.set(c, await fleet.mirrorIdentity(ns, `web-${c}`));
+      await waitForClusterRow(supervisor, c, "synced", (r) => r.state === "synced");
     }
     return identities;
   }
@@ -121,7 +76,7 @@ describe("placement: --max-threads packs actors on shared threads, with fault co
     try {
       await allMirroring(supervisor, ns);
       const threads = new Map<string, Worker>();
-      for (const c of CLUSTERS) threads.set(c, await waitForThread(supervisor, c));
+      for (const c of CLUSTERS) threads.set(c, await waitForActorThread(supervisor, c));
       assert.equal(new Set(threads.values()).size, 2, "two threads in all");
       const t0 = threads.get("c0");
       const t1 = threads.get("c1");
@@ -131,8 +86,8 @@ describe("placement: --max-threads packs actors on shared threads, with fault co
 
       await fleet.createService("east", ns, "later");
       await fleet.createService("west", ns, "later");
-      for (const c of CLUSTERS) await mirrorIdentity(ns, `later-${c}`);
-      for (const c of CLUSTERS) assert.equal(row(supervisor, c)?.restarts, 0);
+      for (const c of CLUSTERS) await fleet.mirrorIdentity(ns, `later-${c}`);
+      for (const c of CLUSTERS) assert.equal(clusterRow(supervisor, c)?.restarts, 0);
     } finally {
       await stopSupervisor(supervisor);
     }
@@ -145,13 +100,13 @@ describe("placement: --max-threads packs actors on shared threads, with fault co
     const supervisor = startSupervisor();
     try {
       const mirrors = await allMirroring(supervisor, ns);
-      const t0 = await waitForThread(supervisor, "c0");
-      const t1 = await waitForThread(supervisor, "c1");
+      const t0 = await waitForActorThread(supervisor, "c0");
+      const t1 = await waitForActorThread(supervisor, "c1");
       assert.equal(supervisor.actorThread("c2"), t0);
 
       const injectedAt = Date.now();
       supervisor.injectActorFault("c2", "throw");
-      const failing = await waitForRow(supervisor, "c2", "failing after the fault", (r) => r.restarts === 1);
+      const failing = await waitForClusterRow(supervisor, "c2", "failing after the fault", (r) => r.restarts === 1);
       assert.equal(failing.state, "failing");
       assert.match(failing.reason ?? "", /uncaught exception/);
       assert.equal(supervisor.actorThread("c2"), undefined, "c2's actor is down for now");
@@ -159,24 +114,29 @@ describe("placement: --max-threads packs actors on shared threads, with fault co
       // Its neighbours on the same thread, and the other thread, mirror meanwhile.
       await fleet.createService("east", ns, "during");
       await fleet.createService("west", ns, "during");
-      for (const c of ["c0", "c4", "c1", "c3"]) await mirrorIdentity(ns, `during-${c}`);
+      for (const c of ["c0", "c4", "c1", "c3"]) await fleet.mirrorIdentity(ns, `during-${c}`);
       assert.equal(supervisor.actorThread("c2"), undefined, "the others were mirrored while c2 was still down");
       assert.equal(await fleet.localService(ns, "during-c2"), undefined);
-      assert.equal(await currentIdentity(ns, "web-c2"), mirrors.get("c2"), "c2's mirror is kept while it is down");
+      assert.equal(
+        await fleet.currentMirrorIdentity(ns, "web-c2"),
+        mirrors.get("c2"),
+        "c2's mirror is kept while it is down",
+      );
 
-      const back = await waitForThread(supervisor, "c2");
+      const back = await waitForActorThread(supervisor, "c2");
       assert.ok(Date.now() - injectedAt >= BACKOFF_MS - 200, "restarted after its backoff");
       assert.equal(back, t0, "restarted on its thread, which never stopped");
-      await mirrorIdentity(ns, "during-c2");
-      const c2 = await waitForRow(supervisor, "c2", "synced again", (r) => r.state === "synced");
+      await fleet.mirrorIdentity(ns, "during-c2");
+      const c2 = await waitForClusterRow(supervisor, "c2", "synced again", (r) => r.state === "synced");
       assert.equal(c2.restarts, 1);
       for (const c of ["c0", "c4"]) assert.equal(supervisor.actorThread(c), t0, `${c} kept its thread`);
       for (const c of SLOT1) assert.equal(supervisor.actorThread(c), t1, `${c} kept its thread`);
       for (const c of ["c0", "c1", "c3", "c4"]) {
-        assert.equal(row(supervisor, c)?.restarts, 0, `${c} was not restarted`);
-        assert.equal(row(supervisor, c)?.state, "synced");
+        assert.equal(clusterRow(supervisor, c)?.restarts, 0, `${c} was not restarted`);
+        assert.equal(clusterRow(supervisor, c)?.state, "synced");
       }
-      for (const c of CLUSTERS) assert.equal(await currentIdentity(ns, `web-${c}`), mirrors.get(c), `web-${c} intact`);
+      for (const c of CLUSTERS)
+        assert.equal(await fleet.currentMirrorIdentity(ns, `web-${c}`), mirrors.get(c), `web-${c} intact`);
     } finally {
       await stopSupervisor(supervisor);
     }
@@ -189,20 +149,20 @@ describe("placement: --max-threads packs actors on shared threads, with fault co
     const supervisor = startSupervisor();
     try {
       const mirrors = await allMirroring(supervisor, ns);
-      const t0 = await waitForThread(supervisor, "c0");
+      const t0 = await waitForActorThread(supervisor, "c0");
       await fleet.local.deleteNamespacedSecret({ namespace: CONTROLLER_NAMESPACE, name: "cluster-credentials-c4" });
       await fleet.waitForNoMirror(ns, "web-c4", TIMEOUT_MS);
       assert.equal(supervisor.actorThread("c4"), undefined);
       for (const c of ["c0", "c2"]) assert.equal(supervisor.actorThread(c), t0, `${c} kept its thread`);
       await fleet.createService("east", ns, "after");
-      for (const c of ["c0", "c2"]) await mirrorIdentity(ns, `after-${c}`);
+      for (const c of ["c0", "c2"]) await fleet.mirrorIdentity(ns, `after-${c}`);
 
       await fleet.register("east", { clusterName: "c4" });
-      await mirrorIdentity(ns, "after-c4");
-      assert.equal(await waitForThread(supervisor, "c4"), t0, "placed on the least-loaded thread again");
-      for (const c of CLUSTERS) assert.equal(row(supervisor, c)?.restarts, 0);
+      await fleet.mirrorIdentity(ns, "after-c4");
+      assert.equal(await waitForActorThread(supervisor, "c4"), t0, "placed on the least-loaded thread again");
+      for (const c of CLUSTERS) assert.equal(clusterRow(supervisor, c)?.restarts, 0);
       for (const c of ["c0", "c1", "c2", "c3"])
-        assert.equal(await currentIdentity(ns, `web-${c}`), mirrors.get(c), `web-${c} intact`);
+        assert.equal(await fleet.currentMirrorIdentity(ns, `web-${c}`), mirrors.get(c), `web-${c} intact`);
     } finally {
       await stopSupervisor(supervisor);
     }
@@ -215,35 +175,42 @@ describe("placement: --max-threads packs actors on shared threads, with fault co
     const supervisor = startSupervisor();
     try {
       const mirrors = await allMirroring(supervisor, ns);
-      const t0 = await waitForThread(supervisor, "c0");
-      const t1 = await waitForThread(supervisor, "c1");
+      const t0 = await waitForActorThread(supervisor, "c0");
+      const t1 = await waitForActorThread(supervisor, "c1");
 
       supervisor.injectActorFault("c1", "exit");
       for (const c of SLOT1) {
-        const failing = await waitForRow(supervisor, c, "failing after its thread died", (r) => r.restarts === 1);
+        const failing = await waitForClusterRow(
+          supervisor,
+          c,
+          "failing after its thread died",
+          (r) => r.restarts === 1,
+        );
         assert.equal(failing.state, "failing");
         assert.match(failing.reason ?? "", /exited with code 3/);
       }
       for (const c of SLOT1) assert.equal(supervisor.actorThread(c), undefined);
 
       await fleet.createService("east", ns, "during");
-      for (const c of SLOT0) await mirrorIdentity(ns, `during-${c}`);
-      for (const c of SLOT1) assert.equal(await currentIdentity(ns, `web-${c}`), mirrors.get(c), `web-${c} kept`);
+      for (const c of SLOT0) await fleet.mirrorIdentity(ns, `during-${c}`);
+      for (const c of SLOT1)
+        assert.equal(await fleet.currentMirrorIdentity(ns, `web-${c}`), mirrors.get(c), `web-${c} kept`);
 
-      const next = await waitForThread(supervisor, "c1", t1);
+      const next = await waitForActorThread(supervisor, "c1", t1);
       assert.notEqual(next, t0);
-      assert.equal(await waitForThread(supervisor, "c3", t1), next, "c1 and c3 share the new thread");
+      assert.equal(await waitForActorThread(supervisor, "c3", t1), next, "c1 and c3 share the new thread");
       await fleet.createService("west", ns, "during");
-      for (const c of SLOT1) await mirrorIdentity(ns, `during-${c}`);
+      for (const c of SLOT1) await fleet.mirrorIdentity(ns, `during-${c}`);
       for (const c of SLOT1) {
-        const r = await waitForRow(supervisor, c, "synced again", (x) => x.state === "synced");
+        const r = await waitForClusterRow(supervisor, c, "synced again", (x) => x.state === "synced");
         assert.equal(r.restarts, 1, `${c} restarted once`);
       }
       for (const c of SLOT0) {
         assert.equal(supervisor.actorThread(c), t0, `${c} kept its thread`);
-        assert.equal(row(supervisor, c)?.restarts, 0, `${c} was not restarted`);
+        assert.equal(clusterRow(supervisor, c)?.restarts, 0, `${c} was not restarted`);
       }
-      for (const c of CLUSTERS) assert.equal(await currentIdentity(ns, `web-${c}`), mirrors.get(c), `web-${c} intact`);
+      for (const c of CLUSTERS)
+        assert.equal(await fleet.currentMirrorIdentity(ns, `web-${c}`), mirrors.get(c), `web-${c} intact`);
     } finally {
       await stopSupervisor(supervisor);
     }

@@ -1,0 +1,50 @@
+/**
+ * Waiting on an in-process Supervisor (tests that run it directly, with options
+ * `fleet.startInProcess()` does not offer): its status rows and its actor threads.
+ */
+import type { Worker } from "node:worker_threads";
+import type { ClusterRow, Supervisor } from "../../src/supervisor/supervisor.ts";
+import { eventually } from "./kube.ts";
+
+const TIMEOUT_MS = 60_000;
+
+export function clusterRow(supervisor: Supervisor, cluster: string): ClusterRow | undefined {
+  return supervisor.status().clusters.find((c) => c.cluster === cluster);
+}
+
+/** Resolves with `cluster`'s status row once `check` holds for it. */
+export async function waitForClusterRow(
+  supervisor: Supervisor,
+  cluster: string,
+  what: string,
+  check: (row: ClusterRow) => boolean,
+  timeoutMs = TIMEOUT_MS,
+): Promise<ClusterRow> {
+  return eventually(
+    () => `cluster ${cluster}: ${what} (now ${JSON.stringify(clusterRow(supervisor, cluster))})`,
+    () => {
+      const r = clusterRow(supervisor, cluster);
+      return r && check(r) ? r : undefined;
+    },
+    timeoutMs,
+    20,
+  );
+}
+
+/** A thread hosting `cluster`'s actor, other than `previous` when given (a restart). */
+export async function waitForActorThread(
+  supervisor: Supervisor,
+  cluster: string,
+  previous?: Worker,
+  timeoutMs = TIMEOUT_MS,
+): Promise<Worker> {
+  return eventually(
+    `a ${previous ? "new " : ""}actor thread for ${cluster}`,
+    () => {
+      const thread = supervisor.actorThread(cluster);
+      return thread && thread !== previous ? thread : undefined;
+    },
+    timeoutMs,
+    10,
+  );
+}
