@@ -15,7 +15,14 @@ import { once } from "node:events";
 import { existsSync, writeFileSync } from "node:fs";
 import { request as httpsRequest } from "node:https";
 import { join } from "node:path";
-import { CoreV1Api, type KubeConfig, type V1Service, type V1ServicePort } from "@kubernetes/client-node";
+import {
+  CoreV1Api,
+  type CoreV1Event,
+  type KubeConfig,
+  type V1Secret,
+  type V1Service,
+  type V1ServicePort,
+} from "@kubernetes/client-node";
 import { type Config, defaultConfig } from "../../src/config.ts";
 import {
   CLUSTER_NAME,
@@ -283,6 +290,28 @@ export class Fleet {
   }
 
   /** Registers `remote` under `clusterName` (default: the remote's own name). */
+  async createSecret(body: V1Secret): Promise<void> {
+    await this.local.createNamespacedSecret({ namespace: CONTROLLER_NAMESPACE, body });
+  }
+
+  /** Events with `reason` recorded on credentials Secret `secretName`. */
+  async secretEvents(secretName: string, reason: string): Promise<CoreV1Event[]> {
+    const list = await this.local.listNamespacedEvent({ namespace: CONTROLLER_NAMESPACE });
+    return list.items.filter(
+      (e) => e.involvedObject.kind === "Secret" && e.involvedObject.name === secretName && e.reason === reason,
+    );
+  }
+
+  async waitForSecretEvent(
+    secretName: string,
+    reason: string,
+    check: (e: CoreV1Event) => boolean = () => true,
+  ): Promise<CoreV1Event> {
+    return eventually(`Event ${reason} on Secret ${secretName}`, async () =>
+      (await this.secretEvents(secretName, reason)).find(check),
+    );
+  }
+
   async register(
     remote: string,
     opts: { clusterName?: string; secretName?: string; domain?: string } = {},

@@ -4,6 +4,7 @@
  */
 import type { Worker } from "node:worker_threads";
 import type { ClusterRow, Supervisor } from "../../src/supervisor/supervisor.ts";
+import { CONTROLLER_NAMESPACE } from "./fleet.ts";
 import { eventually } from "./kube.ts";
 
 const TIMEOUT_MS = 60_000;
@@ -46,5 +47,28 @@ export async function waitForActorThread(
     },
     timeoutMs,
     10,
+  );
+}
+
+/** The status row of the credentials Secret `secretName` (in the controller's namespace). */
+export function secretRow(supervisor: Supervisor, secretName: string): ClusterRow | undefined {
+  return supervisor.status().clusters.find((r) => r.secret === `${CONTROLLER_NAMESPACE}/${secretName}`);
+}
+
+/** Resolves with the status row of Secret `secretName` once `check` holds for it. */
+export async function waitForSecretRow(
+  supervisor: Supervisor,
+  secretName: string,
+  check: (row: ClusterRow) => boolean,
+  what: string,
+  timeoutMs = TIMEOUT_MS,
+): Promise<ClusterRow> {
+  return eventually(
+    () => `status row of Secret ${secretName} ${what} (now ${JSON.stringify(secretRow(supervisor, secretName))})`,
+    () => {
+      const row = secretRow(supervisor, secretName);
+      return row && check(row) ? row : undefined;
+    },
+    timeoutMs,
   );
 }

@@ -21,7 +21,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { promisify } from "node:util";
-import type { CoreV1Event, V1Secret } from "@kubernetes/client-node";
+import type { V1Secret } from "@kubernetes/client-node";
 import {
   CLUSTER_NAME,
   GATEWAY_NAME,
@@ -38,6 +38,7 @@ import { createCa } from "../../src/sandbox/pki.ts";
 import { type ClusterRow, Supervisor } from "../../src/supervisor/supervisor.ts";
 import { CONTROLLER_NAMESPACE, Fleet } from "../helpers/fleet.ts";
 import { eventually, sleep, statusCode } from "../helpers/kube.ts";
+import { waitForSecretRow } from "../helpers/supervision.ts";
 
 const run = promisify(execFile);
 const b64 = (text: string): string => Buffer.from(text, "utf8").toString("base64");
@@ -168,43 +169,8 @@ describe("bad and hostile input", () => {
     };
   }
 
-  async function createSecret(body: V1Secret): Promise<void> {
-    await fleet.local.createNamespacedSecret({ namespace: CONTROLLER_NAMESPACE, body });
-  }
-
-  function rowOf(secretName: string): ClusterRow | undefined {
-    return controller.status().clusters.find((r) => r.secret === `${CONTROLLER_NAMESPACE}/${secretName}`);
-  }
-
   function clusterRow(cluster: string): ClusterRow | undefined {
     return controller.status().clusters.find((r) => r.cluster === cluster && r.state !== "duplicate");
-  }
-
-  async function waitForRow(secretName: string, check: (row: ClusterRow) => boolean, what: string) {
-    return eventually(
-      () => `status row of Secret ${secretName} ${what} (now ${JSON.stringify(rowOf(secretName))})`,
-      () => {
-        const row = rowOf(secretName);
-        return row && check(row) ? row : undefined;
-      },
-    );
-  }
-
-  async function secretEvents(secretName: string, reason: string): Promise<CoreV1Event[]> {
-    const list = await fleet.local.listNamespacedEvent({ namespace: CONTROLLER_NAMESPACE });
-    return list.items.filter(
-      (e) => e.involvedObject.kind === "Secret" && e.involvedObject.name === secretName && e.reason === reason,
-    );
-  }
-
-  async function waitForSecretEvent(
-    secretName: string,
-    reason: string,
-    check: (e: CoreV1Event) => boolean = () => true,
-  ): Promise<CoreV1Event> {
-    return eventually(`Event ${reason} on Secret ${secretName}`, async () =>
-      (await secretEvents(secretName, reason)).find(check),
-    );
   }
 
   function logLines(): LogLine[] {
@@ -255,10 +221,10 @@ describe("bad and hostile input", () => {
     mentions: RegExp,
     cluster: string | undefined,
   ): Promise<void> {
-    const row = await waitForRow(secretName, (r) => r.state === "invalid", "to be invalid");
+    const row = await waitForSecretRow(controller, secretName, (r) => r.state === "invalid", "to be invalid");
     assert.ok(row.reason?.startsWith(`${reason}: `), `row reason ${row.reason} starts with ${reason}`);
     assert.match(row.reason ?? "", mentions);
-    const event = await waitForSecretEvent(secretName, "InvalidCredentials");
+    const event = await fleet.waitForSecretEvent(secretName, "InvalidCredentials");
     assert.equal(event.type, "Warning");
     assert.match(event.message ?? "", mentions);
     const line = await waitForLog(
@@ -440,7 +406,7 @@ describe("bad and hostile input", () => {
       auth: { token: await fleet.remoteToken("east") },
     });
     await fleet.createService("east", namespace, "before");
-    await createSecret(secretOf(cluster, { cluster, domain: "cluster.local", kubeconfig }));
+    await fleet.createSecret(secretOf(cluster, { cluster, domain: "cluster.local", kubeconfig }));
     await fleet.waitForEndpoints(namespace, `before-${cluster}`, (ep) => (ep.subsets?.length ?? 0) > 0);
     return proxy;
   }
@@ -455,7 +421,7 @@ describe("bad and hostile input", () => {
       return p?.reason === reason ? p : undefined;
     });
     assert.match(problem.message, mentions);
-    const event = await waitForSecretEvent("cluster-credentials-hostile", "MirrorSkipped", (e) =>
+    const event = await fleet.waitForSecretEvent("cluster-credentials-hostile", "MirrorSkipped", (e) =>
       (e.message ?? "").includes(remote),
     );
     assert.equal(event.type, "Warning");
@@ -480,7 +446,7 @@ describe("bad and hostile input", () => {
   ): Case => ({
     name,
     run: async () => {
-      await createSecret(await secret());
+      await fleet.createSecret(await secret());
       await expectInvalid(id, reason, mentions, cluster);
     },
   });
@@ -585,12 +551,14 @@ describe("bad and hostile input", () => {
           "current-context: west",
           "",
         ].join("\n");
-        await createSecret(secretOf("multi-ctx", { cluster: "multi-ctx", domain: "cluster.local", kubeconfig }));
+        await fleet.createSecret(secretOf("multi-ctx", { cluster: "multi-ctx", domain: "cluster.local", kubeconfig }));
         await fleet.waitForEndpoints("steady", "web-multi-ctx", (ep) => (ep.subsets?.length ?? 0) > 0);
-        const row = await waitForRow("multi-ctx", (r) => r.state === "synced", "to be synced");
+        const row = await waitForSecretRow(controller, "multi-ctx", (r) => r.state === "synced", "to be synced");
         assert.equal(row.reason, undefined);
-        await waitForSecretEvent("multi-ctx", "ClusterRegistered", (e) => (e.message ?? "").includes(west.server));
-        assert.deepEqual(await secretEvents("multi-ctx", "InvalidCredentials"), []);
+        await fleet.waitForSecretEvent("multi-ctx", "ClusterRegistered", (e) =>
+          (e.message ?? "").includes(west.server),
+        );
+        assert.deepEqual(await fleet.secretEvents("multi-ctx", "InvalidCredentials"), []);
       },
     },
     {
@@ -598,7 +566,7 @@ describe("bad and hostile input", () => {
       run: async () => {
         const port = await closedPort();
         const kubeconfig = await eastTokenKubeconfig({ server: `https://127.0.0.1:${port}` });
-        await createSecret(secretOf("unreach", { cluster: "unreach", domain: "cluster.local", kubeconfig }));
+        await fleet.createSecret(secretOf("unreach", { cluster: "unreach", domain: "cluster.local", kubeconfig }));
         await expectRemoteFailing("unreach", /ECONNREFUSED/, /^ECONNREFUSED$/);
       },
     },
@@ -607,7 +575,7 @@ describe("bad and hostile input", () => {
       run: async () => {
         const server = await htmlServer(200);
         const kubeconfig = await eastTokenKubeconfig({ server });
-        await createSecret(secretOf("html-200", { cluster: "html-200", domain: "cluster.local", kubeconfig }));
+        await fleet.createSecret(secretOf("html-200", { cluster: "html-200", domain: "cluster.local", kubeconfig }));
         await expectRemoteFailing("html-200", /DECODE.*not valid JSON|list answer has no items/, /^decode$/);
       },
     },
@@ -616,7 +584,7 @@ describe("bad and hostile input", () => {
       run: async () => {
         const server = await htmlServer(404);
         const kubeconfig = await eastTokenKubeconfig({ server });
-        await createSecret(secretOf("html-404", { cluster: "html-404", domain: "cluster.local", kubeconfig }));
+        await fleet.createSecret(secretOf("html-404", { cluster: "html-404", domain: "cluster.local", kubeconfig }));
         await expectRemoteFailing("html-404", /404/, /^http-404$/);
       },
     },
@@ -625,7 +593,7 @@ describe("bad and hostile input", () => {
       run: async () => {
         const other = await createCa(scratch, "other-pki");
         const kubeconfig = await eastTokenKubeconfig({ caPem: other.certPem });
-        await createSecret(secretOf("bad-ca", { cluster: "bad-ca", domain: "cluster.local", kubeconfig }));
+        await fleet.createSecret(secretOf("bad-ca", { cluster: "bad-ca", domain: "cluster.local", kubeconfig }));
         await expectRemoteFailing(
           "bad-ca",
           /TLS: the server's certificate is not trusted.*(UNABLE_TO_VERIFY_LEAF_SIGNATURE|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_GET_ISSUER_CERT)/,
@@ -746,16 +714,21 @@ describe("bad and hostile input", () => {
       name: "a second Secret for an already registered cluster name is a duplicate: DuplicateCluster, the winner untouched",
       run: async () => {
         const before = await healthyUids();
-        await createSecret(
+        await fleet.createSecret(
           secretOf("healthy-again", {
             cluster: "healthy",
             domain: "cluster.local",
             kubeconfig: await eastTokenKubeconfig(),
           }),
         );
-        const row = await waitForRow("healthy-again", (r) => r.state === "duplicate", "to be duplicate");
+        const row = await waitForSecretRow(
+          controller,
+          "healthy-again",
+          (r) => r.state === "duplicate",
+          "to be duplicate",
+        );
         assert.match(row.reason ?? "", /already registered by fleet-mirror\/cluster-credentials-healthy/);
-        const event = await waitForSecretEvent("healthy-again", "DuplicateCluster");
+        const event = await fleet.waitForSecretEvent("healthy-again", "DuplicateCluster");
         assert.equal(event.type, "Warning");
         await waitForLog(
           "duplicate cluster",

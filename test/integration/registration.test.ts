@@ -16,7 +16,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { Worker } from "node:worker_threads";
-import type { CoreV1Event, V1Secret } from "@kubernetes/client-node";
+import type { V1Secret } from "@kubernetes/client-node";
 import {
   CLUSTER_NAME,
   KUBECONFIG_KEY,
@@ -26,9 +26,10 @@ import {
 } from "../../src/core/labels.ts";
 import { mintServiceAccountToken } from "../../src/kube/service-account.ts";
 import { renderKubeconfig } from "../../src/sandbox/kubeconfig.ts";
-import type { ClusterRow, Supervisor } from "../../src/supervisor/supervisor.ts";
+import type { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { CONTROLLER_NAMESPACE, Fleet, REMOTE_READER_RULES } from "../helpers/fleet.ts";
 import { eventually, sleep, statusCode } from "../helpers/kube.ts";
+import { secretRow, waitForSecretRow } from "../helpers/supervision.ts";
 
 const b64 = (text: string): string => Buffer.from(text, "utf8").toString("base64");
 describe("registering remote clusters through credentials Secrets", () => {
@@ -85,12 +86,8 @@ describe("registering remote clusters through credentials Secrets", () => {
     };
   }
 
-  async function createSecret(body: V1Secret): Promise<void> {
-    await fleet.local.createNamespacedSecret({ namespace: CONTROLLER_NAMESPACE, body });
-  }
-
   async function registerAs(remote: string, cluster: string, secretName = cluster): Promise<string> {
-    await createSecret(secretOf(secretName, { cluster, kubeconfig: await fleet.remoteKubeconfig(remote) }));
+    await fleet.createSecret(secretOf(secretName, { cluster, kubeconfig: await fleet.remoteKubeconfig(remote) }));
     return secretName;
   }
 
@@ -109,35 +106,6 @@ describe("registering remote clusters through credentials Secrets", () => {
 
   async function deleteSecret(name: string): Promise<void> {
     await fleet.local.deleteNamespacedSecret({ namespace: CONTROLLER_NAMESPACE, name });
-  }
-
-  function rowOf(secretName: string): ClusterRow | undefined {
-    return controller.status().clusters.find((r) => r.secret === `${CONTROLLER_NAMESPACE}/${secretName}`);
-  }
-
-  async function waitForRow(
-    secretName: string,
-    check: (row: ClusterRow) => boolean,
-    what: string,
-  ): Promise<ClusterRow> {
-    return eventually(`status row of Secret ${secretName} ${what}`, () => {
-      const row = rowOf(secretName);
-      return row && check(row) ? row : undefined;
-    });
-  }
-
-  async function secretEvents(secretName: string, reason: string): Promise<CoreV1Event[]> {
-    const list = await fleet.local.listNamespacedEvent({ namespace: CONTROLLER_NAMESPACE });
-    return list.items.filter(
-      (e) => e.involvedObject.kind === "Secret" && e.involvedObject.name === secretName && e.reason === reason,
-    );
-  }
-
-  async function waitForSecretEvent(secretName: string, reason: string): Promise<CoreV1Event> {
-    return eventually(
-      `Event ${reason} on Secret ${secretName}`,
-      async () => (await secretEvents(secretName, reason))[0],
-    );
   }
 
   /** uids of the mirror Service and Endpoints `namespace/name` (undefined: absent). */
@@ -246,8 +214,8 @@ describe("registering remote clusters through credentials Secrets", () => {
   it("ignores Secrets of other types silently, even when they carry the registration annotations", async () => {
     await fleet.createService("east", "ignored", "svc1");
     const kubeconfig = await fleet.remoteKubeconfig("east");
-    await createSecret(secretOf("ign-opaque", { cluster: "ign-opaque", kubeconfig, type: "Opaque" }));
-    await createSecret(
+    await fleet.createSecret(secretOf("ign-opaque", { cluster: "ign-opaque", kubeconfig, type: "Opaque" }));
+    await fleet.createSecret(
       secretOf("ign-other", { cluster: "ign-other", kubeconfig, type: "example.com/remote-kubeconfig" }),
     );
     // Registered after the ignored ones: once its mirror exists, the controller has had
@@ -258,7 +226,7 @@ describe("registering remote clusters through credentials Secrets", () => {
     for (const name of ["ign-opaque", "ign-other"]) {
       assert.equal(await fleet.localService("ignored", `svc1-${name}`), undefined, `no mirror for ${name}`);
       assert.deepEqual(await mirrorsOf(name), []);
-      assert.equal(rowOf(name), undefined, `no status row for Secret ${name}`);
+      assert.equal(secretRow(controller, name), undefined, `no status row for Secret ${name}`);
       assert.equal(controller.registry.registered.has(name), false);
       assert.equal(controller.actorThread(name), undefined);
       const events = (await fleet.local.listNamespacedEvent({ namespace: CONTROLLER_NAMESPACE })).items.filter(
@@ -347,13 +315,13 @@ describe("registering remote clusters through credentials Secrets", () => {
     it(`reports ${c.title} as invalid (status and InvalidCredentials Event), registers nothing, and registers the cluster once the Secret is edited into a valid one`, async () => {
       await fleet.createService("east", "invalid", c.id);
       const marker = join(scratch, `${c.id}.ran`);
-      await createSecret(await c.secret(fleet, marker));
+      await fleet.createSecret(await c.secret(fleet, marker));
 
-      const row = await waitForRow(c.id, (r) => r.state === "invalid", "to be invalid");
+      const row = await waitForSecretRow(controller, c.id, (r) => r.state === "invalid", "to be invalid");
       const reason = row.reason ?? "";
       assert.ok(reason.startsWith(`${c.reason}: `), `reason ${reason} starts with ${c.reason}`);
       assert.ok(reason.includes(c.mentions), `reason ${reason} mentions ${c.mentions}`);
-      const event = await waitForSecretEvent(c.id, "InvalidCredentials");
+      const event = await fleet.waitForSecretEvent(c.id, "InvalidCredentials");
       assert.equal(event.type, "Warning");
       const secret = await fleet.local.readNamespacedSecret({ namespace: CONTROLLER_NAMESPACE, name: c.id });
       assert.equal(event.involvedObject.uid, secret.metadata?.uid);
@@ -370,7 +338,7 @@ describe("registering remote clusters through credentials Secrets", () => {
       const kubeconfig = await fleet.remoteKubeconfig("east");
       await editSecret(c.id, (secret) => c.fix(secret, kubeconfig));
       await waitForFullMirror("invalid", `${c.id}-${c.cluster}`);
-      const registered = await waitForRow(c.id, (r) => r.state === "synced", "to be synced");
+      const registered = await waitForSecretRow(controller, c.id, (r) => r.state === "synced", "to be synced");
       assert.equal(registered.cluster, c.cluster);
       assert.equal(registered.reason, undefined);
       assert.equal(
@@ -387,14 +355,19 @@ describe("registering remote clusters through credentials Secrets", () => {
     await registerAs("east", "dup", "dup-first");
     const before = await waitForFullMirror("dup", "from-east-dup");
     const winnerThread = await eventually("actor of dup", () => controller.actorThread("dup"));
-    const winnerRow = await waitForRow("dup-first", (r) => r.state === "synced", "to be synced");
+    const winnerRow = await waitForSecretRow(controller, "dup-first", (r) => r.state === "synced", "to be synced");
 
     // The same cluster name, pointing at another remote: if it won, west's Services would show.
     await registerAs("west", "dup", "dup-second");
-    const duplicate = await waitForRow("dup-second", (r) => r.state === "duplicate", "to be a duplicate");
+    const duplicate = await waitForSecretRow(
+      controller,
+      "dup-second",
+      (r) => r.state === "duplicate",
+      "to be a duplicate",
+    );
     assert.equal(duplicate.cluster, "dup");
     assert.ok(duplicate.reason?.includes(`${CONTROLLER_NAMESPACE}/dup-first`), `reason ${duplicate.reason}`);
-    const event = await waitForSecretEvent("dup-second", "DuplicateCluster");
+    const event = await fleet.waitForSecretEvent("dup-second", "DuplicateCluster");
     assert.equal(event.type, "Warning");
     assert.ok(event.message?.includes("dup-first"), `Event message ${event.message}`);
     assert.equal(controller.registry.registered.get("dup")?.secretKey, `${CONTROLLER_NAMESPACE}/dup-first`);
@@ -402,7 +375,9 @@ describe("registering remote clusters through credentials Secrets", () => {
 
     const guard = guardMirror("dup", "from-east-dup", before);
     await deleteSecret("dup-second");
-    await eventually("the duplicate's status row to go", () => (rowOf("dup-second") ? undefined : true));
+    await eventually("the duplicate's status row to go", () =>
+      secretRow(controller, "dup-second") ? undefined : true,
+    );
     await sleep(3_000); // a window in which a wrongful teardown would show
     const { reads, problems } = await guard.stop();
     assert.ok(reads > 10, `the mirror was read ${reads} times`);
@@ -411,7 +386,7 @@ describe("registering remote clusters through credentials Secrets", () => {
     assert.deepEqual(await mirrorUids("dup", "from-east-dup"), before);
     assert.equal(await fleet.localService("dup", "from-west-dup"), undefined, "west never mirrored as dup");
     assert.equal(controller.actorThread("dup"), winnerThread, "the winner's actor thread is the same");
-    const after = rowOf("dup-first");
+    const after = secretRow(controller, "dup-first");
     assert.equal(after?.state, "synced");
     assert.equal(after?.restarts, winnerRow.restarts);
     assert.equal(controller.registry.registered.get("dup")?.secretKey, `${CONTROLLER_NAMESPACE}/dup-first`);
@@ -422,11 +397,11 @@ describe("registering remote clusters through credentials Secrets", () => {
     await registerAs("east", "rot");
     await registerAs("west", "rot-peer");
     const before = await waitForFullMirror("rot", "web-rot");
-    await waitForRow("rot", (r) => r.state === "synced", "to be synced");
-    await waitForRow("rot-peer", (r) => r.state === "synced", "to be synced");
+    await waitForSecretRow(controller, "rot", (r) => r.state === "synced", "to be synced");
+    await waitForSecretRow(controller, "rot-peer", (r) => r.state === "synced", "to be synced");
     const rotThread = await eventually("actor of rot", () => controller.actorThread("rot"));
     const peerThread = await eventually("actor of rot-peer", () => controller.actorThread("rot-peer"));
-    const peerRestarts = rowOf("rot-peer")?.restarts;
+    const peerRestarts = secretRow(controller, "rot-peer")?.restarts;
 
     // A freshly minted token of another ServiceAccount for the same remote.
     const token = await mintServiceAccountToken(fleet.kubeConfig("east"), {
@@ -452,7 +427,7 @@ describe("registering remote clusters through credentials Secrets", () => {
       return t && t !== rotThread ? t : undefined;
     });
     assert.notEqual(newThread.threadId, rotThread.threadId);
-    await waitForRow("rot", (r) => r.state === "synced", "to be synced again");
+    await waitForSecretRow(controller, "rot", (r) => r.state === "synced", "to be synced again");
     await sleep(2_000); // a window in which a late garbage collection would show
     // The new actor's desired set reaches the writer: a Service exported after the
     // rotation is mirrored, so its complete snapshot has been applied too.
@@ -464,8 +439,8 @@ describe("registering remote clusters through credentials Secrets", () => {
 
     assert.deepEqual(await mirrorUids("rot", "web-rot"), before);
     assert.equal(controller.actorThread("rot-peer"), peerThread, "the other cluster's actor is the same thread");
-    assert.equal(rowOf("rot-peer")?.restarts, peerRestarts);
-    assert.equal(rowOf("rot-peer")?.state, "synced");
+    assert.equal(secretRow(controller, "rot-peer")?.restarts, peerRestarts);
+    assert.equal(secretRow(controller, "rot-peer")?.state, "synced");
   });
 
   it("leaves exactly one actor thread per cluster after several rotations in quick succession", async () => {
@@ -502,7 +477,7 @@ describe("registering remote clusters through credentials Secrets", () => {
       const t = controller.actorThread("rot-burst");
       return t && t !== first ? t : undefined;
     });
-    await waitForRow("rot-burst", (r) => r.state === "synced", "to be synced again");
+    await waitForSecretRow(controller, "rot-burst", (r) => r.state === "synced", "to be synced again");
     await fleet.createService("east", "rot-burst", "after-burst");
     await fleet.waitForMirror("rot-burst", "after-burst-rot-burst");
     const { problems } = await guard.stop();
@@ -542,7 +517,12 @@ describe("registering remote clusters through credentials Secrets", () => {
       (await mirrorsOf("ren-old")).length === 0 ? true : undefined,
     );
     assert.deepEqual(await mirrorUids("ren", "web-ren-old"), { service: undefined, endpoints: undefined });
-    const row = await waitForRow("ren", (r) => r.cluster === "ren-new" && r.state === "synced", "to be ren-new");
+    const row = await waitForSecretRow(
+      controller,
+      "ren",
+      (r) => r.cluster === "ren-new" && r.state === "synced",
+      "to be ren-new",
+    );
     assert.equal(row.cluster, "ren-new");
     assert.equal(
       controller.status().clusters.some((r) => r.cluster === "ren-old"),
@@ -583,7 +563,7 @@ describe("registering remote clusters through credentials Secrets", () => {
       assert.deepEqual(still.metadata?.labels, ns.metadata?.labels, `Namespace ${name} is not modified`);
     }
     assert.deepEqual(await mirrorUids("del-ns", "web-del-peer"), peer, "the other cluster's mirror is untouched");
-    assert.equal(rowOf("del"), undefined);
+    assert.equal(secretRow(controller, "del"), undefined);
     assert.equal(controller.actorThread("del"), undefined);
   });
 
@@ -601,7 +581,7 @@ describe("registering remote clusters through credentials Secrets", () => {
     ];
     for (const cluster of unreachable) {
       const port = cluster === "unreach-refused" ? refused : silent;
-      await createSecret(secretOf(cluster, { cluster, kubeconfig: kubeconfigFor(`https://127.0.0.1:${port}`) }));
+      await fleet.createSecret(secretOf(cluster, { cluster, kubeconfig: kubeconfigFor(`https://127.0.0.1:${port}`) }));
     }
     await eventually("the unreachable clusters to be registered", () =>
       unreachable.every((c) => controller.registry.registered.has(c)) ? true : undefined,
@@ -613,9 +593,10 @@ describe("registering remote clusters through credentials Secrets", () => {
     await fleet.waitForEndpoints("reach", "web-reach", (ep) => (ep.subsets?.length ?? 0) > 0, 15_000);
     const took = Date.now() - started;
     assert.ok(took < 15_000, `the healthy cluster's mirror took ${took} ms`);
-    assert.equal(rowOf("reach")?.state, "synced");
+    assert.equal(secretRow(controller, "reach")?.state, "synced");
 
-    const refusedRow = await waitForRow(
+    const refusedRow = await waitForSecretRow(
+      controller,
       "unreach-refused",
       (r) => (r.state === "syncing" || r.state === "stale") && r.reason !== undefined,
       "to be syncing with a reason",
@@ -624,7 +605,12 @@ describe("registering remote clusters through credentials Secrets", () => {
     assert.ok(refusedRow.reason && refusedRow.reason.length > 0);
     for (const cluster of unreachable) {
       // On a loaded machine the last thread may still be starting: wait, do not race it.
-      await waitForRow(cluster, (r) => r.state === "syncing" || r.state === "stale", "to be syncing or stale");
+      await waitForSecretRow(
+        controller,
+        cluster,
+        (r) => r.state === "syncing" || r.state === "stale",
+        "to be syncing or stale",
+      );
       assert.deepEqual(await mirrorsOf(cluster), []);
     }
   });
@@ -644,7 +630,12 @@ describe("registering remote clusters through credentials Secrets", () => {
       const t = controller.actorThread("flaky");
       return t && t !== thread ? t : undefined;
     });
-    await waitForRow("flaky", (r) => r.state === "syncing" && r.reason !== undefined, "to fail to list");
+    await waitForSecretRow(
+      controller,
+      "flaky",
+      (r) => r.state === "syncing" && r.reason !== undefined,
+      "to fail to list",
+    );
     await sleep(3_000); // a window in which a wrongful garbage collection would show
     const { reads, problems } = await guard.stop();
     assert.ok(reads > 10, `the mirror was read ${reads} times`);
@@ -668,14 +659,14 @@ describe("registering remote clusters through credentials Secrets", () => {
     await editSecret("typo", (secret) => {
       secret.data = { [KUBECONFIG_KEY]: b64("apiVersion: v1\nclusters: [ {server: \n") };
     });
-    await waitForRow("typo", (r) => r.state === "invalid" && r.cluster === "typo", "to be invalid");
-    await waitForSecretEvent("typo", "InvalidCredentials");
+    await waitForSecretRow(controller, "typo", (r) => r.state === "invalid" && r.cluster === "typo", "to be invalid");
+    await fleet.waitForSecretEvent("typo", "InvalidCredentials");
     assert.equal(controller.actorThread("typo"), undefined, "an invalid Secret has no actor");
     await sleep(3_000); // a window in which a wrongful garbage collection would show
     await editSecret("typo", (secret) => {
       secret.data = good.data ?? {};
     });
-    await waitForRow("typo", (r) => r.state === "synced", "to be synced again");
+    await waitForSecretRow(controller, "typo", (r) => r.state === "synced", "to be synced again");
     await fleet.createService("east", "typo", "after-fix");
     await fleet.waitForMirror("typo", "after-fix-typo");
     const { reads, problems } = await guard.stop();
