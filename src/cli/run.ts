@@ -3,6 +3,7 @@ import { createMetrics } from "../admin/metrics.ts";
 import { alwaysLeading, runAdminSource } from "../admin/run-source.ts";
 import { type AdminServer, startAdminServer } from "../admin/server.ts";
 import { type Config, ConfigError, flagsHelp, parseRunConfig, runFlags } from "../config.ts";
+import { systemClock } from "../core/clock.ts";
 import { KubeClient } from "../kube/client.ts";
 import { loadLocalConnection } from "../kube/local-connection.ts";
 import { LeaderElector } from "../leader/elector.ts";
@@ -105,9 +106,9 @@ export async function runCommand(argv: readonly string[]): Promise<number> {
   return 0;
 }
 
-/** `ms` from now on the clock every thread shares (`performance.timeOrigin + performance.now()`). */
+/** `ms` from now on `systemClock`, which every thread of the process reads alike. */
 function writeDeadline(ms: number): number {
-  return performance.timeOrigin + performance.now() + ms;
+  return systemClock.now() + ms;
 }
 
 function leaderElector(config: Config, client: KubeClient, logger: Logger): LeaderElector {

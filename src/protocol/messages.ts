@@ -194,8 +194,8 @@ export type ToWriter =
   | { readonly type: "writer.event"; readonly event: EventRequest }
   /**
    * Leader election's write fence: no write may be sent at or after `writableUntil`
-   * (epoch ms, `performance.timeOrigin + performance.now()`), the moment the elector
-   * would give up the Lease if no renewal succeeded meanwhile. Each successful renewal
+   * (ms on `systemClock`, which every thread reads alike), the moment the elector would
+   * give up the Lease if no renewal succeeded meanwhile. Each successful renewal
    * moves it forward; if the main thread stalls and sends none, the writer stops on its
    * own before another replica can hold the Lease. The latest message wins.
    */

@@ -394,8 +394,8 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
   }
 
   /**
-   * Leader election: writes may be sent until `writableUntil` (epoch ms on the
-   * `performance.timeOrigin + performance.now()` clock, which every thread shares).
+   * Leader election: writes may be sent until `writableUntil` (ms on `systemClock`,
+   * which every thread reads alike).
    * Called after each successful Lease renewal; the writer enforces it on its own.
    */
   setWriteDeadline(writableUntil: number): void {

@@ -7,11 +7,12 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import { systemClock } from "../../src/core/clock.ts";
 import type { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { Fleet } from "../helpers/fleet.ts";
 import { sleep } from "../helpers/kube.ts";
 
-const fromNow = (ms: number): number => performance.timeOrigin + performance.now() + ms;
+const fromNow = (ms: number): number => systemClock.now() + ms;
 
 describe("the writer's leader-election fence", () => {
   let fleet: Fleet;

@@ -15,6 +15,7 @@
  * - ownership (SPEC §5) and garbage collection only on complete knowledge (SPEC §6).
  */
 import { hostname } from "node:os";
+import { systemClock } from "../../src/core/clock.ts";
 import type { DesiredMirror } from "../../src/core/desired.ts";
 import { MIRRORED_SERVICE, ownerCluster } from "../../src/core/labels.ts";
 import type { Endpoints, KubeObject, Namespace, Service } from "../../src/core/objects.ts";
@@ -88,7 +89,7 @@ export class LocalWriterActor {
   readonly #blocked = new Map<string, Blocked & { cluster: string }>();
   readonly #actorPorts = new Map<string, { epoch: number; port: ActorPort }>();
   readonly #eventsSent = new Map<string, number>();
-  /** Leader election's fence (epoch ms, see `writer.fence`); +∞ without leader election. */
+  /** Leader election's fence (`systemClock` ms, see `writer.fence`); +∞ without leader election. */
   #writableUntil: number;
   #fenceLogged = false;
   readonly #eventQueue: { readonly event: EventRequest; readonly dedupKey: string; readonly done: () => void }[] = [];
@@ -251,7 +252,7 @@ export class LocalWriterActor {
 
   /** Whether a write may be sent now: before the leader-election fence. */
   #writable(): boolean {
-    return performance.timeOrigin + performance.now() < this.#writableUntil;
+    return systemClock.now() < this.#writableUntil;
   }
 
   /** A write held back by the fence: logged once per closed period, retried later. */
