@@ -3,13 +3,14 @@
 #   docker build -t ghcr.io/fleet-mirror/fleet-mirror:0.1.0 .
 #
 # Three stages: `build` compiles the TypeScript with the dev dependencies (exactly what
-# `npm run build` does: tsc -p tsconfig.build.json -> dist/src, dist/workers); `deps`
+# `npm run build` does for src/ and workers/: tsc -p tsconfig.image.json -> dist/src, dist/workers;
+# the sandbox/ tools and the demo stay out of the image); `deps`
 # installs the production dependencies only; `run` holds dist/ and those, runs as uid
 # 65532 (the uid deploy/deployment.yaml sets) and needs no writable root filesystem.
 # No HEALTHCHECK: Kubernetes probes /healthz and /readyz on the admin port instead.
 #
 # Not built in CI (no Docker daemon on the build machines): this file is kept correct
-# by reading it against package.json and tsconfig.build.json; change them together.
+# by reading it against package.json and tsconfig.image.json; change them together.
 # For production, pin NODE_IMAGE by digest (node:24-bookworm-slim@sha256:...).
 ARG NODE_IMAGE=node:24-bookworm-slim
 
@@ -20,10 +21,10 @@ COPY package.json package-lock.json ./
 # download a second Node 24 binary; the base image's Node 24 runs the build instead
 # (its bin link would point at nothing, so it is removed from node_modules/.bin).
 RUN npm ci --ignore-scripts --no-audit --no-fund && rm -f node_modules/.bin/node
-COPY tsconfig.json tsconfig.build.json ./
+COPY tsconfig.json tsconfig.image.json ./
 COPY src ./src
 COPY workers ./workers
-RUN npm run build
+RUN npx tsc -p tsconfig.image.json
 
 FROM ${NODE_IMAGE} AS deps
 WORKDIR /app

@@ -17,7 +17,7 @@ const mb = (bytes: number) => Math.round((bytes / 1024 / 1024) * 10) / 10;
 
 const fleet = await Fleet.start(["remote"]);
 try {
-  await fleet.createGateway("remote", { ingress: [{ ip: "192.0.2.1" }] });
+  await fleet.createGateway("remote", { ingress: [{ ip: "198.18.0.1" }] });
   for (let i = 0; i < S; i++) await fleet.createService("remote", "bench", `svc-${i}`);
   for (let k = 0; k < K; k++) await fleet.register("remote", { clusterName: `c${k}` });
   globalThis.gc?.();

@@ -40,7 +40,7 @@ import {
 } from "./harness.ts";
 
 export const WRITE_CONCURRENCY = 16;
-const GATEWAY_IP = "192.0.2.10";
+const GATEWAY_IP = "198.18.0.10";
 
 export interface ConvergeRun {
   readonly fleet: Fleet;

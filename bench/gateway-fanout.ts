@@ -33,7 +33,7 @@ import {
   writeResult,
 } from "./harness.ts";
 
-const NEW_IP = "192.0.2.99";
+const NEW_IP = "198.18.0.99";
 
 export async function runGatewayFanout(opts: BenchOptions): Promise<ScenarioResult> {
   const size = opts.smoke ? { clusters: 2, services: 10 } : { clusters: 20, services: 100 };

@@ -154,7 +154,7 @@ async function measure(mode: string, clusters: number, args: readonly string[]):
   const fleet = await Fleet.start(["remote"]);
   try {
     const baseline = await baselineRss(fleet, args);
-    await shapeRemote(fleet, "remote", { services: SERVICES, clusters, gatewayIp: "192.0.2.30" });
+    await shapeRemote(fleet, "remote", { services: SERVICES, clusters, gatewayIp: "198.18.0.30" });
     const started = Date.now();
     const [proc, admin] = await startController(fleet, args);
     try {

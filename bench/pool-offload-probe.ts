@@ -11,7 +11,7 @@ const services: Service[] = [
   {
     metadata: { name: "gateway", namespace: "gateway", resourceVersion: "1" },
     spec: { type: "LoadBalancer", ports: [{ name: "incoming-port", port: 4143 }] },
-    status: { loadBalancer: { ingress: [{ ip: "192.0.2.1" }] } },
+    status: { loadBalancer: { ingress: [{ ip: "198.18.0.1" }] } },
   },
 ];
 for (let i = 0; i < N; i++)

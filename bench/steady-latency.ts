@@ -81,7 +81,7 @@ export async function runSteadyLatency(opts: BenchOptions): Promise<ScenarioResu
       const names = await shapeRemote(fleet, remote, {
         services: servicesPerRemote,
         clusters: perRemote,
-        gatewayIp: `192.0.2.${20 + i}`,
+        gatewayIp: `198.18.0.${20 + i}`,
         namespace: NAMESPACE,
         prefix: `${remote}c`,
       });

@@ -19,9 +19,8 @@ Operating a fleet (docs/CLI.md):
   status    one row per remote cluster: state, mirrors, last sync, restarts, gateway
   check     pre-flight and health checks (✓/✗); exit 1 on any failure
 
-Sandbox:
-  demo      start a local sandbox fleet and mirror it (what \`npm start\` runs)
-  sandbox   start the sandbox control plane only and print its clusters
+The sandbox fleet and demo (\`npm start\`) are not part of the controller: they live in
+sandbox/ of the repository (fleet-mirror-sandbox), outside the image.
 
   help      show this text
 
@@ -45,16 +44,6 @@ async function main(argv: readonly string[]): Promise<number> {
       return (await import("./cli/status.ts")).statusCommand(rest);
     case "check":
       return (await import("./cli/check.ts")).checkCommand(rest);
-    case "demo":
-      return (await import("./cli/demo.ts")).demoCommand(rest);
-    case "sandbox":
-      if (rest.includes("--help") || rest.includes("-h")) {
-        process.stdout.write(
-          `Usage: fleet-mirror ${command}\n\nStarts etcd and three kube-apiservers (local, east, west) on 127.0.0.1 and runs until Ctrl-C.\n`,
-        );
-        return 0;
-      }
-      return (await import("./cli/sandbox.ts")).sandboxCommand();
     case undefined:
     case "help":
     case "--help":

@@ -17,7 +17,7 @@ import { MIRRORED_SERVICE, ownerCluster, SECRET_TYPE } from "../core/labels.ts";
 import { mirrorName } from "../core/naming.ts";
 import { type KubeObject, objectKey, type Secret, type Service } from "../core/objects.ts";
 import type { KubeClient } from "../kube/client.ts";
-import { parseRbacYaml } from "../sandbox/rbac.ts";
+import { parseRbacYaml } from "../kube/rbac-manifest.ts";
 import { parseCredentialsSecret } from "../supervisor/registration.ts";
 import { computeRegistry, type RegisteredCluster } from "../supervisor/registry.ts";
 import {

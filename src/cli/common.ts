@@ -13,9 +13,9 @@ import { dumpYaml } from "@kubernetes/client-node";
 import { ConfigError, flagsHelp, parseDuration, parseRunConfig } from "../config.ts";
 import { KubeApiError, KubeClient, KubeTransportError } from "../kube/client.ts";
 import type { ConnectionSpec } from "../kube/connection.ts";
+import { connectionFromKubeconfig } from "../kube/kubeconfig.ts";
 import { loadLocalConnection } from "../kube/local-connection.ts";
-import { rbacManifestPath } from "../sandbox/rbac.ts";
-import { connectionFromKubeconfig } from "../supervisor/registration.ts";
+import { rbacManifestPath } from "../kube/rbac-manifest.ts";
 import { untilSignal } from "./signals.ts";
 
 export const EXIT_OK = 0;

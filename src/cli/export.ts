@@ -125,7 +125,7 @@ export const exportDefinition: CommandDefinition = {
         if (!isNotFound(error)) throw error;
       }
       // Hostnames are not resolved here: `check` does that; this is only a early hint.
-      const view = viewGateway(gw, () => ["192.0.2.1"]);
+      const view = viewGateway(gw, () => ["198.18.0.1"]);
       if (view.unusable)
         writeErr(
           `warning: gateway ${gatewayNamespace}/${gateway}: ${view.unusable}; the mirror has no endpoints until it is usable\n`,

@@ -15,7 +15,7 @@ import { validateDns1123Label } from "../core/naming.ts";
 import type { Secret } from "../core/objects.ts";
 import type { KubeClient } from "../kube/client.ts";
 import type { ConnectionSpec } from "../kube/connection.ts";
-import { parseRbacYaml } from "../sandbox/rbac.ts";
+import { parseRbacYaml } from "../kube/rbac-manifest.ts";
 import { parseCredentialsSecret } from "../supervisor/registration.ts";
 import {
   type CommandDefinition,

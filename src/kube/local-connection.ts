@@ -6,8 +6,8 @@
 import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { delimiter, join } from "node:path";
-import { connectionFromKubeconfig } from "../supervisor/registration.ts";
 import type { ConnectionSpec } from "./connection.ts";
+import { connectionFromKubeconfig } from "./kubeconfig.ts";
 
 const SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
 

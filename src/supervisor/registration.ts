@@ -1,20 +1,23 @@
 /**
  * Turns a credentials Secret (SPEC §1) into a cluster registration, or a specific,
- * actionable reason why it registers nothing. Runs on the supervisor's thread, the only
- * place that loads @kubernetes/client-node; what it produces is plain data.
- *
- * Security (SPEC §7): a kubeconfig from a Secret may authenticate only with a bearer
- * token or inline client certificate data. `exec`, `auth-provider` and every file path
- * are refused unless the operator allowed file paths explicitly; nothing here ever runs
- * a program, and files are read only under that flag.
+ * actionable reason why it registers nothing. Runs on the supervisor's thread; what it
+ * produces is plain data. The kubeconfig itself is checked by src/kube/kubeconfig.ts
+ * (SPEC §7's auth-method policy).
  */
-import { createHash, createPrivateKey, X509Certificate } from "node:crypto";
-import { readFileSync } from "node:fs";
-import { KubeConfig, loadYaml } from "@kubernetes/client-node";
+import { createHash } from "node:crypto";
 import { CLUSTER_NAME, KUBECONFIG_KEY, REMOTE_CLUSTER_DOMAIN, SECRET_TYPE } from "../core/labels.ts";
 import { validateDns1123Label } from "../core/naming.ts";
 import type { Secret } from "../core/objects.ts";
-import type { ConnectionAuth, ConnectionSpec } from "../kube/connection.ts";
+import type { ConnectionSpec } from "../kube/connection.ts";
+import {
+  b64decode,
+  connectionFromKubeconfig,
+  InvalidKubeconfig,
+  type KubeconfigProblem,
+  type ParseOptions,
+} from "../kube/kubeconfig.ts";
+
+export type { ParseOptions };
 
 export interface Registration {
   readonly cluster: string;
@@ -31,14 +34,7 @@ export type InvalidReason =
   | "invalid-cluster-domain"
   | "missing-kubeconfig"
   | "kubeconfig-not-base64"
-  | "kubeconfig-unparsable"
-  | "kubeconfig-no-context"
-  | "kubeconfig-no-server"
-  | "kubeconfig-forbidden-auth"
-  | "kubeconfig-no-credentials"
-  | "kubeconfig-bad-ca"
-  | "kubeconfig-bad-client-certificate"
-  | "kubeconfig-client-certificate-expired";
+  | KubeconfigProblem;
 
 export type ParsedSecret =
   | { readonly kind: "ignored" }
@@ -49,215 +45,6 @@ export type ParsedSecret =
       readonly message: string;
     }
   | { readonly kind: "valid"; readonly registration: Registration };
-
-export interface ParseOptions {
-  /** Allow `tokenFile`, `client-certificate`, `client-key`, `certificate-authority` file paths. */
-  readonly allowFilePaths: boolean;
-}
-
-type Raw = Record<string, unknown>;
-const isRecord = (v: unknown): v is Raw => typeof v === "object" && v !== null && !Array.isArray(v);
-
-function namedEntry(list: unknown, name: string, field: string): Raw | undefined {
-  if (!Array.isArray(list)) return undefined;
-  for (const item of list) {
-    if (isRecord(item) && item["name"] === name && isRecord(item[field])) return item[field];
-  }
-  return undefined;
-}
-
-function readFileField(path: string, what: string): string {
-  try {
-    return readFileSync(path, "utf8");
-  } catch (error) {
-    throw new Error(`cannot read ${what} file ${path}: ${(error as Error).message}`);
-  }
-}
-
-function b64decode(value: string): string {
-  return Buffer.from(value, "base64").toString("utf8");
-}
-
-class Invalid extends Error {
-  readonly reason: InvalidReason;
-  constructor(reason: InvalidReason, message: string) {
-    super(message);
-    this.reason = reason;
-  }
-}
-
-/**
- * Builds a ConnectionSpec from kubeconfig text, applying the auth-method policy.
- * Used for remote kubeconfigs from Secrets (strict) and, with `allowFilePaths`, for
- * the operator's own local kubeconfig.
- * @throws Invalid with a specific reason.
- */
-export function connectionFromKubeconfig(text: string, options: ParseOptions, context?: string): ConnectionSpec {
-  if (text.trim().length === 0) throw new Invalid("kubeconfig-unparsable", "kubeconfig is empty");
-  let raw: unknown;
-  try {
-    raw = loadYaml<unknown>(text);
-  } catch (error) {
-    throw new Invalid(
-      "kubeconfig-unparsable",
-      `kubeconfig is not valid YAML: ${(error as Error).message.split("\n")[0]}`,
-    );
-  }
-  if (!isRecord(raw)) throw new Invalid("kubeconfig-unparsable", "kubeconfig is not a YAML mapping");
-  const kc = new KubeConfig();
-  try {
-    kc.loadFromString(text, { onInvalidEntry: "filter" });
-  } catch (error) {
-    throw new Invalid("kubeconfig-unparsable", `kubeconfig is not a valid kubeconfig: ${(error as Error).message}`);
-  }
-  const contextName = context ?? kc.getCurrentContext();
-  if (!contextName) {
-    const names = kc.getContexts().map((c) => c.name);
-    throw new Invalid(
-      "kubeconfig-no-context",
-      names.length > 1
-        ? `kubeconfig has several contexts (${names.join(", ")}) and no current-context: set current-context to the one to use`
-        : names.length === 1
-          ? `kubeconfig has no current-context: set current-context to ${names[0] ?? ""}`
-          : "kubeconfig has no current-context and no contexts",
-    );
-  }
-  const ctx = kc.getContextObject(contextName);
-  if (!ctx) throw new Invalid("kubeconfig-no-context", `kubeconfig's context ${contextName} does not exist`);
-  const cluster = kc.getCluster(ctx.cluster);
-  if (!cluster)
-    throw new Invalid(
-      "kubeconfig-no-server",
-      `kubeconfig's context ${contextName} names cluster ${ctx.cluster}, which is not defined`,
-    );
-  let server: URL;
-  try {
-    server = new URL(cluster.server);
-  } catch {
-    throw new Invalid(
-      "kubeconfig-no-server",
-      `kubeconfig cluster ${ctx.cluster} has no valid server URL (got ${JSON.stringify(cluster.server ?? "")})`,
-    );
-  }
-  if (server.protocol !== "https:" && server.protocol !== "http:") {
-    throw new Invalid("kubeconfig-no-server", `kubeconfig server ${cluster.server} must be an https:// URL`);
-  }
-
-  // Inspect the raw entries: client-node silently drops fields it does not know (tokenFile).
-  const rawCluster = namedEntry(raw["clusters"], ctx.cluster, "cluster") ?? {};
-  const rawUser = namedEntry(raw["users"], ctx.user, "user") ?? {};
-  const forbidden: string[] = [];
-  for (const key of ["exec", "auth-provider"]) if (key in rawUser) forbidden.push(key);
-  if ("proxy-url" in rawCluster) forbidden.push("proxy-url");
-  if ("username" in rawUser || "password" in rawUser) forbidden.push("username/password (basic auth)");
-  const filePaths = [
-    ...["tokenFile", "client-certificate", "client-key"].filter((k) => k in rawUser),
-    ...("certificate-authority" in rawCluster ? ["certificate-authority"] : []),
-  ];
-  if (!options.allowFilePaths) forbidden.push(...filePaths);
-  if (forbidden.length > 0) {
-    throw new Invalid(
-      "kubeconfig-forbidden-auth",
-      `kubeconfig uses ${forbidden.join(", ")}; a Secret may only use a bearer token or inline client certificate data (a Secret must never run a program or read a file in the controller's Pod)`,
-    );
-  }
-
-  let caPem: string | undefined;
-  if (cluster.caData) caPem = b64decode(cluster.caData);
-  else if (typeof rawCluster["certificate-authority"] === "string")
-    caPem = readFileField(rawCluster["certificate-authority"], "certificate-authority");
-
-  const user = ctx.user ? kc.getUser(ctx.user) : null;
-  let auth: ConnectionAuth;
-  const tokenFile = rawUser["tokenFile"];
-  if (user?.token) auth = { kind: "token", token: user.token };
-  else if (typeof tokenFile === "string") auth = { kind: "token", token: readFileField(tokenFile, "tokenFile").trim() };
-  else if (user?.certData && user.keyData)
-    auth = { kind: "client-certificate", certPem: b64decode(user.certData), keyPem: b64decode(user.keyData) };
-  else if (user?.certFile && user.keyFile) {
-    auth = {
-      kind: "client-certificate",
-      certPem: readFileField(user.certFile, "client-certificate"),
-      keyPem: readFileField(user.keyFile, "client-key"),
-    };
-  } else if (user?.certData || user?.keyData) {
-    throw new Invalid(
-      "kubeconfig-no-credentials",
-      "kubeconfig has client-certificate-data without client-key-data (or the reverse)",
-    );
-  } else {
-    throw new Invalid(
-      "kubeconfig-no-credentials",
-      `kubeconfig user ${ctx.user || "(none)"} has no token and no client certificate`,
-    );
-  }
-  if (caPem !== undefined) checkCa(caPem);
-  if (auth.kind === "client-certificate") checkClientCertificate(auth.certPem, auth.keyPem);
-  return {
-    server: cluster.server.replace(/\/+$/, ""),
-    ...(caPem ? { caPem } : {}),
-    ...(cluster.skipTLSVerify ? { insecureSkipTlsVerify: true } : {}),
-    ...(cluster.tlsServerName ? { tlsServerName: cluster.tlsServerName } : {}),
-    auth,
-  };
-}
-
-const PEM_CERTIFICATE = "-----BEGIN CERTIFICATE-----";
-
-/** The CA bundle must hold at least one PEM certificate (a typo here only shows as a TLS error later). */
-function checkCa(caPem: string): void {
-  if (!caPem.includes(PEM_CERTIFICATE)) {
-    throw new Invalid(
-      "kubeconfig-bad-ca",
-      "kubeconfig's certificate-authority-data holds no PEM certificate (expected base64 of -----BEGIN CERTIFICATE-----)",
-    );
-  }
-}
-
-/**
- * The client certificate must parse, match its key and be valid now: an expired
- * certificate only shows as an opaque 401 from the remote API server otherwise.
- */
-function checkClientCertificate(certPem: string, keyPem: string, now: number = Date.now()): void {
-  let cert: X509Certificate;
-  try {
-    cert = new X509Certificate(certPem);
-  } catch (error) {
-    throw new Invalid(
-      "kubeconfig-bad-client-certificate",
-      `kubeconfig's client-certificate-data is not a PEM certificate: ${(error as Error).message}`,
-    );
-  }
-  let matches: boolean;
-  try {
-    matches = cert.checkPrivateKey(createPrivateKey(keyPem));
-  } catch (error) {
-    throw new Invalid(
-      "kubeconfig-bad-client-certificate",
-      `kubeconfig's client-key-data is not a usable private key: ${(error as Error).message}`,
-    );
-  }
-  if (!matches) {
-    throw new Invalid(
-      "kubeconfig-bad-client-certificate",
-      `kubeconfig's client-key-data does not belong to its client certificate (${cert.subject.replace(/\n/g, ", ")})`,
-    );
-  }
-  const notAfter = Date.parse(cert.validTo);
-  const notBefore = Date.parse(cert.validFrom);
-  if (Number.isFinite(notAfter) && notAfter < now) {
-    throw new Invalid(
-      "kubeconfig-client-certificate-expired",
-      `kubeconfig's client certificate (${cert.subject.replace(/\n/g, ", ")}) expired on ${new Date(notAfter).toISOString()}: issue a new one`,
-    );
-  }
-  if (Number.isFinite(notBefore) && notBefore > now) {
-    throw new Invalid(
-      "kubeconfig-client-certificate-expired",
-      `kubeconfig's client certificate (${cert.subject.replace(/\n/g, ", ")}) is not valid before ${new Date(notBefore).toISOString()}`,
-    );
-  }
-}
 
 export function parseCredentialsSecret(secret: Secret, options: ParseOptions): ParsedSecret {
   if (secret.type !== SECRET_TYPE) return { kind: "ignored" };
@@ -286,11 +73,9 @@ export function parseCredentialsSecret(secret: Secret, options: ParseOptions): P
   try {
     connection = connectionFromKubeconfig(b64decode(encoded), options);
   } catch (error) {
-    if (error instanceof Invalid) return invalid(error.reason, error.message);
+    if (error instanceof InvalidKubeconfig) return invalid(error.reason, error.message);
     return invalid("kubeconfig-unparsable", (error as Error).message);
   }
   const fingerprint = createHash("sha256").update(JSON.stringify({ domain, connection })).digest("hex").slice(0, 16);
   return { kind: "valid", registration: { cluster, domain, connection, fingerprint } };
 }
-
-export { Invalid as InvalidKubeconfig };

@@ -26,7 +26,7 @@ const gateway: RemoteService = {
     annotations: { "mirror.linkerd.io/gateway-identity": "gw.east" },
   },
   spec: { ports: [{ name: "incoming-port", protocol: "TCP", port: 4143 }] },
-  status: { loadBalancer: { ingress: [{ ip: "192.0.2.20" }, { ip: "192.0.2.10" }] } },
+  status: { loadBalancer: { ingress: [{ ip: "198.18.0.20" }, { ip: "198.18.0.10" }] } },
 };
 
 const east = (services: RemoteService[]): RemoteCluster => ({ name: "east", domain: "cluster.local", services });
@@ -52,7 +52,7 @@ describe("chaos oracle", () => {
       "mirror.linkerd.io/remote-gateway-identity": "gw.east",
     });
     assert.deepEqual(mirror?.endpoints?.subsets, [
-      { addresses: ["192.0.2.10", "192.0.2.20"], ports: [{ name: "http", protocol: "TCP", port: 4143 }] },
+      { addresses: ["198.18.0.10", "198.18.0.20"], ports: [{ name: "http", protocol: "TCP", port: 4143 }] },
     ]);
   });
 
@@ -116,7 +116,7 @@ describe("chaos oracle", () => {
       },
       subsets: [
         {
-          addresses: [{ ip: "192.0.2.20" }, { ip: "192.0.2.10" }],
+          addresses: [{ ip: "198.18.0.20" }, { ip: "198.18.0.10" }],
           ports: [{ name: "http", protocol: "TCP", port: 4143 }],
         },
       ],
@@ -125,7 +125,7 @@ describe("chaos oracle", () => {
 
     const stale = {
       ...endpoints,
-      subsets: [{ addresses: [{ ip: "192.0.2.10" }], ports: [{ name: "http", port: 4143 }] }],
+      subsets: [{ addresses: [{ ip: "198.18.0.10" }], ports: [{ name: "http", port: 4143 }] }],
     };
     const stray = { ...service, metadata: { ...service.metadata, name: "gone-east" } };
     const diff = diffMirrors(expected, actualMirrors([service, stray], [stale]));

@@ -19,8 +19,8 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import type { CoreV1Api, V1Endpoints, V1Service, V1ServicePort } from "@kubernetes/client-node";
-import { type FaultProxy, type FaultRules, startFaultProxyFor } from "../../src/sandbox/fault-proxy.ts";
-import { renderKubeconfig } from "../../src/sandbox/kubeconfig.ts";
+import { type FaultProxy, type FaultRules, startFaultProxyFor } from "../../sandbox/fault-proxy.ts";
+import { renderKubeconfig } from "../../sandbox/kubeconfig.ts";
 import { CONTROLLER_NAMESPACE, type ControllerProcess, Fleet } from "../helpers/fleet.ts";
 import { statusCode } from "../helpers/kube.ts";
 import { actualMirrors, diffMirrors, expectedMirrors, mirrorKey, type RemoteCluster } from "./oracle.ts";
@@ -617,7 +617,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         await run.createGateway(
           cluster,
           gateway,
-          [`192.0.2.${10 * (i + 1) + g}`],
+          [`198.18.0.${10 * (i + 1) + g}`],
           4143,
           `${gateway.name}.${cluster}.identity`,
         );

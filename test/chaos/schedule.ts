@@ -243,7 +243,7 @@ export class Schedule {
   #ips(): string[] {
     const count = this.#int(1, 3);
     const ips = new Set<string>();
-    const prefixes = ["192.0.2", "198.51.100", "203.0.113"];
+    const prefixes = ["198.18.0", "198.51.100", "203.0.113"];
     while (ips.size < count) ips.add(`${this.#pick(prefixes)}.${this.#int(1, 254)}`);
     return [...ips];
   }

@@ -2,9 +2,10 @@
  * ConnectionSpecs for sandbox clusters, for tests of the lean client (which takes a
  * ConnectionSpec, never a kubeconfig). Uses the product's own kubeconfig parser.
  */
+
+import type { SandboxCluster } from "../../sandbox/control-plane.ts";
 import type { ConnectionSpec } from "../../src/kube/connection.ts";
-import type { SandboxCluster } from "../../src/sandbox/control-plane.ts";
-import { connectionFromKubeconfig as parse } from "../../src/supervisor/registration.ts";
+import { connectionFromKubeconfig as parse } from "../../src/kube/kubeconfig.ts";
 
 /** The cluster's admin connection (client certificate in `system:masters`). */
 export function adminConnection(cluster: SandboxCluster): ConnectionSpec {

@@ -23,6 +23,9 @@ import {
   type V1Service,
   type V1ServicePort,
 } from "@kubernetes/client-node";
+import { ControlPlane } from "../../sandbox/control-plane.ts";
+import { renderKubeconfig } from "../../sandbox/kubeconfig.ts";
+import { applyRbacYaml, controllerToken, rbacManifestPath, serviceAccountToken } from "../../sandbox/rbac.ts";
 import { type Config, defaultConfig } from "../../src/config.ts";
 import {
   CLUSTER_NAME,
@@ -34,9 +37,6 @@ import {
 } from "../../src/core/labels.ts";
 import type { ConnectionSpec } from "../../src/kube/connection.ts";
 import { silentLogger } from "../../src/log.ts";
-import { ControlPlane } from "../../src/sandbox/control-plane.ts";
-import { renderKubeconfig } from "../../src/sandbox/kubeconfig.ts";
-import { applyRbacYaml, controllerToken, rbacManifestPath, serviceAccountToken } from "../../src/sandbox/rbac.ts";
 import { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { adminConnection } from "./connection.ts";
 import { adminKubeConfig, eventually, objectIdentity, statusCode } from "./kube.ts";

@@ -1,6 +1,6 @@
 /** Small conveniences over @kubernetes/client-node for tests (never used by the product). */
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
-import type { SandboxCluster } from "../../src/sandbox/control-plane.ts";
+import type { SandboxCluster } from "../../sandbox/control-plane.ts";
 
 export function kubeConfigFromString(text: string): KubeConfig {
   const kc = new KubeConfig();

@@ -5,9 +5,9 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import { renderKubeconfig } from "../../sandbox/kubeconfig.ts";
 import type { AdminStatus } from "../../src/admin/source.ts";
 import { WRITE_DURATION_BUCKETS } from "../../src/protocol/messages.ts";
-import { renderKubeconfig } from "../../src/sandbox/kubeconfig.ts";
 import { CONTROLLER_NAMESPACE, type ControllerProcess, Fleet } from "../helpers/fleet.ts";
 import { eventually } from "../helpers/kube.ts";
 
@@ -50,7 +50,7 @@ describe("the admin server of fleet-mirror run", () => {
 
   before(async () => {
     fleet = await Fleet.start(["east"]);
-    await fleet.createGateway("east", { ingress: [{ ip: "192.0.2.10" }] });
+    await fleet.createGateway("east", { ingress: [{ ip: "198.18.0.10" }] });
     await fleet.register("east");
     controller = await fleet.startProcess();
     url = await controller.adminUrl();

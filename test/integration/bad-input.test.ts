@@ -22,6 +22,9 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { promisify } from "node:util";
 import type { V1Secret } from "@kubernetes/client-node";
+import { type FaultProxy, startFaultProxyFor } from "../../sandbox/fault-proxy.ts";
+import { renderKubeconfig } from "../../sandbox/kubeconfig.ts";
+import { createCa } from "../../sandbox/pki.ts";
 import {
   CLUSTER_NAME,
   GATEWAY_NAME,
@@ -32,9 +35,6 @@ import {
   SECRET_TYPE,
 } from "../../src/core/labels.ts";
 import { createLogger } from "../../src/log.ts";
-import { type FaultProxy, startFaultProxyFor } from "../../src/sandbox/fault-proxy.ts";
-import { renderKubeconfig } from "../../src/sandbox/kubeconfig.ts";
-import { createCa } from "../../src/sandbox/pki.ts";
 import { type ClusterRow, Supervisor } from "../../src/supervisor/supervisor.ts";
 import { CONTROLLER_NAMESPACE, Fleet } from "../helpers/fleet.ts";
 import { eventually, sleep, statusCode } from "../helpers/kube.ts";
@@ -64,7 +64,7 @@ describe("bad and hostile input", () => {
     scratch = mkdtempSync(join(tmpdir(), "fleet-mirror-bad-input-"));
     logFile = join(scratch, "controller.log");
     fleet = await Fleet.start(["east", "west"]);
-    await fleet.createGateway("east", { ingress: [{ ip: "192.0.2.10" }] });
+    await fleet.createGateway("east", { ingress: [{ ip: "198.18.0.10" }] });
     await fleet.createGateway("west", { ingress: [{ ip: "198.51.100.20" }] });
     // The healthy cluster, registered throughout, and a user's own local Service.
     await fleet.createService("west", "steady", "web");

@@ -14,11 +14,11 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { renderKubeconfig } from "../../sandbox/kubeconfig.ts";
 import type { AdminStatus } from "../../src/admin/source.ts";
 import { CLUSTER_NAME, GATEWAY_NAME, GATEWAY_NS, MIRRORED_SERVICE, SECRET_TYPE } from "../../src/core/labels.ts";
 import type { Secret } from "../../src/core/objects.ts";
 import { mintServiceAccountToken } from "../../src/kube/service-account.ts";
-import { renderKubeconfig } from "../../src/sandbox/kubeconfig.ts";
 import { parseCredentialsSecret } from "../../src/supervisor/registration.ts";
 import { CONTROLLER_NAMESPACE, type ControllerProcess, Fleet } from "../helpers/fleet.ts";
 import { coreApi, eventually, kubeConfigFromString, statusCode } from "../helpers/kube.ts";
@@ -69,7 +69,7 @@ describe("the operator CLI", () => {
     localAdmin = fleet.plane.cluster("local").adminKubeconfigPath;
     eastAdmin = fleet.plane.cluster("east").adminKubeconfigPath;
     westAdmin = fleet.plane.cluster("west").adminKubeconfigPath;
-    await fleet.createGateway("east", { ingress: [{ ip: "192.0.2.10" }] });
+    await fleet.createGateway("east", { ingress: [{ ip: "198.18.0.10" }] });
     await fleet.createGateway("west", { ingress: [{ ip: "198.51.100.20" }] });
     await fleet.createService("east", "shop", "web");
     await fleet.createService("west", "shop", "cart");
@@ -213,7 +213,7 @@ describe("the operator CLI", () => {
     const annotated = await fleet.api("east").readNamespacedService({ namespace: "shop", name: "api" });
     assert.equal(annotated.metadata?.annotations?.[GATEWAY_NAME], "gateway");
     assert.equal(annotated.metadata?.annotations?.[GATEWAY_NS], "gateway");
-    await fleet.waitForEndpoints("shop", "api-east", (ep) => ep.subsets?.[0]?.addresses?.[0]?.ip === "192.0.2.10");
+    await fleet.waitForEndpoints("shop", "api-east", (ep) => ep.subsets?.[0]?.addresses?.[0]?.ip === "198.18.0.10");
 
     const unexp = await cli(["unexport", "service/api", "-n", "shop", "--kubeconfig", eastAdmin]);
     assert.equal(unexp.code, 0, show(unexp));

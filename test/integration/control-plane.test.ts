@@ -5,9 +5,9 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { Watch } from "@kubernetes/client-node";
+import { ControlPlane } from "../../sandbox/control-plane.ts";
+import { renderKubeconfig } from "../../sandbox/kubeconfig.ts";
 import { mintServiceAccountToken } from "../../src/kube/service-account.ts";
-import { ControlPlane } from "../../src/sandbox/control-plane.ts";
-import { renderKubeconfig } from "../../src/sandbox/kubeconfig.ts";
 import { adminKubeConfig, coreApi, eventually, kubeConfigFromString, statusCode } from "../helpers/kube.ts";
 
 describe("sandbox control plane", () => {

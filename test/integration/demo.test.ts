@@ -1,5 +1,5 @@
 /**
- * The README's first command, as a user runs it: `fleet-mirror demo` starts its own
+ * The README's first command, as a user runs it: `npm start` (`sandbox/main.ts demo`) starts its own
  * sandbox fleet; `--script-once` runs the scripted remote changes once and fails
  * unless every change became visible in the local cluster.
  */
@@ -8,9 +8,9 @@ import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { describe, it } from "node:test";
 
-describe("fleet-mirror demo", () => {
+describe("the sandbox demo (npm start)", () => {
   it("mirrors both sandbox remotes and every scripted change, then stops cleanly", async () => {
-    const main = new URL("../../src/main.ts", import.meta.url).pathname;
+    const main = new URL("../../sandbox/main.ts", import.meta.url).pathname;
     const child = spawn(process.execPath, [main, "demo", "--script-once"], { stdio: ["ignore", "pipe", "pipe"] });
     let output = "";
     child.stdout.setEncoding("utf8").on("data", (chunk: string) => {

@@ -17,8 +17,8 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { loadAllYaml } from "@kubernetes/client-node";
-import { ensureKubectl } from "../../src/sandbox/binaries.ts";
-import { ControlPlane } from "../../src/sandbox/control-plane.ts";
+import { ensureKubectl } from "../../sandbox/binaries.ts";
+import { ControlPlane } from "../../sandbox/control-plane.ts";
 
 const NAMESPACE = "fleet-mirror";
 const SERVICE_ACCOUNT = `system:serviceaccount:${NAMESPACE}:fleet-mirror`;

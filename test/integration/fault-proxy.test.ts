@@ -6,12 +6,12 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import { ControlPlane } from "../../sandbox/control-plane.ts";
+import { type FaultProxy, startFaultProxyFor } from "../../sandbox/fault-proxy.ts";
 import type { Service } from "../../src/core/objects.ts";
 import { KubeApiError, KubeClient, KubeTransportError, type WatchEvent } from "../../src/kube/client.ts";
 import { mintServiceAccountToken } from "../../src/kube/service-account.ts";
 import { Watcher, type WatchFailure } from "../../src/kube/watcher.ts";
-import { ControlPlane } from "../../src/sandbox/control-plane.ts";
-import { type FaultProxy, startFaultProxyFor } from "../../src/sandbox/fault-proxy.ts";
 import { adminConnection } from "../helpers/connection.ts";
 import { adminKubeConfig, eventually } from "../helpers/kube.ts";
 

@@ -23,7 +23,7 @@ describe("mirrors and their gateways", () => {
   before(async () => {
     fleet = await Fleet.start(["east", "west"]);
     // Same-named gateways (gateway/gateway) in both clusters, different addresses.
-    await fleet.createGateway("east", { ingress: [{ ip: "192.0.2.10" }], identity: "gw.east.identity" });
+    await fleet.createGateway("east", { ingress: [{ ip: "198.18.0.10" }], identity: "gw.east.identity" });
     await fleet.createGateway("west", { ingress: [{ ip: "198.51.100.20" }], identity: "gw.west.identity" });
     await fleet.register("east");
     await fleet.register("west");
@@ -54,9 +54,9 @@ describe("mirrors and their gateways", () => {
       const empty = await fleet.waitForEndpoints("order-1", "web-east", () => true);
       assert.equal(subsetsOf(empty), 0);
       assert.equal(empty.metadata?.labels?.["mirror.linkerd.io/remote-gateway-name"], "gw-late");
-      await fleet.setGatewayIngress("east", [{ ip: "192.0.2.31" }], gw);
+      await fleet.setGatewayIngress("east", [{ ip: "198.18.0.31" }], gw);
       const ep = await fleet.waitForEndpoints("order-1", "web-east", (e) => subsetsOf(e) > 0);
-      assert.deepEqual(ipsOf(ep), ["192.0.2.31"]);
+      assert.deepEqual(ipsOf(ep), ["198.18.0.31"]);
       assert.deepEqual(portsOf(ep), [["http", 4143]]);
     });
 
@@ -66,9 +66,9 @@ describe("mirrors and their gateways", () => {
       await fleet.waitForMirror("order-2", "web-east");
       const empty = await fleet.waitForEndpoints("order-2", "web-east", () => true);
       assert.equal(subsetsOf(empty), 0);
-      await fleet.createGateway("east", { ...gw, ingress: [{ ip: "192.0.2.32" }] });
+      await fleet.createGateway("east", { ...gw, ingress: [{ ip: "198.18.0.32" }] });
       const ep = await fleet.waitForEndpoints("order-2", "web-east", (e) => subsetsOf(e) > 0);
-      assert.deepEqual(ipsOf(ep), ["192.0.2.32"]);
+      assert.deepEqual(ipsOf(ep), ["198.18.0.32"]);
       const svc = await fleet.waitForMirror(
         "order-2",
         "web-east",
@@ -79,7 +79,7 @@ describe("mirrors and their gateways", () => {
 
     it("fills them right away when the gateway was usable before the Service was exported", async () => {
       const gw = { name: "gw-early", namespace: "gw-order-3" };
-      await fleet.createGateway("east", { ...gw, ingress: [{ ip: "192.0.2.33" }, { ip: "192.0.2.3" }], port: 4200 });
+      await fleet.createGateway("east", { ...gw, ingress: [{ ip: "198.18.0.33" }, { ip: "198.18.0.3" }], port: 4200 });
       await fleet.createService("east", "order-3", "web", {
         gateway: gw,
         ports: [
@@ -88,7 +88,7 @@ describe("mirrors and their gateways", () => {
         ],
       });
       const ep = await fleet.waitForEndpoints("order-3", "web-east", (e) => subsetsOf(e) > 0);
-      assert.deepEqual(ipsOf(ep), ["192.0.2.3", "192.0.2.33"]);
+      assert.deepEqual(ipsOf(ep), ["198.18.0.3", "198.18.0.33"]);
       assert.deepEqual((ep.subsets?.[0]?.ports ?? []).map((p) => [p.name, p.protocol, p.port]).sort(), [
         ["dns", "UDP", 4200],
         ["http", "TCP", 4200],
@@ -98,7 +98,7 @@ describe("mirrors and their gateways", () => {
 
   it("leaves the Endpoints empty while the gateway has no port named incoming-port, and fills them once it has", async () => {
     const gw = { name: "gw-noport", namespace: "gw-port" };
-    await fleet.createGateway("east", { ...gw, ingress: [{ ip: "192.0.2.40" }], portName: "other", port: 4300 });
+    await fleet.createGateway("east", { ...gw, ingress: [{ ip: "198.18.0.40" }], portName: "other", port: 4300 });
     await fleet.createService("east", "port-1", "web", { gateway: gw });
     await fleet.waitForMirror("port-1", "web-east");
     const empty = await fleet.waitForEndpoints("port-1", "web-east", () => true);
@@ -114,7 +114,7 @@ describe("mirrors and their gateways", () => {
       if (port) port.name = "incoming-port";
     });
     const ep = await fleet.waitForEndpoints("port-1", "web-east", (e) => subsetsOf(e) > 0);
-    assert.deepEqual(ipsOf(ep), ["192.0.2.40"]);
+    assert.deepEqual(ipsOf(ep), ["198.18.0.40"]);
     assert.deepEqual(portsOf(ep), [["http", 4300]]);
   });
 
@@ -147,12 +147,16 @@ describe("mirrors and their gateways", () => {
       const empty = await fleet.waitForEndpoints("host-1", "web-east", () => true);
       assert.equal(subsetsOf(empty), 0);
 
-      await fleet.setGatewayIngress("east", [{ hostname: "localhost" }, { ip: "192.0.2.91" }, { ip: "192.0.2.9" }], gw);
+      await fleet.setGatewayIngress(
+        "east",
+        [{ hostname: "localhost" }, { ip: "198.18.0.91" }, { ip: "198.18.0.9" }],
+        gw,
+      );
       const ep = await fleet.waitForEndpoints("host-1", "web-east", (e) => subsetsOf(e) > 0);
-      assert.deepEqual(ipsOf(ep), ["192.0.2.9", "192.0.2.91"]);
+      assert.deepEqual(ipsOf(ep), ["198.18.0.9", "198.18.0.91"]);
       assert.deepEqual(
         (ep.subsets?.[0]?.addresses ?? []).map((a) => a.ip),
-        ["192.0.2.9", "192.0.2.91"],
+        ["198.18.0.9", "198.18.0.91"],
         "addresses are written sorted",
       );
       for (const address of ep.subsets?.[0]?.addresses ?? []) assert.equal(address.hostname, undefined);
@@ -168,16 +172,16 @@ describe("mirrors and their gateways", () => {
       await fleet.waitForMirror("host-4", "web-east");
       const empty = await fleet.waitForEndpoints("host-4", "web-east", () => true);
       assert.equal(subsetsOf(empty), 0);
-      await fleet.setGatewayIngress("east", [{ ip: "127.0.0.1" }, { ip: "192.0.2.94" }], gw);
+      await fleet.setGatewayIngress("east", [{ ip: "127.0.0.1" }, { ip: "198.18.0.94" }], gw);
       const ep = await fleet.waitForEndpoints("host-4", "web-east", (e) => subsetsOf(e) > 0);
-      assert.deepEqual(ipsOf(ep), ["192.0.2.94"]);
+      assert.deepEqual(ipsOf(ep), ["198.18.0.94"]);
     });
 
     it("empties the Endpoints when the gateway's hostname does not resolve", async () => {
       const gw = { name: "gw-host-2", namespace: "gw-host" };
-      await fleet.createGateway("east", { ...gw, ingress: [{ ip: "192.0.2.50" }] });
+      await fleet.createGateway("east", { ...gw, ingress: [{ ip: "198.18.0.50" }] });
       await fleet.createService("east", "host-2", "web", { gateway: gw });
-      await fleet.waitForEndpoints("host-2", "web-east", (e) => same(ipsOf(e), ["192.0.2.50"]));
+      await fleet.waitForEndpoints("host-2", "web-east", (e) => same(ipsOf(e), ["198.18.0.50"]));
       await fleet.setGatewayIngress("east", [{ hostname: "does-not-exist.invalid" }], gw);
       const ep = await fleet.waitForEndpoints("host-2", "web-east", (e) => subsetsOf(e) === 0);
       assert.deepEqual(ep.subsets ?? [], []);
@@ -188,10 +192,10 @@ describe("mirrors and their gateways", () => {
     it("moves the gateway labels to the new gateway even when its hostname does not resolve (no stale labels)", async () => {
       const good = { name: "gw-good", namespace: "gw-switch" };
       const bad = { name: "gw-unresolvable", namespace: "gw-switch" };
-      await fleet.createGateway("east", { ...good, ingress: [{ ip: "192.0.2.60" }] });
+      await fleet.createGateway("east", { ...good, ingress: [{ ip: "198.18.0.60" }] });
       await fleet.createGateway("east", { ...bad, ingress: [{ hostname: "does-not-exist.invalid" }] });
       await fleet.createService("east", "host-3", "web", { gateway: good });
-      await fleet.waitForEndpoints("host-3", "web-east", (e) => same(ipsOf(e), ["192.0.2.60"]));
+      await fleet.waitForEndpoints("host-3", "web-east", (e) => same(ipsOf(e), ["198.18.0.60"]));
       await fleet.patchService("east", "host-3", "web", (svc) => {
         if (svc.metadata)
           svc.metadata.annotations = {
@@ -227,14 +231,14 @@ describe("mirrors and their gateways", () => {
       await fleet.createService("east", "multi", "api");
       await fleet.createService("west", "multi", "web");
       for (const name of ["web-east", "api-east"]) {
-        await fleet.waitForEndpoints("multi", name, (e) => same(ipsOf(e), ["192.0.2.10"]));
+        await fleet.waitForEndpoints("multi", name, (e) => same(ipsOf(e), ["198.18.0.10"]));
       }
       const westBefore = await fleet.waitForEndpoints("multi", "web-west", (e) => same(ipsOf(e), ["198.51.100.20"]));
       const westSvcBefore = await fleet.waitForMirror("multi", "web-west");
 
-      await fleet.setGatewayIngress("east", [{ ip: "192.0.2.11" }]);
+      await fleet.setGatewayIngress("east", [{ ip: "198.18.0.11" }]);
       for (const name of ["web-east", "api-east"]) {
-        await fleet.waitForEndpoints("multi", name, (e) => same(ipsOf(e), ["192.0.2.11"]));
+        await fleet.waitForEndpoints("multi", name, (e) => same(ipsOf(e), ["198.18.0.11"]));
       }
       // Proves a non-event: give a wrong write to west's mirror time to happen.
       await new Promise((resolve) => setTimeout(resolve, 1_500));
@@ -289,7 +293,7 @@ describe("mirrors and their gateways", () => {
 
   it("reports a too-long mirror name and a Service without ports, skips them, and mirrors the cluster's other Services", async () => {
     const gw = { name: "gw-problems", namespace: "gw-problems" };
-    await fleet.createGateway("east", { ...gw, ingress: [{ ip: "192.0.2.70" }] });
+    await fleet.createGateway("east", { ...gw, ingress: [{ ip: "198.18.0.70" }] });
     const longName = `svc-${"x".repeat(56)}`; // 60 characters: the mirror name would be 65
     assert.equal(longName.length, 60);
     await fleet.createService("east", "problems", longName, { gateway: gw });
@@ -319,7 +323,7 @@ describe("mirrors and their gateways", () => {
       ["problems/headless", "no-ports"],
       [`problems/${longName}`, "mirror-name-invalid"],
     ]);
-    await fleet.waitForEndpoints("problems", "web-east", (e) => same(ipsOf(e), ["192.0.2.70"]));
+    await fleet.waitForEndpoints("problems", "web-east", (e) => same(ipsOf(e), ["198.18.0.70"]));
     // Each skipped Service is also reported as a Warning Event on the cluster's Secret.
     await eventually("MirrorSkipped Events on east's credentials Secret", async () => {
       const events = await fleet.local.listNamespacedEvent({ namespace: CONTROLLER_NAMESPACE });
@@ -349,7 +353,7 @@ describe("mirrors and their gateways", () => {
 
   it("never mirrors an exported Service of an excluded namespace into the local one", async () => {
     const gw = { name: "gw-excluded", namespace: "gw-excluded" };
-    await fleet.createGateway("east", { ...gw, ingress: [{ ip: "192.0.2.80" }] });
+    await fleet.createGateway("east", { ...gw, ingress: [{ ip: "198.18.0.80" }] });
     await fleet.createService("east", "kube-public", "leak", { gateway: gw });
     await fleet.createService("east", "not-excluded", "leak", { gateway: gw });
     await fleet.waitForMirror("not-excluded", "leak-east");

@@ -9,11 +9,11 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import { startFaultProxyFor } from "../../sandbox/fault-proxy.ts";
+import { renderKubeconfig } from "../../sandbox/kubeconfig.ts";
 import type { Config } from "../../src/config.ts";
 import { silentLogger } from "../../src/log.ts";
 import type { ActorFaultKind, WriterStatus } from "../../src/protocol/messages.ts";
-import { startFaultProxyFor } from "../../src/sandbox/fault-proxy.ts";
-import { renderKubeconfig } from "../../src/sandbox/kubeconfig.ts";
 import { DEFAULT_RESTART_POLICY, type RestartPolicy } from "../../src/supervisor/restart-policy.ts";
 import { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { adminConnection } from "../helpers/connection.ts";
@@ -70,8 +70,8 @@ describe("isolation under faults", () => {
 
   before(async () => {
     fleet = await Fleet.start(["east", "west"]);
-    await fleet.createGateway("east", { ingress: [{ ip: "192.0.2.10" }] });
-    await fleet.createGateway("west", { ingress: [{ ip: "192.0.2.20" }] });
+    await fleet.createGateway("east", { ingress: [{ ip: "198.18.0.10" }] });
+    await fleet.createGateway("west", { ingress: [{ ip: "198.18.0.20" }] });
     await fleet.register("east");
     await fleet.register("west");
   });

@@ -41,8 +41,8 @@ describe("isolation between remote clusters", () => {
 
   before(async () => {
     fleet = await Fleet.start(["east", "west"]);
-    await fleet.createGateway("east", { ingress: [{ ip: "192.0.2.10" }] });
-    await fleet.createGateway("west", { ingress: [{ ip: "192.0.2.20" }] });
+    await fleet.createGateway("east", { ingress: [{ ip: "198.18.0.10" }] });
+    await fleet.createGateway("west", { ingress: [{ ip: "198.18.0.20" }] });
     eastSecret = await fleet.register("east");
     await fleet.register("west");
   });

@@ -15,12 +15,12 @@ import assert from "node:assert/strict";
 import { once } from "node:events";
 import { after, before, describe, it, type TestContext } from "node:test";
 import { CoordinationV1Api, RbacAuthorizationV1Api, type V1Lease } from "@kubernetes/client-node";
+import { type FaultProxy, startFaultProxyFor } from "../../sandbox/fault-proxy.ts";
+import { applyRbacYaml, rbacManifestPath } from "../../sandbox/rbac.ts";
 import type { AdminStatus, Leadership } from "../../src/admin/source.ts";
 import { KubeClient } from "../../src/kube/client.ts";
 import { LeaderElector } from "../../src/leader/elector.ts";
 import { silentLogger } from "../../src/log.ts";
-import { type FaultProxy, startFaultProxyFor } from "../../src/sandbox/fault-proxy.ts";
-import { applyRbacYaml, rbacManifestPath } from "../../src/sandbox/rbac.ts";
 import { CONTROLLER_NAMESPACE, type ControllerProcess, Fleet } from "../helpers/fleet.ts";
 import { eventually, sleep, statusCode } from "../helpers/kube.ts";
 
@@ -215,7 +215,7 @@ describe("leader election (two controller processes, one Lease)", () => {
   before(async () => {
     fleet = await Fleet.start(["east"]);
     leases = fleet.kubeConfig("local").makeApiClient(CoordinationV1Api);
-    await fleet.createGateway("east", { ingress: [{ ip: "192.0.2.10" }] });
+    await fleet.createGateway("east", { ingress: [{ ip: "198.18.0.10" }] });
     await fleet.register("east");
   });
   after(async () => {

@@ -13,7 +13,7 @@ describe("mirroring a remote Service", () => {
 
   before(async () => {
     fleet = await Fleet.start(["east"]);
-    await fleet.createGateway("east", { ingress: [{ ip: "192.0.2.10" }], identity: "gw.east.identity" });
+    await fleet.createGateway("east", { ingress: [{ ip: "198.18.0.10" }], identity: "gw.east.identity" });
     await fleet.register("east");
     controller = fleet.startInProcess();
   });
@@ -55,7 +55,7 @@ describe("mirroring a remote Service", () => {
     assert.equal(ep.metadata?.annotations?.["mirror.linkerd.io/remote-gateway-identity"], "gw.east.identity");
     assert.deepEqual(
       ep.subsets?.[0]?.addresses?.map((a) => a.ip),
-      ["192.0.2.10"],
+      ["198.18.0.10"],
     );
     assert.deepEqual(ep.subsets?.[0]?.ports?.map((p) => [p.name, p.port]).sort(), [
       ["grpc", 4143],

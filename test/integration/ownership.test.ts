@@ -16,7 +16,7 @@ const MIRROR_LABELS = {
   "mirror.linkerd.io/remote-gateway-name": "gateway",
   "mirror.linkerd.io/remote-gateway-ns": "gateway",
 };
-const GATEWAY_IP = "192.0.2.10";
+const GATEWAY_IP = "198.18.0.10";
 
 const ipsOf = (ep: V1Endpoints): string[] => (ep.subsets?.[0]?.addresses ?? []).map((a) => a.ip).sort();
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

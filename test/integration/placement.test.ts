@@ -59,8 +59,8 @@ describe("placement: --max-threads packs actors on shared threads, with fault co
 
   before(async () => {
     fleet = await Fleet.start(["east", "west"]);
-    await fleet.createGateway("east", { ingress: [{ ip: "192.0.2.10" }] });
-    await fleet.createGateway("west", { ingress: [{ ip: "192.0.2.20" }] });
+    await fleet.createGateway("east", { ingress: [{ ip: "198.18.0.10" }] });
+    await fleet.createGateway("west", { ingress: [{ ip: "198.18.0.20" }] });
     for (const c of CLUSTERS) await fleet.register(REMOTE_OF[c] ?? "east", { clusterName: c });
   });
   after(async () => {

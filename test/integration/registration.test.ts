@@ -17,6 +17,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { Worker } from "node:worker_threads";
 import type { V1Secret } from "@kubernetes/client-node";
+import { renderKubeconfig } from "../../sandbox/kubeconfig.ts";
 import {
   CLUSTER_NAME,
   KUBECONFIG_KEY,
@@ -25,7 +26,6 @@ import {
   SECRET_TYPE,
 } from "../../src/core/labels.ts";
 import { mintServiceAccountToken } from "../../src/kube/service-account.ts";
-import { renderKubeconfig } from "../../src/sandbox/kubeconfig.ts";
 import type { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { CONTROLLER_NAMESPACE, Fleet, REMOTE_READER_RULES } from "../helpers/fleet.ts";
 import { eventually, sleep, statusCode } from "../helpers/kube.ts";
@@ -49,7 +49,7 @@ describe("registering remote clusters through credentials Secrets", () => {
     process.on("worker", trackWorker);
     scratch = mkdtempSync(join(tmpdir(), "fleet-mirror-registration-"));
     fleet = await Fleet.start(["east", "west"]);
-    await fleet.createGateway("east", { ingress: [{ ip: "192.0.2.10" }] });
+    await fleet.createGateway("east", { ingress: [{ ip: "198.18.0.10" }] });
     await fleet.createGateway("west", { ingress: [{ ip: "198.51.100.20" }] });
     controller = fleet.startInProcess();
   });

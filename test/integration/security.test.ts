@@ -146,7 +146,7 @@ describe("security and faults", () => {
 
   before(async () => {
     fleet = await Fleet.start(["east"]);
-    await fleet.createGateway("east", { ingress: [{ ip: "192.0.2.10" }] });
+    await fleet.createGateway("east", { ingress: [{ ip: "198.18.0.10" }] });
     await fleet.register("east");
   });
   after(async () => {

@@ -5,11 +5,11 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import { ControlPlane } from "../../sandbox/control-plane.ts";
 import type { Service } from "../../src/core/objects.ts";
 import { KubeClient } from "../../src/kube/client.ts";
 import { mintServiceAccountToken } from "../../src/kube/service-account.ts";
 import { Watcher, type WatcherOptions, type WatchFailure } from "../../src/kube/watcher.ts";
-import { ControlPlane } from "../../src/sandbox/control-plane.ts";
 import { adminConnection } from "../helpers/connection.ts";
 import { adminKubeConfig, coreApi, eventually } from "../helpers/kube.ts";
 

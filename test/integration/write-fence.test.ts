@@ -20,7 +20,7 @@ describe("the writer's leader-election fence", () => {
 
   before(async () => {
     fleet = await Fleet.start(["east"]);
-    await fleet.createGateway("east", { ingress: [{ ip: "192.0.2.10" }] });
+    await fleet.createGateway("east", { ingress: [{ ip: "198.18.0.10" }] });
     await fleet.register("east");
     await fleet.createService("east", "shop", "web");
     controller = fleet.startInProcess({}, { writeFence: true });
@@ -37,7 +37,7 @@ describe("the writer's leader-election fence", () => {
     assert.equal(await fleet.localWriteCount(), before, "no local write while fenced");
     controller.setWriteDeadline(fromNow(120_000));
     await fleet.waitForMirror("shop", "web-east");
-    await fleet.waitForEndpoints("shop", "web-east", (ep) => ep.subsets?.[0]?.addresses?.[0]?.ip === "192.0.2.10");
+    await fleet.waitForEndpoints("shop", "web-east", (ep) => ep.subsets?.[0]?.addresses?.[0]?.ip === "198.18.0.10");
   });
 
   it("stops writing once the deadline has passed, and catches up when it moves forward", async () => {

@@ -22,7 +22,7 @@ import { credentialsSecret, remoteIdentity, remoteKubeconfigText } from "../../s
 import { formatStatusTable, rowsFromAdmin, rowsFromObjects, stateCell } from "../../src/cli/status.ts";
 import { CLUSTER_NAME, GATEWAY_NAME, GATEWAY_NS, MIRRORED_SERVICE } from "../../src/core/labels.ts";
 import type { KubeObject, Secret, Service } from "../../src/core/objects.ts";
-import { rbacManifestPath } from "../../src/sandbox/rbac.ts";
+import { rbacManifestPath } from "../../src/kube/rbac-manifest.ts";
 import { parseCredentialsSecret } from "../../src/supervisor/registration.ts";
 
 const FAKE_CA = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
@@ -36,7 +36,7 @@ function validSecret(name: string, cluster: string, created: string): Secret {
     domain: "cluster.local",
     kubeconfig: remoteKubeconfigText(
       cluster,
-      { server: "https://192.0.2.1:6443", caPem: FAKE_CA, auth: { kind: "anonymous" } },
+      { server: "https://198.18.0.1:6443", caPem: FAKE_CA, auth: { kind: "anonymous" } },
       "tok",
     ),
   });

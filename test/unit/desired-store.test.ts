@@ -30,7 +30,7 @@ function mirror(
     serviceAnnotations: { "mirror.linkerd.io/remote-svc-fq-name": `${svc}.${namespace}.svc.cluster.local` },
     ports: [{ name: "http", protocol: "TCP", port: options.port ?? 80, targetPort: 8080 }],
     endpointsAnnotations: { "mirror.linkerd.io/remote-svc-fq-name": `${svc}.${namespace}.svc.cluster.local` },
-    addresses: ["192.0.2.10"],
+    addresses: ["198.18.0.10"],
     endpointPorts: [{ name: "http", protocol: "TCP", port: 4143 }],
   });
 }

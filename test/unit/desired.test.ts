@@ -88,7 +88,7 @@ function gatewayService(options: GatewayOptions = {}): Service {
         { name: "incoming-port", protocol: "TCP", port: 4143, nodePort: 31000 },
       ],
     },
-    status: { loadBalancer: { ingress: options.ingress ?? [{ ip: "192.0.2.10" }] } },
+    status: { loadBalancer: { ingress: options.ingress ?? [{ ip: "198.18.0.10" }] } },
   });
 }
 
@@ -155,7 +155,7 @@ describe("desiredMirrors", () => {
         "mirror.linkerd.io/remote-svc-fq-name": FQ_NAME,
         "mirror.linkerd.io/remote-gateway-identity": "gateway.mirror.serviceaccount.identity",
       },
-      addresses: ["192.0.2.10"],
+      addresses: ["198.18.0.10"],
       endpointPorts: [{ name: "http", protocol: "TCP", port: 4143 }],
     });
   });
@@ -190,7 +190,7 @@ describe("desiredMirrors", () => {
       "mirror.linkerd.io/remote-gateway-name": "gw-2",
       "mirror.linkerd.io/remote-gateway-ns": "edge",
     });
-    assert.deepEqual(mirror.addresses, ["192.0.2.10"]);
+    assert.deepEqual(mirror.addresses, ["198.18.0.10"]);
   });
 
   it("builds the fully qualified remote name from the Service, its namespace and the cluster domain", () => {
@@ -246,8 +246,8 @@ describe("desiredMirrors", () => {
   });
 
   it("uses the gateway's ingress IPs as addresses, sorted and without duplicates, whatever their order", () => {
-    const ips = ["192.0.2.30", "192.0.2.10", "192.0.2.20", "192.0.2.10"];
-    const expected = ["192.0.2.10", "192.0.2.20", "192.0.2.30"];
+    const ips = ["198.18.0.30", "198.18.0.10", "198.18.0.20", "198.18.0.10"];
+    const expected = ["198.18.0.10", "198.18.0.20", "198.18.0.30"];
     for (const order of [ips, [...ips].reverse()]) {
       const mirror = onlyMirror(desire([remoteService(), gatewayService({ ingress: order.map((ip) => ({ ip })) })]));
       assert.deepEqual(mirror.addresses, expected);
@@ -269,28 +269,28 @@ describe("desiredMirrors", () => {
   });
 
   it("merges resolved hostname IPs with plain ingress IPs, sorted and de-duplicated", () => {
-    const lookup: HostnameLookup = () => ["192.0.2.20", "192.0.2.10"];
+    const lookup: HostnameLookup = () => ["198.18.0.20", "198.18.0.10"];
     const mirror = onlyMirror(
       desire(
         [
           remoteService(),
-          gatewayService({ ingress: [{ ip: "192.0.2.30" }, { hostname: "gw.example.com" }, { ip: "192.0.2.10" }] }),
+          gatewayService({ ingress: [{ ip: "198.18.0.30" }, { hostname: "gw.example.com" }, { ip: "198.18.0.10" }] }),
         ],
         lookup,
       ),
     );
-    assert.deepEqual(mirror.addresses, ["192.0.2.10", "192.0.2.20", "192.0.2.30"]);
+    assert.deepEqual(mirror.addresses, ["198.18.0.10", "198.18.0.20", "198.18.0.30"]);
   });
 
   it("prefers the IP of an ingress entry that has both an IP and a hostname, without a lookup", () => {
     const lookup: HostnameLookup = () => assert.fail("no lookup expected");
     const mirror = onlyMirror(
       desire(
-        [remoteService(), gatewayService({ ingress: [{ ip: "192.0.2.10", hostname: "gw.example.com" }] })],
+        [remoteService(), gatewayService({ ingress: [{ ip: "198.18.0.10", hostname: "gw.example.com" }] })],
         lookup,
       ),
     );
-    assert.deepEqual(mirror.addresses, ["192.0.2.10"]);
+    assert.deepEqual(mirror.addresses, ["198.18.0.10"]);
   });
 
   it("leaves out a hostname that does not resolve while other ingress entries do", () => {
@@ -421,7 +421,7 @@ describe("desiredMirrors", () => {
 
   it("looks each gateway up only through the given cluster's getService, by namespace/name", () => {
     const asked: string[] = [];
-    const eastGateway = gatewayService({ ingress: [{ ip: "192.0.2.1" }] });
+    const eastGateway = gatewayService({ ingress: [{ ip: "198.18.0.1" }] });
     const state = desiredMirrors(
       east,
       [remoteService({ name: "a" }), remoteService({ name: "b" })],
@@ -434,19 +434,19 @@ describe("desiredMirrors", () => {
     assert.ok(asked.length >= 1 && asked.every((key) => key === "mirror/gateway"), JSON.stringify(asked));
     assert.deepEqual(
       [...state.mirrors.values()].map((m) => m.addresses),
-      [["192.0.2.1"], ["192.0.2.1"]],
+      [["198.18.0.1"], ["198.18.0.1"]],
     );
   });
 
   it("never uses another cluster's same-named gateway", () => {
     const west: ClusterSettings = { ...east, name: "west" };
-    const eastServices = [remoteService(), gatewayService({ ingress: [{ ip: "192.0.2.1" }], resourceVersion: "1" })];
+    const eastServices = [remoteService(), gatewayService({ ingress: [{ ip: "198.18.0.1" }], resourceVersion: "1" })];
     const westServices = [remoteService(), gatewayService({ ingress: [{ ip: "203.0.113.9" }], resourceVersion: "2" })];
     const getter = (services: readonly Service[]) => (key: string) =>
       services.find((s) => `${s.metadata.namespace}/${s.metadata.name}` === key);
     const eastMirror = onlyMirror(desiredMirrors(east, eastServices, getter(eastServices), noLookup));
     const westMirror = onlyMirror(desiredMirrors(west, westServices, getter(westServices), noLookup));
-    assert.deepEqual(eastMirror.addresses, ["192.0.2.1"]);
+    assert.deepEqual(eastMirror.addresses, ["198.18.0.1"]);
     assert.equal(eastMirror.name, "web-east");
     assert.deepEqual(westMirror.addresses, ["203.0.113.9"]);
     assert.equal(westMirror.name, "web-west");
@@ -458,8 +458,8 @@ describe("desiredMirrors", () => {
     const service = remoteService();
     const before = onlyMirror(desire([service, gatewayService({ ingress: [] })]));
     assert.deepEqual(before.addresses, []);
-    const after = onlyMirror(desire([service, gatewayService({ ingress: [{ ip: "192.0.2.10" }] })]));
-    assert.deepEqual(after.addresses, ["192.0.2.10"]);
+    const after = onlyMirror(desire([service, gatewayService({ ingress: [{ ip: "198.18.0.10" }] })]));
+    assert.deepEqual(after.addresses, ["198.18.0.10"]);
     assert.deepEqual(after.endpointPorts, [{ name: "http", protocol: "TCP", port: 4143 }]);
   });
 
@@ -473,7 +473,7 @@ describe("desiredMirrors", () => {
       }),
       gatewayService({
         identity: "id",
-        ingress: [{ ip: "192.0.2.9" }, { hostname: "gw.example.com" }, { ip: "192.0.2.1" }],
+        ingress: [{ ip: "198.18.0.9" }, { hostname: "gw.example.com" }, { ip: "198.18.0.1" }],
       }),
     ]);
     const snapshot = structuredClone(services);
@@ -496,12 +496,12 @@ describe("desiredMirrorFor", () => {
 describe("viewGateway", () => {
   it("describes a usable gateway: exists, its resourceVersion, identity, sorted IPs and incoming-port", () => {
     assert.deepEqual(
-      viewGateway(gatewayService({ identity: "id", ingress: [{ ip: "192.0.2.2" }, { ip: "192.0.2.1" }] }), noLookup),
+      viewGateway(gatewayService({ identity: "id", ingress: [{ ip: "198.18.0.2" }, { ip: "198.18.0.1" }] }), noLookup),
       {
         exists: true,
         resourceVersion: "77",
         identity: "id",
-        addresses: ["192.0.2.1", "192.0.2.2"],
+        addresses: ["198.18.0.1", "198.18.0.2"],
         incomingPort: 4143,
       },
     );
@@ -523,7 +523,7 @@ describe("ingressHostnames", () => {
     const gateway = gatewayService({
       ingress: [
         { hostname: "b.example" },
-        { ip: "192.0.2.1", hostname: "has-ip.example" },
+        { ip: "198.18.0.1", hostname: "has-ip.example" },
         { hostname: "a.example" },
         { hostname: "b.example" },
       ],

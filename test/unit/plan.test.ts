@@ -46,7 +46,7 @@ function mirror(overrides: Partial<DesiredMirror> = {}): DesiredMirror {
       "mirror.linkerd.io/remote-svc-fq-name": FQ_NAME,
       "mirror.linkerd.io/remote-gateway-identity": "gateway.mirror.identity",
     },
-    addresses: ["192.0.2.10", "192.0.2.11"],
+    addresses: ["198.18.0.10", "198.18.0.11"],
     endpointPorts: [
       { name: "http", protocol: "TCP", port: 4143 },
       { name: "admin", protocol: "TCP", port: 4143 },
@@ -114,7 +114,7 @@ function liveEndpoints(overrides: { labels?: Record<string, string>; uid?: strin
     subsets: [
       {
         // the API server keeps the order it was given; compare must not depend on it
-        addresses: [{ ip: "192.0.2.11" }, { ip: "192.0.2.10" }],
+        addresses: [{ ip: "198.18.0.11" }, { ip: "198.18.0.10" }],
         ports: [
           { name: "admin", port: 4143, protocol: "TCP" },
           { name: "http", port: 4143, protocol: "TCP" },
@@ -186,7 +186,7 @@ describe("planMirror: creating and keeping a mirror", () => {
       metadata: { name: "web-east", namespace: "shop", labels: LABELS, annotations: mirror().endpointsAnnotations },
       subsets: [
         {
-          addresses: [{ ip: "192.0.2.10" }, { ip: "192.0.2.11" }],
+          addresses: [{ ip: "198.18.0.10" }, { ip: "198.18.0.11" }],
           ports: [
             { name: "http", port: 4143, protocol: "TCP" },
             { name: "admin", port: 4143, protocol: "TCP" },
@@ -554,7 +554,15 @@ describe("planMirror: deletion (SPEC §4, §6)", () => {
 
 describe("addresses the writer may put in Endpoints (the API server's endpoint IP rules)", () => {
   it("accepts ordinary IPv4 and IPv6 addresses", () => {
-    for (const ip of ["192.0.2.10", "10.0.0.1", "224.1.0.5", "2001:db8::1", "fd00::2", "fec0::1", "::ffff:192.0.2.1"]) {
+    for (const ip of [
+      "198.18.0.10",
+      "10.0.0.1",
+      "224.1.0.5",
+      "2001:db8::1",
+      "fd00::2",
+      "fec0::1",
+      "::ffff:198.18.0.1",
+    ]) {
       assert.equal(endpointIpProblem(ip), undefined, ip);
     }
   });
@@ -585,9 +593,9 @@ describe("addresses the writer may put in Endpoints (the API server's endpoint I
         spec: { type: "LoadBalancer", ports: [{ name: "incoming-port", port: 4143 }] },
         status: { loadBalancer: { ingress } },
       });
-    const lookup = (hostname: string) => (hostname === "gw.example" ? ["127.0.0.1", "192.0.2.7"] : ["127.0.0.1"]);
+    const lookup = (hostname: string) => (hostname === "gw.example" ? ["127.0.0.1", "198.18.0.7"] : ["127.0.0.1"]);
     assert.deepEqual(viewGateway(gateway([{ hostname: "gw.example" }, { ip: "169.254.1.1" }]), lookup).addresses, [
-      "192.0.2.7",
+      "198.18.0.7",
     ]);
     const view = viewGateway(gateway([{ hostname: "localhost" }]), lookup);
     assert.deepEqual(view.addresses, []);

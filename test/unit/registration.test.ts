@@ -10,9 +10,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { promisify } from "node:util";
+import { renderKubeconfig } from "../../sandbox/kubeconfig.ts";
+import { type CertificateFiles, createCa, issueCertificate } from "../../sandbox/pki.ts";
 import type { Secret } from "../../src/core/objects.ts";
-import { renderKubeconfig } from "../../src/sandbox/kubeconfig.ts";
-import { type CertificateFiles, createCa, issueCertificate } from "../../src/sandbox/pki.ts";
 import { parseCredentialsSecret } from "../../src/supervisor/registration.ts";
 import { computeRegistry } from "../../src/supervisor/registry.ts";
 

@@ -1,9 +1,10 @@
 /**
- * `fleet-mirror sandbox`: starts the local sandbox fleet (one local and two remote
+ * `fleet-mirror-sandbox sandbox`: starts the local sandbox fleet (one local and two remote
  * API servers on one etcd), prints how to reach each cluster, and runs until Ctrl-C.
  */
-import { ControlPlane } from "../sandbox/control-plane.ts";
-import { untilSignal } from "./signals.ts";
+
+import { untilSignal } from "../src/cli/signals.ts";
+import { ControlPlane } from "./control-plane.ts";
 
 export const sandboxClusters = ["local", "east", "west"] as const;
 

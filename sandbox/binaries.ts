@@ -20,8 +20,8 @@ export interface ControlPlaneBinaries {
   readonly etcd: string;
 }
 
-const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
-/** `dist/src/sandbox` and `src/sandbox` both sit two levels below a root that holds `scripts/`. */
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+/** `sandbox/` sits one level and `dist/sandbox/` two levels below the root that holds `scripts/`. */
 function scriptsDir(): string {
   for (const candidate of [join(repoRoot, "scripts"), join(repoRoot, "..", "scripts")]) {
     if (existsSync(join(candidate, "control-plane", "build.sh"))) return candidate;

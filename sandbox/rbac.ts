@@ -7,35 +7,16 @@
  * - `applyRbacYaml` is idempotent: every object is created, or replaced when it exists
  *   (carrying the current resourceVersion), so applying twice changes nothing and an
  *   edited manifest replaces the old rules;
- * - only the kinds listed in `APPLICABLE_KINDS` are accepted; anything else in the file
- *   is refused before anything is written;
  * - minting a token creates nothing but the token: no Role, no binding.
  */
 import { readFileSync } from "node:fs";
-import {
-  CoreV1Api,
-  type KubeConfig,
-  type KubernetesObject,
-  KubernetesObjectApi,
-  loadAllYaml,
-} from "@kubernetes/client-node";
+import { CoreV1Api, type KubeConfig, type KubernetesObject, KubernetesObjectApi } from "@kubernetes/client-node";
+import { parseRbacYaml } from "../src/kube/rbac-manifest.ts";
+
+export { parseRbacYaml, rbacManifestPath } from "../src/kube/rbac-manifest.ts";
 
 /** The ServiceAccount (and namespace) the controller runs as, per `deploy/rbac/local.yaml`. */
 export const CONTROLLER_SERVICE_ACCOUNT = "fleet-mirror";
-
-const APPLICABLE_KINDS: ReadonlySet<string> = new Set([
-  "Namespace",
-  "ServiceAccount",
-  "ClusterRole",
-  "Role",
-  "ClusterRoleBinding",
-  "RoleBinding",
-]);
-
-/** Where the repository's manifests are (`deploy/rbac/<side>.yaml`). */
-export function rbacManifestPath(side: "local" | "remote"): string {
-  return new URL(`../../deploy/rbac/${side}.yaml`, import.meta.url).pathname;
-}
 
 function statusCode(error: unknown): number | undefined {
   if (typeof error === "object" && error !== null && "code" in error) {
@@ -43,24 +24,6 @@ function statusCode(error: unknown): number | undefined {
     return typeof code === "number" ? code : undefined;
   }
   return undefined;
-}
-
-/** The objects of a multi-document manifest, validated; empty documents are skipped. */
-export function parseRbacYaml(text: string, source = "manifest"): KubernetesObject[] {
-  const objects: KubernetesObject[] = [];
-  for (const doc of loadAllYaml(text) as unknown[]) {
-    if (doc === null || doc === undefined) continue;
-    if (typeof doc !== "object") throw new Error(`${source}: a document is not an object`);
-    const object = doc as KubernetesObject;
-    if (!object.apiVersion || !object.kind || !object.metadata?.name) {
-      throw new Error(`${source}: every object needs apiVersion, kind and metadata.name`);
-    }
-    if (!APPLICABLE_KINDS.has(object.kind)) {
-      throw new Error(`${source}: kind ${object.kind} (${object.metadata.name}) is not an RBAC object`);
-    }
-    objects.push(object);
-  }
-  return objects;
 }
 
 /**

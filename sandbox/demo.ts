@@ -1,5 +1,5 @@
 /**
- * `fleet-mirror demo`: the README's first command. Starts the sandbox fleet (one local
+ * `npm start` (`fleet-mirror-sandbox demo`): the README's first command. Starts the sandbox fleet (one local
  * and two remote API servers), shapes the remotes (a LoadBalancer gateway each, a few
  * exported Services), registers them through credentials Secrets holding
  * least-privilege tokens, runs the mirror, and shows a live table while a script
@@ -11,7 +11,8 @@
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { CoreV1Api, type KubeConfig, KubeConfig as KubeConfigClass, type V1Service } from "@kubernetes/client-node";
-import { defaultConfig } from "../config.ts";
+import { untilSignal } from "../src/cli/signals.ts";
+import { defaultConfig } from "../src/config.ts";
 import {
   CLUSTER_NAME,
   GATEWAY_NAME,
@@ -19,21 +20,20 @@ import {
   MIRRORED_SERVICE,
   REMOTE_CLUSTER_DOMAIN,
   SECRET_TYPE,
-} from "../core/labels.ts";
-import { mintServiceAccountToken } from "../kube/service-account.ts";
-import { createLogger } from "../log.ts";
-import type { ControlPlane } from "../sandbox/control-plane.ts";
-import { renderKubeconfig } from "../sandbox/kubeconfig.ts";
-import { connectionFromKubeconfig } from "../supervisor/registration.ts";
-import { type FleetStatus, Supervisor } from "../supervisor/supervisor.ts";
+} from "../src/core/labels.ts";
+import { connectionFromKubeconfig } from "../src/kube/kubeconfig.ts";
+import { mintServiceAccountToken } from "../src/kube/service-account.ts";
+import { createLogger } from "../src/log.ts";
+import { type FleetStatus, Supervisor } from "../src/supervisor/supervisor.ts";
+import type { ControlPlane } from "./control-plane.ts";
+import { renderKubeconfig } from "./kubeconfig.ts";
 import { startSandbox } from "./sandbox.ts";
-import { untilSignal } from "./signals.ts";
 
 const NAMESPACE = "fleet-mirror";
-const REMOTES = { east: "192.0.2.10", west: "198.51.100.20" } as const;
+const REMOTES = { east: "198.18.0.10", west: "198.51.100.20" } as const;
 type Remote = keyof typeof REMOTES;
 
-export const demoHelp = `Usage: fleet-mirror demo [--script-once] [--step-interval 6s]
+export const demoHelp = `Usage: fleet-mirror-sandbox demo [--script-once] [--step-interval 6s]
 
 Starts a sandbox fleet on 127.0.0.1 (etcd + kube-apiservers "local", "east", "west"),
 registers east and west with least-privilege credentials Secrets, mirrors their
@@ -253,7 +253,7 @@ export async function demoCommand(argv: readonly string[]): Promise<number> {
       {
         title: "east exports shop/checkout",
         run: () => exportService(remotes.east, "shop", "checkout", 9000),
-        visible: () => has("shop/checkout-east", (m) => m.endpoints.includes("192.0.2.")),
+        visible: () => has("shop/checkout-east", (m) => m.endpoints.includes("198.18.0.")),
       },
       {
         title: "west changes shop/web's port 80 → 8081",
@@ -268,12 +268,12 @@ export async function demoCommand(argv: readonly string[]): Promise<number> {
         title: "east's gateway IP changes",
         run: () => {
           eastIp += 1;
-          return setGatewayIp(remotes.east, `192.0.2.${eastIp}`);
+          return setGatewayIp(remotes.east, `198.18.0.${eastIp}`);
         },
         visible: async () =>
           (await mirrorsNow())
             .filter((m) => m.cluster === "east")
-            .every((m) => m.endpoints.startsWith(`192.0.2.${eastIp}:`)),
+            .every((m) => m.endpoints.startsWith(`198.18.0.${eastIp}:`)),
       },
       {
         title: "east unexports shop/cart",
