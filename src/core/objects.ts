@@ -5,8 +5,8 @@
  * field the API server or another controller set.
  *
  * Invariant: values of these types that come from a store are never mutated; code that
- * needs a changed object builds a new one (linkerd's controller mutated its informer
- * cache in place; SPEC §8).
+ * needs a changed object builds a new one (a cache mutated in place is one of the
+ * defects of SPEC §8).
  */
 
 export interface ObjectMeta {

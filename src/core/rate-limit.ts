@@ -1,4 +1,4 @@
-/** A token bucket on an injected clock (the model is golang.org/x/time/rate, which client-go uses). */
+/** A token bucket on an injected clock: `burst` tokens at most, refilled at `qps` per second. */
 import { type Clock, systemClock } from "./clock.ts";
 
 /**

@@ -1,8 +1,8 @@
 /**
  * Leader election on a coordination.k8s.io/v1 Lease, the pure part: from the Lease as
  * last observed (and WHEN it was observed, on this process's own monotonic clock) decide
- * whether this replica may acquire or renew it, and build the spec to write. The same
- * semantics as client-go's leaderelection package, in our own code; the I/O is in
+ * whether this replica may acquire or renew it, and build the spec to write. These are
+ * the usual semantics of Kubernetes Lease-based leader election; the I/O is in
  * `elector.ts`.
  *
  * Invariants:
@@ -14,7 +14,7 @@
  * - a Lease held by someone else is never taken before it expired by that rule; a Lease
  *   with an empty holder (released) may be taken at once;
  * - identities must be unique per replica: a record whose holder is our identity is
- *   treated as ours (renewed, not acquired), as client-go does.
+ *   treated as ours (renewed, not acquired).
  */
 
 /** The LeaseSpec fields leader election reads and writes. */
@@ -142,8 +142,7 @@ export function leaseDurationSeconds(leaseDurationMs: number): number {
 }
 
 /**
- * Whether we may acquire or renew the Lease now, and what to write (client-go's
- * tryAcquireOrRenew decision):
+ * Whether we may acquire or renew the Lease now, and what to write:
  * - no Lease: create it, holding it, `leaseTransitions` 0;
  * - held by us: renew (`acquireTime` and `leaseTransitions` kept, `renewTime` now);
  * - held by another and not expired by local observation: wait;
@@ -197,8 +196,7 @@ export function decide(input: DecideInput): Decision {
 }
 
 /**
- * What a leader writes when it gives the Lease up on a graceful stop (client-go's
- * ReleaseOnCancel): no holder, a 1 s duration, so a standby takes it at its next try
+ * What a leader writes when it gives the Lease up on a graceful stop: no holder, a 1 s duration, so a standby takes it at its next try
  * instead of waiting out the full duration. Undefined when the observed record is not
  * ours: a replica never releases a Lease somebody else holds.
  */
