@@ -98,7 +98,7 @@ export const ToWriterFromActorSchema = v.object({
   type: v.literal("desired.batch"),
   cluster: name,
   epoch: count,
-  /** 1, 2, 3, … per epoch on one channel; acks refer to it. */
+  /** Increases with every batch of the incarnation `epoch` (1, 2, 3, …); acks refer to it. */
   seq: count,
   /**
    * true: after a complete list, `upserts` is the cluster's FULL desired set and
