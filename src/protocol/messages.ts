@@ -1,5 +1,8 @@
 /**
- * Every message that crosses a thread boundary, as one discriminated union per port.
+ * Every message that crosses a thread boundary, as one discriminated union per port:
+ * the one place listing them. Each union's type and its decoder come from one schema;
+ * the data shapes they carry live in status.ts, options.ts, shapes.ts (types declared by
+ * the core, with compile-time agreement checks) and error-schema.ts.
  *
  * Topology:
  *   supervisor (main) ⇄ remote-cluster actor   over the worker's parentPort: lifecycle + status
@@ -13,185 +16,142 @@
  *   a receiver ignores data from an epoch older than the newest it has seen.
  * - Flow control: an actor has at most `maxInFlight` un-acknowledged `desired.batch`
  *   messages; meanwhile it coalesces changes by key, so neither side queues more than
- *   one entry per mirror however fast the remote changes.
- * - Every message is decoded with `decode*` at the receiving boundary; anything
- *   malformed is rejected with a specific error, never trusted.
+ *   one entry per mirror however fast the remote changes. Acks are cumulative (see
+ *   `ToActorFromWriter`), so a lost or duplicated ack costs no credit for good.
+ * - Every message is decoded deeply with `decode*` at the receiving boundary; anything
+ *   malformed is rejected with a `ProtocolError` naming the message type and the path
+ *   of the bad field, never trusted. Receivers report and drop it (thread entries count
+ *   it in their status as `protocolErrors`); nothing malformed ends a thread.
  */
-import type { MessagePort } from "node:worker_threads";
-import type { ClusterSettings, DesiredMirror, MirrorProblem } from "../core/desired.ts";
-import type { ConnectionSpec } from "../kube/connection.ts";
-import type { SerializedError } from "./errors.ts";
+import { MessagePort } from "node:worker_threads";
+import * as v from "valibot";
+import { count, type DeepReadonly, decoder, name, ProtocolError } from "./codec.ts";
+import { SerializedErrorSchema } from "./error-schema.ts";
+import { ACTOR_FAULT_KINDS, EventRequestSchema, RemoteActorOptionsSchema, WriterOptionsSchema } from "./options.ts";
+import { ClusterSettingsSchema, ConnectionSpecSchema, DesiredMirrorSchema } from "./shapes.ts";
+import { ClusterStatusSchema, WriterStatusSchema } from "./status.ts";
 
-// ---------------------------------------------------------------------------------
-// Shared shapes
+export { type DeepReadonly, ProtocolError } from "./codec.ts";
+export { MAX_CAUSE_DEPTH } from "./error-schema.ts";
+export {
+  ACTOR_FAULT_KINDS,
+  type ActorFaultKind,
+  type EventRequest,
+  type RemoteActorOptions,
+  type WriterOptions,
+} from "./options.ts";
+export {
+  CLUSTER_SYNC_STATES,
+  type ClusterStatus,
+  type ClusterSyncState,
+  type LatencyHistogram,
+  type WatchFailureInfo,
+  WRITE_DURATION_BUCKETS,
+  type WriterClusterStatus,
+  type WriterStatus,
+} from "./status.ts";
 
-/** A watch failure as the watcher reports it (plain data). */
-export interface WatchFailureInfo {
-  readonly phase: "list" | "watch";
-  readonly reason: string;
-  readonly message: string;
-  readonly attempt: number;
-  readonly retryInMs: number;
-}
-
-export type ClusterSyncState = "starting" | "syncing" | "synced" | "stale";
-
-/** What a remote-cluster actor asserts about itself; the latest one replaces the previous. */
-export interface ClusterStatus {
-  readonly cluster: string;
-  readonly epoch: number;
-  readonly state: ClusterSyncState;
-  /** Epoch ms since when the cluster has been in `state`. */
-  readonly since: number;
-  readonly lastSyncedAt?: number;
-  readonly exportedServices: number;
-  readonly mirrors: number;
-  readonly problems: readonly MirrorProblem[];
-  readonly lastFailure?: WatchFailureInfo;
-  /** Gateways (`namespace/name`) in use and why each is unusable, if it is. */
-  readonly gateways: readonly { readonly key: string; readonly usable: boolean; readonly reason?: string }[];
-  readonly watch: {
-    readonly lists: number;
-    readonly watchesStarted: number;
-    readonly failures: number;
-    readonly relistsOnGone: number;
-  };
-  readonly failuresByReason: Readonly<Record<string, number>>;
-}
-
-export interface RemoteActorOptions {
-  /** How often ingress hostnames are resolved again (SPEC §2). */
-  readonly resolvePeriodMs: number;
-  /** Un-acknowledged batches allowed in flight to the writer. */
-  readonly maxInFlight: number;
-  /** Changes arriving within this window are sent as one batch. */
-  readonly batchDelayMs: number;
-  readonly logLevel: string;
-  /** Append log lines here instead of stdout. */
-  readonly logFile?: string;
-  readonly watchInactivityTimeoutMs?: number;
-  /**
-   * Accept `actor.inject-fault` (tests only). Default false: the message is then
-   * rejected as a protocol error. Set only by a Supervisor constructed with
-   * `testHooks: true`, never from the command line.
-   */
-  readonly testHooks?: boolean;
-}
-
-/**
- * A fault a test asks an actor to suffer: an exception thrown from one of the actor's
- * callbacks ("throw": caught by the actor's guard and reported as that actor's
- * failure, so its neighbours on a shared thread are untouched), and faults of the
- * whole thread: an unhandled promise rejection, `process.exit(3)` (in a worker it ends
- * only the thread), or allocation until the thread's heap limit (ERR_WORKER_OUT_OF_MEMORY).
- */
-export type ActorFaultKind = "throw" | "reject" | "exit" | "oom";
-export const ACTOR_FAULT_KINDS: readonly ActorFaultKind[] = ["throw", "reject", "exit", "oom"];
-
-export interface WriterOptions {
-  readonly createNamespaces: boolean;
-  readonly excludedNamespaces: readonly string[];
-  readonly concurrency: number;
-  /** Client-side write rate limit; qps <= 0 disables it. */
-  readonly qps: number;
-  readonly burst: number;
-  readonly resyncPeriodMs: number;
-  /** Re-check period of mirrors blocked by a conflict or a missing namespace. */
-  readonly blockedRecheckMs: number;
-  readonly logLevel: string;
-  /** Append log lines here instead of stdout. */
-  readonly logFile?: string;
-  /** Where Events for the controller itself (not a mirror) are recorded. */
-  readonly namespace: string;
-  /** Leader election is on: nothing is written until a `writer.fence` allows it. */
-  readonly fenced?: boolean;
-}
+/** A transferred MessagePort: structured clone turns anything else into a plain object. */
+const port = v.instance(MessagePort);
 
 // ---------------------------------------------------------------------------------
 // supervisor → remote-cluster actor
 
-export type ToRemoteActor =
-  | {
-      readonly type: "actor.init";
-      readonly cluster: ClusterSettings;
-      readonly epoch: number;
-      readonly connection: ConnectionSpec;
-      readonly options: RemoteActorOptions;
-      /** Transferred: the actor's end of its channel to the local writer. */
-      readonly writerPort: MessagePort;
-    }
+export const ToRemoteActorSchema = v.variant("type", [
+  v.object({
+    type: v.literal("actor.init"),
+    cluster: ClusterSettingsSchema,
+    epoch: count,
+    connection: ConnectionSpecSchema,
+    options: RemoteActorOptionsSchema,
+    /** Transferred: the actor's end of its channel to the local writer. */
+    writerPort: port,
+  }),
   /** The writer restarted: `cluster`'s actor sends the full desired set again on this new port. */
-  | { readonly type: "actor.attach-writer"; readonly cluster: string; readonly writerPort: MessagePort }
+  v.object({ type: v.literal("actor.attach-writer"), cluster: name, writerPort: port }),
   /** Stop `cluster`'s actor; a thread whose last actor stopped ends. */
-  | { readonly type: "actor.stop"; readonly cluster: string }
+  v.object({ type: v.literal("actor.stop"), cluster: name }),
   /** Tests only: accepted only by an actor whose init carried `options.testHooks: true`. */
-  | { readonly type: "actor.inject-fault"; readonly cluster: string; readonly kind: ActorFaultKind };
+  v.object({ type: v.literal("actor.inject-fault"), cluster: name, kind: v.picklist(ACTOR_FAULT_KINDS) }),
+]);
+export type ToRemoteActor = DeepReadonly<v.InferOutput<typeof ToRemoteActorSchema>>;
 
 // remote-cluster actor → supervisor
-export type FromRemoteActor =
-  | { readonly type: "actor.ready"; readonly cluster: string; readonly epoch: number }
-  | { readonly type: "actor.status"; readonly status: ClusterStatus }
-  | { readonly type: "actor.stopped"; readonly cluster: string; readonly epoch: number }
-  | {
-      readonly type: "actor.failed";
-      readonly cluster: string;
-      readonly epoch: number;
-      readonly error: SerializedError;
-    };
+
+export const FromRemoteActorSchema = v.variant("type", [
+  /** Incarnation `epoch` of `cluster`'s actor runs (the answer to every `actor.init` of that epoch). */
+  v.object({ type: v.literal("actor.ready"), cluster: name, epoch: count }),
+  v.object({ type: v.literal("actor.status"), status: ClusterStatusSchema }),
+  v.object({ type: v.literal("actor.stopped"), cluster: name, epoch: count }),
+  /** Incarnation `epoch` is gone (or was never started); the supervisor's restart policy decides. */
+  v.object({ type: v.literal("actor.failed"), cluster: name, epoch: count, error: SerializedErrorSchema }),
+]);
+export type FromRemoteActor = DeepReadonly<v.InferOutput<typeof FromRemoteActorSchema>>;
 
 // ---------------------------------------------------------------------------------
 // remote-cluster actor ⇄ local writer (dedicated channel)
 
-export type ToWriterFromActor = {
-  readonly type: "desired.batch";
-  readonly cluster: string;
-  readonly epoch: number;
-  readonly seq: number;
+/** Local keys are `namespace/name`. */
+const localKey = v.pipe(v.string(), v.regex(/^[^/]+\/[^/]+$/, "must be namespace/name"));
+
+export const ToWriterFromActorSchema = v.object({
+  type: v.literal("desired.batch"),
+  cluster: name,
+  epoch: count,
+  /** Increases with every batch of the incarnation `epoch` (1, 2, 3, …); acks refer to it. */
+  seq: count,
   /**
    * true: after a complete list, `upserts` is the cluster's FULL desired set and
    * `deletes` is empty; anything else the writer holds for the cluster is gone. Only
    * a complete batch allows garbage collection of the cluster's mirrors (SPEC §6).
    */
-  readonly complete: boolean;
-  readonly upserts: readonly DesiredMirror[];
+  complete: v.boolean(),
+  /** Every upsert names the batch's `cluster` (checked by the decoder). */
+  upserts: v.array(DesiredMirrorSchema),
   /** Local keys (`namespace/name`) whose mirror is no longer desired. */
-  readonly deletes: readonly string[];
-};
+  deletes: v.array(localKey),
+});
+export type ToWriterFromActor = DeepReadonly<v.InferOutput<typeof ToWriterFromActorSchema>>;
 
-export type ToActorFromWriter = {
-  readonly type: "desired.ack";
-  readonly cluster: string;
-  readonly epoch: number;
-  readonly seq: number;
-};
+export const ToActorFromWriterSchema = v.object({
+  type: v.literal("desired.ack"),
+  cluster: name,
+  /** The actor incarnation the ack is for; an actor ignores acks of another epoch. */
+  epoch: count,
+  /**
+   * Cumulative: the writer has taken (absorbed or rejected) every batch of `epoch` on
+   * this channel up to and including `seq`. The actor keeps `lastAcked = max(lastAcked,
+   * seq)`; its batches in flight are `lastSent - lastAcked`. A lost, duplicated or
+   * reordered ack is therefore harmless: any later ack restores every credit.
+   * For a batch too malformed to read its seq, the writer acks the highest seq it has
+   * seen on the channel (0 if none), with `resend: true`.
+   */
+  seq: count,
+  /**
+   * The writer did not absorb something it was sent (a batch that did not decode, named
+   * another cluster, or could not be kept): the actor treats everything sent so far as
+   * settled (`lastAcked = lastSent`) and sends a `complete` batch as soon as it has a
+   * complete list. Absent on a plain ack (never `false`).
+   */
+  resend: v.exactOptional(v.literal(true)),
+});
+/** The writer's answer to every `desired.batch` it receives; it never acks and drops. */
+export type ToActorFromWriter = DeepReadonly<v.InferOutput<typeof ToActorFromWriterSchema>>;
 
 // ---------------------------------------------------------------------------------
 // supervisor → local writer
 
-export interface EventRequest {
-  readonly involved: {
-    readonly kind: string;
-    readonly namespace: string;
-    readonly name: string;
-    readonly uid?: string;
-    readonly apiVersion: string;
-  };
-  readonly type: "Normal" | "Warning";
-  readonly reason: string;
-  readonly message: string;
-}
-
-export type ToWriter =
-  | { readonly type: "writer.init"; readonly connection: ConnectionSpec; readonly options: WriterOptions }
+export const ToWriterSchema = v.variant("type", [
+  v.object({ type: v.literal("writer.init"), connection: ConnectionSpecSchema, options: WriterOptionsSchema }),
   /** A new actor incarnation's end of the desired channel. */
-  | { readonly type: "writer.attach"; readonly cluster: string; readonly epoch: number; readonly port: MessagePort }
+  v.object({ type: v.literal("writer.attach"), cluster: name, epoch: count, port }),
   /**
    * The full set of cluster names whose mirrors must be kept: registered clusters plus
    * names still claimed by a credentials Secret that is currently invalid. Mirrors of
    * any other cluster are garbage (SPEC §1 Secret deleted / renamed, §6).
    */
-  | { readonly type: "writer.clusters"; readonly keep: readonly string[] }
-  | { readonly type: "writer.event"; readonly event: EventRequest }
+  v.object({ type: v.literal("writer.clusters"), keep: v.array(name) }),
+  v.object({ type: v.literal("writer.event"), event: EventRequestSchema }),
   /**
    * Leader election's write fence: no write may be sent at or after `writableUntil`
    * (ms on `systemClock`, which every thread reads alike), the moment the elector would
@@ -199,51 +159,20 @@ export type ToWriter =
    * moves it forward; if the main thread stalls and sends none, the writer stops on its
    * own before another replica can hold the Lease. The latest message wins.
    */
-  | { readonly type: "writer.fence"; readonly writableUntil: number }
-  | { readonly type: "writer.stop" };
-
-export interface WriterClusterStatus {
-  readonly mirrors: number;
-  readonly blocked: readonly { readonly key: string; readonly reason: string; readonly message: string }[];
-  readonly complete: boolean;
-}
-
-/**
- * Upper bounds (seconds) of the write latency histogram, defined once: the writer counts
- * into them and the metrics layer labels them (`le`). Ascending; +Inf is implicit.
- */
-export const WRITE_DURATION_BUCKETS: readonly number[] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
-
-/**
- * A latency histogram as cumulative counts since the writer started: `buckets[i]` counts
- * observations <= `WRITE_DURATION_BUCKETS[i]` (so it is non-decreasing in i and <= count);
- * `count` is the +Inf bucket; `sum` is in seconds.
- */
-export interface LatencyHistogram {
-  readonly buckets: readonly number[];
-  readonly sum: number;
-  readonly count: number;
-}
-
-export interface WriterStatus {
-  readonly ready: boolean;
-  readonly queueDepth: number;
-  readonly inFlight: number;
-  /** Writes since the writer started, by `verb/Kind/result` (result: ok, an HTTP status, or error). */
-  readonly writes: Readonly<Record<string, number>>;
-  readonly retries: number;
-  /** Latency of every write request (the API call only, not the rate-limit wait). */
-  readonly writeDuration: LatencyHistogram;
-  readonly clusters: Readonly<Record<string, WriterClusterStatus>>;
-  readonly lastError?: SerializedError;
-}
+  v.object({ type: v.literal("writer.fence"), writableUntil: v.pipe(v.number(), v.finite()) }),
+  v.object({ type: v.literal("writer.stop") }),
+]);
+export type ToWriter = DeepReadonly<v.InferOutput<typeof ToWriterSchema>>;
 
 // local writer → supervisor
-export type FromWriter =
-  | { readonly type: "writer.ready" }
-  | { readonly type: "writer.status"; readonly status: WriterStatus }
-  | { readonly type: "writer.stopped" }
-  | { readonly type: "writer.failed"; readonly error: SerializedError };
+
+export const FromWriterSchema = v.variant("type", [
+  v.object({ type: v.literal("writer.ready") }),
+  v.object({ type: v.literal("writer.status"), status: WriterStatusSchema }),
+  v.object({ type: v.literal("writer.stopped") }),
+  v.object({ type: v.literal("writer.failed"), error: SerializedErrorSchema }),
+]);
+export type FromWriter = DeepReadonly<v.InferOutput<typeof FromWriterSchema>>;
 
 /** The part of a MessagePort an actor uses: a real port, or a fake in tests. */
 export interface ChannelPort<Out> {
@@ -253,149 +182,25 @@ export interface ChannelPort<Out> {
 }
 
 // ---------------------------------------------------------------------------------
-// Boundary decoding
+// Boundary decoding: each throws ProtocolError (message type, field path, what was wrong).
 
-export class ProtocolError extends Error {
-  override name = "ProtocolError";
-}
+export const decodeToRemoteActor = decoder("to remote actor", ToRemoteActorSchema);
+export const decodeFromRemoteActor = decoder("from remote actor", FromRemoteActorSchema);
+export const decodeToActorFromWriter = decoder("desired channel", ToActorFromWriterSchema);
+export const decodeToWriter = decoder("to writer", ToWriterSchema);
+export const decodeFromWriter = decoder("from writer", FromWriterSchema);
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-function typeOf(value: unknown, where: string): string {
-  if (!isRecord(value) || typeof value["type"] !== "string") throw new ProtocolError(`${where}: message has no type`);
-  return value["type"];
-}
-
-function requireFields(
-  value: Record<string, unknown>,
-  where: string,
-  fields: Record<string, "string" | "number" | "boolean" | "object" | "array">,
-): void {
-  for (const [key, kind] of Object.entries(fields)) {
-    const v = value[key];
-    const ok = kind === "array" ? Array.isArray(v) : kind === "object" ? isRecord(v) : typeof v === kind;
-    if (!ok) throw new ProtocolError(`${where}: field ${key} must be ${kind}`);
-  }
-}
-
-const remoteActorTypes = new Set(["actor.init", "actor.attach-writer", "actor.stop", "actor.inject-fault"]);
-export function decodeToRemoteActor(value: unknown): ToRemoteActor {
-  const type = typeOf(value, "to remote actor");
-  if (!remoteActorTypes.has(type)) throw new ProtocolError(`to remote actor: unknown type ${type}`);
-  const v = value as Record<string, unknown>;
-  if (type === "actor.init")
-    requireFields(v, type, {
-      cluster: "object",
-      epoch: "number",
-      connection: "object",
-      options: "object",
-      writerPort: "object",
-    });
-  if (type === "actor.attach-writer") requireFields(v, type, { cluster: "string", writerPort: "object" });
-  if (type === "actor.stop" || type === "actor.inject-fault") requireFields(v, type, { cluster: "string" });
-  if (type === "actor.inject-fault" && !ACTOR_FAULT_KINDS.includes(v["kind"] as ActorFaultKind))
-    throw new ProtocolError(`${type}: unknown fault kind ${String(v["kind"])}`);
-  return value as ToRemoteActor;
-}
-
-const fromRemoteActorTypes = new Set(["actor.ready", "actor.status", "actor.stopped", "actor.failed"]);
-export function decodeFromRemoteActor(value: unknown): FromRemoteActor {
-  const type = typeOf(value, "from remote actor");
-  if (!fromRemoteActorTypes.has(type)) throw new ProtocolError(`from remote actor: unknown type ${type}`);
-  const v = value as Record<string, unknown>;
-  if (type === "actor.status") {
-    requireFields(v, type, { status: "object" });
-    requireFields(v["status"] as Record<string, unknown>, `${type} status`, { cluster: "string", epoch: "number" });
-  } else requireFields(v, type, { cluster: "string", epoch: "number" });
-  if (type === "actor.failed") requireFields(v, type, { error: "object" });
-  return value as FromRemoteActor;
-}
-
+const decodeBatch = decoder("desired channel", ToWriterFromActorSchema);
+/** Also checks that every upsert belongs to the channel's cluster. */
 export function decodeToWriterFromActor(value: unknown): ToWriterFromActor {
-  const type = typeOf(value, "desired channel");
-  if (type !== "desired.batch") throw new ProtocolError(`desired channel: unknown type ${type}`);
-  const v = value as Record<string, unknown>;
-  requireFields(v, type, {
-    cluster: "string",
-    epoch: "number",
-    seq: "number",
-    complete: "boolean",
-    upserts: "array",
-    deletes: "array",
-  });
-  for (const m of v["upserts"] as unknown[]) {
-    if (!isRecord(m)) throw new ProtocolError(`${type}: upsert is not an object`);
-    requireFields(m, `${type} upsert`, {
-      cluster: "string",
-      namespace: "string",
-      name: "string",
-      labels: "object",
-      ports: "array",
-      addresses: "array",
-    });
-    if (m["cluster"] !== v["cluster"])
+  const batch = decodeBatch(value);
+  batch.upserts.forEach((m, i) => {
+    if (m.cluster !== batch.cluster)
       throw new ProtocolError(
-        `${type}: upsert for cluster ${String(m["cluster"])} on ${String(v["cluster"])}'s channel`,
+        `desired.batch: upserts[${i}].cluster: upsert for cluster ${m.cluster} on ${batch.cluster}'s channel`,
       );
-  }
-  for (const k of v["deletes"] as unknown[]) {
-    if (typeof k !== "string" || !k.includes("/"))
-      throw new ProtocolError(`${type}: delete key must be namespace/name`);
-  }
-  return value as ToWriterFromActor;
-}
-
-export function decodeToActorFromWriter(value: unknown): ToActorFromWriter {
-  const type = typeOf(value, "desired channel");
-  if (type !== "desired.ack") throw new ProtocolError(`desired channel: unknown type ${type}`);
-  requireFields(value as Record<string, unknown>, type, { cluster: "string", epoch: "number", seq: "number" });
-  return value as ToActorFromWriter;
-}
-
-const toWriterTypes = new Set([
-  "writer.init",
-  "writer.attach",
-  "writer.clusters",
-  "writer.event",
-  "writer.fence",
-  "writer.stop",
-]);
-export function decodeToWriter(value: unknown): ToWriter {
-  const type = typeOf(value, "to writer");
-  if (!toWriterTypes.has(type)) throw new ProtocolError(`to writer: unknown type ${type}`);
-  const v = value as Record<string, unknown>;
-  if (type === "writer.init") requireFields(v, type, { connection: "object", options: "object" });
-  if (type === "writer.attach") requireFields(v, type, { cluster: "string", epoch: "number", port: "object" });
-  if (type === "writer.clusters") requireFields(v, type, { keep: "array" });
-  if (type === "writer.event") requireFields(v, type, { event: "object" });
-  if (type === "writer.fence") requireFields(v, type, { writableUntil: "number" });
-  return value as ToWriter;
-}
-
-const fromWriterTypes = new Set(["writer.ready", "writer.status", "writer.stopped", "writer.failed"]);
-export function decodeFromWriter(value: unknown): FromWriter {
-  const type = typeOf(value, "from writer");
-  if (!fromWriterTypes.has(type)) throw new ProtocolError(`from writer: unknown type ${type}`);
-  const v = value as Record<string, unknown>;
-  if (type === "writer.status") {
-    requireFields(v, type, { status: "object" });
-    const status = v["status"] as Record<string, unknown>;
-    requireFields(status, `${type} status`, { writes: "object", retries: "number", writeDuration: "object" });
-    decodeLatencyHistogram(status["writeDuration"], `${type} writeDuration`);
-  }
-  if (type === "writer.failed") requireFields(v, type, { error: "object" });
-  return value as FromWriter;
-}
-
-function decodeLatencyHistogram(value: unknown, where: string): LatencyHistogram {
-  if (!isRecord(value)) throw new ProtocolError(`${where}: must be an object`);
-  requireFields(value, where, { buckets: "array", sum: "number", count: "number" });
-  const buckets = value["buckets"] as unknown[];
-  if (buckets.length !== WRITE_DURATION_BUCKETS.length || !buckets.every((b) => typeof b === "number"))
-    throw new ProtocolError(`${where}: buckets must be ${WRITE_DURATION_BUCKETS.length} numbers`);
-  return value as unknown as LatencyHistogram;
+  });
+  return batch;
 }
 
 /** Compile-time exhaustiveness check for switches over a union's `type`. */

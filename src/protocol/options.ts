@@ -1,0 +1,74 @@
+/**
+ * Plain-data payloads of the lifecycle and Event messages: actor options, writer
+ * options, fault kinds and Event requests. Types and schemas from one definition.
+ */
+import * as v from "valibot";
+import { count, type DeepReadonly, finite, name } from "./codec.ts";
+
+const nonNegative = v.pipe(finite, v.minValue(0, "must be >= 0"));
+
+export const RemoteActorOptionsSchema = v.object({
+  /** How often ingress hostnames are resolved again (SPEC §2). */
+  resolvePeriodMs: nonNegative,
+  /** Un-acknowledged batches allowed in flight to the writer (>= 1). */
+  maxInFlight: v.pipe(count, v.minValue(1, "must be >= 1")),
+  /** Changes arriving within this window are sent as one batch. */
+  batchDelayMs: nonNegative,
+  logLevel: v.string(),
+  /** Append log lines here instead of stdout. */
+  logFile: v.exactOptional(v.string()),
+  watchInactivityTimeoutMs: v.exactOptional(nonNegative),
+  /**
+   * Accept `actor.inject-fault` (tests only). Default false: the message is then
+   * rejected as a protocol error. Set only by a Supervisor constructed with
+   * `testHooks: true`, never from the command line.
+   */
+  testHooks: v.exactOptional(v.boolean()),
+});
+export type RemoteActorOptions = DeepReadonly<v.InferOutput<typeof RemoteActorOptionsSchema>>;
+
+/**
+ * A fault a test asks an actor to suffer: an exception thrown from one of the actor's
+ * callbacks ("throw": caught by the actor's guard and reported as that actor's
+ * failure, so its neighbours on a shared thread are untouched), and faults of the
+ * whole thread: an unhandled promise rejection, `process.exit(3)` (in a worker it ends
+ * only the thread), or allocation until the thread's heap limit (ERR_WORKER_OUT_OF_MEMORY).
+ */
+export const ACTOR_FAULT_KINDS = ["throw", "reject", "exit", "oom"] as const;
+export type ActorFaultKind = (typeof ACTOR_FAULT_KINDS)[number];
+
+export const WriterOptionsSchema = v.object({
+  createNamespaces: v.boolean(),
+  excludedNamespaces: v.array(v.string()),
+  /** Writes in flight at once (an integer >= 1). */
+  concurrency: v.pipe(count, v.minValue(1, "must be >= 1")),
+  /** Client-side write rate limit; qps <= 0 disables it. */
+  qps: finite,
+  burst: count,
+  resyncPeriodMs: nonNegative,
+  /** Re-check period of mirrors blocked by a conflict or a missing namespace. */
+  blockedRecheckMs: nonNegative,
+  logLevel: v.string(),
+  /** Append log lines here instead of stdout. */
+  logFile: v.exactOptional(v.string()),
+  /** Where Events for the controller itself (not a mirror) are recorded. */
+  namespace: name,
+  /** Leader election is on: nothing is written until a `writer.fence` allows it. */
+  fenced: v.exactOptional(v.boolean()),
+});
+export type WriterOptions = DeepReadonly<v.InferOutput<typeof WriterOptionsSchema>>;
+
+/** A Kubernetes Event the writer records on the supervisor's behalf. */
+export const EventRequestSchema = v.object({
+  involved: v.object({
+    kind: name,
+    namespace: v.string(),
+    name,
+    uid: v.exactOptional(v.string()),
+    apiVersion: name,
+  }),
+  type: v.picklist(["Normal", "Warning"]),
+  reason: name,
+  message: v.string(),
+});
+export type EventRequest = DeepReadonly<v.InferOutput<typeof EventRequestSchema>>;

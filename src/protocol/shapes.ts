@@ -1,0 +1,82 @@
+/**
+ * Schemas of the data types that cross threads but are declared elsewhere (the pure
+ * core and the kube adapter own them; they are not moved here). Each schema has a
+ * compile-time check that its output (made readonly) and the declared type accept the
+ * same values, so a field added to one and not the other fails the build, not a
+ * message at run time.
+ */
+import * as v from "valibot";
+import type { ClusterSettings, DesiredMirror, MirrorProblem, SkipReason } from "../core/desired.ts";
+import type { ConnectionSpec } from "../kube/connection.ts";
+import { type Agree, type Assert, type DeepReadonly, name, stringRecord } from "./codec.ts";
+
+/** A TCP/UDP/SCTP port number. */
+const portNumber = v.pipe(
+  v.number(),
+  v.integer("must be an integer"),
+  v.minValue(1, "must be 1-65535"),
+  v.maxValue(65535, "must be 1-65535"),
+);
+
+const mirrorServicePort = v.object({
+  name: v.exactOptional(v.string()),
+  protocol: v.string(),
+  port: portNumber,
+  targetPort: v.exactOptional(v.union([portNumber, name])),
+});
+
+const mirrorEndpointPort = v.object({
+  name: v.exactOptional(v.string()),
+  protocol: v.string(),
+  port: portNumber,
+});
+
+const desiredMirror = v.object({
+  cluster: name,
+  namespace: name,
+  name,
+  remote: v.string(),
+  labels: stringRecord,
+  serviceAnnotations: stringRecord,
+  ports: v.array(mirrorServicePort),
+  endpointsAnnotations: stringRecord,
+  addresses: v.array(v.string()),
+  endpointPorts: v.array(mirrorEndpointPort),
+});
+type _DesiredMirrorAgrees = Assert<Agree<DeepReadonly<v.InferOutput<typeof desiredMirror>>, DesiredMirror>>;
+export const DesiredMirrorSchema: v.GenericSchema<DesiredMirror> = desiredMirror;
+
+const SKIP_REASONS = ["mirror-name-invalid", "no-ports", "excluded-namespace"] as const;
+type _SkipReasonsAgree = Assert<Agree<(typeof SKIP_REASONS)[number], SkipReason>>;
+
+const mirrorProblem = v.object({
+  cluster: v.string(),
+  remote: v.string(),
+  reason: v.picklist(SKIP_REASONS),
+  message: v.string(),
+});
+type _MirrorProblemAgrees = Assert<Agree<DeepReadonly<v.InferOutput<typeof mirrorProblem>>, MirrorProblem>>;
+export const MirrorProblemSchema: v.GenericSchema<MirrorProblem> = mirrorProblem;
+
+const clusterSettings = v.object({
+  name,
+  domain: v.string(),
+  excludedNamespaces: v.array(v.string()),
+});
+type _ClusterSettingsAgree = Assert<Agree<DeepReadonly<v.InferOutput<typeof clusterSettings>>, ClusterSettings>>;
+export const ClusterSettingsSchema: v.GenericSchema<ClusterSettings> = clusterSettings;
+
+const connectionSpec = v.object({
+  server: name,
+  caPem: v.exactOptional(v.string()),
+  insecureSkipTlsVerify: v.exactOptional(v.boolean()),
+  tlsServerName: v.exactOptional(v.string()),
+  auth: v.variant("kind", [
+    v.object({ kind: v.literal("token"), token: v.string() }),
+    v.object({ kind: v.literal("client-certificate"), certPem: v.string(), keyPem: v.string() }),
+    v.object({ kind: v.literal("token-file"), path: v.string() }),
+    v.object({ kind: v.literal("anonymous") }),
+  ]),
+});
+type _ConnectionSpecAgrees = Assert<Agree<DeepReadonly<v.InferOutput<typeof connectionSpec>>, ConnectionSpec>>;
+export const ConnectionSpecSchema: v.GenericSchema<ConnectionSpec> = connectionSpec;

@@ -1,0 +1,90 @@
+/**
+ * What actors assert about themselves in `actor.status` and `writer.status`: types and
+ * schemas from one definition. The latest status of an actor replaces the previous one.
+ */
+import * as v from "valibot";
+import { count, countRecord, type DeepReadonly, finite, name } from "./codec.ts";
+import { SerializedErrorSchema } from "./error-schema.ts";
+import { MirrorProblemSchema } from "./shapes.ts";
+
+/**
+ * Messages the hosting thread rejected as malformed (they did not decode and were
+ * dropped), since the thread started. Absent means none.
+ */
+const protocolErrors = v.exactOptional(count);
+
+/** A watch failure as the watcher reports it (plain data). */
+export const WatchFailureInfoSchema = v.object({
+  phase: v.picklist(["list", "watch"]),
+  reason: v.string(),
+  message: v.string(),
+  attempt: count,
+  retryInMs: finite,
+});
+export type WatchFailureInfo = DeepReadonly<v.InferOutput<typeof WatchFailureInfoSchema>>;
+
+export const CLUSTER_SYNC_STATES = ["starting", "syncing", "synced", "stale"] as const;
+export type ClusterSyncState = (typeof CLUSTER_SYNC_STATES)[number];
+
+export const ClusterStatusSchema = v.object({
+  cluster: name,
+  epoch: count,
+  state: v.picklist(CLUSTER_SYNC_STATES),
+  /** Epoch ms since when the cluster has been in `state`. */
+  since: finite,
+  lastSyncedAt: v.exactOptional(finite),
+  exportedServices: count,
+  mirrors: count,
+  problems: v.array(MirrorProblemSchema),
+  lastFailure: v.exactOptional(WatchFailureInfoSchema),
+  /** Gateways (`namespace/name`) in use and why each is unusable, if it is. */
+  gateways: v.array(v.object({ key: v.string(), usable: v.boolean(), reason: v.exactOptional(v.string()) })),
+  watch: v.object({ lists: count, watchesStarted: count, failures: count, relistsOnGone: count }),
+  failuresByReason: countRecord,
+  protocolErrors,
+});
+/** What a remote-cluster actor asserts about itself; the latest one replaces the previous. */
+export type ClusterStatus = DeepReadonly<v.InferOutput<typeof ClusterStatusSchema>>;
+
+/**
+ * Upper bounds (seconds) of the write latency histogram, defined once: the writer counts
+ * into them and the metrics layer labels them (`le`). Ascending; +Inf is implicit.
+ */
+export const WRITE_DURATION_BUCKETS: readonly number[] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+/**
+ * A latency histogram as cumulative counts since the writer started: `buckets[i]` counts
+ * observations <= `WRITE_DURATION_BUCKETS[i]` (so it is non-decreasing in i and <= count);
+ * `count` is the +Inf bucket; `sum` is in seconds.
+ */
+export const LatencyHistogramSchema = v.object({
+  buckets: v.pipe(
+    v.array(count),
+    v.length(WRITE_DURATION_BUCKETS.length, `must have ${WRITE_DURATION_BUCKETS.length} buckets`),
+  ),
+  sum: finite,
+  count,
+});
+export type LatencyHistogram = DeepReadonly<v.InferOutput<typeof LatencyHistogramSchema>>;
+
+export const WriterClusterStatusSchema = v.object({
+  mirrors: count,
+  blocked: v.array(v.object({ key: v.string(), reason: v.string(), message: v.string() })),
+  complete: v.boolean(),
+});
+export type WriterClusterStatus = DeepReadonly<v.InferOutput<typeof WriterClusterStatusSchema>>;
+
+export const WriterStatusSchema = v.object({
+  ready: v.boolean(),
+  queueDepth: count,
+  inFlight: count,
+  /** Writes since the writer started, by `verb/Kind/result` (result: ok, an HTTP status, or error). */
+  writes: countRecord,
+  retries: count,
+  /** Latency of every write request (the API call only, not the rate-limit wait). */
+  writeDuration: LatencyHistogramSchema,
+  clusters: v.record(v.string(), WriterClusterStatusSchema),
+  lastError: v.exactOptional(SerializedErrorSchema),
+  protocolErrors,
+});
+export type WriterStatus = DeepReadonly<v.InferOutput<typeof WriterStatusSchema>>;

@@ -1,0 +1,91 @@
+/**
+ * Both thread entries in real worker threads: a message that does not decode leaves
+ * the thread running, and every `actor.init` is answered. No API server is needed:
+ * the remote actors point at a closed loopback port and are stopped right away.
+ */
+import assert from "node:assert/strict";
+import { once } from "node:events";
+import { after, describe, it } from "node:test";
+import { MessageChannel, Worker } from "node:worker_threads";
+import { decodeFromRemoteActor, decodeFromWriter, type ToRemoteActor } from "../../src/protocol/messages.ts";
+
+const entry = (actor: string): URL => new URL(`../../workers/${actor}/entry.ts`, import.meta.url);
+
+/** The messages a worker posts, in order; `next(match)` waits for the first unread one matching. */
+function inbox(worker: Worker) {
+  const received: unknown[] = [];
+  const waiters: (() => void)[] = [];
+  worker.on("message", (m: unknown) => {
+    received.push(m);
+    for (const w of waiters.splice(0)) w();
+  });
+  let read = 0;
+  return async function next(match: (m: unknown) => boolean): Promise<unknown> {
+    for (;;) {
+      while (read < received.length) {
+        const m = received[read++];
+        if (match(m)) return m;
+      }
+      const exited = once(worker, "exit").then(([code]) => {
+        throw new Error(`worker exited (code ${String(code)}) before the expected message`);
+      });
+      await Promise.race([new Promise<void>((resolve) => waiters.push(resolve)), exited]);
+    }
+  };
+}
+
+const typed = (type: string) => (m: unknown) => (m as { type?: unknown }).type === type;
+
+describe("thread entries in worker threads", () => {
+  const workers: Worker[] = [];
+  after(async () => {
+    await Promise.all(workers.map((w) => w.terminate()));
+  });
+
+  it("the writer thread drops a message that does not decode and keeps serving", async () => {
+    const worker = new Worker(entry("local-writer"), { stdout: true, stderr: true });
+    workers.push(worker);
+    const next = inbox(worker);
+    worker.postMessage({ type: "writer.clusters", keep: "east" });
+    worker.postMessage({ type: "writer.stop" });
+    const stopped = decodeFromWriter(await next(typed("writer.stopped")));
+    assert.equal(stopped.type, "writer.stopped");
+  });
+
+  it("a remote-cluster thread answers a duplicate actor.init with actor.ready, and one of another epoch with actor.failed", async () => {
+    const worker = new Worker(entry("remote-cluster"), { stdout: true, stderr: true });
+    workers.push(worker);
+    const next = inbox(worker);
+    type Init = Extract<ToRemoteActor, { type: "actor.init" }>;
+    const init = (epoch: number): { message: Init; other: MessageChannel["port2"] } => {
+      const { port1, port2 } = new MessageChannel();
+      return {
+        message: {
+          type: "actor.init",
+          cluster: { name: "east", domain: "cluster.local", excludedNamespaces: [] },
+          epoch,
+          connection: { server: "https://127.0.0.1:1", auth: { kind: "anonymous" } },
+          options: { resolvePeriodMs: 60_000, maxInFlight: 2, batchDelayMs: 10, logLevel: "silent" },
+          writerPort: port1,
+        },
+        other: port2,
+      };
+    };
+    const first = init(5);
+    worker.postMessage(first.message, [first.message.writerPort]);
+    await next(typed("actor.ready"));
+    const again = init(5);
+    worker.postMessage(again.message, [again.message.writerPort]);
+    const ready = decodeFromRemoteActor(await next(typed("actor.ready")));
+    assert.deepEqual(ready, { type: "actor.ready", cluster: "east", epoch: 5 });
+    const newer = init(6);
+    worker.postMessage(newer.message, [newer.message.writerPort]);
+    const failed = decodeFromRemoteActor(await next(typed("actor.failed")));
+    assert.ok(failed.type === "actor.failed" && failed.epoch === 6, JSON.stringify(failed));
+    assert.match(failed.error.message, /already hosted on this thread by epoch 5/);
+    worker.postMessage({ type: "actor.stop", cluster: "east" });
+    const stopped = decodeFromRemoteActor(await next(typed("actor.stopped")));
+    assert.deepEqual(stopped, { type: "actor.stopped", cluster: "east", epoch: 5 });
+    for (const c of [first, again, newer]) c.other.close();
+  });
+});
