@@ -163,6 +163,7 @@ export type ToActorFromWriter = {
   readonly cluster: string;
   readonly epoch: number;
   readonly seq: number;
+  readonly resend?: true;
 };
 
 // ---------------------------------------------------------------------------------
