@@ -21,14 +21,15 @@ import { eventually } from "../helpers/kube.ts";
 export class FakeActorPort implements ChannelPort<ToActorFromWriter> {
   readonly acks: ToActorFromWriter[] = [];
   closed = false;
-  #listener: ((message: unknown) => void) | undefined;
+  /** Every listener gets every message, as on a real MessagePort. */
+  readonly #listeners: ((message: unknown) => void)[] = [];
 
   postMessage(message: ToActorFromWriter): void {
     this.acks.push(message);
   }
 
   on(_event: "message", listener: (message: unknown) => void): this {
-    this.#listener = listener;
+    this.#listeners.push(listener);
     return this;
   }
 
@@ -39,7 +40,7 @@ export class FakeActorPort implements ChannelPort<ToActorFromWriter> {
   /** Delivers a message to the writer as the remote actor would (anything, even garbage). */
   send(message: unknown): void {
     if (this.closed) throw new Error("send on a closed desired channel");
-    this.#listener?.(message);
+    for (const listener of this.#listeners) listener(message);
   }
 
   async waitForAck(predicate: (ack: ToActorFromWriter) => boolean, what: string): Promise<ToActorFromWriter> {

@@ -67,7 +67,8 @@ export class DesiredChannels {
       port.close();
       return false;
     }
-    if (current && current.port !== port) current.port.close();
+    if (current?.port === port) return current.epoch === epoch; // attached already: one listener per port
+    if (current) current.port.close();
     const channel: Channel = { epoch, port, highestSeq: 0 };
     this.#channels.set(cluster, channel);
     port.on("message", (raw) => this.#onMessage(cluster, channel, raw));
