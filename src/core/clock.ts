@@ -30,12 +30,18 @@ interface SystemTimer {
 }
 
 /**
- * The real clock: `now()` is `performance.timeOrigin + performance.now()` (close to
- * `Date.now()` at start, but monotonic). A pending timer keeps the event loop alive, like
- * `setTimeout`; delays of any length are honoured (not cut at 24.8 days).
+ * The real clock: `now()` is CLOCK_MONOTONIC in ms (`process.hrtime`), one clock for the
+ * whole process: every thread reads the same value at the same instant, so a deadline
+ * computed on one thread (the write fence, computed on the main thread) holds on another
+ * (checked on the writer thread). Not a calendar time: its zero is arbitrary (boot).
+ * `performance.timeOrigin + performance.now()` is NOT such a clock: each thread samples
+ * the wall clock for its own `timeOrigin`, so a step of the system time between two
+ * thread starts shifts one thread's readings against the other's.
+ * A pending timer keeps the event loop alive, like `setTimeout`; delays of any length
+ * are honoured (not cut at 24.8 days).
  */
 export const systemClock: Clock = Object.freeze({
-  now: (): number => performance.timeOrigin + performance.now(),
+  now: (): number => Number(process.hrtime.bigint()) / 1e6,
   setTimeout(fn: () => void, ms: number): TimerHandle {
     const timer: SystemTimer = { timeout: undefined };
     const arm = (remaining: number): void => {

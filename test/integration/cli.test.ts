@@ -395,7 +395,7 @@ describe("the operator CLI", () => {
       },
       { apiGroups: [""], resources: ["endpoints"], verbs: ["get", "list", "watch", "create", "update", "patch"] },
       { apiGroups: [""], resources: ["namespaces"], verbs: ["get", "list", "watch", "create"] },
-      { apiGroups: [""], resources: ["events"], verbs: ["create", "patch"] },
+      { apiGroups: [""], resources: ["events"], verbs: ["create", "patch", "list"] },
     ];
     await mintServiceAccountToken(kc, {
       namespace: CONTROLLER_NAMESPACE,

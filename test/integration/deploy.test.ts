@@ -266,6 +266,8 @@ describe("deploy/: the installation manifests on a real API server", () => {
       // Events on mirrors and on credentials Secrets
       ["create", "events", "-n", "shop"],
       ["patch", "events", "-n", NAMESPACE],
+      // the Events it recorded before, listed once at start (a restart repeats none)
+      ["list", "events", "--all-namespaces"],
       // --leader-elect: the Lease in its own namespace
       ["get", "leases.coordination.k8s.io", "-n", NAMESPACE],
       ["create", "leases.coordination.k8s.io", "-n", NAMESPACE],
@@ -277,7 +279,8 @@ describe("deploy/: the installation manifests on a real API server", () => {
       ["create", "secrets", "-n", NAMESPACE],
       ["update", "namespaces"],
       ["delete", "namespaces"],
-      ["list", "events", "-n", NAMESPACE],
+      ["watch", "events", "--all-namespaces"],
+      ["delete", "events", "-n", NAMESPACE],
       ["create", "pods", "-n", NAMESPACE],
       ["create", "leases.coordination.k8s.io", "-n", "default"],
       ["create", "clusterroles"],

@@ -178,7 +178,8 @@ describe("security and faults", () => {
         "write a Secret in its own namespace",
         () => local.createNamespacedSecret({ namespace: CONTROLLER_NAMESPACE, body: { metadata: { name: "mine" } } }),
       ],
-      ["list Events", () => local.listNamespacedEvent({ namespace: CONTROLLER_NAMESPACE })],
+      ["read an Event", () => local.readNamespacedEvent({ namespace: CONTROLLER_NAMESPACE, name: "any" })],
+      ["delete Events", () => local.deleteCollectionNamespacedEvent({ namespace: CONTROLLER_NAMESPACE })],
       ["list Pods", () => local.listPodForAllNamespaces()],
       ["list ConfigMaps", () => local.listNamespacedConfigMap({ namespace: CONTROLLER_NAMESPACE })],
       [
@@ -202,6 +203,7 @@ describe("security and faults", () => {
     await local.listServiceForAllNamespaces();
     await local.listEndpointsForAllNamespaces();
     await local.listNamespace();
+    await local.listEventForAllNamespaces({ fieldSelector: "reportingComponent=fleet-mirror" });
     await remote.listServiceForAllNamespaces();
     forbiddenBaseline = await forbidden(fleet);
   });

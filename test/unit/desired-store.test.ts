@@ -57,21 +57,21 @@ function batch(
 const sorted = (keys: Iterable<string>): string[] => [...new Set(keys)].sort();
 
 describe("DesiredStore epochs", () => {
-  it("ignores a batch from an epoch older than the newest seen for its cluster", () => {
+  it("refuses a batch from an epoch older than the newest seen for its cluster", () => {
     const store = new DesiredStore();
     store.applyBatch(batch("east", 2, { complete: true, upserts: [mirror("east", "shop", "web")] }));
 
-    assert.deepEqual(
+    assert.equal(
       store.applyBatch(batch("east", 1, { complete: true, upserts: [mirror("east", "shop", "cart")] })),
-      [],
+      undefined,
     );
-    assert.deepEqual(store.applyBatch(batch("east", 1, { deletes: ["shop/web-east"] })), []);
+    assert.equal(store.applyBatch(batch("east", 1, { deletes: ["shop/web-east"] })), undefined);
     assert.ok(store.get("east", "shop/web-east"));
     assert.equal(store.get("east", "shop/cart-east"), undefined);
     assert.deepEqual(sorted(store.keys()), ["shop/web-east"]);
   });
 
-  it("accepts a batch of the same or a newer epoch, and then ignores the older epoch", () => {
+  it("accepts a batch of the same or a newer epoch, and then refuses the older epoch", () => {
     const store = new DesiredStore();
     store.applyBatch(batch("east", 1, { complete: true, upserts: [mirror("east", "shop", "web")] }));
     store.applyBatch(batch("east", 1, { upserts: [mirror("east", "shop", "cart")] }));
@@ -79,7 +79,7 @@ describe("DesiredStore epochs", () => {
 
     assert.deepEqual(sorted(store.keys()), ["shop/cart-east"]);
     assert.equal(store.get("east", "shop/cart-east")?.ports[0]?.port, 81);
-    assert.deepEqual(store.applyBatch(batch("east", 1, { upserts: [mirror("east", "shop", "web")] })), []);
+    assert.equal(store.applyBatch(batch("east", 1, { upserts: [mirror("east", "shop", "web")] })), undefined);
     assert.equal(store.get("east", "shop/web-east"), undefined);
   });
 
@@ -107,7 +107,7 @@ describe("DesiredStore batches", () => {
       batch("east", 2, { complete: true, upserts: [mirror("east", "shop", "web"), mirror("east", "shop", "api")] }),
     );
 
-    assert.deepEqual(sorted(touched), ["shop/api-east", "shop/cart-east", "shop/web-east"]);
+    assert.deepEqual(sorted(touched ?? []), ["shop/api-east", "shop/cart-east", "shop/web-east"]);
     assert.deepEqual(sorted(store.keys()), ["shop/api-east", "shop/web-east"]);
     assert.equal(store.get("east", "shop/cart-east"), undefined);
     assert.deepEqual(store.clusterSummary().get("east"), { mirrors: 2, complete: true });
@@ -136,7 +136,7 @@ describe("DesiredStore batches", () => {
       }),
     );
 
-    assert.deepEqual(sorted(touched), ["shop/api-east", "shop/cart-east", "shop/web-east"]);
+    assert.deepEqual(sorted(touched ?? []), ["shop/api-east", "shop/cart-east", "shop/web-east"]);
     assert.equal(store.get("east", "shop/web-east")?.ports[0]?.port, 8081);
     assert.equal(store.get("east", "shop/cart-east"), undefined);
     assert.deepEqual(sorted(store.keys()), ["shop/api-east", "shop/web-east"]);
@@ -216,13 +216,13 @@ describe("DesiredStore keep set", () => {
     assert.equal(store.gcAllowed("east"), true);
   });
 
-  it("ignores batches of an unregistered cluster, and accepts them again once it is registered again", () => {
+  it("refuses batches of an unregistered cluster (never absorbs them silently), and accepts them once it is registered again", () => {
     const store = new DesiredStore();
     store.setKeep(["west"]);
 
-    assert.deepEqual(
+    assert.equal(
       store.applyBatch(batch("east", 1, { complete: true, upserts: [mirror("east", "shop", "web")] })),
-      [],
+      undefined,
     );
     assert.deepEqual(sorted(store.keys()), []);
 
@@ -232,6 +232,22 @@ describe("DesiredStore keep set", () => {
     ]);
     assert.ok(store.get("east", "shop/web-east"));
     assert.equal(store.gcAllowed("east"), true);
+  });
+
+  it("a registered cluster's batches are absorbed before a keep set names it, and its mirrors are not garbage until a keep set leaves it out", () => {
+    const store = new DesiredStore();
+    store.setKeep(["west"]);
+    store.register("fresh");
+
+    assert.deepEqual(store.applyBatch(batch("fresh", 1, { upserts: [mirror("fresh", "shop", "web")] })), [
+      "shop/web-fresh",
+    ]);
+    assert.equal(store.gcAllowed("fresh"), false, "registered, no complete set yet: nothing of it is collected");
+
+    const { dropped, keys } = store.setKeep(["west"]);
+    assert.deepEqual(dropped, ["fresh"]);
+    assert.deepEqual(keys, ["shop/web-fresh"]);
+    assert.equal(store.gcAllowed("fresh"), true);
   });
 
   it("setKeep with every cluster named drops nothing", () => {

@@ -8,7 +8,13 @@
  *   the only thing (besides the cluster leaving the keep set) that allows garbage
  *   collection of that cluster's mirrors;
  * - `keep === undefined` until the supervisor has listed the credentials Secrets: until
- *   then no cluster is considered unregistered, so nothing is collected for that reason.
+ *   then no cluster is considered unregistered, so nothing is collected for that reason;
+ * - a cluster is registered by `register` (the writer calls it when the supervisor
+ *   attaches the cluster's desired channel: the supervisor attaches only registered
+ *   clusters) or by being named in `setKeep`; only `setKeep` unregisters. A batch of a
+ *   registered cluster is always absorbed, even before a `setKeep` names the cluster;
+ *   a batch of an unregistered one is refused (`applyBatch` returns undefined), never
+ *   silently dropped, so the caller can ask for it again.
  */
 import type { DesiredMirror } from "../../src/core/desired.ts";
 import { objectKey } from "../../src/core/objects.ts";
@@ -26,11 +32,20 @@ export class DesiredStore {
   readonly #claimants = new Map<string, Set<string>>();
   #keep: Set<string> | undefined;
 
-  /** Applies a batch; returns the local keys whose desired state may have changed. */
-  applyBatch(batch: ToWriterFromActor): string[] {
+  /** Registers a cluster: its batches are absorbed and its mirrors kept until a `setKeep` leaves it out. */
+  register(cluster: string): void {
+    this.#keep?.add(cluster);
+  }
+
+  /**
+   * Applies a batch; returns the local keys whose desired state may have changed, or
+   * undefined when the batch is refused: its cluster is not registered, or its epoch is
+   * older than the newest seen for the cluster.
+   */
+  applyBatch(batch: ToWriterFromActor): string[] | undefined {
     let cd = this.#clusters.get(batch.cluster);
-    if (cd && batch.epoch < cd.epoch) return [];
-    if (this.#keep && !this.#keep.has(batch.cluster)) return []; // unregistered meanwhile
+    if (cd && batch.epoch < cd.epoch) return undefined;
+    if (this.#keep && !this.#keep.has(batch.cluster)) return undefined;
     if (!cd) {
       cd = { epoch: batch.epoch, complete: false, mirrors: new Map() };
       this.#clusters.set(batch.cluster, cd);

@@ -1,0 +1,160 @@
+/**
+ * Sends the writes a plan asks for: one at a time per call, after the client-side rate
+ * limit and right before sending, the write fence; counts each request by outcome and
+ * latency; records what it wrote in the mutation cache; and turns API errors into
+ * reconcile results (the work queue decides retry and backoff):
+ * - create AlreadyExists of a Service/Endpoints: the name is looked up; a user's object
+ *   is reported as a conflict and left alone (SPEC §5), ours (a leftover) is adopted;
+ * - create AlreadyExists of a Namespace: it exists, our store lags: go on;
+ * - delete 404: already gone: go on;
+ * - anything else: retry with backoff.
+ * One create per namespace at a time: the other keys of a new namespace share its outcome
+ * instead of racing it (each racer would cost a rejected POST).
+ */
+import type { DesiredMirror } from "../../src/core/desired.ts";
+import { ownerCluster } from "../../src/core/labels.ts";
+import type { KubeObject } from "../../src/core/objects.ts";
+import type { Blocked, WriteAction } from "../../src/core/plan.ts";
+import type { TokenBucket } from "../../src/core/rate-limit.ts";
+import type { ReconcileResult } from "../../src/core/workqueue.ts";
+import { KubeApiError, type KubeClient } from "../../src/kube/client.ts";
+import type { Logger } from "../../src/log.ts";
+import type { WriteFence } from "./fence.ts";
+import type { MutationCache } from "./mutation-cache.ts";
+import type { WriterStats } from "./status.ts";
+
+export interface WriteExecutorDeps {
+  readonly client: Pick<KubeClient, "request">;
+  readonly bucket: TokenBucket;
+  readonly fence: WriteFence;
+  readonly cache: MutationCache;
+  readonly stats: WriterStats;
+  readonly log: Logger;
+  /** A create found a user's object under the mirror's name: report it as blocked. */
+  readonly block: (key: string, cluster: string, blocked: Blocked) => void;
+  readonly blockedRecheckMs: number;
+}
+
+/** The outcome of one write: a reconcile result to stop at, or undefined to go on with the plan. */
+export type WriteOutcome = ReconcileResult | undefined;
+
+export class WriteExecutor {
+  readonly #deps: WriteExecutorDeps;
+  /** Namespace creates in flight, or done but not yet seen by the namespace watch, by name. */
+  readonly #namespaceCreates = new Map<string, Promise<WriteOutcome>>();
+
+  constructor(deps: WriteExecutorDeps) {
+    this.#deps = deps;
+  }
+
+  /** The namespace watch reported `name`: its create is settled. */
+  namespaceSeen(name: string): void {
+    this.#namespaceCreates.delete(name);
+  }
+
+  /**
+   * Performs one write of `key`'s plan. `observed` is the object the action applies to
+   * as reconcile saw it (a DELETE's tombstone remembers which object was deleted).
+   */
+  async apply(
+    key: string,
+    action: WriteAction,
+    desired: DesiredMirror | undefined,
+    observed: KubeObject | undefined,
+  ): Promise<WriteOutcome> {
+    if (action.verb !== "create" || action.kind !== "Namespace") return this.#write(key, action, desired, observed);
+    const pending = this.#namespaceCreates.get(action.name);
+    if (pending) return pending;
+    const created = this.#write(key, action, desired, observed);
+    this.#namespaceCreates.set(action.name, created);
+    const outcome = await created;
+    if (outcome && this.#namespaceCreates.get(action.name) === created) this.#namespaceCreates.delete(action.name);
+    return outcome;
+  }
+
+  async #write(
+    key: string,
+    action: WriteAction,
+    desired: DesiredMirror | undefined,
+    observed: KubeObject | undefined,
+  ): Promise<WriteOutcome> {
+    const { client, cache, stats, log } = this.#deps;
+    await this.#deps.bucket.take();
+    // Checked after the rate-limit wait, right before sending: the wait may cross the fence.
+    if (!this.#deps.fence.writable) return this.#deps.fence.held(`${action.verb} ${action.kind} ${key}`);
+    stats.inFlight += 1;
+    const startedAt = performance.now();
+    const path =
+      action.kind === "Namespace"
+        ? "/api/v1/namespaces"
+        : `/api/v1/namespaces/${action.namespace}/${action.kind === "Service" ? "services" : "endpoints"}`;
+    try {
+      switch (action.verb) {
+        case "create": {
+          const created = await client.request<KubeObject>("POST", path, { body: action.body });
+          if (action.kind !== "Namespace") cache.written(action.kind, key, created);
+          break;
+        }
+        case "update": {
+          const updated = await client.request<KubeObject>("PUT", `${path}/${action.name}`, { body: action.body });
+          cache.written(action.kind, key, updated);
+          break;
+        }
+        case "delete": {
+          await client.request("DELETE", `${path}/${action.name}`, {
+            body: {
+              apiVersion: "v1",
+              kind: "DeleteOptions",
+              ...(action.uid ? { preconditions: { uid: action.uid } } : {}),
+            },
+          });
+          cache.deleted(action.kind, key, observed);
+          log.info({ key, kind: action.kind, cluster: action.cluster }, `deleted mirror ${action.kind} ${key}`);
+          break;
+        }
+      }
+      stats.count(action.verb, action.kind, "ok");
+      return undefined;
+    } catch (error) {
+      stats.count(action.verb, action.kind, error instanceof KubeApiError ? String(error.status) : "error");
+      return this.#onError(key, action, desired, error);
+    } finally {
+      stats.inFlight -= 1;
+      stats.observeWriteDuration((performance.now() - startedAt) / 1000);
+    }
+  }
+
+  async #onError(
+    key: string,
+    action: WriteAction,
+    desired: DesiredMirror | undefined,
+    error: unknown,
+  ): Promise<WriteOutcome> {
+    if (!(error instanceof KubeApiError)) return { kind: "retry", error };
+    if (action.verb === "create" && error.reason === "AlreadyExists") {
+      if (action.kind === "Namespace") return undefined; // exists: our store lags, go on
+      // Not in our label-selected store: a user's object, or ours not yet delivered.
+      try {
+        const existing = await this.#deps.client.request<KubeObject>(
+          "GET",
+          `/api/v1/namespaces/${action.namespace}/${action.kind === "Service" ? "services" : "endpoints"}/${action.name}`,
+        );
+        const owner = ownerCluster(existing.metadata.labels);
+        if (owner === undefined && desired) {
+          this.#deps.block(key, desired.cluster, {
+            reason: "user-owned",
+            message: `${action.kind} ${key} exists and is not a fleet-mirror mirror; it is left as is`,
+          });
+          return { kind: "requeue-after", ms: this.#deps.blockedRecheckMs };
+        }
+        // Ours (leftover): adopt it, and reconcile again right away to update it.
+        this.#deps.cache.written(action.kind, key, existing);
+        return { kind: "requeue-after", ms: 0 };
+      } catch (getError) {
+        return { kind: "retry", error: getError };
+      }
+    }
+    if (action.verb === "delete" && error.status === 404) return undefined; // already gone
+    return { kind: "retry", error };
+  }
+}
