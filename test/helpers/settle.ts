@@ -27,19 +27,30 @@ const MARKER_SERVICE = "marker";
 const MARKER_ANNOTATION = "test.fleet-mirror/marker";
 
 /**
- * Resolves with the first writer status the supervisor receives after this call in which
- * the writer is ready, has an empty queue and no write in flight.
+ * Resolves with a writer status the supervisor receives after this call in which the writer
+ * is ready, has an empty queue and no write in flight. `reports: 2` asks for two such
+ * reports in a row: use it when what must have been processed is a message posted to the
+ * writer just before the call (the first report may have been made before the writer read
+ * it; the second is made a status interval later).
  */
-export async function waitForWriterIdle(supervisor: Supervisor, timeoutMs = TIMEOUT_MS): Promise<WriterStatus> {
+export async function waitForWriterIdle(
+  supervisor: Supervisor,
+  opts: { reports?: number; timeoutMs?: number } = {},
+): Promise<WriterStatus> {
+  const wanted = opts.reports ?? 1;
   // Every writer.status message is decoded into a new object: a different object is a newer report.
-  const seen = supervisor.status().writer;
+  let seen = supervisor.status().writer;
+  let idleInARow = 0;
   return eventually(
     () => `the local writer idle (last report ${JSON.stringify(supervisor.status().writer ?? null)?.slice(0, 300)})`,
     () => {
       const w = supervisor.status().writer;
-      return w && w !== seen && w.ready && w.queueDepth === 0 && w.inFlight === 0 ? w : undefined;
+      if (!w || w === seen) return undefined;
+      seen = w;
+      idleInARow = w.ready && w.queueDepth === 0 && w.inFlight === 0 ? idleInARow + 1 : 0;
+      return idleInARow >= wanted ? w : undefined;
     },
-    timeoutMs,
+    opts.timeoutMs ?? TIMEOUT_MS,
     20,
   );
 }
