@@ -9,10 +9,13 @@
  * - `waitForMarker`: changes a marker Service on a remote and waits until its mirror
  *   carries the marker's new resourceVersion. One watch delivers a remote's Services in
  *   order, so every remote change made before the marker has reached the writer by then.
- * - `waitForSettled`: both, in that order: every earlier change of that remote has been
- *   reconciled (a delayed retry of a blocked key aside, which is not a pending write).
+ * - both, in that order: every earlier change of that remote has been reconciled (a
+ *   delayed retry of a blocked key aside, which is not a pending write).
+ * - `waitForControllerIdle`: the same idle state for a controller process, read from its
+ *   admin endpoint.
  */
 import type { V1Service } from "@kubernetes/client-node";
+import type { AdminStatus } from "../../src/admin/source.ts";
 import { REMOTE_RESOURCE_VERSION } from "../../src/core/labels.ts";
 import { mirrorName } from "../../src/core/naming.ts";
 import type { WriterStatus } from "../../src/protocol/messages.ts";
@@ -92,13 +95,39 @@ export async function waitForMarker(
   );
 }
 
-/** Every change made on `remote` before this call has been mirrored or otherwise reconciled. */
-export async function waitForSettled(
-  fleet: Fleet,
-  supervisor: Supervisor,
-  remote: string,
-  opts: { cluster?: string; namespace?: string } = {},
-): Promise<WriterStatus> {
-  await waitForMarker(fleet, remote, opts);
-  return waitForWriterIdle(supervisor);
+/**
+ * For a controller process: resolves once its admin endpoint (`/status`) shows the writer
+ * ready, holding a complete desired set for each of `clusters`, with an empty queue and
+ * nothing in flight, and still does `holdMs` later. A report carries no time of its own,
+ * so "newer than the change" is had by holding longer than one report interval (1 s).
+ */
+export async function waitForControllerIdle(
+  adminUrl: string,
+  clusters: readonly string[],
+  opts: { holdMs?: number; timeoutMs?: number } = {},
+): Promise<void> {
+  const holdMs = opts.holdMs ?? 1_200;
+  let idleSince: number | undefined;
+  let last: AdminStatus | undefined;
+  await eventually(
+    () =>
+      `the controller idle with ${clusters.join(", ")} complete (now ${JSON.stringify(last?.writer ?? null)?.slice(0, 300)})`,
+    async () => {
+      last = (await (await fetch(`${adminUrl}/status`)).json()) as AdminStatus;
+      const w = last.writer;
+      const idle =
+        w?.ready === true &&
+        w.queueDepth === 0 &&
+        w.inFlight === 0 &&
+        clusters.every((c) => w.clusters[c]?.complete === true);
+      if (!idle) {
+        idleSince = undefined;
+        return undefined;
+      }
+      idleSince ??= Date.now();
+      return Date.now() - idleSince >= holdMs ? true : undefined;
+    },
+    opts.timeoutMs ?? TIMEOUT_MS,
+    100,
+  );
 }
