@@ -581,17 +581,36 @@ async function uidOf(api: CoreV1Api, kind: "Service" | "Endpoints", namespace: s
  * Throws `ChaosFailure` (message starting with the seed) when an assertion fails.
  */
 export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
-  const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
-  const seed = options.seed;
-  const started = Date.now();
-  const settleMs = options.settleMs ?? 90_000;
-  const replay = [
-    `--seed ${seed}`,
+  try {
+    return await runSeeded(options);
+  } catch (error) {
+    if (error instanceof ChaosFailure) throw error;
+    // Anything else (the control plane would not start, a setup call failed): labelled
+    // with the seed too, so every failure can be replayed.
+    throw new ChaosFailure(
+      `chaos seed ${options.seed}: ${error instanceof Error ? error.message : String(error)}\n-- replay: npm run test:chaos -- ${replayArgs(options).join(" ")}`,
+      { cause: error },
+    );
+  }
+}
+
+/** The command-line arguments that replay a run with these options. */
+function replayArgs(options: ChaosOptions): string[] {
+  return [
+    `--seed ${options.seed}`,
     options.minutes !== undefined ? `--minutes ${options.minutes}` : "",
     options.steps !== undefined ? `--steps ${options.steps}` : "",
     options.heavyWeight !== undefined ? `--heavy-weight ${options.heavyWeight}` : "",
     options.faultShare !== undefined ? `--fault-share ${options.faultShare}` : "",
   ].filter(Boolean);
+}
+
+async function runSeeded(options: ChaosOptions): Promise<ChaosReport> {
+  const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
+  const seed = options.seed;
+  const started = Date.now();
+  const settleMs = options.settleMs ?? 90_000;
+  const replay = replayArgs(options);
   log(`chaos seed ${seed} (replay: npm run test:chaos -- ${replay.join(" ")})`);
 
   const fleet = await Fleet.start([...CHAOS_CLUSTERS]);

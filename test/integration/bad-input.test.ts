@@ -38,6 +38,7 @@ import { createLogger } from "../../src/log.ts";
 import { type ClusterRow, Supervisor } from "../../src/supervisor/supervisor.ts";
 import { CONTROLLER_NAMESPACE, Fleet } from "../helpers/fleet.ts";
 import { eventually, sleep, statusCode } from "../helpers/kube.ts";
+import { waitForMarker, waitForWriterIdle } from "../helpers/settle.ts";
 import { waitForSecretRow } from "../helpers/supervision.ts";
 
 const run = promisify(execFile);
@@ -738,7 +739,9 @@ describe("bad and hostile input", () => {
           controller.registry.registered.get("healthy")?.secretKey,
           `${CONTROLLER_NAMESPACE}/cluster-credentials-healthy`,
         );
-        await sleep(1_000);
+        // The registry change reached the writer (two reports after it, nothing queued or in
+        // flight): a wrong write to the healthy cluster's mirrors would have been made.
+        await waitForWriterIdle(controller, { reports: 2 });
         assert.deepEqual(await healthyUids(), before);
         // Nothing of east is mirrored under the healthy cluster's name.
         assert.deepEqual(
@@ -817,7 +820,8 @@ describe("bad and hostile input", () => {
             return true;
           },
         );
-        await sleep(500);
+        // A later change on the same remote is mirrored: everything before it was seen.
+        await waitForMarker(fleet, "east", { cluster: "hostile" });
         assert.equal(await fleet.localService("hostile-dupports", "dup-hostile"), undefined);
         assert.equal(problemOf("hostile", "hostile-dupports/dup"), undefined);
       },

@@ -3,26 +3,35 @@
  * faults against three remote clusters behind fault-injecting proxies, with the
  * controller as a separate process that is killed and restarted; then the local mirrors
  * must equal the independent oracle, stable mirrors keep their uids, and user-owned
- * objects are never written. The seed is the date's (UTC), or `CHAOS_SEED`; it is printed,
- * and every failure message starts with it. The long run: `npm run test:chaos -- --minutes N`.
+ * objects are never written. The seed is a constant (`NPM_TEST_SEED`), or `CHAOS_SEED`;
+ * it is printed, and every failure message starts with it. The long run, with a random
+ * seed each time: `npm run test:chaos -- --minutes N`.
  */
 import { describe, it } from "node:test";
 import { runChaos } from "../chaos/run.ts";
-import { seedFromDate } from "../chaos/schedule.ts";
+import { NPM_TEST_SEED } from "../chaos/schedule.ts";
 
 const envSeed = process.env.CHAOS_SEED;
-const seed = envSeed !== undefined && envSeed !== "" ? Number(envSeed) : seedFromDate();
+const seed = envSeed !== undefined && envSeed !== "" ? Number(envSeed) : NPM_TEST_SEED;
+if (!Number.isInteger(seed)) throw new Error(`CHAOS_SEED=${envSeed} is not an integer`);
 
 describe("chaos", () => {
   it(`converges to the oracle after 20 random remote changes and faults, deleting no stable mirror and writing nothing it does not own (seed ${seed})`, {
     timeout: 360_000,
   }, async (t) => {
-    t.diagnostic(`chaos seed ${seed} (replay: CHAOS_SEED=${seed} node --test test/integration/chaos.test.ts)`);
-    const report = await runChaos({ seed, steps: 20, log: (line) => t.diagnostic(line) });
-    for (const note of report.notes) t.diagnostic(`note: ${note}`);
-    t.diagnostic(
-      `seed ${seed}: ${report.steps.length} steps, ${report.controllerRestarts} controller restarts, ` +
-        `${report.mirrors} mirrors, converged in ${report.settledInMs} ms, ${Math.round(report.durationMs / 1000)} s in all`,
-    );
+    const replay = `CHAOS_SEED=${seed} node --test test/integration/chaos.test.ts`;
+    t.diagnostic(`chaos seed ${seed} (replay: ${replay})`);
+    try {
+      const report = await runChaos({ seed, steps: 20, log: (line) => t.diagnostic(line) });
+      for (const note of report.notes) t.diagnostic(`note: ${note}`);
+      t.diagnostic(
+        `seed ${seed}: ${report.steps.length} steps, ${report.controllerRestarts} controller restarts, ` +
+          `${report.mirrors} mirrors, converged in ${report.settledInMs} ms, ${Math.round(report.durationMs / 1000)} s in all`,
+      );
+    } catch (error) {
+      // The seed again, next to the failure (the diagnostics above may be far away).
+      t.diagnostic(`chaos seed ${seed} FAILED (replay: ${replay})`);
+      throw error;
+    }
   });
 });

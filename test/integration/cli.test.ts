@@ -250,14 +250,28 @@ describe("the operator CLI", () => {
     ]);
     assert.equal(noGateway.code, 0, show(noGateway));
     assert.match(noGateway.stderr, /warning: gateway gateway\/absent: gateway Service not found/);
-    await cli(["unexport", "api", "-n", "shop", "--kubeconfig", eastAdmin]);
+    // Exported again (to a gateway that does not exist), so east has a mirror more and an
+    // unusable gateway: undo it and wait until the controller has, or the next test reads it.
+    const cleanup = await cli(["unexport", "api", "-n", "shop", "--kubeconfig", eastAdmin]);
+    assert.equal(cleanup.code, 0, show(cleanup));
+    await fleet.deleteService("east", "shop", "api");
+    await fleet.waitForNoMirror("shop", "api-east");
   });
 
   it("status reads the controller's admin endpoint: a table, -o json and -o yaml", async () => {
-    await eventually("east and west synced", async () => {
-      const body = (await (await fetch(`${adminUrl}/status`)).json()) as AdminStatus;
-      return body.clusters?.filter((r) => r.state === "synced").length === 2 ? true : undefined;
-    });
+    // The state the table below must show, read from the same endpoint first: each cluster
+    // synced, with its one mirror and a usable gateway.
+    const settled = (r: NonNullable<AdminStatus["clusters"]>[number]): boolean =>
+      r.state === "synced" && r.mirrors === 1 && r.gateways.length > 0 && r.gateways.every((g) => g.usable);
+    let last: AdminStatus | undefined;
+    await eventually(
+      () => `east and west synced, 1 mirror each, gateways usable (now ${JSON.stringify(last?.clusters)})`,
+      async () => {
+        last = (await (await fetch(`${adminUrl}/status`)).json()) as AdminStatus;
+        const rows = last.clusters ?? [];
+        return rows.length === 2 && rows.every(settled) ? true : undefined;
+      },
+    );
     const table = await cli(["status", "--admin-url", adminUrl]);
     assert.equal(table.code, 0, show(table));
     const lines = table.stdout.trimEnd().split("\n");

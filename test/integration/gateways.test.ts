@@ -9,6 +9,7 @@ import type { V1Endpoints } from "@kubernetes/client-node";
 import type { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { CONTROLLER_NAMESPACE, Fleet } from "../helpers/fleet.ts";
 import { eventually } from "../helpers/kube.ts";
+import { waitForWriterIdle } from "../helpers/settle.ts";
 
 const subsetsOf = (ep: V1Endpoints): number => ep.subsets?.length ?? 0;
 const ipsOf = (ep: V1Endpoints): string[] => (ep.subsets?.[0]?.addresses ?? []).map((a) => a.ip).sort();
@@ -240,8 +241,9 @@ describe("mirrors and their gateways", () => {
       for (const name of ["web-east", "api-east"]) {
         await fleet.waitForEndpoints("multi", name, (e) => same(ipsOf(e), ["198.18.0.11"]));
       }
-      // Proves a non-event: give a wrong write to west's mirror time to happen.
-      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      // Proves a non-event: east's change is mirrored, and a later writer report shows nothing
+      // queued or in flight, so a wrong write to west's mirror would have happened by now.
+      await waitForWriterIdle(controller);
       const westAfter = await fleet.local.readNamespacedEndpoints({ namespace: "multi", name: "web-west" });
       const westSvcAfter = await fleet.local.readNamespacedService({ namespace: "multi", name: "web-west" });
       assert.equal(westAfter.metadata?.resourceVersion, westBefore.metadata?.resourceVersion);
@@ -285,7 +287,7 @@ describe("mirrors and their gateways", () => {
         );
         assert.equal(svc.metadata?.labels?.["mirror.linkerd.io/remote-gateway-name"], "gateway");
       }
-      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      await waitForWriterIdle(controller);
       const westAfter = await fleet.local.readNamespacedEndpoints({ namespace: "multi", name: "web-west" });
       assert.equal(westAfter.metadata?.resourceVersion, westBefore.metadata?.resourceVersion);
     });
@@ -361,7 +363,7 @@ describe("mirrors and their gateways", () => {
       problems("east").find((p) => p.remote === "kube-public/leak"),
     );
     assert.equal(problem.reason, "excluded-namespace");
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await waitForWriterIdle(controller);
     assert.equal(await fleet.localService("kube-public", "leak-east"), undefined);
     const endpoints = await fleet.local.listNamespacedEndpoints({ namespace: "kube-public" });
     assert.deepEqual(

@@ -8,6 +8,7 @@
  * kept; §4: mirrors converge, nothing is lost).
  */
 import assert from "node:assert/strict";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { startFaultProxyFor } from "../../sandbox/fault-proxy.ts";
 import { renderKubeconfig } from "../../sandbox/kubeconfig.ts";
@@ -19,11 +20,15 @@ import { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { adminConnection } from "../helpers/connection.ts";
 import { CONTROLLER_NAMESPACE, Fleet } from "../helpers/fleet.ts";
 import { eventually, sleep } from "../helpers/kube.ts";
+import { readLogFile } from "../helpers/log-file.ts";
+import { waitForWriterIdle } from "../helpers/settle.ts";
 import { clusterRow, waitForActorThread, waitForClusterRow } from "../helpers/supervision.ts";
 
 const TIMEOUT_MS = 60_000;
 /** First restart delay in the fault tests: long enough to watch the other cluster meanwhile. */
 const BACKOFF_MS = 6_000;
+/** Writer status reports (one a second) the local API outage lasts at least. */
+const OUTAGE_REPORTS = 5;
 
 interface SupervisorChoice {
   readonly restartPolicy?: RestartPolicy;
@@ -53,19 +58,6 @@ describe("isolation under faults", () => {
   async function stopSupervisor(supervisor: Supervisor): Promise<void> {
     await supervisor.stop();
     running.delete(supervisor);
-  }
-
-  /** The writer has nothing queued, delayed work aside (a quiet moment to take a baseline). */
-  async function writerIdle(supervisor: Supervisor): Promise<WriterStatus> {
-    return eventually(
-      "the local writer idle",
-      () => {
-        const w = supervisor.status().writer;
-        return w?.ready && w.queueDepth === 0 && w.inFlight === 0 ? w : undefined;
-      },
-      TIMEOUT_MS,
-      50,
-    );
   }
 
   before(async () => {
@@ -148,18 +140,31 @@ describe("isolation under faults", () => {
   it("refuses fault injection unless the supervisor was built with test hooks, in the supervisor and in the actor", async () => {
     const ns = "no-hooks";
     await fleet.createService("east", ns, "web");
-    const supervisor = startSupervisor({ restartPolicy: { ...DEFAULT_RESTART_POLICY, initialMs: 50 } });
+    // The actors log to a file here: the refusal is asserted on their log.
+    const logFile = join(fleet.plane.dir, "no-hooks.log");
+    const supervisor = startSupervisor({
+      restartPolicy: { ...DEFAULT_RESTART_POLICY, initialMs: 50 },
+      config: { logLevel: "error", logFile },
+    });
     try {
       await fleet.mirrorIdentity(ns, "web-east");
       await waitForClusterRow(supervisor, "east", "synced", (r) => r.state === "synced");
       const thread = await waitForActorThread(supervisor, "east");
       assert.throws(() => supervisor.injectActorFault("east", "exit"), /testHooks/);
 
-      // Bypassing the supervisor: the actor itself rejects the message as a protocol error.
-      thread.postMessage({ type: "actor.inject-fault", kind: "exit" });
-      thread.postMessage({ type: "actor.inject-fault", kind: "no-such-fault" });
+      // Bypassing the supervisor with a well-formed message (it names a hosted cluster and
+      // a real fault): only the actor's test-hooks gate stands between it and process.exit.
+      thread.postMessage({ type: "actor.inject-fault", cluster: "east", kind: "exit" });
+      const refusal = await eventually("the actor's log to show the refusal", () =>
+        readLogFile(logFile).find((l) => /refused, this actor was not started with test hooks/.test(l.err ?? "")),
+      );
+      assert.equal(refusal.msg, "protocol error: message ignored");
+      // Malformed messages are protocol errors too (rejected by the decoder, before the gate).
+      thread.postMessage({ type: "actor.inject-fault", cluster: "east", kind: "no-such-fault" });
       thread.postMessage({ type: "no-such-message" });
-      await sleep(1_500);
+      await eventually("the actor's log to show three ignored messages", () =>
+        readLogFile(logFile).filter((l) => l.msg === "protocol error: message ignored").length >= 3 ? true : undefined,
+      );
       assert.equal(supervisor.actorThread("east"), thread, "the same thread is still running");
       assert.equal(clusterRow(supervisor, "east")?.restarts, 0);
 
@@ -212,7 +217,9 @@ describe("isolation under faults", () => {
       await fleet.mirrorIdentity(ns, "during-hang-west");
       await fleet.mirrorIdentity(ns, "during-hang-east"); // the same API reached directly is fine
       assert.equal(clusterRow(supervisor, "west")?.state, "synced");
-      await sleep(3_000); // longer than the inactivity timeout: still stale, still not mirrored
+      // The thing under test is time passing: longer than the inactivity timeout (2 s), the
+      // row must still say stale since the hang began, and the change must still be unmirrored.
+      await sleep(3_000);
       const still = clusterRow(supervisor, "far");
       assert.equal(still?.state, "stale", "still stale while the API hangs");
       assert.equal(still?.since, stale.since, "stale since the hang began, not since the last retry");
@@ -232,7 +239,7 @@ describe("isolation under faults", () => {
     }
   });
 
-  it("loses nothing while the local API server is down: every remote change made meanwhile is mirrored once it returns, and the writer's queue stays bounded by the mirrors", async () => {
+  it("loses nothing while the local API server is down: every remote change made meanwhile is mirrored once it returns, the writer reports its status every second throughout, and its queue stays bounded by the mirrors", async (t) => {
     const ns = "local-down";
     const count = 20;
     const flips = 10;
@@ -242,21 +249,28 @@ describe("isolation under faults", () => {
     try {
       const westMirror = await fleet.mirrorIdentity(ns, "web-west");
       await waitForClusterRow(supervisor, "east", "synced", (r) => r.state === "synced");
-      await writerIdle(supervisor);
+      const idle = await waitForWriterIdle(supervisor);
+      const eastBefore = idle.clusters["east"]?.mirrors ?? 0;
 
-      const stoppedAt = Date.now();
-      await fleet.plane.stopApiServer("local");
-      let maxQueueDepth = 0;
-      let maxInFlight = 0;
-      let samples = 0;
-      const sample = (): void => {
+      // Killed, not stopped: with the controller's watches open, a SIGTERM'd kube-apiserver
+      // drains until the sandbox's 10 s grace ends in a SIGKILL anyway. (Counting those 10 s
+      // as outage is what made the old "20 samples" assertion fail: it sampled only the rest.)
+      const stopping = Date.now();
+      await fleet.plane.stopApiServer("local", { kill: true });
+      const downAt = Date.now();
+      // Writer reports received while the API server is down (each writer.status message is
+      // decoded into a new object, so a different object is a new report). Counting reports,
+      // not the test's own timer ticks: the supervisor keeps the last report forever, so
+      // sampling it says nothing about whether the writer is still reporting.
+      const reports: WriterStatus[] = [];
+      let latest = supervisor.status().writer;
+      const onStatus = (): void => {
         const w = supervisor.status().writer;
-        if (!w) return;
-        samples += 1;
-        maxQueueDepth = Math.max(maxQueueDepth, w.queueDepth);
-        maxInFlight = Math.max(maxInFlight, w.inFlight);
+        if (w && w !== latest) reports.push(w);
+        latest = w;
       };
-      const sampler = setInterval(sample, 100);
+      supervisor.on("status", onStatus);
+      let upAt = downAt;
       try {
         // 20 new exported Services, then 200 changes to them (10 port flips each).
         await Promise.all(names.map((name) => fleet.createService("east", ns, name)));
@@ -270,14 +284,34 @@ describe("isolation under faults", () => {
             }
           }),
         );
-        const elapsed = Date.now() - stoppedAt;
-        if (elapsed < 10_000) await sleep(10_000 - elapsed);
-        sample();
+        // The outage lasts until the writer holds the 20 new mirrors' desired state and has
+        // reported at least OUTAGE_REPORTS times while the API server was down.
+        await eventually(
+          () =>
+            `${OUTAGE_REPORTS} writer reports during the outage, the last holding east's new mirrors (${reports.length} reports, east ${JSON.stringify(latest?.clusters["east"])})`,
+          () =>
+            reports.length >= OUTAGE_REPORTS && (reports.at(-1)?.clusters["east"]?.mirrors ?? 0) >= eastBefore + count
+              ? true
+              : undefined,
+          TIMEOUT_MS,
+          20,
+        );
       } finally {
-        clearInterval(sampler);
+        supervisor.off("status", onStatus);
+        upAt = Date.now();
         await fleet.plane.startApiServer("local");
       }
-      assert.ok(samples > 20, `the writer reported its status during the outage (${samples} samples)`);
+      const outageS = (upAt - downAt) / 1000;
+      t.diagnostic(
+        `the API server took ${downAt - stopping} ms to stop; down ${outageS.toFixed(1)} s; ${reports.length} writer reports meanwhile`,
+      );
+      // One report a second (STATUS_INTERVAL_MS), a second or two of slack on a loaded machine.
+      assert.ok(
+        reports.length >= Math.floor(outageS) - 2,
+        `the writer reported its status every second during the outage (${reports.length} reports in ${outageS.toFixed(1)} s)`,
+      );
+      const maxQueueDepth = Math.max(...reports.map((w) => w.queueDepth));
+      const maxInFlight = Math.max(...reports.map((w) => w.inFlight));
       assert.ok(maxQueueDepth <= 2 * count, `writer queue depth ${maxQueueDepth} during the outage`);
       assert.ok(maxInFlight <= fleet.config().writeConcurrency, `writes in flight ${maxInFlight}`);
 
@@ -290,7 +324,7 @@ describe("isolation under faults", () => {
         westMirror,
         "an existing mirror is not rewritten",
       );
-      const writer = await writerIdle(supervisor);
+      const writer = await waitForWriterIdle(supervisor);
       assert.equal(writer.clusters["east"]?.mirrors, clusterRow(supervisor, "east")?.exportedServices);
       assert.equal(clusterRow(supervisor, "east")?.state, "synced");
       assert.equal(clusterRow(supervisor, "west")?.state, "synced");
@@ -308,8 +342,9 @@ describe("isolation under faults", () => {
     const supervisor = startSupervisor({ config: { writeQps: qps, writeBurst: burst } });
     try {
       await waitForClusterRow(supervisor, "east", "synced", (r) => r.state === "synced");
-      await writerIdle(supervisor);
-      await sleep(1_000); // the bucket refills; nothing else is pending
+      await waitForWriterIdle(supervisor);
+      // The token bucket refills to its burst (burst / qps = 1 s): a known start for the rate check.
+      await sleep(1_000);
 
       const samples: { at: number; writes: number }[] = [{ at: Date.now(), writes: await fleet.localWriteCount() }];
       await Promise.all(names.map((name) => fleet.createService("east", ns, name)));

@@ -101,7 +101,9 @@ describe("isolation between remote clusters", () => {
       await waitForClusterRow(supervisor, "east", "synced", (r) => r.state === "synced");
 
       const stoppedAt = Date.now();
-      await fleet.plane.stopApiServer("east");
+      // Killed: a SIGTERM'd kube-apiserver with open watches drains for the sandbox's whole
+      // 10 s grace before it is killed anyway; the outage is the same, 10 s sooner.
+      await fleet.plane.stopApiServer("east", { kill: true });
       try {
         const stale = await waitForClusterRow(
           supervisor,
@@ -170,13 +172,12 @@ describe("isolation between remote clusters", () => {
       assert.equal(event.involvedObject.kind, "Secret");
       assert.match(event.message ?? "", /crash-looping/);
 
-      // Proving that something did NOT happen: no hot restart inside the crash-loop delay.
-      await new Promise((resolve) => setTimeout(resolve, 1_000));
-      assert.equal(supervisor.actorThread("east"), undefined, "not restarted before crashLoopRetryMs");
-      assert.equal(clusterRow(supervisor, "east")?.state, "crash-loop");
-
       await fleet.createService("west", ns, "during-loop");
       await fleet.mirrorIdentity(ns, "during-loop-west");
+      // Proving that something did NOT happen: no hot restart inside the crash-loop delay.
+      // West's new mirror took longer than any restart delay of this policy (≤ 200 ms).
+      assert.equal(supervisor.actorThread("east"), undefined, "not restarted before crashLoopRetryMs");
+      assert.equal(clusterRow(supervisor, "east")?.state, "crash-loop");
       assert.equal(clusterRow(supervisor, "west")?.state, "synced");
       assert.equal(clusterRow(supervisor, "west")?.restarts, 0);
       assert.equal(await fleet.currentMirrorIdentity(ns, "web-east"), eastMirror, "a crash loop keeps the mirrors");

@@ -382,12 +382,8 @@ describe("leader election (two controller processes, one Lease)", () => {
         hasLog(a, /lost Lease fleet-mirror\/fleet-mirror: the Lease is now held by intruder/),
         a.process.output,
       );
-
-      const writes = await fleet.localWriteCount();
-      await fleet.createService("east", ns, "after");
-      await sleep(3_000);
-      assert.equal(await fleet.localWriteCount(), writes);
-      assert.equal(await fleet.localService(ns, "after-east"), undefined);
+      // No "nothing was written for 3 s" check here: the process has exited (awaited above),
+      // so nothing of it can write any more; that it stopped at once is the exit time.
       assert.equal(await holder(), "intruder");
     });
   });
@@ -422,12 +418,7 @@ describe("leader election (two controller processes, one Lease)", () => {
       // The invariant: the old leader is gone before a standby could take the Lease.
       assert.ok(exit.at < lastRenewal + 4_000, `exited ${exit.at - lastRenewal} ms after its last renewal`);
       assert.equal(lease?.spec?.holderIdentity, "replica-a", "a leader that lost the Lease does not release it");
-
-      const writes = await fleet.localWriteCount();
-      await fleet.createService("east", ns, "after");
-      await sleep(3_000);
-      assert.equal(await fleet.localWriteCount(), writes);
-      assert.equal(await fleet.localService(ns, "after-east"), undefined);
+      // No "nothing was written for 3 s" check: the process has exited (awaited above).
     }
   });
 });

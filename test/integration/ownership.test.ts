@@ -9,6 +9,7 @@ import type { V1Endpoints, V1Service } from "@kubernetes/client-node";
 import type { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { Fleet } from "../helpers/fleet.ts";
 import { eventually, statusCode } from "../helpers/kube.ts";
+import { waitForWriterIdle } from "../helpers/settle.ts";
 
 const MIRROR_LABELS = {
   "mirror.linkerd.io/mirrored-service": "true",
@@ -103,7 +104,9 @@ describe("ownership and hand edits", () => {
       assert.match(reported.message, /own-1\/web-east/);
       const event = await conflictEvent("own-1", "web-east");
       assert.equal(event.involvedObject.kind, "Service");
-      await sleep(1_000);
+      // Decided (the problem is reported); a later report with nothing queued or in flight:
+      // no write followed the decision.
+      await waitForWriterIdle(controller);
       const still = await fleet.localService("own-1", "web-east");
       assert.ok(still);
       assert.equal(snapshot(still), snapshot(mine));
@@ -141,7 +144,9 @@ describe("ownership and hand edits", () => {
       await fleet.createService("east", "own-2", "api");
       await eventually("the user-owned conflict in status()", () => problem("own-2/api-east", "user-owned"));
       await conflictEvent("own-2", "api-east");
-      await sleep(1_000);
+      // Decided (the problem is reported); a later report with nothing queued or in flight:
+      // no write followed the decision.
+      await waitForWriterIdle(controller);
       assert.equal(
         await fleet.localService("own-2", "api-east"),
         undefined,
@@ -168,7 +173,9 @@ describe("ownership and hand edits", () => {
       });
       await fleet.createService("east", "own-5", "web");
       await eventually("the user-owned conflict in status()", () => problem("own-5/web-east", "user-owned"));
-      await sleep(1_000);
+      // Decided (the problem is reported); a later report with nothing queued or in flight:
+      // no write followed the decision.
+      await waitForWriterIdle(controller);
       const still = await fleet.localService("own-5", "web-east");
       assert.ok(still);
       assert.equal(snapshot(still), snapshot(mine));
@@ -242,7 +249,9 @@ describe("ownership and hand edits", () => {
         (s) => s.metadata?.annotations?.["mirror.linkerd.io/remote-svc-fq-name"] === "web.hand.svc.cluster.local",
       );
       assert.equal(restored.metadata?.annotations?.["example.com/note"], "kept");
-      // A foreign annotation alone is not fought over: no further write.
+      // A foreign annotation alone is not fought over: no further write. A write loop shows
+      // only over time (an idle report cannot rule it out: between its writes the key waits
+      // on the watch, neither queued nor in flight), so the time is the thing under test.
       await sleep(1_000);
       const later = await fleet.waitForMirror("hand", "web-east");
       assert.equal(later.metadata?.resourceVersion, restored.metadata?.resourceVersion);
@@ -309,7 +318,9 @@ describe("ownership and hand edits", () => {
       );
       const svc = await fleet.waitForMirror("own-3", "web-east");
       assert.deepEqual(svc.metadata?.labels, MIRROR_LABELS);
-      await sleep(1_500);
+      // A write loop shows only over time (see "keeps a foreign annotation"): the time is
+      // the thing under test.
+      await sleep(1_000);
       // One Service create and one Endpoints update; every other mirror was intact.
       const writes = (await fleet.localWriteCount()) - writesBefore;
       assert.ok(writes <= 4, `${writes} writes to the local API server after a restart with one leftover`);
@@ -330,7 +341,9 @@ describe("ownership and hand edits", () => {
       await eventually("the namespace-missing problem in status()", () =>
         problem("ns-off/web-east", "namespace-missing"),
       );
-      await sleep(1_000);
+      // Decided (the problem is reported); a later report with nothing queued or in flight:
+      // no write followed the decision.
+      await waitForWriterIdle(controller);
       await assert.rejects(fleet.local.readNamespace({ name: "ns-off" }), (error) => statusCode(error) === 404);
 
       const ns = await localNamespace("ns-off", { team: "platform" });

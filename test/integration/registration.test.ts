@@ -29,6 +29,7 @@ import { mintServiceAccountToken } from "../../src/kube/service-account.ts";
 import type { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { CONTROLLER_NAMESPACE, Fleet, REMOTE_READER_RULES } from "../helpers/fleet.ts";
 import { eventually, sleep, statusCode } from "../helpers/kube.ts";
+import { waitForWriterIdle } from "../helpers/settle.ts";
 import { secretRow, waitForSecretRow } from "../helpers/supervision.ts";
 
 const b64 = (text: string): string => Buffer.from(text, "utf8").toString("base64");
@@ -378,9 +379,11 @@ describe("registering remote clusters through credentials Secrets", () => {
     await eventually("the duplicate's status row to go", () =>
       secretRow(controller, "dup-second") ? undefined : true,
     );
-    await sleep(3_000); // a window in which a wrongful teardown would show
+    // The registry change reached the writer (two reports after it, nothing queued or in
+    // flight): a wrongful teardown would have been written by now.
+    await waitForWriterIdle(controller, { reports: 2 });
     const { reads, problems } = await guard.stop();
-    assert.ok(reads > 10, `the mirror was read ${reads} times`);
+    assert.ok(reads > 5, `the mirror was read ${reads} times`);
     assert.deepEqual(problems, [], "the winner's mirror never disappeared nor was recreated");
 
     assert.deepEqual(await mirrorUids("dup", "from-east-dup"), before);
@@ -428,13 +431,14 @@ describe("registering remote clusters through credentials Secrets", () => {
     });
     assert.notEqual(newThread.threadId, rotThread.threadId);
     await waitForSecretRow(controller, "rot", (r) => r.state === "synced", "to be synced again");
-    await sleep(2_000); // a window in which a late garbage collection would show
     // The new actor's desired set reaches the writer: a Service exported after the
-    // rotation is mirrored, so its complete snapshot has been applied too.
+    // rotation is mirrored, so its complete snapshot has been applied too; the writer idle
+    // after that: a late garbage collection would have been written by now.
     await fleet.createService("east", "rot", "after-rotation");
     await fleet.waitForMirror("rot", "after-rotation-rot");
+    await waitForWriterIdle(controller);
     const { reads, problems } = await guard.stop();
-    assert.ok(reads > 10, `the mirror was read ${reads} times`);
+    assert.ok(reads > 5, `the mirror was read ${reads} times`);
     assert.deepEqual(problems, [], "the mirror never disappeared nor was recreated during the rotation");
 
     assert.deepEqual(await mirrorUids("rot", "web-rot"), before);
@@ -636,9 +640,12 @@ describe("registering remote clusters through credentials Secrets", () => {
       (r) => r.state === "syncing" && r.reason !== undefined,
       "to fail to list",
     );
-    await sleep(3_000); // a window in which a wrongful garbage collection would show
+    // The new incarnation reached the writer and failed to list (no complete snapshot):
+    // two writer reports later with nothing queued or in flight, a wrongful garbage
+    // collection would have been written.
+    await waitForWriterIdle(controller, { reports: 2 });
     const { reads, problems } = await guard.stop();
-    assert.ok(reads > 10, `the mirror was read ${reads} times`);
+    assert.ok(reads > 5, `the mirror was read ${reads} times`);
     assert.deepEqual(problems, [], "the mirror stayed while the remote was unreachable");
     assert.deepEqual(await mirrorUids("flaky", "web-flaky"), before);
 
@@ -662,7 +669,9 @@ describe("registering remote clusters through credentials Secrets", () => {
     await waitForSecretRow(controller, "typo", (r) => r.state === "invalid" && r.cluster === "typo", "to be invalid");
     await fleet.waitForSecretEvent("typo", "InvalidCredentials");
     assert.equal(controller.actorThread("typo"), undefined, "an invalid Secret has no actor");
-    await sleep(3_000); // a window in which a wrongful garbage collection would show
+    // The registry change reached the writer: two reports later with nothing queued or in
+    // flight, a wrongful garbage collection would have been written.
+    await waitForWriterIdle(controller, { reports: 2 });
     await editSecret("typo", (secret) => {
       secret.data = good.data ?? {};
     });
@@ -670,7 +679,7 @@ describe("registering remote clusters through credentials Secrets", () => {
     await fleet.createService("east", "typo", "after-fix");
     await fleet.waitForMirror("typo", "after-fix-typo");
     const { reads, problems } = await guard.stop();
-    assert.ok(reads > 10, `the mirror was read ${reads} times`);
+    assert.ok(reads > 5, `the mirror was read ${reads} times`);
     assert.deepEqual(problems, [], "the mirror stayed while the Secret was invalid");
   });
 });

@@ -5,8 +5,10 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import type { AdminStatus } from "../../src/admin/source.ts";
 import { CONTROLLER_NAMESPACE, type ControllerProcess, Fleet } from "../helpers/fleet.ts";
 import { eventually, objectIdentity, statusCode } from "../helpers/kube.ts";
+import { waitForControllerIdle } from "../helpers/settle.ts";
 
 const TIMEOUT_MS = 60_000;
 
@@ -55,26 +57,6 @@ describe("restarting the controller process", () => {
         }
       },
       TIMEOUT_MS,
-    );
-  }
-
-  /** Waits until the local API server has served no mirror write for `quietMs`. */
-  async function waitForQuiet(quietMs = 2_000): Promise<number> {
-    let last = await fleet.localWriteCount();
-    let since = Date.now();
-    return eventually(
-      "local writes to stop",
-      async () => {
-        const now = await fleet.localWriteCount();
-        if (now !== last) {
-          last = now;
-          since = Date.now();
-          return undefined;
-        }
-        return Date.now() - since >= quietMs ? now : undefined;
-      },
-      TIMEOUT_MS,
-      250,
     );
   }
 
@@ -174,7 +156,7 @@ describe("restarting the controller process", () => {
       await mirrorIdentity(ns, `${name}-east`);
       await mirrorIdentity(ns, `${name}-west`);
     }
-    await waitForQuiet();
+    await waitForControllerIdle(await first.adminUrl(), ["east", "west"]);
     assert.equal(await stopController(first), 0, first.output);
     const writesBefore = await fleet.localWriteCount();
 
@@ -183,8 +165,9 @@ describe("restarting the controller process", () => {
       await second.waitForLog("local stores synced; writer ready");
       await second.waitForLog("cluster east is synced");
       await second.waitForLog("cluster west is synced");
-      // Proving that something did NOT happen: give the writer ample time to (wrongly) write.
-      await new Promise((resolve) => setTimeout(resolve, 5_000));
+      // Proving that something did NOT happen: the writer holds both clusters' complete
+      // desired sets and has nothing queued or in flight, so any (wrong) write was made.
+      await waitForControllerIdle(await second.adminUrl(), ["east", "west"]);
       assert.equal(await fleet.localWriteCount(), writesBefore, second.output);
     } finally {
       await stopController(second);
@@ -212,13 +195,18 @@ describe("restarting the controller process", () => {
       await fleet.createService("west", ns, "added");
       await mirrorIdentity(ns, "added-west");
 
-      // Proving that something did NOT happen: east's mirrors stay for 10 s while its API is down.
-      const until = Date.now() + 10_000;
-      while (Date.now() < until) {
-        assert.deepEqual(await currentIdentity(ns, "stays-east"), stays);
-        assert.deepEqual(await currentIdentity(ns, "deleted-meanwhile-east"), deletedMeanwhile);
-        await new Promise((resolve) => setTimeout(resolve, 500));
-      }
+      // Proving that something did NOT happen: east's actor has failed to list (its row
+      // carries the reason), and the writer, holding west's complete set, has nothing queued
+      // or in flight: a wrongful collection of east's mirrors would have been written.
+      const adminUrl = await second.adminUrl();
+      await eventually("east failing to list, with a reason", async () => {
+        const status = (await (await fetch(`${adminUrl}/status`)).json()) as AdminStatus;
+        const east = status.clusters?.find((r) => r.cluster === "east");
+        return east && east.state !== "synced" && east.reason !== undefined ? east : undefined;
+      });
+      await waitForControllerIdle(adminUrl, ["west"]);
+      assert.deepEqual(await currentIdentity(ns, "stays-east"), stays);
+      assert.deepEqual(await currentIdentity(ns, "deleted-meanwhile-east"), deletedMeanwhile);
       assert.ok(!second.logMessages().includes("cluster east is synced"), "east cannot have been listed");
     } finally {
       await fleet.plane.startApiServer("east");
@@ -239,7 +227,7 @@ describe("restarting the controller process", () => {
     const controller = await startController();
     await controller.waitForLog("local stores synced; writer ready");
     const mirror = await mirrorIdentity(ns, "web-east");
-    await waitForQuiet();
+    await waitForControllerIdle(await controller.adminUrl(), ["east", "west"]);
 
     const started = Date.now();
     const code = await stopController(controller, "SIGTERM");

@@ -10,7 +10,9 @@ import { after, before, describe, it } from "node:test";
 import { systemClock } from "../../src/core/clock.ts";
 import type { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { Fleet } from "../helpers/fleet.ts";
-import { sleep } from "../helpers/kube.ts";
+import { eventually } from "../helpers/kube.ts";
+import { waitForWriterIdle } from "../helpers/settle.ts";
+import { waitForClusterRow } from "../helpers/supervision.ts";
 
 const fromNow = (ms: number): number => systemClock.now() + ms;
 
@@ -25,6 +27,26 @@ describe("the writer's leader-election fence", () => {
     await fleet.createService("east", "shop", "web");
     controller = fleet.startInProcess({}, { writeFence: true });
   });
+  /**
+   * The writer has east's complete desired set of `mirrors` mirrors and, in a later report,
+   * an empty queue with nothing in flight: each key was handed to a worker, which would have
+   * written it by now were it not for the fence (it is retried every second meanwhile).
+   */
+  async function writerHolds(mirrors: number): Promise<void> {
+    await waitForClusterRow(controller, "east", "synced", (r) => r.state === "synced");
+    await eventually(
+      () =>
+        `the writer to hold east's complete desired set of ${mirrors} (now ${JSON.stringify(controller.status().writer?.clusters)})`,
+      () => {
+        const east = controller.status().writer?.clusters["east"];
+        return east?.complete === true && east.mirrors === mirrors ? true : undefined;
+      },
+      60_000,
+      20,
+    );
+    await waitForWriterIdle(controller);
+  }
+
   after(async () => {
     await controller?.stop();
     await fleet?.stop();
@@ -32,7 +54,7 @@ describe("the writer's leader-election fence", () => {
 
   it("writes nothing before the first deadline, then mirrors once a deadline allows it", async () => {
     const before = await fleet.localWriteCount();
-    await sleep(4_000); // the actor has listed and sent its mirrors by now
+    await writerHolds(1);
     assert.equal(await fleet.localService("shop", "web-east"), undefined, "no mirror while fenced");
     assert.equal(await fleet.localWriteCount(), before, "no local write while fenced");
     controller.setWriteDeadline(fromNow(120_000));
@@ -41,11 +63,13 @@ describe("the writer's leader-election fence", () => {
   });
 
   it("stops writing once the deadline has passed, and catches up when it moves forward", async () => {
+    await waitForWriterIdle(controller);
     controller.setWriteDeadline(fromNow(-1));
-    await sleep(500);
+    // Two reports after the fence message was posted: the writer has read it by then.
+    await waitForWriterIdle(controller, { reports: 2 });
     const before = await fleet.localWriteCount();
     await fleet.createService("east", "shop", "cart");
-    await sleep(4_000);
+    await writerHolds(2);
     assert.equal(await fleet.localService("shop", "cart-east"), undefined, "no mirror past the deadline");
     assert.equal(await fleet.localWriteCount(), before, "no local write past the deadline");
     const reopened = Date.now();
