@@ -31,6 +31,8 @@ export interface ControlPlaneOptions {
   readonly readyTimeoutMs?: number;
   /** Service ClusterIP range of every API server. Default `10.96.0.0/16`. */
   readonly serviceClusterIpRange?: string;
+  /** Aborts a start in progress (Ctrl-C while the demo starts): whatever started is stopped, `start` rejects. */
+  readonly signal?: AbortSignal;
 }
 
 export interface SandboxCluster {
@@ -73,6 +75,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 export class ControlPlane {
   readonly #runtimes = new Map<string, ClusterRuntime>();
   #stopped = false;
+  readonly #abort: AbortSignal | undefined;
 
   readonly dir: string;
   readonly binaries: ControlPlaneBinaries;
@@ -90,6 +93,7 @@ export class ControlPlane {
     etcdUrl: string;
     readyTimeoutMs: number;
     ownsDir: boolean;
+    abort: AbortSignal | undefined;
   }) {
     this.dir = fields.dir;
     this.binaries = fields.binaries;
@@ -98,6 +102,7 @@ export class ControlPlane {
     this.etcdUrl = fields.etcdUrl;
     this.readyTimeoutMs = fields.readyTimeoutMs;
     this.ownsDir = fields.ownsDir;
+    this.#abort = fields.abort;
   }
 
   /**
@@ -161,6 +166,7 @@ export class ControlPlane {
       etcdUrl,
       readyTimeoutMs: options.readyTimeoutMs ?? 120_000,
       ownsDir,
+      abort: options.signal,
     });
     try {
       await etcd.start();
@@ -274,12 +280,17 @@ export class ControlPlane {
     });
   }
 
-  /** Stops every process and removes the working directory (if created here). Idempotent. */
-  async stop(): Promise<void> {
+  /**
+   * Stops every process and removes the working directory (if created here). Idempotent.
+   * Order: the API servers (in parallel), then etcd they depend on, then the directory;
+   * a process that ignores SIGTERM for `graceMs` is killed.
+   */
+  async stop(options: { readonly graceMs?: number } = {}): Promise<void> {
     if (this.#stopped) return;
     this.#stopped = true;
-    await Promise.all([...this.#runtimes.values()].map((r) => r.process.close()));
-    await this.etcd.close();
+    const graceMs = options.graceMs ?? 10_000;
+    await Promise.all([...this.#runtimes.values()].map((r) => r.process.close(graceMs)));
+    await this.etcd.close(graceMs);
     if (this.ownsDir) await rm(this.dir, { recursive: true, force: true });
   }
 
@@ -298,6 +309,7 @@ export class ControlPlane {
       } catch {
         // not listening yet
       }
+      this.#abort?.throwIfAborted();
       if (!this.etcd.running) throw new Error(`etcd exited during start-up; see ${this.etcd.logPath}`);
       if (Date.now() > deadline)
         throw new Error(`etcd not healthy after ${this.readyTimeoutMs} ms; see ${this.etcd.logPath}`);
@@ -325,6 +337,7 @@ export class ControlPlane {
       });
       if (status === 200) return;
       last = String(status);
+      this.#abort?.throwIfAborted();
       if (!process.running) throw new Error(`${process.name} exited during start-up; see ${process.logPath}`);
       if (Date.now() > deadline) {
         throw new Error(
