@@ -129,6 +129,7 @@ export function demoSteps(remotes: Remotes, mirrorsNow: () => Promise<readonly M
   const has = async (key: string, predicate: (m: MirrorRow) => boolean = () => true) =>
     (await mirrorsNow()).some((m) => m.key === key && predicate(m));
   let eastIp = 10;
+  let westPort = 80;
   return [
     {
       title: "initial sync",
@@ -142,13 +143,18 @@ export function demoSteps(remotes: Remotes, mirrorsNow: () => Promise<readonly M
       visible: () => has("shop/checkout-east", (m) => m.endpoints.includes("198.18.0.")),
     },
     {
-      title: "west changes shop/web's port 80 → 8081",
-      run: () =>
-        updateService(remotes.west, "shop", "web", (s) => {
+      // Toggles 80 ↔ 8081, so every round changes the port (and waits for the port it set).
+      get title() {
+        return `west changes shop/web's port ${westPort === 8081 ? "80 → 8081" : "8081 → 80"}`;
+      },
+      run: () => {
+        westPort = westPort === 80 ? 8081 : 80;
+        return updateService(remotes.west, "shop", "web", (s) => {
           const port = s.spec?.ports?.[0];
-          if (port) port.port = port.port === 80 ? 8081 : 80;
-        }),
-      visible: async () => has("shop/web-west", (m) => m.ports.startsWith("8081")),
+          if (port) port.port = westPort;
+        });
+      },
+      visible: async () => has("shop/web-west", (m) => m.ports.startsWith(`${westPort}/`)),
     },
     {
       title: "east's gateway IP changes",

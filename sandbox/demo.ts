@@ -90,7 +90,11 @@ export async function demoCommand(argv: readonly string[]): Promise<number> {
   const once = values["script-once"] === true;
   const stepMs = parseStepInterval(values["step-interval"] ?? "6s");
   const stop = new AbortController();
-  void untilSignal().then(() => stop.abort());
+  let signalledAt: number | undefined;
+  void untilSignal().then(() => {
+    signalledAt = Date.now();
+    stop.abort();
+  });
   const screen = new Screen(process.stdout, { interactive: !once });
   let plane: ControlPlane | undefined;
   let supervisor: Supervisor | undefined;
@@ -104,13 +108,20 @@ export async function demoCommand(argv: readonly string[]): Promise<number> {
     // After a signal, whatever was cut short fails; that is the stop, not an error.
     if (!stop.signal.aborted) throw error;
   } finally {
-    const timings = await stopAll(supervisor, plane);
-    screen.write(`${timings}\n`);
+    const stopping = Date.now();
+    const done = await stopAll(supervisor, plane);
+    const took =
+      signalledAt === undefined
+        ? `in ${seconds(Date.now() - stopping)}`
+        : `${seconds(Date.now() - signalledAt)} after the signal (stopping took ${seconds(Date.now() - stopping)})`;
+    screen.release();
+    // With the stdout reader gone (`| tee`, killed by the same Ctrl-C), it goes to stderr: the terminal.
+    await screen.finalLine(`Stopped ${took}: ${done}.`, process.stderr);
   }
   return failed ? 1 : 0;
 }
 
-/** Stops the controller, then the API servers and etcd (ControlPlane.stop's order); one line saying what it did. */
+/** Stops the controller, then the API servers and etcd (ControlPlane.stop's order); says what it did, with timings. */
 async function stopAll(supervisor: Supervisor | undefined, plane: ControlPlane | undefined): Promise<string> {
   const started = Date.now();
   const parts: string[] = [];
@@ -128,9 +139,9 @@ async function stopAll(supervisor: Supervisor | undefined, plane: ControlPlane |
     parts.push(`API servers and etcd ${seconds(Date.now() - planeStarted)}`);
     parts.push(`${plane.dir} removed`);
   } else {
-    parts.push("nothing was running");
+    parts.push("start-up cut short (what had started is stopped, its directory removed)");
   }
-  return `Stopped in ${seconds(Date.now() - started)}: ${parts.join(", ")}.`;
+  return parts.join(", ");
 }
 
 /** Shapes, registers, mirrors and runs the script until `signal`; true if a step was not mirrored in time. */

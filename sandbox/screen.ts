@@ -39,6 +39,11 @@ export class Screen {
     });
   }
 
+  /** True once the reader of the output went away. */
+  get gone(): boolean {
+    return this.#gone;
+  }
+
   get interactive(): boolean {
     return this.#tty;
   }
@@ -66,6 +71,28 @@ export class Screen {
     }
     this.#lastText = frame.text;
     this.#lastContent = frame.content;
+  }
+
+  /**
+   * Writes the last line (below a released table) and resolves once it is out: on the
+   * output, or on `fallback` (stderr: the terminal) if the output's reader is gone —
+   * which a write only finds out by failing.
+   */
+  async finalLine(text: string, fallback: NodeJS.WritableStream): Promise<void> {
+    const line = `${text}\n`;
+    const written =
+      !this.#gone &&
+      !this.#out.destroyed &&
+      (await new Promise<boolean>((resolve) => this.#out.write(line, (error) => resolve(!error))));
+    if (!written) await new Promise<void>((resolve) => fallback.write(line, () => resolve()));
+  }
+
+  /** Leaves the table as it is on screen: what is written next goes below it (the last lines, on stop). */
+  release(): void {
+    // Back to column 1 of the line below the table, over the terminal's "^C" echo.
+    if (this.#tty && this.#drawn > 0) this.#emit("\r\x1b[K");
+    this.#drawn = 0;
+    this.#lastText = undefined;
   }
 
   #draw(text: string): void {
