@@ -8,7 +8,7 @@ import {
   nameConflicts,
   permissionNeeds,
   unknownClusterMirrors,
-} from "../../src/cli/check.ts";
+} from "../../src/cli/check-rules.ts";
 import {
   credentialsNamespace,
   durationFlag,
@@ -19,7 +19,8 @@ import {
   parseCommandLine,
   UsageError,
 } from "../../src/cli/common.ts";
-import { credentialsSecret, remoteIdentity, remoteKubeconfigText } from "../../src/cli/link.ts";
+import { remoteIdentity } from "../../src/cli/link-identity.ts";
+import { credentialsSecret, remoteKubeconfigText } from "../../src/cli/link-secret.ts";
 import { formatStatusTable, rowsFromAdmin, rowsFromObjects, stateCell } from "../../src/cli/status.ts";
 import { CLUSTER_NAME, GATEWAY_NAME, GATEWAY_NS, MIRRORED_SERVICE } from "../../src/core/labels.ts";
 import type { KubeObject, Secret, Service } from "../../src/core/objects.ts";
