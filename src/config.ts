@@ -103,6 +103,11 @@ export function allowedRange(rule: NumericRule): string {
   return `${rule.kind === "integer" ? "a whole number" : "a number"} from ${min} to ${rule.max}`;
 }
 
+/** "1–256", "100ms–24h": the range as `--help` shows it. */
+function shortRange(rule: NumericRule): string {
+  return rule.kind === "duration" ? `${formatMs(rule.minMs)}–${formatMs(rule.maxMs)}` : `${rule.min}–${rule.max}`;
+}
+
 /**
  * Parses one numeric flag by its rule: plain decimal digits only (no sign, exponent, hex
  * or blanks), then the range. The message names the flag, the value and the range.
@@ -228,8 +233,13 @@ export function flagsHelp(
   return Object.entries(flags)
     .map(([name, f]) => {
       const head = `  ${f.short ? `-${f.short}, ` : "    "}--${name}${f.type === "string" ? " <value>" : ""}`;
-      const def = f.default !== undefined && f.type === "string" ? ` (default ${String(f.default)})` : "";
-      return `${head.padEnd(40)} ${f.description}${def}`;
+      const def = f.default !== undefined && f.type === "string" ? `default ${String(f.default)}` : "";
+      const rule: NumericRule | undefined = Object.hasOwn(numericFlags, name)
+        ? numericFlags[name as NumericFlag]
+        : undefined;
+      const range = rule ? shortRange(rule) : "";
+      const notes = [def, range].filter(Boolean).join("; ");
+      return `${head.padEnd(40)} ${f.description}${notes ? ` (${notes})` : ""}`;
     })
     .join("\n");
 }
