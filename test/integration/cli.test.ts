@@ -317,7 +317,7 @@ describe("the operator CLI", () => {
     assert.match(r.stdout, /✓ services cluster-wide: get, list, watch, create, update, patch, delete/);
     assert.match(r.stdout, /✓ secrets in namespace fleet-mirror: get, list, watch/);
     assert.match(r.stdout, /✓ secret fleet-mirror\/cluster-credentials-east registers cluster east/);
-    assert.match(r.stdout, /✓ gateway gateway\/gateway usable: 192\.0\.2\.10 port 4143/);
+    assert.match(r.stdout, /✓ gateway gateway\/gateway usable: 198\.18\.0\.10 port 4143/);
     assert.match(r.stdout, /Status check results are ✓/);
     const json = await check("-o", "json");
     assert.equal(json.code, 0, show(json));
