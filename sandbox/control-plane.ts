@@ -31,6 +31,8 @@ export interface ControlPlaneOptions {
   readonly readyTimeoutMs?: number;
   /** Service ClusterIP range of every API server. Default `10.96.0.0/16`. */
   readonly serviceClusterIpRange?: string;
+  /** Aborts a start in progress (Ctrl-C while the demo starts): whatever started is stopped, `start` rejects. */
+  readonly signal?: AbortSignal;
 }
 
 export interface SandboxCluster {
@@ -73,6 +75,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 export class ControlPlane {
   readonly #runtimes = new Map<string, ClusterRuntime>();
   #stopped = false;
+  /** Aborts the waits of a start in progress: the caller's signal, or the first failure of a parallel start. */
+  readonly #abort: AbortSignal;
 
   readonly dir: string;
   readonly binaries: ControlPlaneBinaries;
@@ -90,6 +94,7 @@ export class ControlPlane {
     etcdUrl: string;
     readyTimeoutMs: number;
     ownsDir: boolean;
+    abort: AbortSignal;
   }) {
     this.dir = fields.dir;
     this.binaries = fields.binaries;
@@ -98,6 +103,7 @@ export class ControlPlane {
     this.etcdUrl = fields.etcdUrl;
     this.readyTimeoutMs = fields.readyTimeoutMs;
     this.ownsDir = fields.ownsDir;
+    this.#abort = fields.abort;
   }
 
   /**
@@ -153,6 +159,7 @@ export class ControlPlane {
       join(dir, "logs", "etcd.log"),
     );
 
+    const startFailed = new AbortController();
     const plane = new ControlPlane({
       dir,
       binaries,
@@ -161,63 +168,78 @@ export class ControlPlane {
       etcdUrl,
       readyTimeoutMs: options.readyTimeoutMs ?? 120_000,
       ownsDir,
+      abort: options.signal ? AbortSignal.any([options.signal, startFailed.signal]) : startFailed.signal,
     });
     try {
       await etcd.start();
       await plane.#waitForEtcd();
-      await Promise.all(
-        options.clusters.map(async (name) => {
-          const port = await freePort();
-          const server = `https://127.0.0.1:${port}`;
-          const auth: KubeconfigAuth = { clientCertPem: admin.certPem, clientKeyPem: admin.keyPem };
-          const adminKubeconfig = renderKubeconfig({ cluster: name, server, caPem: ca.certPem, user: "admin", auth });
-          const adminKubeconfigPath = join(dir, `${name}.kubeconfig`);
-          await writeFile(adminKubeconfigPath, adminKubeconfig, { mode: 0o600 });
-          const etcdPrefix = `/clusters/${name}`;
-          const process = new ManagedProcess(
-            `kube-apiserver-${name}`,
-            binaries.kubeApiserver,
-            [
-              `--etcd-servers=${etcdUrl}`,
-              `--etcd-prefix=${etcdPrefix}`,
-              "--bind-address=127.0.0.1",
-              "--advertise-address=127.0.0.1",
-              `--secure-port=${port}`,
-              `--cert-dir=${join(dir, `certs-${name}`)}`,
-              `--tls-cert-file=${servingCert.certPath}`,
-              `--tls-private-key-file=${servingCert.keyPath}`,
-              `--client-ca-file=${ca.certPath}`,
-              "--authorization-mode=RBAC",
-              `--service-account-issuer=https://kubernetes.default.svc.${name}`,
-              `--service-account-key-file=${saPublic}`,
-              `--service-account-signing-key-file=${saPrivate}`,
-              `--service-cluster-ip-range=${options.serviceClusterIpRange ?? "10.96.0.0/16"}`,
-              "--allow-privileged=true",
-              // No kube-controller-manager runs here: the ServiceAccount admission plugin
-              // would wait for token controllers that never come. Tokens come from TokenRequest.
-              "--disable-admission-plugins=ServiceAccount",
-              // The sandbox has no nodes or kubelets; keep start-up lean.
-              "--endpoint-reconciler-type=none",
-              "--v=0",
-            ],
-            join(dir, "logs", `kube-apiserver-${name}.log`),
-          );
-          const cluster: SandboxCluster = {
-            name,
-            server,
-            port,
-            caPem: ca.certPem,
-            adminKubeconfig,
-            adminKubeconfigPath,
-            etcdPrefix,
-          };
-          plane.#runtimes.set(name, { cluster, process, admin });
-          await process.start();
-          await plane.#waitForApiServer(name);
-        }),
+      // Every API server's start settles before the catch below stops the plane: a start
+      // still under way then would launch its process after the stop, unowned.
+      const started = await Promise.allSettled(
+        options.clusters
+          .map(async (name) => {
+            const port = await freePort();
+            const server = `https://127.0.0.1:${port}`;
+            const auth: KubeconfigAuth = { clientCertPem: admin.certPem, clientKeyPem: admin.keyPem };
+            const adminKubeconfig = renderKubeconfig({ cluster: name, server, caPem: ca.certPem, user: "admin", auth });
+            const adminKubeconfigPath = join(dir, `${name}.kubeconfig`);
+            await writeFile(adminKubeconfigPath, adminKubeconfig, { mode: 0o600 });
+            const etcdPrefix = `/clusters/${name}`;
+            const process = new ManagedProcess(
+              `kube-apiserver-${name}`,
+              binaries.kubeApiserver,
+              [
+                `--etcd-servers=${etcdUrl}`,
+                `--etcd-prefix=${etcdPrefix}`,
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                `--secure-port=${port}`,
+                `--cert-dir=${join(dir, `certs-${name}`)}`,
+                `--tls-cert-file=${servingCert.certPath}`,
+                `--tls-private-key-file=${servingCert.keyPath}`,
+                `--client-ca-file=${ca.certPath}`,
+                "--authorization-mode=RBAC",
+                `--service-account-issuer=https://kubernetes.default.svc.${name}`,
+                `--service-account-key-file=${saPublic}`,
+                `--service-account-signing-key-file=${saPrivate}`,
+                `--service-cluster-ip-range=${options.serviceClusterIpRange ?? "10.96.0.0/16"}`,
+                "--allow-privileged=true",
+                // No kube-controller-manager runs here: the ServiceAccount admission plugin
+                // would wait for token controllers that never come. Tokens come from TokenRequest.
+                "--disable-admission-plugins=ServiceAccount",
+                // The sandbox has no nodes or kubelets; keep start-up lean.
+                "--endpoint-reconciler-type=none",
+                "--v=0",
+              ],
+              join(dir, "logs", `kube-apiserver-${name}.log`),
+            );
+            const cluster: SandboxCluster = {
+              name,
+              server,
+              port,
+              caPem: ca.certPem,
+              adminKubeconfig,
+              adminKubeconfigPath,
+              etcdPrefix,
+            };
+            plane.#abort.throwIfAborted();
+            plane.#runtimes.set(name, { cluster, process, admin });
+            await process.start();
+            await plane.#waitForApiServer(name);
+          })
+          .map((start) =>
+            start.catch((error: unknown) => {
+              // One failure ends the others' waits: the start fails as a whole.
+              startFailed.abort();
+              throw error;
+            }),
+          ),
       );
+      const failed = started.find((r) => r.status === "rejected");
+      if (failed) throw failed.reason;
     } catch (error) {
-      await plane.stop();
+      // Processes that never became ready hold nothing worth a graceful stop.
+      await plane.stop({ graceMs: 2_000 });
       throw error;
     }
     return plane;
@@ -274,12 +296,17 @@ export class ControlPlane {
     });
   }
 
-  /** Stops every process and removes the working directory (if created here). Idempotent. */
-  async stop(): Promise<void> {
+  /**
+   * Stops every process and removes the working directory (if created here). Idempotent.
+   * Order: the API servers (in parallel), then etcd they depend on, then the directory;
+   * a process that ignores SIGTERM for `graceMs` is killed.
+   */
+  async stop(options: { readonly graceMs?: number } = {}): Promise<void> {
     if (this.#stopped) return;
     this.#stopped = true;
-    await Promise.all([...this.#runtimes.values()].map((r) => r.process.close()));
-    await this.etcd.close();
+    const graceMs = options.graceMs ?? 10_000;
+    await Promise.all([...this.#runtimes.values()].map((r) => r.process.close(graceMs)));
+    await this.etcd.close(graceMs);
     if (this.ownsDir) await rm(this.dir, { recursive: true, force: true });
   }
 
@@ -298,6 +325,7 @@ export class ControlPlane {
       } catch {
         // not listening yet
       }
+      this.#abort.throwIfAborted();
       if (!this.etcd.running) throw new Error(`etcd exited during start-up; see ${this.etcd.logPath}`);
       if (Date.now() > deadline)
         throw new Error(`etcd not healthy after ${this.readyTimeoutMs} ms; see ${this.etcd.logPath}`);
@@ -313,7 +341,13 @@ export class ControlPlane {
       const status = await new Promise<number | string>((resolve) => {
         const req = request(
           `${cluster.server}/readyz`,
-          { ca: cluster.caPem, cert: admin.certPem, key: admin.keyPem, timeout: 2_000 },
+          {
+            ca: cluster.caPem,
+            cert: admin.certPem,
+            key: admin.keyPem,
+            timeout: 2_000,
+            signal: this.#abort,
+          },
           (res) => {
             res.resume();
             resolve(res.statusCode ?? 0);
@@ -325,6 +359,7 @@ export class ControlPlane {
       });
       if (status === 200) return;
       last = String(status);
+      this.#abort.throwIfAborted();
       if (!process.running) throw new Error(`${process.name} exited during start-up; see ${process.logPath}`);
       if (Date.now() > deadline) {
         throw new Error(

@@ -6,6 +6,12 @@
  * tool exists (util-linux, on every Debian machine), so the kernel kills it when the
  * Node.js process that started it dies for any reason: a failed test, Ctrl-C, or
  * `kill -9` of the test runner. A process `exit` hook covers the orderly paths too.
+ *
+ * Invariant: every child runs in a process group of its own (`detached`), so a signal a
+ * terminal sends to its foreground group (Ctrl-C, hang-up) reaches only the Node.js
+ * process, which then stops its children itself, in the order it chooses (the demo:
+ * controller, then API servers, then etcd). Were they in the terminal's group, etcd
+ * would die at the same moment as the API servers and the controller still using it.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { accessSync, constants, createWriteStream, type WriteStream } from "node:fs";
@@ -65,7 +71,7 @@ export class ManagedProcess {
     const [command, argv] = setpriv
       ? ["/usr/bin/setpriv", ["--pdeathsig", "SIGKILL", "--", this.binary, ...this.args]]
       : [this.binary, [...this.args]];
-    const child = spawn(command, argv, { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(command, argv, { stdio: ["ignore", "pipe", "pipe"], detached: true });
     child.stdout?.pipe(this.#log, { end: false });
     child.stderr?.pipe(this.#log, { end: false });
     this.#child = child;
@@ -98,9 +104,9 @@ export class ManagedProcess {
     await this.stop("SIGKILL", 0);
   }
 
-  /** Closes the log file; call once the process will not be started again. */
-  async close(): Promise<void> {
-    await this.stop();
+  /** Stops the process (SIGKILL after `graceMs`), then closes the log file; call once it will not be started again. */
+  async close(graceMs = 10_000): Promise<void> {
+    await this.stop("SIGTERM", graceMs);
     const log = this.#log;
     this.#log = undefined;
     if (log) await new Promise<void>((resolve) => log.end(resolve));

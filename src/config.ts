@@ -60,10 +60,73 @@ export function parseDuration(text: string, flag: string): number {
   return Math.round(value * factor);
 }
 
-function parseNumber(text: string, flag: string, min: number): number {
+const DAY_MS = 24 * 3_600_000;
+
+/**
+ * The allowed values of one numeric flag. Checked at start-up, so a value that would
+ * crash or spin later (a pool of 2.5 writers, a 0 ms timer, a timer past Node's
+ * 24.8-day limit, which fires at once) stops `run` with exit code 2 instead.
+ */
+type NumericRule =
+  | { readonly kind: "integer" | "decimal"; readonly min: number; readonly max: number; readonly note?: string }
+  | { readonly kind: "duration"; readonly minMs: number; readonly maxMs: number };
+
+/** Every numeric flag of `run` (the port of --admin-addr is checked by parseHostPort). */
+export const numericFlags = {
+  "resync-period": { kind: "duration", minMs: 1_000, maxMs: DAY_MS },
+  "gateway-resolve-period": { kind: "duration", minMs: 1_000, maxMs: DAY_MS },
+  "blocked-recheck-period": { kind: "duration", minMs: 100, maxMs: DAY_MS },
+  "write-concurrency": { kind: "integer", min: 1, max: 256 },
+  "write-qps": { kind: "decimal", min: 0, max: 100_000, note: "no limit" },
+  "write-burst": { kind: "integer", min: 1, max: 100_000 },
+  "max-concurrent-starts": { kind: "integer", min: 1, max: 256 },
+  "actor-max-old-space-mb": { kind: "integer", min: 16, max: 65_536 },
+  "max-threads": { kind: "integer", min: 0, max: 1_024, note: "one per cluster" },
+  "leader-election-lease-duration": { kind: "duration", minMs: 1_000, maxMs: DAY_MS },
+  "leader-election-renew-deadline": { kind: "duration", minMs: 100, maxMs: DAY_MS },
+  "leader-election-retry-period": { kind: "duration", minMs: 100, maxMs: DAY_MS },
+} as const satisfies Record<string, NumericRule>;
+
+export type NumericFlag = keyof typeof numericFlags;
+
+function formatMs(ms: number): string {
+  if (ms % 3_600_000 === 0) return `${ms / 3_600_000}h`;
+  if (ms % 60_000 === 0) return `${ms / 60_000}m`;
+  if (ms % 1_000 === 0) return `${ms / 1_000}s`;
+  return `${ms}ms`;
+}
+
+/** "a whole number from 1 to 256", as the error message and docs say it. */
+export function allowedRange(rule: NumericRule): string {
+  if (rule.kind === "duration") return `a duration from ${formatMs(rule.minMs)} to ${formatMs(rule.maxMs)}`;
+  const min = rule.note ? `${rule.min} (${rule.note})` : String(rule.min);
+  return `${rule.kind === "integer" ? "a whole number" : "a number"} from ${min} to ${rule.max}`;
+}
+
+/** "1–256", "100ms–24h": the range as `--help` shows it. */
+function shortRange(rule: NumericRule): string {
+  return rule.kind === "duration" ? `${formatMs(rule.minMs)}–${formatMs(rule.maxMs)}` : `${rule.min}–${rule.max}`;
+}
+
+/**
+ * Parses one numeric flag by its rule: plain decimal digits only (no sign, exponent, hex
+ * or blanks), then the range. The message names the flag, the value and the range.
+ */
+export function parseNumericFlag(flag: NumericFlag, text: string): number {
+  const rule: NumericRule = numericFlags[flag];
+  const refuse = (problem: string): ConfigError =>
+    new ConfigError(`--${flag}: ${JSON.stringify(text)} ${problem}; allowed: ${allowedRange(rule)}`);
+  if (rule.kind === "duration") {
+    const match = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text);
+    if (!match) throw refuse("is not a duration (e.g. 500ms, 30s, 10m, 1h)");
+    const ms = parseDuration(text, flag);
+    if (ms < rule.minMs || ms > rule.maxMs) throw refuse("is out of range");
+    return ms;
+  }
+  const pattern = rule.kind === "integer" ? /^\d+$/ : /^\d+(?:\.\d+)?$/;
+  if (!pattern.test(text)) throw refuse(rule.kind === "integer" ? "is not a whole number" : "is not a number");
   const value = Number(text);
-  if (!Number.isFinite(value) || value < min)
-    throw new ConfigError(`--${flag}: ${JSON.stringify(text)} must be a number >= ${min}`);
+  if (value < rule.min || value > rule.max) throw refuse("is out of range");
   return value;
 }
 
@@ -170,8 +233,13 @@ export function flagsHelp(
   return Object.entries(flags)
     .map(([name, f]) => {
       const head = `  ${f.short ? `-${f.short}, ` : "    "}--${name}${f.type === "string" ? " <value>" : ""}`;
-      const def = f.default !== undefined && f.type === "string" ? ` (default ${String(f.default)})` : "";
-      return `${head.padEnd(40)} ${f.description}${def}`;
+      const def = f.default !== undefined && f.type === "string" ? `default ${String(f.default)}` : "";
+      const rule: NumericRule | undefined = Object.hasOwn(numericFlags, name)
+        ? numericFlags[name as NumericFlag]
+        : undefined;
+      const range = rule ? shortRange(rule) : "";
+      const notes = [def, range].filter(Boolean).join("; ");
+      return `${head.padEnd(40)} ${f.description}${notes ? ` (${notes})` : ""}`;
     })
     .join("\n");
 }
@@ -187,10 +255,14 @@ function defaultNamespace(env: NodeJS.ProcessEnv): string {
 
 /** Parses `host:port`, `:port` (all interfaces) or `[v6]:port`; port 0 picks a free port. */
 export function parseHostPort(text: string, flag: string): { readonly host: string; readonly port: number } {
-  const match = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(text);
-  const port = Number(match?.[3]);
-  if (!match || !Number.isInteger(port) || port > 65_535)
-    throw new ConfigError(`--${flag}: ${JSON.stringify(text)} is not host:port (e.g. :9999, 127.0.0.1:9999)`);
+  const match = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]*)):(\d+)$/.exec(text);
+  if (!match?.[3])
+    throw new ConfigError(
+      `--${flag}: ${JSON.stringify(text)} is not host:port (e.g. :9999, 127.0.0.1:9999); allowed: port 0 to 65535`,
+    );
+  const port = Number(match[3]);
+  if (port > 65_535)
+    throw new ConfigError(`--${flag}: ${JSON.stringify(text)} is out of range; allowed: port 0 to 65535`);
   return { host: match[1] ?? match[2] ?? "", port };
 }
 
@@ -214,20 +286,20 @@ export function parseRunConfig(argv: readonly string[], env: NodeJS.ProcessEnv =
     kubeconfig: typeof values["kubeconfig"] === "string" ? values["kubeconfig"] : undefined,
     context: typeof values["context"] === "string" ? values["context"] : undefined,
     namespace,
-    resyncPeriodMs: parseDuration(str("resync-period"), "resync-period"),
-    gatewayResolvePeriodMs: parseDuration(str("gateway-resolve-period"), "gateway-resolve-period"),
+    resyncPeriodMs: parseNumericFlag("resync-period", str("resync-period")),
+    gatewayResolvePeriodMs: parseNumericFlag("gateway-resolve-period", str("gateway-resolve-period")),
     createNamespaces: values["no-create-namespaces"] ? false : values["create-namespaces"] !== false,
     excludedNamespaces: Object.freeze(excluded),
-    writeConcurrency: parseNumber(str("write-concurrency"), "write-concurrency", 1),
-    writeQps: parseNumber(str("write-qps"), "write-qps", 0),
-    writeBurst: parseNumber(str("write-burst"), "write-burst", 1),
+    writeConcurrency: parseNumericFlag("write-concurrency", str("write-concurrency")),
+    writeQps: parseNumericFlag("write-qps", str("write-qps")),
+    writeBurst: parseNumericFlag("write-burst", str("write-burst")),
     logLevel,
     logFile: typeof values["log-file"] === "string" ? values["log-file"] : undefined,
-    maxConcurrentStarts: parseNumber(str("max-concurrent-starts"), "max-concurrent-starts", 1),
-    actorMaxOldGenerationMb: parseNumber(str("actor-max-old-space-mb"), "actor-max-old-space-mb", 16),
-    maxThreads: parseNumber(str("max-threads"), "max-threads", 0),
+    maxConcurrentStarts: parseNumericFlag("max-concurrent-starts", str("max-concurrent-starts")),
+    actorMaxOldGenerationMb: parseNumericFlag("actor-max-old-space-mb", str("actor-max-old-space-mb")),
+    maxThreads: parseNumericFlag("max-threads", str("max-threads")),
     allowKubeconfigFilePaths: values["allow-kubeconfig-file-paths"] === true,
-    blockedRecheckMs: parseDuration(str("blocked-recheck-period"), "blocked-recheck-period"),
+    blockedRecheckMs: parseNumericFlag("blocked-recheck-period", str("blocked-recheck-period")),
     adminAddr: str("admin-addr").trim(),
     leaderElect: values["leader-elect"] === true,
     leaderElectionNamespace:
@@ -237,9 +309,9 @@ export function parseRunConfig(argv: readonly string[], env: NodeJS.ProcessEnv =
       typeof values["leader-election-identity"] === "string"
         ? values["leader-election-identity"]
         : env["POD_NAME"] || `${hostname()}_${process.pid}`,
-    leaseDurationMs: parseDuration(str("leader-election-lease-duration"), "leader-election-lease-duration"),
-    renewDeadlineMs: parseDuration(str("leader-election-renew-deadline"), "leader-election-renew-deadline"),
-    retryPeriodMs: parseDuration(str("leader-election-retry-period"), "leader-election-retry-period"),
+    leaseDurationMs: parseNumericFlag("leader-election-lease-duration", str("leader-election-lease-duration")),
+    renewDeadlineMs: parseNumericFlag("leader-election-renew-deadline", str("leader-election-renew-deadline")),
+    retryPeriodMs: parseNumericFlag("leader-election-retry-period", str("leader-election-retry-period")),
   };
   if (config.adminAddr !== "") parseHostPort(config.adminAddr, "admin-addr");
   if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(config.leaderElectionId) || config.leaderElectionId.length > 253)
@@ -251,9 +323,6 @@ export function parseRunConfig(argv: readonly string[], env: NodeJS.ProcessEnv =
     throw new ConfigError(
       "--leader-election-lease-duration > --leader-election-renew-deadline > --leader-election-retry-period must hold",
     );
-  if (!Number.isInteger(config.maxThreads)) throw new ConfigError("--max-threads: must be a whole number");
-  if (config.resyncPeriodMs < 1_000) throw new ConfigError("--resync-period: must be at least 1s");
-  if (config.gatewayResolvePeriodMs < 1_000) throw new ConfigError("--gateway-resolve-period: must be at least 1s");
   return Object.freeze(config);
 }
 

@@ -114,13 +114,20 @@ export function outputFormat(values: FlagValues): OutputFormat {
   throw new UsageError(`-o/--output: ${JSON.stringify(value)} must be one of table, json, yaml`);
 }
 
-/** Parses `30s`, `2m`, ... like `run`'s duration flags; a usage error otherwise. */
-export function durationFlag(values: FlagValues, name: string, fallback: string): number {
+/**
+ * Parses `30s`, `2m`, ... like `run`'s duration flags; a usage error otherwise, or when
+ * the value is below `minMs` (default 1 ms: a timeout of 0 would fail at once).
+ */
+export function durationFlag(values: FlagValues, name: string, fallback: string, minMs = 1): number {
+  const text = stringFlag(values, name) ?? fallback;
+  let ms: number;
   try {
-    return parseDuration(stringFlag(values, name) ?? fallback, name);
+    ms = parseDuration(text, name);
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
+  if (ms < minMs) throw new UsageError(`--${name}: ${JSON.stringify(text)} is below the minimum of ${minMs} ms`);
+  return ms;
 }
 
 /**

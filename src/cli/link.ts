@@ -8,14 +8,13 @@
  * token is minted, and the Secret is printed (or applied to the local cluster). The
  * Secret is validated with the controller's own parser before it is shown, so what
  * `link` prints is exactly what the controller accepts.
+ *
+ * This file holds the command (flags, order of the steps, waiting for the controller);
+ * link-identity.ts the remote side, link-secret.ts the Secret.
  */
-import type { KubernetesObject } from "@kubernetes/client-node";
-import { CLUSTER_NAME, KUBECONFIG_KEY, REMOTE_CLUSTER_DOMAIN, SECRET_TYPE } from "../core/labels.ts";
+import { CLUSTER_NAME, SECRET_TYPE } from "../core/labels.ts";
 import { validateDns1123Label } from "../core/naming.ts";
 import type { Secret } from "../core/objects.ts";
-import type { KubeClient } from "../kube/client.ts";
-import type { ConnectionSpec } from "../kube/connection.ts";
-import { parseRbacYaml } from "../kube/rbac-manifest.ts";
 import { parseCredentialsSecret } from "../supervisor/registration.ts";
 import {
   type CommandDefinition,
@@ -29,12 +28,9 @@ import {
   EXIT_OK,
   type FlagValues,
   formatData,
-  isAlreadyExists,
-  isNotFound,
   listAll,
   localConnection,
   localFlags,
-  readRbacManifest,
   requiredFlag,
   runCli,
   sleep,
@@ -44,6 +40,8 @@ import {
   writeErr,
   writeOut,
 } from "./common.ts";
+import { ensureRemoteIdentity, remoteIdentity, requestToken, secretToken } from "./link-identity.ts";
+import { applySecret, credentialsSecret, remoteKubeconfigText } from "./link-secret.ts";
 import { DEFAULT_ADMIN_URL, fetchAdminStatus } from "./status.ts";
 
 /** The token's default lifetime with `--token-source request`: one year. */
@@ -103,243 +101,6 @@ Tokens (--token-source):
                      without one, link fails after --timeout.`,
   flags,
 );
-
-interface RemoteIdentity {
-  readonly namespace: string;
-  readonly serviceAccount: string;
-  readonly clusterRole: KubernetesObject & { rules?: unknown };
-  readonly bindingName: string;
-}
-
-function byKind(objects: readonly KubernetesObject[], kind: string): KubernetesObject {
-  const found = objects.find((o) => o.kind === kind);
-  if (!found) throw new CommandError(`deploy/rbac/remote.yaml has no ${kind}`);
-  return found;
-}
-
-/** The identity to create, from deploy/rbac/remote.yaml (one source of truth for the remote role). */
-export function remoteIdentity(serviceAccount: string | undefined): RemoteIdentity {
-  const { path, text } = readRbacManifest("remote");
-  const objects = parseRbacYaml(text, path);
-  const sa = byKind(objects, "ServiceAccount");
-  const binding = byKind(objects, "ClusterRoleBinding");
-  const fileAccount = sa.metadata?.name ?? "";
-  const account = serviceAccount ?? fileAccount;
-  const bindingName = binding.metadata?.name ?? "";
-  return {
-    namespace: sa.metadata?.namespace ?? byKind(objects, "Namespace").metadata?.name ?? "",
-    serviceAccount: account,
-    clusterRole: byKind(objects, "ClusterRole"),
-    // The file's binding names the file's ServiceAccount; another account gets its own.
-    bindingName: account === fileAccount ? bindingName : `${bindingName}-${account}`,
-  };
-}
-
-async function createIfMissing(
-  client: KubeClient,
-  path: string,
-  name: string,
-  body: object,
-): Promise<"created" | "reused"> {
-  try {
-    await client.request("GET", `${path}/${encodeURIComponent(name)}`);
-    return "reused";
-  } catch (error) {
-    if (!isNotFound(error)) throw error;
-  }
-  try {
-    await client.request("POST", path, { body });
-    return "created";
-  } catch (error) {
-    if (isAlreadyExists(error)) return "reused";
-    throw error;
-  }
-}
-
-interface ClusterRoleBinding {
-  metadata: { name: string; resourceVersion?: string };
-  roleRef: { apiGroup: string; kind: string; name: string };
-  subjects?: { kind: string; name: string; namespace?: string }[];
-}
-
-/** Creates (or reuses) the namespace, ServiceAccount, ClusterRole and binding; logs each step to stderr. */
-async function ensureRemoteIdentity(client: KubeClient, id: RemoteIdentity): Promise<void> {
-  const ns = encodeURIComponent(id.namespace);
-  const step = (what: string, outcome: string): void => writeErr(`${what} ${outcome} on the remote cluster\n`);
-  step(
-    `namespace/${id.namespace}`,
-    await createIfMissing(client, "/api/v1/namespaces", id.namespace, {
-      metadata: { name: id.namespace },
-    }),
-  );
-  step(
-    `serviceaccount/${id.serviceAccount}`,
-    await createIfMissing(client, `/api/v1/namespaces/${ns}/serviceaccounts`, id.serviceAccount, {
-      metadata: { name: id.serviceAccount, namespace: id.namespace },
-    }),
-  );
-  const roleName = id.clusterRole.metadata?.name ?? "";
-  const rbac = "/apis/rbac.authorization.k8s.io/v1";
-  step(
-    `clusterrole/${roleName}`,
-    await createIfMissing(client, `${rbac}/clusterroles`, roleName, {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "ClusterRole",
-      metadata: { name: roleName },
-      rules: id.clusterRole.rules,
-    }),
-  );
-  const subject = { kind: "ServiceAccount", name: id.serviceAccount, namespace: id.namespace };
-  const bindingPath = `${rbac}/clusterrolebindings/${encodeURIComponent(id.bindingName)}`;
-  let existing: ClusterRoleBinding | undefined;
-  try {
-    existing = await client.request<ClusterRoleBinding>("GET", bindingPath);
-  } catch (error) {
-    if (!isNotFound(error)) throw error;
-  }
-  if (!existing) {
-    await client.request("POST", `${rbac}/clusterrolebindings`, {
-      body: {
-        apiVersion: "rbac.authorization.k8s.io/v1",
-        kind: "ClusterRoleBinding",
-        metadata: { name: id.bindingName },
-        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: roleName },
-        subjects: [subject],
-      },
-    });
-    step(`clusterrolebinding/${id.bindingName}`, "created");
-    return;
-  }
-  if (existing.roleRef.kind !== "ClusterRole" || existing.roleRef.name !== roleName) {
-    throw new CommandError(
-      `clusterrolebinding/${id.bindingName} on the remote cluster binds ${existing.roleRef.kind} ${existing.roleRef.name}, not ClusterRole ${roleName}: delete it or choose another --service-account`,
-    );
-  }
-  const subjects = existing.subjects ?? [];
-  if (subjects.some((s) => s.kind === subject.kind && s.name === subject.name && s.namespace === subject.namespace)) {
-    step(`clusterrolebinding/${id.bindingName}`, "reused");
-    return;
-  }
-  // The PUT carries the resourceVersion read above: a concurrent edit fails with 409 instead of being lost.
-  await client.request("PUT", bindingPath, { body: { ...existing, subjects: [...subjects, subject] } });
-  step(`clusterrolebinding/${id.bindingName}`, "updated (subject added)");
-}
-
-/** A TokenRequest token; warns on stderr when it expires. */
-async function requestToken(client: KubeClient, id: RemoteIdentity, expirationSeconds: number): Promise<string> {
-  const response = await client.request<{ status?: { token?: string; expirationTimestamp?: string } }>(
-    "POST",
-    `/api/v1/namespaces/${encodeURIComponent(id.namespace)}/serviceaccounts/${encodeURIComponent(id.serviceAccount)}/token`,
-    { body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { expirationSeconds } } },
-  );
-  const token = response?.status?.token;
-  if (!token) throw new CommandError(`TokenRequest for ${id.namespace}/${id.serviceAccount} returned no token`);
-  writeErr(
-    `warning: the token expires at ${response.status?.expirationTimestamp ?? "an unknown time"}; run link again before then (or use --token-source secret for a token that does not expire)\n`,
-  );
-  return token;
-}
-
-/**
- * A long-lived token from a `kubernetes.io/service-account-token` Secret, which the
- * remote's token controller fills in. Without a controller-manager it never is: fail
- * after `timeoutMs` with what to do instead.
- */
-async function secretToken(client: KubeClient, id: RemoteIdentity, timeoutMs: number): Promise<string> {
-  const path = `/api/v1/namespaces/${encodeURIComponent(id.namespace)}/secrets`;
-  const name = `${id.serviceAccount}-token`;
-  await createIfMissing(client, path, name, {
-    metadata: {
-      name,
-      namespace: id.namespace,
-      annotations: { "kubernetes.io/service-account.name": id.serviceAccount },
-    },
-    type: "kubernetes.io/service-account-token",
-  });
-  const progress = startProgress(`waiting for the token controller to fill in secret/${name}`);
-  const deadline = Date.now() + timeoutMs;
-  try {
-    for (;;) {
-      const secret = await client.request<Secret>("GET", `${path}/${encodeURIComponent(name)}`);
-      const token = secret.data?.["token"];
-      if (token) return Buffer.from(token, "base64").toString("utf8");
-      if (Date.now() > deadline) {
-        throw new CommandError(
-          `secret/${name} in ${id.namespace} on the remote cluster got no token within ${Math.round(timeoutMs / 1000)}s: the remote cluster's token controller (kube-controller-manager) does not fill it in. Use --token-source request (the default), or a longer --timeout`,
-        );
-      }
-      await sleep(500);
-    }
-  } finally {
-    progress.done();
-  }
-}
-
-/** A kubeconfig with inline credentials only (what a Secret may use, SPEC §7). */
-export function remoteKubeconfigText(cluster: string, connection: ConnectionSpec, token: string): string {
-  const user = `fleet-mirror-${cluster}`;
-  return formatData(
-    {
-      apiVersion: "v1",
-      kind: "Config",
-      clusters: [
-        {
-          name: cluster,
-          cluster: {
-            server: connection.server,
-            ...(connection.caPem
-              ? { "certificate-authority-data": Buffer.from(connection.caPem).toString("base64") }
-              : {}),
-            ...(connection.insecureSkipTlsVerify ? { "insecure-skip-tls-verify": true } : {}),
-            ...(connection.tlsServerName ? { "tls-server-name": connection.tlsServerName } : {}),
-          },
-        },
-      ],
-      users: [{ name: user, user: { token } }],
-      contexts: [{ name: cluster, context: { cluster, user } }],
-      "current-context": cluster,
-    },
-    "yaml",
-  );
-}
-
-/** The credentials Secret of SPEC §1. */
-export function credentialsSecret(opts: {
-  readonly secretName: string;
-  readonly namespace: string;
-  readonly cluster: string;
-  readonly domain: string;
-  readonly kubeconfig: string;
-}): Secret & { type: string; data: Record<string, string> } {
-  return {
-    apiVersion: "v1",
-    kind: "Secret",
-    metadata: {
-      name: opts.secretName,
-      namespace: opts.namespace,
-      annotations: { [CLUSTER_NAME]: opts.cluster, [REMOTE_CLUSTER_DOMAIN]: opts.domain },
-    },
-    type: SECRET_TYPE,
-    data: { [KUBECONFIG_KEY]: Buffer.from(opts.kubeconfig).toString("base64") },
-  };
-}
-
-/** Creates the Secret, or replaces an existing one of that name (carrying its resourceVersion). */
-async function applySecret(client: KubeClient, secret: Secret): Promise<"created" | "updated"> {
-  const namespace = encodeURIComponent(secret.metadata.namespace ?? "");
-  const path = `/api/v1/namespaces/${namespace}/secrets`;
-  try {
-    const current = await client.request<Secret>("GET", `${path}/${encodeURIComponent(secret.metadata.name)}`);
-    await client.request("PUT", `${path}/${encodeURIComponent(secret.metadata.name)}`, {
-      body: { ...secret, metadata: { ...secret.metadata, resourceVersion: current.metadata.resourceVersion } },
-    });
-    return "updated";
-  } catch (error) {
-    if (!isNotFound(error)) throw error;
-  }
-  await client.request("POST", path, { body: secret });
-  return "created";
-}
 
 /** Waits until the controller reports the cluster synced (or says why it cannot be). */
 async function waitRegistered(values: FlagValues, cluster: string, timeoutMs: number): Promise<number> {

@@ -31,23 +31,20 @@
  * Errors never leave the loop: every failed read or write is logged with the Lease,
  * the HTTP status or transport code and whether it is retried, and tried again at the
  * next period.
+ *
+ * Parts: the Lease's API calls in lease-api.ts, the delays and sleep in schedule.ts,
+ * the failure log lines in failure-log.ts; this file holds the campaign and its state.
  */
 import { EventEmitter } from "eventemitter3";
 import type { Leadership } from "../admin/source.ts";
 import { type Clock, systemClock } from "../core/clock.ts";
-import { KubeApiError, type KubeClient, KubeTransportError } from "../kube/client.ts";
+import type { KubeClient } from "../kube/client.ts";
 import type { Logger } from "../log.ts";
 import { serializeError } from "../protocol/errors.ts";
-import {
-  type Decision,
-  decide,
-  holderOf,
-  type LeaseRecord,
-  type Observation,
-  observe,
-  recordFromSpec,
-  releaseRecord,
-} from "./lease.ts";
+import { logLeaseFailure } from "./failure-log.ts";
+import { type Decision, decide, holderOf, type Observation, observe, recordFromSpec, releaseRecord } from "./lease.ts";
+import { describe, isStatus, LeaseApi, type LeaseObject } from "./lease-api.ts";
+import { abortableSleep, candidateDelay } from "./schedule.ts";
 
 export interface LeaderElectorOptions {
   /** A client for the local cluster; the elector never closes it. */
@@ -75,34 +72,11 @@ export interface LeaderElectorEvents {
   renewed: [writableForMs: number];
 }
 
-/** A candidate's retry is stretched by up to this fraction, so replicas do not poll in lockstep. */
-const JITTER = 0.2;
-/** Woken this long after an observed Lease's expiry, so the expiry has surely passed. */
-const EXPIRY_SLACK_MS = 20;
 /** Bound on the release at stop: a standby takes over after the Lease expires anyway. */
 const RELEASE_TIMEOUT_MS = 5_000;
 
-interface LeaseObject {
-  readonly metadata?: { readonly resourceVersion?: string } & Record<string, unknown>;
-  readonly spec?: unknown;
-  readonly [field: string]: unknown;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-function asLease(value: unknown, what: string): LeaseObject {
-  if (!isRecord(value) || value["kind"] !== "Lease") throw new Error(`${what}: the answer is not a Lease`);
-  return value as LeaseObject;
-}
-
-function isStatus(error: unknown, status: number): error is KubeApiError {
-  return error instanceof KubeApiError && error.status === status;
-}
-
 export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
-  readonly #client: KubeClient;
+  readonly #api: LeaseApi;
   readonly #namespace: string;
   readonly #name: string;
   readonly #identity: string;
@@ -112,8 +86,6 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
   readonly #log: Logger;
   readonly #clock: Clock;
   readonly #wallClock: () => number;
-  readonly #collection: string;
-  readonly #path: string;
 
   #observation: Observation | undefined;
   #leading = false;
@@ -132,7 +104,7 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
 
   constructor(options: LeaderElectorOptions) {
     super();
-    this.#client = options.client;
+    this.#api = new LeaseApi(options.client, options.namespace, options.name);
     this.#namespace = options.namespace;
     this.#name = options.name;
     this.#identity = options.identity;
@@ -142,8 +114,6 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
     this.#log = options.logger;
     this.#clock = options.clock ?? systemClock;
     this.#wallClock = options.wallClock ?? Date.now;
-    this.#collection = `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(this.#namespace)}/leases`;
-    this.#path = `${this.#collection}/${encodeURIComponent(this.#name)}`;
   }
 
   /** `namespace/name` of the Lease, for logs. */
@@ -276,15 +246,10 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
 
   /** GET the Lease; undefined on 404. Updates the observation. */
   async #get(signal: AbortSignal, timeoutMs: number): Promise<LeaseObject | undefined> {
-    try {
-      const lease = asLease(await this.#client.request<unknown>("GET", this.#path, { signal, timeoutMs }), this.#path);
-      this.#observed(lease);
-      return lease;
-    } catch (error) {
-      if (!isStatus(error, 404)) throw error;
-      this.#observation = undefined;
-      return undefined;
-    }
+    const lease = await this.#api.get({ signal, timeoutMs });
+    if (lease) this.#observed(lease);
+    else this.#observation = undefined;
+    return lease;
   }
 
   /** Records a Lease read or written, at the local time it arrived. */
@@ -301,32 +266,14 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
     }
   }
 
-  async #write(
+  #write(
     lease: LeaseObject | undefined,
     decision: Exclude<Decision, { action: "wait" }>,
     signal: AbortSignal,
     timeoutMs: number,
   ): Promise<LeaseObject> {
-    if (decision.action === "create" || !lease) {
-      const body = {
-        apiVersion: "coordination.k8s.io/v1",
-        kind: "Lease",
-        metadata: { name: this.#name, namespace: this.#namespace },
-        spec: decision.record,
-      };
-      return asLease(
-        await this.#client.request<unknown>("POST", this.#collection, { body, signal, timeoutMs }),
-        this.#collection,
-      );
-    }
-    return this.#put(lease, decision.record, signal, timeoutMs);
-  }
-
-  /** PUT the Lease with `record` over its spec; the read's resourceVersion makes it conditional. */
-  async #put(lease: LeaseObject, record: LeaseRecord, signal: AbortSignal, timeoutMs: number): Promise<LeaseObject> {
-    const spec = isRecord(lease.spec) ? lease.spec : {};
-    const body = { ...lease, spec: { ...spec, ...record } };
-    return asLease(await this.#client.request<unknown>("PUT", this.#path, { body, signal, timeoutMs }), this.#path);
+    if (decision.action === "create" || !lease) return this.#api.create(decision.record, { signal, timeoutMs });
+    return this.#api.put(lease, decision.record, { signal, timeoutMs });
   }
 
   #succeeded(sentAt: number, decision: Exclude<Decision, { action: "wait" }>): void {
@@ -386,25 +333,13 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
     this.#emitSafely("stopped-leading", reason);
   }
 
-  /** A candidate's next try: the retry period with jitter, or just after the observed Lease expires if sooner. */
+  /** A candidate's next try (see schedule.ts). */
   #candidateDelay(expiresAt: number | undefined): number {
-    const retry = this.#retryPeriodMs * (1 + Math.random() * JITTER);
-    if (expiresAt === undefined) return retry;
-    return Math.min(retry, Math.max(0, expiresAt - this.#clock.now()) + EXPIRY_SLACK_MS);
+    return candidateDelay(this.#retryPeriodMs, expiresAt, this.#clock.now());
   }
 
   #sleep(ms: number): Promise<void> {
-    const signal = this.#abort.signal;
-    if (signal.aborted) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = (): void => {
-        this.#clock.clearTimeout(timer);
-        signal.removeEventListener("abort", done);
-        resolve();
-      };
-      const timer = this.#clock.setTimeout(done, ms);
-      signal.addEventListener("abort", done, { once: true });
-    });
+    return abortableSleep(this.#clock, ms, this.#abort.signal);
   }
 
   async #release(): Promise<void> {
@@ -421,7 +356,7 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
           return;
         }
         try {
-          this.#observed(await this.#put(lease, record, signal, RELEASE_TIMEOUT_MS));
+          this.#observed(await this.#api.put(lease, record, { signal, timeoutMs: RELEASE_TIMEOUT_MS }));
           this.#log.info({ lease: this.lease }, `released Lease ${this.lease}`);
           return;
         } catch (error) {
@@ -438,23 +373,14 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
   }
 
   #logFailure(error: unknown): void {
-    const text = describe(error);
-    const fields = {
+    this.#lastErrorText = logLeaseFailure(this.#log, error, {
       lease: this.lease,
       identity: this.#identity,
       leading: this.#leading,
-      retryable: retryable(error),
-      err: serializeError(error, "leader-election"),
-    };
-    const message = this.#leading
-      ? `renewing Lease ${this.lease} failed (retry in ${this.#retryPeriodMs} ms; deadline in ${Math.max(0, Math.round(this.#renewedAt + this.#renewDeadlineMs - this.#clock.now()))} ms): ${text}`
-      : `trying to acquire Lease ${this.lease} failed (retry in about ${this.#retryPeriodMs} ms): ${text}`;
-    // 403 is a configuration error (RBAC), worth an error each time it changes;
-    // transient failures are warnings. The same failure repeated is logged once.
-    if (text === this.#lastErrorText) this.#log.debug(fields, message);
-    else if (isStatus(error, 403) || this.#leading) this.#log.error(fields, message);
-    else this.#log.warn(fields, message);
-    this.#lastErrorText = text;
+      retryPeriodMs: this.#retryPeriodMs,
+      deadlineInMs: this.#renewedAt + this.#renewDeadlineMs - this.#clock.now(),
+      lastText: this.#lastErrorText,
+    });
   }
 
   #emitSafely<E extends keyof LeaderElectorEvents>(event: E, ...args: LeaderElectorEvents[E]): void {
@@ -468,13 +394,4 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
       );
     }
   }
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
-function retryable(error: unknown): boolean {
-  if (error instanceof KubeApiError || error instanceof KubeTransportError) return error.retryable;
-  return true;
 }

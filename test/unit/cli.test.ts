@@ -8,9 +8,10 @@ import {
   nameConflicts,
   permissionNeeds,
   unknownClusterMirrors,
-} from "../../src/cli/check.ts";
+} from "../../src/cli/check-rules.ts";
 import {
   credentialsNamespace,
+  durationFlag,
   formatAge,
   formatData,
   formatTable,
@@ -18,7 +19,8 @@ import {
   parseCommandLine,
   UsageError,
 } from "../../src/cli/common.ts";
-import { credentialsSecret, remoteIdentity, remoteKubeconfigText } from "../../src/cli/link.ts";
+import { remoteIdentity } from "../../src/cli/link-identity.ts";
+import { credentialsSecret, remoteKubeconfigText } from "../../src/cli/link-secret.ts";
 import { formatStatusTable, rowsFromAdmin, rowsFromObjects, stateCell } from "../../src/cli/status.ts";
 import { CLUSTER_NAME, GATEWAY_NAME, GATEWAY_NS, MIRRORED_SERVICE } from "../../src/core/labels.ts";
 import type { KubeObject, Secret, Service } from "../../src/core/objects.ts";
@@ -98,6 +100,23 @@ describe("CLI output", () => {
     assert.throws(() => parseCommandLine(["--nope"], flags), UsageError);
     assert.throws(() => parseCommandLine(["extra"], flags), UsageError);
     assert.deepEqual(parseCommandLine(["svc", "--wait"], flags, 1), { values: { wait: true }, positionals: ["svc"] });
+  });
+
+  it("refuses a zero or malformed timeout as a usage error naming the flag and the value", () => {
+    assert.equal(durationFlag({}, "timeout", "60s"), 60_000);
+    assert.equal(durationFlag({ timeout: "250ms" }, "timeout", "60s"), 250);
+    for (const bad of ["0", "0s", "soon", "-1s"])
+      assert.throws(
+        () => durationFlag({ timeout: bad }, "timeout", "60s"),
+        (error: unknown) => {
+          assert.ok(error instanceof UsageError);
+          assert.ok(
+            error.message.startsWith("--timeout: ") && error.message.includes(JSON.stringify(bad)),
+            error.message,
+          );
+          return true;
+        },
+      );
   });
 
   it("uses run's default namespace for the credentials Secrets unless -n is given", () => {

@@ -1,0 +1,195 @@
+/**
+ * What the demo does to the sandbox: shapes the remotes (a LoadBalancer gateway each, a
+ * few exported Services), registers them through credentials Secrets holding
+ * least-privilege tokens, and the scripted changes whose effect the demo then waits to
+ * see in the local cluster.
+ */
+import { CoreV1Api, KubeConfig, type V1Service } from "@kubernetes/client-node";
+import { CLUSTER_NAME, GATEWAY_NAME, GATEWAY_NS, REMOTE_CLUSTER_DOMAIN, SECRET_TYPE } from "../src/core/labels.ts";
+import { mintServiceAccountToken } from "../src/kube/service-account.ts";
+import type { ControlPlane } from "./control-plane.ts";
+import type { MirrorRow } from "./demo-table.ts";
+import { renderKubeconfig } from "./kubeconfig.ts";
+
+export const NAMESPACE = "fleet-mirror";
+const REMOTES = { east: "198.18.0.10", west: "198.51.100.20" } as const;
+export type Remote = keyof typeof REMOTES;
+export type Remotes = Readonly<Record<Remote, CoreV1Api>>;
+
+export function kubeConfig(text: string): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromString(text);
+  return kc;
+}
+
+export function coreApi(kubeconfigText: string): CoreV1Api {
+  return kubeConfig(kubeconfigText).makeApiClient(CoreV1Api);
+}
+
+async function ensureNamespace(core: CoreV1Api, name: string): Promise<void> {
+  try {
+    await core.createNamespace({ body: { metadata: { name } } });
+  } catch (error) {
+    if ((error as { code?: number }).code !== 409) throw error;
+  }
+}
+
+async function exportService(core: CoreV1Api, namespace: string, name: string, port: number): Promise<void> {
+  await ensureNamespace(core, namespace);
+  await core.createNamespacedService({
+    namespace,
+    body: {
+      metadata: { name, annotations: { [GATEWAY_NAME]: "gateway", [GATEWAY_NS]: "gateway" } },
+      spec: { selector: { app: name }, ports: [{ name: "http", port, targetPort: 8080 }] },
+    },
+  });
+}
+
+async function setGatewayIp(core: CoreV1Api, ip: string): Promise<void> {
+  const gw = await core.readNamespacedServiceStatus({ namespace: "gateway", name: "gateway" });
+  gw.status = { loadBalancer: { ingress: [{ ip }] } };
+  await core.replaceNamespacedServiceStatus({ namespace: "gateway", name: "gateway", body: gw });
+}
+
+async function updateService(
+  core: CoreV1Api,
+  namespace: string,
+  name: string,
+  mutate: (svc: V1Service) => void,
+): Promise<void> {
+  const svc = await core.readNamespacedService({ namespace, name });
+  mutate(svc);
+  await core.replaceNamespacedService({ namespace, name, body: svc });
+}
+
+/** A gateway with an IP on each remote, and the exported Services the demo starts with. */
+export async function shapeRemotes(remotes: Remotes): Promise<void> {
+  for (const [name, ip] of Object.entries(REMOTES) as [Remote, string][]) {
+    const core = remotes[name];
+    await ensureNamespace(core, "gateway");
+    await core.createNamespacedService({
+      namespace: "gateway",
+      body: {
+        metadata: { name: "gateway" },
+        spec: { type: "LoadBalancer", ports: [{ name: "incoming-port", port: 4143 }] },
+      },
+    });
+    await setGatewayIp(core, ip);
+  }
+  await exportService(remotes.east, "shop", "web", 80);
+  await exportService(remotes.east, "shop", "cart", 8080);
+  await exportService(remotes.west, "shop", "web", 80);
+  await exportService(remotes.west, "billing", "invoices", 443);
+}
+
+/** A least-privilege token per remote (get/list/watch Services), in a credentials Secret in the local cluster. */
+export async function registerRemotes(plane: ControlPlane, local: CoreV1Api): Promise<void> {
+  await ensureNamespace(local, NAMESPACE);
+  for (const name of Object.keys(REMOTES) as Remote[]) {
+    const c = plane.cluster(name);
+    const token = await mintServiceAccountToken(kubeConfig(c.adminKubeconfig), {
+      namespace: "fleet-mirror-remote",
+      serviceAccount: "fleet-mirror-reader",
+      role: {
+        kind: "ClusterRole",
+        name: "fleet-mirror-remote-reader",
+        rules: [{ apiGroups: [""], resources: ["services"], verbs: ["get", "list", "watch"] }],
+      },
+    });
+    const kubeconfig = renderKubeconfig({
+      cluster: name,
+      server: c.server,
+      caPem: c.caPem,
+      user: "fleet-mirror",
+      auth: { token },
+    });
+    await local.createNamespacedSecret({
+      namespace: NAMESPACE,
+      body: {
+        metadata: {
+          name: `cluster-credentials-${name}`,
+          annotations: { [CLUSTER_NAME]: name, [REMOTE_CLUSTER_DOMAIN]: "cluster.local" },
+        },
+        type: SECRET_TYPE,
+        data: { kubeconfig: Buffer.from(kubeconfig).toString("base64") },
+      },
+    });
+  }
+}
+
+export interface Step {
+  readonly title: string;
+  readonly run: () => Promise<void>;
+  /** True once the change is visible in the local cluster. */
+  readonly visible: () => Promise<boolean>;
+}
+
+/** The scripted changes; the first ("initial sync") runs in the first round only. */
+export function demoSteps(remotes: Remotes, mirrorsNow: () => Promise<readonly MirrorRow[]>): Step[] {
+  const has = async (key: string, predicate: (m: MirrorRow) => boolean = () => true) =>
+    (await mirrorsNow()).some((m) => m.key === key && predicate(m));
+  let eastIp = 10;
+  let westPort = 80;
+  return [
+    {
+      title: "initial sync",
+      run: async () => {},
+      visible: async () =>
+        (await has("shop/web-east")) && (await has("billing/invoices-west")) && (await has("shop/cart-east")),
+    },
+    {
+      title: "east exports shop/checkout",
+      run: () => exportService(remotes.east, "shop", "checkout", 9000),
+      visible: () => has("shop/checkout-east", (m) => m.endpoints.includes("198.18.0.")),
+    },
+    {
+      // Toggles 80 ↔ 8081, so every round changes the port (and waits for the port it set).
+      get title() {
+        return `west changes shop/web's port ${westPort === 8081 ? "80 → 8081" : "8081 → 80"}`;
+      },
+      run: () => {
+        westPort = westPort === 80 ? 8081 : 80;
+        return updateService(remotes.west, "shop", "web", (s) => {
+          const port = s.spec?.ports?.[0];
+          if (port) port.port = westPort;
+        });
+      },
+      visible: async () => has("shop/web-west", (m) => m.ports.startsWith(`${westPort}/`)),
+    },
+    {
+      title: "east's gateway IP changes",
+      run: () => {
+        eastIp += 1;
+        return setGatewayIp(remotes.east, `198.18.0.${eastIp}`);
+      },
+      visible: async () =>
+        (await mirrorsNow())
+          .filter((m) => m.cluster === "east")
+          .every((m) => m.endpoints.startsWith(`198.18.0.${eastIp}:`)),
+    },
+    {
+      title: "east unexports shop/cart",
+      run: () =>
+        updateService(remotes.east, "shop", "cart", (s) => {
+          const annotations = { ...(s.metadata?.annotations ?? {}) };
+          delete annotations[GATEWAY_NAME];
+          delete annotations[GATEWAY_NS];
+          if (s.metadata) s.metadata.annotations = annotations;
+        }),
+      visible: async () => !(await has("shop/cart-east")),
+    },
+  ];
+}
+
+/** Before the next round: re-export shop/cart and delete shop/checkout, so every step can run again. */
+export async function resetForNextRound(remotes: Remotes): Promise<void> {
+  await updateService(remotes.east, "shop", "cart", (s) => {
+    if (s.metadata)
+      s.metadata.annotations = {
+        ...(s.metadata.annotations ?? {}),
+        [GATEWAY_NAME]: "gateway",
+        [GATEWAY_NS]: "gateway",
+      };
+  });
+  await remotes.east.deleteNamespacedService({ namespace: "shop", name: "checkout" });
+}

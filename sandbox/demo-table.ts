@@ -1,0 +1,122 @@
+/**
+ * The demo's live table, computed from current state each time it is drawn: the mirrors
+ * come from one list of the local cluster, and the MIRRORS column counts that same list,
+ * so the two tables never disagree (the controller's own mirror count comes from the
+ * writer's status, published once a second: a table drawn right after a change showed
+ * the count from before it).
+ *
+ * Time columns say what a user watching changes needs: WATCHING SINCE is when the
+ * cluster's watch started from a complete list (a fixed clock time, not an age that
+ * grows while events flow); LAST CHANGE is how long ago this cluster's mirrors last
+ * changed in the local cluster, as seen by the demo.
+ */
+import type { CoreV1Api } from "@kubernetes/client-node";
+import { CLUSTER_NAME, MIRRORED_SERVICE } from "../src/core/labels.ts";
+import type { FleetStatus } from "../src/supervisor/supervisor.ts";
+import type { Frame } from "./screen.ts";
+
+export interface MirrorRow {
+  readonly key: string;
+  readonly cluster: string;
+  readonly ports: string;
+  readonly endpoints: string;
+}
+
+/** The mirrors in the local cluster now (Services labelled as mirrors, with their Endpoints). */
+export async function localMirrors(local: CoreV1Api): Promise<MirrorRow[]> {
+  const labelSelector = `${MIRRORED_SERVICE}=true`;
+  const [services, endpoints] = await Promise.all([
+    local.listServiceForAllNamespaces({ labelSelector }),
+    local.listEndpointsForAllNamespaces({ labelSelector }),
+  ]);
+  const eps = new Map(endpoints.items.map((e) => [`${e.metadata?.namespace}/${e.metadata?.name}`, e]));
+  return services.items
+    .map((s) => {
+      const key = `${s.metadata?.namespace}/${s.metadata?.name}`;
+      const ep = eps.get(key);
+      const addrs = (ep?.subsets ?? []).flatMap((sub) =>
+        (sub.addresses ?? []).map((a) => `${a.ip}:${sub.ports?.[0]?.port ?? "?"}`),
+      );
+      return {
+        key,
+        cluster: s.metadata?.labels?.[CLUSTER_NAME] ?? "",
+        ports: (s.spec?.ports ?? []).map((p) => `${p.port}/${p.protocol ?? "TCP"}`).join(","),
+        endpoints: addrs.length > 0 ? addrs.join(",") : "<none>",
+      };
+    })
+    .sort((a, b) => (a.key < b.key ? -1 : 1));
+}
+
+/** When each cluster's mirrors last changed, from successive lists of the local cluster. */
+export class MirrorActivity {
+  readonly #seen = new Map<string, { signature: string; changedAt: number }>();
+
+  /** Records a list taken at `now`; a cluster whose mirrors differ from the last list changed at `now`. */
+  observe(mirrors: readonly MirrorRow[], now: number): void {
+    const byCluster = new Map<string, string[]>();
+    for (const m of mirrors) {
+      const rows = byCluster.get(m.cluster) ?? [];
+      rows.push(`${m.key} ${m.ports} ${m.endpoints}`);
+      byCluster.set(m.cluster, rows);
+    }
+    for (const cluster of new Set([...byCluster.keys(), ...this.#seen.keys()])) {
+      const signature = (byCluster.get(cluster) ?? []).join("\n");
+      const before = this.#seen.get(cluster);
+      if (before?.signature !== signature) this.#seen.set(cluster, { signature, changedAt: now });
+    }
+  }
+
+  lastChangeAt(cluster: string): number | undefined {
+    return this.#seen.get(cluster)?.changedAt;
+  }
+}
+
+export interface TableInput {
+  readonly status: FleetStatus;
+  readonly mirrors: readonly MirrorRow[];
+  readonly activity: MirrorActivity;
+  readonly lastStep: string;
+  readonly kubeconfigPath: string;
+  readonly now: number;
+}
+
+function clockTime(t: number | undefined): string {
+  return t === undefined ? "-" : new Date(t).toTimeString().slice(0, 8);
+}
+
+function age(t: number | undefined, now: number): string {
+  return t === undefined ? "-" : `${Math.max(0, Math.round((now - t) / 1000))}s ago`;
+}
+
+function render(input: TableInput, withClock: boolean): string {
+  const { status, mirrors, activity, now } = input;
+  const counts = new Map<string, number>();
+  for (const m of mirrors) counts.set(m.cluster, (counts.get(m.cluster) ?? 0) + 1);
+  const writer = status.writer;
+  const lines = [
+    `fleet-mirror demo — local cluster kubeconfig: ${input.kubeconfigPath}`,
+    "",
+    `${"CLUSTER".padEnd(8)} ${"STATE".padEnd(9)} ${"MIRRORS".padEnd(7)} ${"WATCHING SINCE".padEnd(14)} ${"LAST CHANGE".padEnd(11)} ${"RESTARTS".padEnd(8)} GATEWAYS`,
+    ...status.clusters.map((c) => {
+      const watching = c.state === "synced" ? clockTime(c.lastSyncedAt) : "-";
+      const changed = withClock ? age(activity.lastChangeAt(c.cluster), now) : "";
+      const gateways = c.gateways.map((g) => `${g.key}:${g.usable ? "usable" : (g.reason ?? "unusable")}`).join(" ");
+      return `${c.cluster.padEnd(8)} ${c.state.padEnd(9)} ${String(counts.get(c.cluster) ?? 0).padEnd(7)} ${watching.padEnd(14)} ${changed.padEnd(11)} ${String(c.restarts).padEnd(8)} ${gateways}`;
+    }),
+    "",
+    `${"MIRROR (local namespace/name)".padEnd(32)} ${"CLUSTER".padEnd(8)} ${"PORTS".padEnd(14)} ENDPOINTS`,
+    ...mirrors.map((m) => `${m.key.padEnd(32)} ${m.cluster.padEnd(8)} ${m.ports.padEnd(14)} ${m.endpoints}`),
+    "",
+    `last change on a remote: ${input.lastStep}`,
+    // The writer publishes its status once a second: its counters are shown, but, like
+    // ages, they are not content (a pipe would get a copy of the table a second later).
+    `writer: ${!writer ? "starting" : withClock ? `ready=${writer.ready} queue=${writer.queueDepth} writes=${Object.values(writer.writes).reduce((a, b) => a + b, 0)}` : `ready=${writer.ready}`}`,
+    "Ctrl-C stops the demo (controller, API servers, etcd, in that order; its directory is removed).",
+  ];
+  return lines.map((line) => line.trimEnd()).join("\n");
+}
+
+/** The table as drawn now, and its content without ages and counters (what decides whether a pipe gets a new copy). */
+export function renderTable(input: TableInput): Frame {
+  return { text: render(input, true), content: render(input, false) };
+}

@@ -1,0 +1,122 @@
+/**
+ * The pure part of `fleet-mirror check`: what the controller needs (from
+ * deploy/rbac/local.yaml), what counts as a name conflict or an orphaned mirror, and
+ * the ✓/✗ report. No I/O: check.ts reads the clusters and calls these.
+ */
+import { MIRRORED_SERVICE, ownerCluster } from "../core/labels.ts";
+import { mirrorName } from "../core/naming.ts";
+import { type KubeObject, objectKey, type Service } from "../core/objects.ts";
+import { parseRbacYaml } from "../kube/rbac-manifest.ts";
+
+export interface CheckResult {
+  readonly section: string;
+  readonly ok: boolean;
+  readonly message: string;
+}
+
+/** The ✓/✗ report, grouped by section in first-seen order (pure). */
+export function formatChecks(results: readonly CheckResult[]): string {
+  const sections = new Map<string, CheckResult[]>();
+  for (const r of results) sections.set(r.section, [...(sections.get(r.section) ?? []), r]);
+  const lines: string[] = [];
+  for (const [section, list] of sections) {
+    lines.push(section, "-".repeat(section.length));
+    for (const r of list) lines.push(`${r.ok ? "✓" : "✗"} ${r.message}`);
+    lines.push("");
+  }
+  const failed = results.filter((r) => !r.ok).length;
+  lines.push(
+    failed === 0
+      ? `Status check results are ✓ (${results.length} checks)`
+      : `Status check results are ✗ (${failed} of ${results.length} checks failed)`,
+  );
+  return `${lines.join("\n")}\n`;
+}
+
+interface PolicyRule {
+  readonly apiGroups?: readonly string[];
+  readonly resources?: readonly string[];
+  readonly verbs?: readonly string[];
+}
+
+export interface PermissionNeed {
+  readonly group: string;
+  readonly resource: string;
+  readonly verb: string;
+  /** Undefined: cluster-wide (a ClusterRole); else the credentials namespace (a Role). */
+  readonly namespace?: string;
+}
+
+/** Every (group, resource, verb) the controller is granted by local.yaml (pure). */
+export function permissionNeeds(manifest: string, credentialsNs: string): PermissionNeed[] {
+  const needs: PermissionNeed[] = [];
+  for (const object of parseRbacYaml(manifest, "deploy/rbac/local.yaml")) {
+    if (object.kind !== "ClusterRole" && object.kind !== "Role") continue;
+    const rules = (object as { rules?: readonly PolicyRule[] }).rules ?? [];
+    for (const rule of rules) {
+      for (const group of rule.apiGroups ?? [""]) {
+        for (const resource of rule.resources ?? []) {
+          for (const verb of rule.verbs ?? []) {
+            needs.push({ group, resource, verb, ...(object.kind === "Role" ? { namespace: credentialsNs } : {}) });
+          }
+        }
+      }
+    }
+  }
+  return needs;
+}
+
+/** Local objects holding a mirror's name without being that cluster's mirror (pure). */
+export function nameConflicts(
+  clusters: readonly { readonly cluster: string; readonly exported: readonly Service[] }[],
+  local: { readonly services: readonly KubeObject[]; readonly endpoints: readonly KubeObject[] },
+): CheckResult[] {
+  const index = new Map<string, KubeObject>();
+  for (const [kind, list] of [
+    ["service", local.services],
+    ["endpoints", local.endpoints],
+  ] as const) {
+    for (const o of list) index.set(`${kind}/${objectKey(o.metadata)}`, o);
+  }
+  const results: CheckResult[] = [];
+  for (const { cluster, exported } of clusters) {
+    for (const remote of exported) {
+      const key = `${remote.metadata.namespace ?? ""}/${mirrorName(remote.metadata.name, cluster)}`;
+      for (const kind of ["service", "endpoints"]) {
+        const found = index.get(`${kind}/${key}`);
+        if (!found) continue;
+        const owner = ownerCluster(found.metadata.labels);
+        if (owner === cluster) continue;
+        results.push({
+          section: "name conflicts",
+          ok: false,
+          message: `${kind}/${key} is needed for the mirror of ${remote.metadata.namespace ?? ""}/${remote.metadata.name} from ${cluster} but ${owner ? `is a mirror of cluster ${owner}` : `is not a mirror (no ${MIRRORED_SERVICE} label): a user's object`}`,
+        });
+      }
+    }
+  }
+  return results;
+}
+
+/** Mirrors whose cluster label no Secret names (pure). */
+export function unknownClusterMirrors(
+  known: ReadonlySet<string>,
+  local: { readonly services: readonly KubeObject[]; readonly endpoints: readonly KubeObject[] },
+): CheckResult[] {
+  const byCluster = new Map<string, string[]>();
+  for (const [kind, list] of [
+    ["service", local.services],
+    ["endpoints", local.endpoints],
+  ] as const) {
+    for (const o of list) {
+      const owner = ownerCluster(o.metadata.labels);
+      if (owner === undefined || known.has(owner)) continue;
+      byCluster.set(owner, [...(byCluster.get(owner) ?? []), `${kind}/${objectKey(o.metadata)}`]);
+    }
+  }
+  return [...byCluster].map(([cluster, objects]) => ({
+    section: "orphans",
+    ok: false,
+    message: `${objects.length} mirror object(s) of unknown cluster ${cluster} (no credentials Secret names it; a running controller deletes them): ${objects.slice(0, 5).join(", ")}${objects.length > 5 ? ", ..." : ""}`,
+  }));
+}

@@ -1,0 +1,41 @@
+/**
+ * How a failed read or write of the Lease is logged: with the Lease, the identity,
+ * whether it is retried and when the renew deadline falls; at error for a leader or a
+ * 403 (RBAC: a configuration error), warn for a candidate's transient failure, and at
+ * debug when it repeats the previous failure word for word (one line per change, not
+ * one per period).
+ */
+import type { Logger } from "../log.ts";
+import { serializeError } from "../protocol/errors.ts";
+import { describe, isStatus, retryable } from "./lease-api.ts";
+
+export interface FailureContext {
+  readonly lease: string;
+  readonly identity: string;
+  readonly leading: boolean;
+  readonly retryPeriodMs: number;
+  /** Leader only: ms until the renew deadline. */
+  readonly deadlineInMs: number;
+  /** The text of the failure logged last ("" after a success). */
+  readonly lastText: string;
+}
+
+/** Logs `error`; returns its text, the next `lastText`. */
+export function logLeaseFailure(log: Logger, error: unknown, context: FailureContext): string {
+  const text = describe(error);
+  const { lease, identity, leading, retryPeriodMs } = context;
+  const fields = {
+    lease,
+    identity,
+    leading,
+    retryable: retryable(error),
+    err: serializeError(error, "leader-election"),
+  };
+  const message = leading
+    ? `renewing Lease ${lease} failed (retry in ${retryPeriodMs} ms; deadline in ${Math.max(0, Math.round(context.deadlineInMs))} ms): ${text}`
+    : `trying to acquire Lease ${lease} failed (retry in about ${retryPeriodMs} ms): ${text}`;
+  if (text === context.lastText) log.debug(fields, message);
+  else if (isStatus(error, 403) || leading) log.error(fields, message);
+  else log.warn(fields, message);
+  return text;
+}

@@ -1,0 +1,116 @@
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { describe, it } from "node:test";
+import { ConfigError, parseRunConfig, runFlags } from "../../src/config.ts";
+
+/** String flags whose value is not a number (everything else in runFlags is numeric). */
+const NOT_NUMERIC = new Set([
+  "kubeconfig",
+  "context",
+  "namespace",
+  "exclude-namespaces",
+  "log-level",
+  "log-file",
+  "leader-election-namespace",
+  "leader-election-id",
+  "leader-election-identity",
+]);
+
+/**
+ * Every numeric flag with values that must be refused at start-up, and the allowed range
+ * its message must name. A value that passes here would crash or spin later (a writer
+ * pool of 2.5 workers, a 0 ms re-check timer, a timer past Node's 24.8-day limit).
+ */
+const BAD_VALUES: Record<string, { readonly bad: readonly string[]; readonly allowed: RegExp }> = {
+  "resync-period": { bad: ["0", "500ms", "-1s", "abc", "", "25h", "1e3"], allowed: /1s to 24h/ },
+  "gateway-resolve-period": { bad: ["0", "999ms", "x", "48h"], allowed: /1s to 24h/ },
+  "blocked-recheck-period": { bad: ["0", "0s", "0ms", "50ms", "never", "30d", "100h"], allowed: /100ms to 24h/ },
+  "write-concurrency": { bad: ["2.5", "0", "-1", "1e2", "0x10", "", " ", "eight", "257"], allowed: /1 to 256/ },
+  "write-qps": { bad: ["-1", "", "abc", "Infinity", "NaN", "1e3", "100001"], allowed: /0 \(no limit\) to 100000/ },
+  "write-burst": { bad: ["0", "1.5", "-3", "", "100001"], allowed: /1 to 100000/ },
+  "max-concurrent-starts": { bad: ["0", "1.5", "", "257"], allowed: /1 to 256/ },
+  "actor-max-old-space-mb": { bad: ["15", "96.5", "96MB", "", "65537"], allowed: /16 to 65536/ },
+  "max-threads": { bad: ["-1", "1.5", "", "1025"], allowed: /0 \(one per cluster\) to 1024/ },
+  "admin-addr": { bad: [":65536", ":99999", "127.0.0.1:-1", "127.0.0.1", ":http"], allowed: /port 0 to 65535/ },
+  "leader-election-lease-duration": { bad: ["0", "500ms", "25h", "soon"], allowed: /1s to 24h/ },
+  "leader-election-renew-deadline": { bad: ["0", "50ms", "25h"], allowed: /100ms to 24h/ },
+  "leader-election-retry-period": { bad: ["0", "0ms", "50ms", "25h"], allowed: /100ms to 24h/ },
+};
+
+function refusal(flag: string, value: string): ConfigError {
+  try {
+    parseRunConfig([`--${flag}=${value}`], {});
+  } catch (error) {
+    assert.ok(error instanceof ConfigError, `--${flag} ${JSON.stringify(value)}: ${String(error)}`);
+    return error;
+  }
+  assert.fail(`--${flag} ${JSON.stringify(value)} was accepted`);
+}
+
+describe("run's numeric flags", () => {
+  it("covers every numeric flag of run in the table of bad values", () => {
+    const numeric = Object.entries(runFlags)
+      .filter(([name, f]) => f.type === "string" && !NOT_NUMERIC.has(name))
+      .map(([name]) => name)
+      .sort();
+    assert.deepEqual(Object.keys(BAD_VALUES).sort(), numeric);
+  });
+
+  for (const [flag, { bad, allowed }] of Object.entries(BAD_VALUES)) {
+    it(`refuses bad --${flag} values at start-up, naming the flag, the value and the allowed range`, () => {
+      for (const value of bad) {
+        const { message } = refusal(flag, value);
+        assert.ok(message.startsWith(`--${flag}: `), message);
+        assert.ok(message.includes(JSON.stringify(value)), `${message} (value ${JSON.stringify(value)})`);
+        assert.match(message, allowed);
+      }
+    });
+  }
+
+  it("accepts the defaults and values at both ends of each range", () => {
+    assert.notEqual(parseRunConfig([], {}), "help");
+    const good: [string, string][] = [
+      ["write-concurrency", "1"],
+      ["write-concurrency", "256"],
+      ["write-qps", "0"],
+      ["write-qps", "2.5"],
+      ["write-qps", "100000"],
+      ["write-burst", "1"],
+      ["max-concurrent-starts", "256"],
+      ["actor-max-old-space-mb", "16"],
+      ["actor-max-old-space-mb", "65536"],
+      ["max-threads", "0"],
+      ["max-threads", "1024"],
+      ["blocked-recheck-period", "100ms"],
+      ["blocked-recheck-period", "24h"],
+      ["resync-period", "1s"],
+      ["resync-period", "1.5m"],
+      ["gateway-resolve-period", "24h"],
+      ["admin-addr", ":0"],
+      ["admin-addr", "127.0.0.1:65535"],
+      ["admin-addr", ""],
+    ];
+    for (const [flag, value] of good) {
+      assert.doesNotThrow(() => parseRunConfig([`--${flag}`, value], {}), `--${flag} ${value}`);
+    }
+    const config = parseRunConfig(
+      ["--write-concurrency", "3", "--write-qps", "2.5", "--blocked-recheck-period", "250ms"],
+      {},
+    );
+    assert.ok(config !== "help");
+    assert.equal(config.writeConcurrency, 3);
+    assert.equal(config.writeQps, 2.5);
+    assert.equal(config.blockedRecheckMs, 250);
+  });
+
+  it("makes `fleet-mirror run` exit 2 with the message before connecting to anything", () => {
+    const main = new URL("../../src/main.ts", import.meta.url).pathname;
+    const result = spawnSync(process.execPath, [main, "run", "--write-concurrency", "2.5"], {
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+    assert.equal(result.status, 2, result.stderr);
+    assert.match(result.stderr, /^fleet-mirror run: --write-concurrency: "2\.5" /);
+    assert.match(result.stderr, /1 to 256/);
+  });
+});
