@@ -24,7 +24,7 @@ port.on("message", (raw: unknown) => {
           message.options,
           { supervisor: send },
           {
-            logger: createLogger(message.options.logLevel, { actor: "local-writer" }, message.options.logFile),
+            logger: createLogger(message.options.logLevel, { actor: "local-writer" }),
           },
         );
         actor.start();

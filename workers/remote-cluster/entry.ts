@@ -117,11 +117,7 @@ port.on("message", (raw: unknown) => {
         writerPort.close();
         return; // duplicate init: already running
       }
-      const logger = createLogger(
-        options.logLevel,
-        { actor: "remote-cluster", cluster: cluster.name, epoch },
-        options.logFile,
-      );
+      const logger = createLogger(options.logLevel, { actor: "remote-cluster", cluster: cluster.name, epoch });
       let actor: RemoteClusterActor | undefined;
       try {
         actor = new RemoteClusterActor(
