@@ -8,6 +8,8 @@ import type { LineBackend } from "./bounded-destination.ts";
 
 /** Bytes a single write to a pipe puts in whole or not at all (POSIX guarantees at least 512; Linux 4096). */
 const PIPE_BUF = 4096;
+/** For a 1 ms pause between attempts of the exit flush. */
+const PAUSE = new Int32Array(new SharedArrayBuffer(4));
 
 /**
  * Standard output: through `process.stdout` when it is a pipe or socket. Node writes those
@@ -29,14 +31,18 @@ export function stdoutBackend(): LineBackend {
     // Node's stream writes at once what the pipe takes; its queue is empty when nothing
     // handed over is half written.
     canWriteNow: () => stream.writableLength === 0,
-    writeNow(line) {
-      // Longer lines could be cut by a full pipe: they are left out rather than split.
+    writeNow(line, deadline) {
+      // A longer line could be cut by a pipe that fills up: it is left out, never split.
       const size = Buffer.byteLength(line);
       if (size > PIPE_BUF) return false;
-      try {
-        return fsWriteSync(1, line) === size;
-      } catch {
-        return false; // EAGAIN: the pipe is full; or it is gone
+      for (;;) {
+        try {
+          return fsWriteSync(1, line) === size;
+        } catch (error) {
+          // EAGAIN: the pipe is full (the fd is non-blocking); a reader may drain it soon.
+          if ((error as NodeJS.ErrnoException).code !== "EAGAIN" || performance.now() >= deadline) return false;
+          Atomics.wait(PAUSE, 0, 0, 1);
+        }
       }
     },
   };
@@ -63,6 +69,7 @@ export function fdBackend(fd: number): LineBackend {
     // a pool thread is writing (it may land before that chunk, though).
     canWriteNow: () => true,
     writeNow(line) {
+      // Files and terminals do not report a full buffer: the write waits as long as it takes.
       const buffer = Buffer.from(line);
       try {
         for (let offset = 0; offset < buffer.length; ) offset += fsWriteSync(fd, buffer, offset);

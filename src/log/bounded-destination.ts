@@ -22,10 +22,11 @@ export interface LineBackend {
   /** True when a line written now (`writeNow`) cannot cut a line handed to `write` before. */
   canWriteNow(): boolean;
   /**
-   * At process exit: writes `line` at once if the destination takes all of it without
-   * waiting; false (nothing written) if it would have to wait or failed.
+   * At process exit, synchronously: writes all of `line` and returns true, or writes
+   * nothing and returns false when the destination does not take it by `deadline`
+   * (`performance.now()` time) or fails.
    */
-  writeNow(line: string): boolean;
+  writeNow(line: string, deadline: number): boolean;
 }
 
 export interface BoundedDestinationOptions {
@@ -41,6 +42,12 @@ export interface BoundedDestinationOptions {
 }
 
 export const DEFAULT_MAX_BYTES = 4 * 1024 * 1024;
+/**
+ * How long the exit flush may wait for a destination that is slow to take lines. Short:
+ * while it waits the process, its worker threads included, lives on (on Lease loss the
+ * writer thread's own fence stops its writes anyway).
+ */
+export const EXIT_FLUSH_BUDGET_MS = 100;
 const DEFAULT_MAX_WRITE_BYTES = 64 * 1024;
 
 /** Number of lines in `chunk` (a chunk without a newline counts as one). */
@@ -118,22 +125,24 @@ export class BoundedDestination {
 
   /**
    * At process exit: writes what is queued now, line by line, as far as the backend
-   * takes it without waiting, then the report of dropped lines if there is one; what is
-   * left is counted as dropped. Writes nothing while an earlier write is half done (the
-   * rest of it would be cut by a later line). The destination is not used after this.
+   * takes it within `budgetMs`, then the report of dropped lines if there is one; what
+   * is left is counted as dropped. Writes nothing while an earlier write is half done
+   * (the rest of it would be cut by a later line). The destination is not used after this.
    */
-  flushSync(): void {
-    if (this.#head >= this.#queue.length) return;
+  flushSync(budgetMs = EXIT_FLUSH_BUDGET_MS): void {
+    if (this.#head >= this.#queue.length && this.#unreported === 0) return;
     if (!this.#backend.canWriteNow()) {
       this.#dropQueued();
       return;
     }
+    const deadline = performance.now() + budgetMs;
     for (; this.#head < this.#queue.length; this.#head++) {
-      const chunk = this.#queue[this.#head] ?? "";
-      const lines = chunk.split(/(?<=\n)/);
+      const lines = (this.#queue[this.#head] ?? "").split(/(?<=\n)/);
       for (let i = 0; i < lines.length; i++) {
-        if (this.#backend.writeNow(lines[i] ?? "")) continue;
-        this.#drop(lines.length - i);
+        if (this.#backend.writeNow(lines[i] ?? "", deadline)) continue;
+        this.#drop(1);
+        if (performance.now() < deadline) continue; // this line alone could not go (too long)
+        this.#drop(lines.length - i - 1);
         this.#head += 1;
         this.#dropQueued();
         return;
@@ -141,7 +150,8 @@ export class BoundedDestination {
     }
     this.#queue = [];
     this.#head = 0;
-    if (this.#unreported > 0 && this.#backend.writeNow(droppedReportLine(this.#unreported, this.#now(), process.pid)))
+    if (this.#unreported === 0) return;
+    if (this.#backend.writeNow(droppedReportLine(this.#unreported, this.#now(), process.pid), deadline))
       this.#unreported = 0;
   }
 
