@@ -10,7 +10,8 @@
  * drain, further lines are dropped whole, counted (`droppedLogLines()`, the metric
  * `fleet_mirror_log_lines_dropped_total`) and reported by one line in the stream once
  * there is room again. Lines are never split or interleaved: each is handed to the one
- * writer whole.
+ * writer whole. A thread's own output is bounded too (1 MiB the main thread has not read
+ * yet, `ThreadDestination`); its drops are reported by a line that the relay counts.
  *
  * What reaches the destination: a worker thread's lines written before it ends, however
  * it ends (exception, `process.exit`, `terminate()`, out of memory): Node delivers a
@@ -25,6 +26,7 @@ import { isMainThread, type Worker } from "node:worker_threads";
 import { type Logger, pino } from "pino";
 import { fdBackend, stdoutBackend } from "./log/backends.ts";
 import { BoundedDestination } from "./log/bounded-destination.ts";
+import { reportedDrops, ThreadDestination } from "./log/thread-destination.ts";
 
 export type { Logger };
 
@@ -33,6 +35,10 @@ const MAX_PARTIAL_LINE = 1024 * 1024;
 
 /** This process's destinations, by target ("stdout" or an absolute file path). */
 const destinations = new Map<string, BoundedDestination>();
+/** On a worker thread: its one destination, its `process.stdout`. */
+let threadDestination: ThreadDestination | undefined;
+/** Lines worker threads dropped before they reached the main thread (from their report lines). */
+let droppedInThreads = 0;
 
 function destinationFor(file: string | undefined): BoundedDestination {
   const target = file === undefined ? "stdout" : resolve(file);
@@ -68,7 +74,8 @@ function flushDestinations(): void {
  * @throws when `file` cannot be opened for appending.
  */
 export function createLogger(level: string, bindings: Record<string, unknown> = {}, file?: string): Logger {
-  const destination = isMainThread ? destinationFor(file) : process.stdout;
+  if (!isMainThread && !threadDestination) threadDestination = new ThreadDestination(process.stdout);
+  const destination = threadDestination ?? destinationFor(file);
   return pino({ level, base: { pid: process.pid, ...bindings } }, destination);
 }
 
@@ -85,7 +92,12 @@ export function relayThreadOutput(worker: Worker, file?: string): void {
     const text = partial + chunk;
     const end = text.lastIndexOf("\n") + 1;
     partial = text.slice(end);
-    if (end > 0) destinationFor(file).write(end === text.length ? text : text.slice(0, end));
+    if (end > 0) {
+      const lines = end === text.length ? text : text.slice(0, end);
+      if (lines.includes('"droppedLines":'))
+        for (const line of lines.split("\n")) droppedInThreads += reportedDrops(line);
+      destinationFor(file).write(lines);
+    }
     if (partial.length > MAX_PARTIAL_LINE) {
       destinationFor(file).discard(1);
       partial = "";
@@ -99,7 +111,7 @@ export function relayThreadOutput(worker: Worker, file?: string): void {
 
 /** Log lines this process dropped because a destination did not take them in time (never decreases). */
 export function droppedLogLines(): number {
-  let n = 0;
+  let n = droppedInThreads;
   for (const destination of destinations.values()) n += destination.dropped;
   return n;
 }

@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
+import { Writable } from "node:stream";
 import { describe, it } from "node:test";
 import { BoundedDestination, type LineBackend, lineCount } from "../../src/log/bounded-destination.ts";
+import { reportedDrops, ThreadDestination } from "../../src/log/thread-destination.ts";
 
 /** A backend whose writes complete when the test says so, recording what it was handed. */
 class ManualBackend implements LineBackend {
@@ -155,5 +157,51 @@ describe("bounded log destination", () => {
     assert.equal(lineCount("a\n"), 1);
     assert.equal(lineCount("a\nb\n"), 2);
     assert.equal(lineCount("unterminated"), 1);
+  });
+});
+
+describe("a worker thread's log stream", () => {
+  /** A stream whose writes complete when the test says so, like a thread's stdout the main thread does not read. */
+  function stuckStream(): { stream: Writable; chunks: string[]; release: () => void } {
+    const chunks: string[] = [];
+    const pending: (() => void)[] = [];
+    const stream = new Writable({
+      decodeStrings: false,
+      highWaterMark: 1, // below the bound, as a thread's stdout (16 KiB) is below 1 MiB: 'drain' follows
+      write(chunk: string, _encoding, callback) {
+        chunks.push(chunk);
+        pending.push(callback);
+      },
+    });
+    const release = (): void => {
+      while (pending.length > 0) pending.shift()?.();
+    };
+    return { stream, chunks, release };
+  }
+
+  it("holds at most its bound that the main thread has not read; further lines are dropped and reported once it drains", async () => {
+    const { stream, chunks, release } = stuckStream();
+    const d = new ThreadDestination(stream, 10 * LINE_BYTES, 7);
+    for (let n = 10; n < 110; n++) d.write(line(n));
+    assert.ok(stream.writableLength <= 10 * LINE_BYTES, `${stream.writableLength} bytes held`);
+    for (let i = 0; i < 20 && !chunks.join("").includes("droppedLines"); i++) {
+      release();
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    const lines = chunks.join("").split("\n").slice(0, -1);
+    assert.deepEqual(
+      lines.slice(0, 10).map((l) => (JSON.parse(l) as { n: number }).n),
+      [10, 11, 12, 13, 14, 15, 16, 17, 18, 19],
+    );
+    assert.deepEqual(
+      lines.slice(10).map((l) => reportedDrops(l)),
+      [90],
+      "one report line once the stream drained",
+    );
+  });
+
+  it("recognises only report lines as reports", () => {
+    assert.equal(reportedDrops(line(1)), 0);
+    assert.equal(reportedDrops('{"msg":"droppedLines in a message: \\"actor\\":\\"log\\",\\"droppedLines\\":5"}'), 0);
   });
 });
