@@ -17,7 +17,7 @@ import { eventually } from "../helpers/kube.ts";
 const TIMEOUT_MS = 60_000;
 /** A controller that answers at all answers well within this. */
 const ANSWER_MS = 5_000;
-const BURST_SECRETS = 12;
+const BURST_SECRETS = 16;
 const CONTEXT_NAME_CHARS = 500_000;
 
 /** A kubeconfig whose current-context does not exist: the Secret registers nothing and is logged. */
