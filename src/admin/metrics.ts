@@ -10,6 +10,7 @@
  * Own registry (never prom-client's global one), so tests and embedders can have several.
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { droppedLogLines } from "../log.ts";
 import type { LatencyHistogram } from "../protocol/messages.ts";
 import { WRITE_DURATION_BUCKETS } from "../protocol/messages.ts";
 import type { ClusterRow, FleetCounters, FleetStatus, ThreadHeap } from "../supervisor/supervisor.ts";
@@ -298,6 +299,13 @@ export function createMetrics(source: MetricsSource): Registry {
     "fleet_mirror_writer_restarts_total",
     "Restarts of the local writer thread.",
     () => source.fleet()?.writerRestarts ?? 0,
+  );
+
+  scalar(
+    "counter",
+    "fleet_mirror_log_lines_dropped_total",
+    "Log lines dropped because the log destination (a pipe nobody reads, a slow disk) did not take them in time.",
+    droppedLogLines,
   );
 
   // Both heap gauges are read in one scrape: one request per thread serves both.

@@ -40,7 +40,7 @@ import { objectKey, type Secret } from "../core/objects.ts";
 import { KubeClient } from "../kube/client.ts";
 import type { ConnectionSpec } from "../kube/connection.ts";
 import { Watcher } from "../kube/watcher.ts";
-import type { Logger } from "../log.ts";
+import { type Logger, relayThreadOutput } from "../log.ts";
 import { describeError, type SerializedError, serializeError } from "../protocol/errors.ts";
 import {
   type ActorFaultKind,
@@ -631,9 +631,10 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
         maxOldGenerationSizeMb: this.#config.actorMaxOldGenerationMb * perThread,
         maxYoungGenerationSizeMb: Math.min(ACTOR_YOUNG_GENERATION_MB * perThread, MAX_YOUNG_GENERATION_MB),
       },
-      stdout: false,
+      stdout: true,
       stderr: false,
     });
+    relayThreadOutput(worker, this.#config.logFile);
     let exitedResolve: () => void = () => {};
     const thread: ThreadHandle = {
       slot,
@@ -871,7 +872,8 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
   }
 
   #startWriter(): void {
-    const worker = new Worker(workerEntry("local-writer"), { name: "local-writer", stdout: false, stderr: false });
+    const worker = new Worker(workerEntry("local-writer"), { name: "local-writer", stdout: true, stderr: false });
+    relayThreadOutput(worker, this.#config.logFile);
     this.#writer = worker;
     this.#writerReady = false;
     let exited: () => void = () => {};

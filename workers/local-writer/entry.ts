@@ -42,7 +42,7 @@ function defaultWriter(init: WriterInit, send: (message: FromWriter) => void, lo
 }
 
 function writerLogger(options: WriterOptions): Logger {
-  return createLogger(options.logLevel, { actor: "local-writer" }, options.logFile);
+  return createLogger(options.logLevel, { actor: "local-writer" });
 }
 
 /** Serves the writer's side of `port` (the worker's parentPort, or a fake in tests). */

@@ -138,11 +138,7 @@ export function hostRemoteActors(port: ChannelPort<FromRemoteActor>, deps: Remot
       });
       return;
     }
-    const logger = createLogger(
-      options.logLevel,
-      { actor: "remote-cluster", cluster: cluster.name, epoch },
-      options.logFile,
-    );
+    const logger = createLogger(options.logLevel, { actor: "remote-cluster", cluster: cluster.name, epoch });
     let actor: HostedActor | undefined;
     try {
       actor = createActor(
