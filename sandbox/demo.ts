@@ -24,7 +24,8 @@ import {
 import { connectionFromKubeconfig } from "../src/kube/kubeconfig.ts";
 import { mintServiceAccountToken } from "../src/kube/service-account.ts";
 import { createLogger } from "../src/log.ts";
-import { type FleetStatus, Supervisor } from "../src/supervisor/supervisor.ts";
+import type { FleetStatus } from "../src/supervisor/status.ts";
+import { Supervisor } from "../src/supervisor/supervisor.ts";
 import type { ControlPlane } from "./control-plane.ts";
 import { renderKubeconfig } from "./kubeconfig.ts";
 import { startSandbox } from "./sandbox.ts";

@@ -33,11 +33,11 @@
  * next period.
  */
 import { EventEmitter } from "eventemitter3";
-import type { Leadership } from "../admin/source.ts";
 import { type Clock, systemClock } from "../core/clock.ts";
 import { KubeApiError, type KubeClient, KubeTransportError } from "../kube/client.ts";
 import type { Logger } from "../log.ts";
 import { serializeError } from "../protocol/errors.ts";
+import type { Leadership } from "./leadership.ts";
 import {
   type Decision,
   decide,
