@@ -15,16 +15,15 @@
  * consulted: one unreachable remote must not take the Pod out of its Service.
  */
 import type { Leadership } from "../leader/leadership.ts";
-import { type FleetCounters, mainThreadHeap, type ThreadHeap } from "../supervisor/status.ts";
-import type { Supervisor } from "../supervisor/supervisor.ts";
+import { type FleetCounters, type FleetView, mainThreadHeap, type ThreadHeap } from "../supervisor/status.ts";
 import type { MetricsSource } from "./metrics.ts";
 import type { AdminSource, Check } from "./source.ts";
 
 export function runAdminSource(
-  supervisor: () => Supervisor | undefined,
+  supervisor: () => FleetView | undefined,
   leadership: () => Leadership,
 ): AdminSource & MetricsSource {
-  const running = (): Supervisor | undefined => (leadership().leading ? supervisor() : undefined);
+  const running = (): FleetView | undefined => (leadership().leading ? supervisor() : undefined);
   return {
     fleet: () => running()?.status(),
     counters: (): FleetCounters | undefined => running()?.counters(),

@@ -57,3 +57,25 @@ export function mainThreadHeap(): ThreadHeap {
   const stats = getHeapStatistics();
   return { thread: "main", used: stats.used_heap_size, limit: stats.heap_size_limit };
 }
+
+/** The local writer's liveness, as the supervisor sees it. */
+export interface WriterHealth {
+  readonly ready: boolean;
+  /** Exits within the restart policy's window without becoming ready in between. */
+  readonly recentFailures: number;
+  /** `recentFailures` reached the policy's `crashLoopAfter`. */
+  readonly crashLooping: boolean;
+  /** Events waiting for a writer to take them. */
+  readonly eventsWaiting: number;
+  /** Events dropped since start because too many waited. */
+  readonly eventsDropped: number;
+}
+
+/** What readers of a running controller (admin server, metrics) may ask of it. */
+export interface FleetView {
+  readonly writerReady: boolean;
+  status(): FleetStatus;
+  counters(): FleetCounters;
+  writerHealth(): WriterHealth;
+  threadHeapStatistics(): Promise<ThreadHeap[]>;
+}

@@ -28,10 +28,15 @@ import { FleetStatusBook } from "./fleet-status.ts";
 import type { RegistryState } from "./registry.ts";
 import { RegistryController } from "./registry-controller.ts";
 import { DEFAULT_RESTART_POLICY, type RestartPolicy } from "./restart-policy.ts";
-import { type FleetCounters, type FleetStatus, mainThreadHeap, type ThreadHeap } from "./status.ts";
+import {
+  type FleetCounters,
+  type FleetStatus,
+  type FleetView,
+  mainThreadHeap,
+  type ThreadHeap,
+  type WriterHealth,
+} from "./status.ts";
 import { WriterRunner } from "./writer-runner.ts";
-
-export type { ActorPhase, ClusterRow, FleetCounters, FleetStatus, ThreadHeap } from "./status.ts";
 
 /** A heap statistics request a thread does not answer within this time is left out. */
 const HEAP_STATISTICS_TIMEOUT_MS = 1_000;
@@ -57,7 +62,7 @@ export interface SupervisorOptions {
   readonly writeFence?: boolean;
 }
 
-export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }> {
+export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }> implements FleetView {
   readonly #options: SupervisorOptions;
   readonly #policy: RestartPolicy;
   readonly #client: KubeClient;
@@ -187,13 +192,7 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
    * Events waiting for a writer; `eventsDropped`: Events dropped since start because
    * too many waited.
    */
-  writerHealth(): {
-    readonly ready: boolean;
-    readonly recentFailures: number;
-    readonly crashLooping: boolean;
-    readonly eventsWaiting: number;
-    readonly eventsDropped: number;
-  } {
+  writerHealth(): WriterHealth {
     const now = Date.now();
     const state = this.#writer.state;
     const recent = state.failures.filter((t) => now - t <= this.#policy.windowMs).length;
