@@ -132,7 +132,7 @@ export class RegistryController {
     const { reported, reports } = registryReports(this.#reported, registry, uids);
     this.#reported = reported;
     for (const r of reports) {
-      this.#o.logger[r.log.level]({ secret: r.secretKey, cluster: r.cluster }, r.log.message);
+      this.#o.logger[r.log.level]({ secret: r.secretKey, cluster: r.cluster, ...r.log.fields }, r.log.message);
       this.secretEvent(r.secretKey, r.eventType, r.reason, r.message);
     }
     this.#o.onRegistry(registry);

@@ -24,8 +24,12 @@ export interface SecretReport {
   readonly eventType: "Normal" | "Warning";
   readonly reason: "ClusterRegistered" | "InvalidCredentials" | "DuplicateCluster";
   readonly message: string;
-  /** The log line that goes with it. */
-  readonly log: { readonly level: "info" | "error"; readonly message: string };
+  /** The log line that goes with it (with `secret`, `cluster` and these fields). */
+  readonly log: {
+    readonly level: "info" | "error";
+    readonly message: string;
+    readonly fields?: Readonly<Record<string, unknown>>;
+  };
 }
 
 export const NOTHING_REPORTED: ReportedRegistry = { problems: new Map(), registered: new Set() };
@@ -49,7 +53,7 @@ export function registryReports(
       eventType: "Warning",
       reason: "InvalidCredentials",
       message: i.message,
-      log: { level: "error", message: log },
+      log: { level: "error", message: log, fields: { reason: i.reason } },
     });
   }
   for (const d of registry.duplicates) {

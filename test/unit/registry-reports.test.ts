@@ -71,4 +71,16 @@ describe("registry reports", () => {
     ]);
     assert.deepEqual(out, [["ClusterRegistered:fleet/east"], ["InvalidCredentials:fleet/east"], [], []]);
   });
+
+  it("logs an invalid Secret as an error naming the Secret's reason", () => {
+    const invalid = registry([], {
+      invalid: [
+        { secretKey: "fleet/east", cluster: "east", reason: "missing-kubeconfig", message: "no kubeconfig key" },
+      ],
+    });
+    const [report] = registryReports(NOTHING_REPORTED, invalid, new Set(["u1"])).reports;
+    assert.equal(report?.log.level, "error");
+    assert.deepEqual(report?.log.fields, { reason: "missing-kubeconfig" });
+    assert.match(report?.log.message ?? "", /credentials Secret fleet\/east registers nothing/);
+  });
 });
