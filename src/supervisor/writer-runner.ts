@@ -37,6 +37,8 @@ export interface WriterRunnerOptions {
   /** The writer became ready: give it the keep set and a channel per running actor. */
   readonly onReady: () => void;
   readonly onStatus: () => void;
+  /** Starts a writer thread; default: the local-writer entry (tests pass a fake). */
+  readonly spawn?: () => Worker;
 }
 
 export class WriterRunner {
@@ -155,7 +157,7 @@ export class WriterRunner {
 
   #spawn(): void {
     const { config } = this.#o;
-    const worker = spawnWorker("local-writer", "local-writer");
+    const worker = this.#o.spawn ? this.#o.spawn() : spawnWorker("local-writer", "local-writer");
     this.#worker = worker;
     let exited: () => void = () => {};
     this.#exited = new Promise<void>((resolve) => {
