@@ -12,7 +12,7 @@
  */
 import type { CoreV1Api } from "@kubernetes/client-node";
 import { CLUSTER_NAME, MIRRORED_SERVICE } from "../src/core/labels.ts";
-import type { FleetStatus } from "../src/supervisor/supervisor.ts";
+import type { FleetStatus } from "../src/supervisor/status.ts";
 import type { Frame } from "./screen.ts";
 
 export interface MirrorRow {

@@ -10,11 +10,11 @@
  * Own registry (never prom-client's global one), so tests and embedders can have several.
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import type { Leadership } from "../leader/leadership.ts";
 import { droppedLogLines } from "../log.ts";
 import type { LatencyHistogram } from "../protocol/messages.ts";
 import { WRITE_DURATION_BUCKETS } from "../protocol/messages.ts";
-import type { ClusterRow, FleetCounters, FleetStatus, ThreadHeap } from "../supervisor/supervisor.ts";
-import type { Leadership } from "./source.ts";
+import type { ClusterRow, FleetCounters, FleetStatus, ThreadHeap } from "../supervisor/status.ts";
 
 /** Heap statistics fetched for one scrape are reused by the other heap gauge within this time. */
 const HEAP_REUSE_MS = 500;

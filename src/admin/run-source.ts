@@ -14,20 +14,16 @@
  * ready once its local writer has listed the local mirrors. Remote clusters are never
  * consulted: one unreachable remote must not take the Pod out of its Service.
  */
-import { type FleetCounters, mainThreadHeap, type Supervisor, type ThreadHeap } from "../supervisor/supervisor.ts";
+import type { Leadership } from "../leader/leadership.ts";
+import { type FleetCounters, type FleetView, mainThreadHeap, type ThreadHeap } from "../supervisor/status.ts";
 import type { MetricsSource } from "./metrics.ts";
-import type { AdminSource, Check, Leadership } from "./source.ts";
-
-/** Leadership when leader election is off: this replica always leads. */
-export function alwaysLeading(identity: string, since: number = Date.now()): Leadership {
-  return { enabled: false, leading: true, identity, since };
-}
+import type { AdminSource, Check } from "./source.ts";
 
 export function runAdminSource(
-  supervisor: () => Supervisor | undefined,
+  supervisor: () => FleetView | undefined,
   leadership: () => Leadership,
 ): AdminSource & MetricsSource {
-  const running = (): Supervisor | undefined => (leadership().leading ? supervisor() : undefined);
+  const running = (): FleetView | undefined => (leadership().leading ? supervisor() : undefined);
   return {
     fleet: () => running()?.status(),
     counters: (): FleetCounters | undefined => running()?.counters(),

@@ -3,19 +3,8 @@
  * into the controller: `fleet-mirror run` builds one AdminSource from its Supervisor
  * (while this replica leads) and its leader elector, and the server only calls these.
  */
-import type { FleetStatus } from "../supervisor/supervisor.ts";
-
-export interface Leadership {
-  /** --leader-elect was given. */
-  readonly enabled: boolean;
-  /** This replica holds the Lease (always true when leader election is off). */
-  readonly leading: boolean;
-  readonly identity: string;
-  /** The current holder as last observed in the Lease, if known. */
-  readonly holder?: string;
-  /** Epoch ms of the last transition of `leading`. */
-  readonly since?: number;
-}
+import type { Leadership } from "../leader/leadership.ts";
+import type { FleetStatus } from "../supervisor/status.ts";
 
 export interface Check {
   readonly ok: boolean;

@@ -1,12 +1,13 @@
 /** `fleet-mirror run`: the controller. */
 import { createMetrics } from "../admin/metrics.ts";
-import { alwaysLeading, runAdminSource } from "../admin/run-source.ts";
+import { runAdminSource } from "../admin/run-source.ts";
 import { type AdminServer, startAdminServer } from "../admin/server.ts";
 import { type Config, ConfigError, flagsHelp, parseRunConfig, runFlags } from "../config.ts";
 import { systemClock } from "../core/clock.ts";
 import { KubeClient } from "../kube/client.ts";
 import { loadLocalConnection } from "../kube/local-connection.ts";
 import { LeaderElector } from "../leader/elector.ts";
+import { alwaysLeading } from "../leader/leadership.ts";
 import { createLogger, type Logger } from "../log.ts";
 import { Supervisor } from "../supervisor/supervisor.ts";
 import { untilSignal } from "./signals.ts";

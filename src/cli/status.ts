@@ -11,7 +11,7 @@ import type { Secret, Service } from "../core/objects.ts";
 import type { KubeClient } from "../kube/client.ts";
 import { parseCredentialsSecret } from "../supervisor/registration.ts";
 import { computeRegistry } from "../supervisor/registry.ts";
-import type { ClusterRow } from "../supervisor/supervisor.ts";
+import type { ClusterRow } from "../supervisor/status.ts";
 import {
   type CommandDefinition,
   cliClient,

@@ -36,12 +36,12 @@
  * the failure log lines in failure-log.ts; this file holds the campaign and its state.
  */
 import { EventEmitter } from "eventemitter3";
-import type { Leadership } from "../admin/source.ts";
 import { type Clock, systemClock } from "../core/clock.ts";
 import type { KubeClient } from "../kube/client.ts";
 import type { Logger } from "../log.ts";
 import { serializeError } from "../protocol/errors.ts";
 import { logLeaseFailure } from "./failure-log.ts";
+import type { Leadership } from "./leadership.ts";
 import { type Decision, decide, holderOf, type Observation, observe, recordFromSpec, releaseRecord } from "./lease.ts";
 import { describe, isStatus, LeaseApi, type LeaseObject } from "./lease-api.ts";
 import { abortableSleep, candidateDelay } from "./schedule.ts";

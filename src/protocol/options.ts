@@ -15,8 +15,6 @@ export const RemoteActorOptionsSchema = v.object({
   /** Changes arriving within this window are sent as one batch. */
   batchDelayMs: nonNegative,
   logLevel: v.string(),
-  /** Append log lines here instead of stdout. */
-  logFile: v.exactOptional(v.string()),
   watchInactivityTimeoutMs: v.exactOptional(nonNegative),
   /**
    * Accept `actor.inject-fault` (tests only). Default false: the message is then
@@ -49,8 +47,6 @@ export const WriterOptionsSchema = v.object({
   /** Re-check period of mirrors blocked by a conflict or a missing namespace. */
   blockedRecheckMs: nonNegative,
   logLevel: v.string(),
-  /** Append log lines here instead of stdout. */
-  logFile: v.exactOptional(v.string()),
   /** Where Events for the controller itself (not a mirror) are recorded. */
   namespace: name,
   /** Leader election is on: nothing is written until a `writer.fence` allows it. */

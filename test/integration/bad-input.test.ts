@@ -35,7 +35,8 @@ import {
   SECRET_TYPE,
 } from "../../src/core/labels.ts";
 import { createLogger } from "../../src/log.ts";
-import { type ClusterRow, Supervisor } from "../../src/supervisor/supervisor.ts";
+import type { ClusterRow } from "../../src/supervisor/status.ts";
+import { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { CONTROLLER_NAMESPACE, Fleet } from "../helpers/fleet.ts";
 import { eventually, sleep, statusCode } from "../helpers/kube.ts";
 import { waitForMarker, waitForWriterIdle } from "../helpers/settle.ts";

@@ -9,11 +9,13 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { Worker } from "node:worker_threads";
-import { silentLogger } from "../../src/log.ts";
+import { pino } from "pino";
+import { type Logger, silentLogger } from "../../src/log.ts";
 import { DEFAULT_RESTART_POLICY } from "../../src/supervisor/restart-policy.ts";
 import { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { adminConnection } from "../helpers/connection.ts";
 import { CONTROLLER_NAMESPACE, Fleet } from "../helpers/fleet.ts";
+import { eventually } from "../helpers/kube.ts";
 import { clusterRow, waitForActorThread, waitForClusterRow } from "../helpers/supervision.ts";
 
 const TIMEOUT_MS = 60_000;
@@ -29,11 +31,11 @@ describe("placement: --max-threads packs actors on shared threads, with fault co
   let fleet: Fleet;
   const running = new Set<Supervisor>();
 
-  function startSupervisor(): Supervisor {
+  function startSupervisor(logger: Logger = silentLogger()): Supervisor {
     const supervisor = new Supervisor({
       config: fleet.config({ maxThreads: 2 }),
       localConnection: adminConnection(fleet.plane.cluster("local")),
-      logger: silentLogger(),
+      logger,
       restartPolicy: { ...DEFAULT_RESTART_POLICY, initialMs: BACKOFF_MS },
       testHooks: true,
     });
@@ -163,6 +165,77 @@ describe("placement: --max-threads packs actors on shared threads, with fault co
       for (const c of CLUSTERS) assert.equal(clusterRow(supervisor, c)?.restarts, 0);
       for (const c of ["c0", "c1", "c2", "c3"])
         assert.equal(await fleet.currentMirrorIdentity(ns, `web-${c}`), mirrors.get(c), `web-${c} intact`);
+    } finally {
+      await stopSupervisor(supervisor);
+    }
+  });
+
+  it("a Secret deleted and recreated before its old actor has stopped: the old stop completes, the new actor starts on the same thread, its neighbours are untouched", async () => {
+    const ns = "packed-recreate";
+    await fleet.createService("east", ns, "web");
+    await fleet.createService("west", ns, "web");
+    const lines: string[] = [];
+    const supervisor = startSupervisor(pino({ level: "info" }, { write: (line: string) => void lines.push(line) }));
+    try {
+      const mirrors = await allMirroring(supervisor, ns);
+      const t0 = await waitForActorThread(supervisor, "c0");
+      const threadId = t0.threadId;
+      assert.equal(supervisor.actorThread("c4"), t0);
+      let t0Exited = false;
+      t0.once("exit", () => {
+        t0Exited = true;
+      });
+      // A slow stop, made deterministic: c4's `actor.stopped` replies are held back
+      // until the Secret is back and a new incarnation runs (delivered in order after).
+      const held: unknown[][] = [];
+      let holding = true;
+      const emit = t0.emit.bind(t0);
+      t0.emit = (name: string | symbol, ...args: unknown[]): boolean => {
+        const m = args[0] as { type?: unknown; cluster?: unknown } | undefined;
+        if (holding && name === "message" && m?.type === "actor.stopped" && m.cluster === "c4") {
+          held.push(args);
+          return true;
+        }
+        return emit(name, ...args);
+      };
+      const oldUid = supervisor.registry.registered.get("c4")?.secretUid;
+      await fleet.local.deleteNamespacedSecret({ namespace: CONTROLLER_NAMESPACE, name: "cluster-credentials-c4" });
+      await eventually(
+        "c4 unregistered",
+        () => (supervisor.registry.registered.has("c4") ? undefined : true),
+        TIMEOUT_MS,
+        5,
+      );
+      await fleet.register("east", { clusterName: "c4" });
+      await eventually(
+        "c4 registered again by the new Secret, running on its thread, while its old stop is pending",
+        () => {
+          const uid = supervisor.registry.registered.get("c4")?.secretUid;
+          const running = uid !== undefined && uid !== oldUid && supervisor.actorThread("c4") === t0;
+          return running && held.length === 1 ? true : undefined;
+        },
+        TIMEOUT_MS,
+        5,
+      );
+      holding = false;
+      for (const args of held) emit("message", ...args);
+      await eventually(
+        "the old incarnation of c4 reported stopped, or its thread terminated",
+        () => (t0Exited || lines.some((l) => /"cluster":"c4"/.test(l) && /stopped/.test(l)) ? true : undefined),
+        TIMEOUT_MS,
+      );
+      assert.equal(t0Exited, false, "the shared thread was terminated: the old incarnation's stop timed out");
+      assert.equal(supervisor.actorThread("c4"), t0);
+      assert.equal(t0.threadId, threadId);
+      for (const c of ["c0", "c2"]) assert.equal(supervisor.actorThread(c), t0, `${c} kept its thread`);
+      await fleet.createService("east", ns, "after");
+      for (const c of ["c0", "c2", "c4"]) await fleet.mirrorIdentity(ns, `after-${c}`);
+      for (const c of ["c0", "c1", "c2", "c3"]) {
+        assert.equal(clusterRow(supervisor, c)?.restarts, 0, `${c} was not restarted`);
+        assert.equal(await fleet.currentMirrorIdentity(ns, `web-${c}`), mirrors.get(c), `web-${c} intact`);
+      }
+      assert.equal(clusterRow(supervisor, "c4")?.restarts, 0, "the new c4 started cleanly");
+      assert.ok(!lines.some((l) => /timed out/.test(l)), "no stop timed out");
     } finally {
       await stopSupervisor(supervisor);
     }

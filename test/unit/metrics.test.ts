@@ -16,11 +16,11 @@ import {
   type MetricsSource,
   writeLabels,
 } from "../../src/admin/metrics.ts";
-import { alwaysLeading, runAdminSource } from "../../src/admin/run-source.ts";
+import { runAdminSource } from "../../src/admin/run-source.ts";
 import { checkText } from "../../src/admin/server.ts";
-import type { Leadership } from "../../src/admin/source.ts";
+import { alwaysLeading, type Leadership } from "../../src/leader/leadership.ts";
 import { WRITE_DURATION_BUCKETS } from "../../src/protocol/messages.ts";
-import type { ClusterRow, FleetCounters, FleetStatus } from "../../src/supervisor/supervisor.ts";
+import type { ClusterRow, FleetCounters, FleetStatus } from "../../src/supervisor/status.ts";
 
 function row(cluster: string, state: string, mirrors = 0): ClusterRow {
   return {

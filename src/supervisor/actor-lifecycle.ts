@@ -1,0 +1,275 @@
+/**
+ * The lifecycle of the remote-cluster actors and of the threads that host them, as a
+ * pure function: `transition(state, event, now) → { state, effects }`. It never
+ * touches a thread, a timer or a clock; actor-runner.ts performs the effects and feeds
+ * back what happens as events. The state and effect types are in actor-lifecycle-state.ts.
+ *
+ * Rules (docs/notes/supervisor.md has the table):
+ * - one cluster's failure never stops another: every actor has its own restart
+ *   history; a thread that ends restarts exactly the actors whose current incarnation
+ *   it hosted, each with its own backoff; in packed mode a failed actor alone is
+ *   stopped and restarted, its neighbours run on;
+ * - an incarnation asked to stop is tracked by its epoch until its own `actor-stopped`
+ *   (or its thread's exit), even when the cluster is registered again meanwhile and a
+ *   new incarnation runs on the same thread: an old stop completes normally, never
+ *   times out because a newer incarnation took its place;
+ * - a stop that does not complete within `stopTimeoutMs` terminates the thread (on a
+ *   shared thread this restarts the neighbours: a hung actor cannot be stopped otherwise);
+ * - at most `maxConcurrentStarts` threads start at once; an actor whose slot's thread
+ *   is up (packed) starts on it at once;
+ * - rotation (credentials changed) stops the current incarnation and starts ONE new
+ *   one when it has stopped, however many rotations arrive meanwhile;
+ * - a crash loop is reported with one Event when the actor enters it, not per crash.
+ */
+import type { SerializedError } from "../protocol/errors.ts";
+import { describeError } from "../protocol/errors.ts";
+import { LifecycleDraft } from "./actor-lifecycle-draft.ts";
+import {
+  type ActorRecord,
+  type Incarnation,
+  type LifecycleEvent,
+  type LifecycleState,
+  restartTimerKey,
+  stopTimerKey,
+  type Transition,
+} from "./actor-lifecycle-state.ts";
+import { placeClusters } from "./placement.ts";
+import type { RegisteredCluster } from "./registry.ts";
+import { decideRestart } from "./restart-policy.ts";
+
+export function transition(state: LifecycleState, event: LifecycleEvent, now: number): Transition {
+  const d = new LifecycleDraft(state);
+  switch (event.type) {
+    case "registrations":
+      registrations(d, event.registered);
+      break;
+    case "actor-ready": {
+      const inc = d.incarnationOf(event);
+      if (!inc) break;
+      d.threadStarted(inc.thread);
+      if (inc.phase !== "starting") break;
+      d.incarnations.set(inc.epoch, { ...inc, phase: "running" });
+      const actor = d.actors.get(inc.cluster);
+      if (actor?.epoch === inc.epoch && actor.phase === "starting")
+        d.actors.set(actor.cluster, { ...actor, phase: "running" });
+      break;
+    }
+    case "actor-stopped": {
+      const inc = d.incarnationOf(event);
+      // A thread of its own ends right after; the incarnation has stopped once it has.
+      if (inc && d.threads.get(inc.thread)?.slot !== undefined) ended(d, inc, undefined, now);
+      break;
+    }
+    case "actor-failed": {
+      const inc = d.incarnationOf(event);
+      if (!inc) break;
+      d.threadStarted(inc.thread);
+      if (d.threads.get(inc.thread)?.slot === undefined) {
+        // Its own thread: ended now, and its exit restarts the actor with this cause.
+        d.incarnations.set(inc.epoch, { ...inc, error: event.error });
+        d.terminate(inc.thread);
+      } else {
+        ended(d, inc, event.error, now); // a shared thread: the actor alone was stopped there
+      }
+      break;
+    }
+    case "thread-error": {
+      const thread = d.threads.get(event.thread);
+      if (thread) d.threads.set(thread.id, { ...thread, lastError: event.error });
+      break;
+    }
+    case "thread-exited":
+      threadExited(d, event.thread, event.code, now);
+      break;
+    case "restart-timer-fired": {
+      const actor = d.actors.get(event.cluster);
+      if (!actor || actor.restarts !== event.restarts || d.shuttingDown) break;
+      if (actor.phase === "backoff" || actor.phase === "crash-loop") d.queue(actor);
+      break;
+    }
+    case "stop-timeout": {
+      const inc = d.incarnations.get(event.epoch);
+      if (inc?.phase !== "stopping") break;
+      d.log(
+        "warn",
+        { cluster: inc.cluster, epoch: inc.epoch },
+        `actor of cluster ${inc.cluster} (epoch ${inc.epoch}) did not stop within ${d.settings.stopTimeoutMs} ms: its stop timed out, terminating its thread`,
+      );
+      d.terminate(inc.thread);
+      break;
+    }
+    case "shutdown":
+      shutdown(d);
+      break;
+    default: {
+      const never: never = event;
+      throw new Error(`unknown lifecycle event ${JSON.stringify(never)}`);
+    }
+  }
+  d.pumpStarts();
+  return d.finish();
+}
+
+function registrations(d: LifecycleDraft, registered: ReadonlyMap<string, RegisteredCluster>): void {
+  if (d.shuttingDown) return;
+  if (d.settings.maxThreads > 0) d.slots = placeClusters(registered.keys(), d.slots, d.settings.maxThreads);
+  for (const [cluster, registration] of registered) {
+    const actor = d.actors.get(cluster);
+    if (!actor) {
+      const fresh: ActorRecord = {
+        cluster,
+        registration,
+        phase: "queued",
+        epoch: undefined,
+        failures: [],
+        restarts: 0,
+        lastError: undefined,
+        crashLoopReported: false,
+      };
+      d.actors.set(cluster, fresh);
+      d.queue(fresh);
+    } else if (actor.registration.fingerprint !== registration.fingerprint) {
+      d.log("info", { cluster }, `credentials of cluster ${cluster} changed: restarting its actor (mirrors stay)`);
+      const changed: ActorRecord = { ...actor, registration, failures: [], crashLoopReported: false };
+      d.actors.set(cluster, changed);
+      restart(d, changed);
+    } else if (actor.registration !== registration) {
+      d.actors.set(cluster, { ...actor, registration });
+    }
+  }
+  for (const actor of [...d.actors.values()]) {
+    if (registered.has(actor.cluster)) continue;
+    d.actors.delete(actor.cluster);
+    d.effects.push({ type: "cancel-timer", key: restartTimerKey(actor.cluster) });
+    d.startQueue = d.startQueue.filter((c) => c !== actor.cluster);
+    d.log("info", { cluster: actor.cluster }, `cluster ${actor.cluster} is no longer registered: stopping its actor`);
+    if (actor.epoch !== undefined) d.stopIncarnation(actor.epoch);
+  }
+}
+
+/** Credentials changed: the current incarnation stops, then one new one starts. */
+function restart(d: LifecycleDraft, actor: ActorRecord): void {
+  d.effects.push({ type: "cancel-timer", key: restartTimerKey(actor.cluster) });
+  if (actor.phase === "stopping" || actor.phase === "queued") return; // the start to come uses the new registration
+  if (actor.epoch === undefined) {
+    d.queue(actor); // backoff or crash loop: start now, with the new credentials
+    return;
+  }
+  d.actors.set(actor.cluster, { ...actor, phase: "stopping" });
+  d.stopIncarnation(actor.epoch);
+}
+
+/**
+ * An incarnation no longer runs (stopped, failed, or its thread ended). Asked to stop:
+ * a normal end (an actor stopping to restart is queued). Otherwise a crash of the
+ * current incarnation, which goes through the restart policy.
+ */
+function ended(
+  d: LifecycleDraft,
+  inc: Incarnation,
+  error: SerializedError | undefined,
+  now: number,
+  code?: number,
+): void {
+  d.incarnations.delete(inc.epoch);
+  d.effects.push({ type: "cancel-timer", key: stopTimerKey(inc.epoch) });
+  const thread = d.threads.get(inc.thread);
+  if (thread) {
+    const incarnations = thread.incarnations.filter((e) => e !== inc.epoch);
+    d.threads.set(thread.id, { ...thread, incarnations });
+    if (d.shuttingDown) d.terminateWhenIdle(thread.id);
+  }
+  const actor = d.actors.get(inc.cluster);
+  const current = actor?.epoch === inc.epoch ? actor : undefined;
+  if (inc.phase === "stopping") {
+    d.log(
+      "info",
+      { cluster: inc.cluster, epoch: inc.epoch },
+      `actor of cluster ${inc.cluster} (epoch ${inc.epoch}) stopped`,
+    );
+    if (!current) return;
+    const next: ActorRecord = { ...current, epoch: undefined };
+    d.actors.set(current.cluster, next);
+    if (current.phase === "stopping" && !d.shuttingDown) d.queue(next);
+    return;
+  }
+  if (!current) return; // not current and not stopping cannot happen; nothing to restart
+  crashed(d, current, error ?? { name: "WorkerExit", message: `actor thread exited with code ${code}` }, now, code);
+}
+
+function crashed(
+  d: LifecycleDraft,
+  actor: ActorRecord,
+  error: SerializedError,
+  now: number,
+  code: number | undefined,
+): void {
+  const policy = d.settings.policy;
+  const decision = decideRestart([...actor.failures, now], now, policy);
+  const why = describeError(error);
+  const restarts = actor.restarts + 1;
+  let crashLoopReported = false;
+  if (decision.crashLoop) {
+    const message = `actor of cluster ${actor.cluster} is crash-looping (${decision.recent.length} crashes in ${Math.round(policy.windowMs / 60_000)} min; last: ${why}); next try in ${Math.round(decision.delayMs / 1000)} s; its mirrors are kept`;
+    d.log("error", { cluster: actor.cluster, code }, message);
+    if (!actor.crashLoopReported) {
+      const { secretKey } = actor.registration;
+      d.effects.push({
+        type: "report-event",
+        cluster: actor.cluster,
+        secretKey,
+        eventType: "Warning",
+        reason: "ActorCrashLoop",
+        message,
+      });
+    }
+    crashLoopReported = true;
+  } else {
+    d.log(
+      "error",
+      { cluster: actor.cluster, code },
+      `actor of cluster ${actor.cluster} crashed (${why}); restarting in ${decision.delayMs} ms; its mirrors are kept`,
+    );
+  }
+  d.actors.set(actor.cluster, {
+    ...actor,
+    phase: decision.crashLoop ? "crash-loop" : "backoff",
+    epoch: undefined,
+    failures: decision.recent,
+    restarts,
+    lastError: error,
+    crashLoopReported,
+  });
+  d.effects.push({
+    type: "start-timer",
+    key: restartTimerKey(actor.cluster),
+    ms: decision.delayMs,
+    event: { type: "restart-timer-fired", cluster: actor.cluster, restarts },
+  });
+}
+
+function threadExited(d: LifecycleDraft, id: number, code: number, now: number): void {
+  const thread = d.threads.get(id);
+  if (!thread) return;
+  d.threads.delete(id);
+  if (thread.slot !== undefined && d.slotThreads.get(thread.slot) === id) d.slotThreads.delete(thread.slot);
+  // Every incarnation it hosted has ended; current ones are restarted, each with its
+  // own restart history; the other threads' actors are untouched.
+  for (const epoch of thread.incarnations) {
+    const inc = d.incarnations.get(epoch);
+    if (!inc) continue;
+    ended(d, { ...inc }, thread.lastError ?? inc.error, now, code);
+  }
+}
+
+function shutdown(d: LifecycleDraft): void {
+  if (d.shuttingDown) return;
+  d.shuttingDown = true;
+  d.startQueue = [];
+  for (const actor of d.actors.values()) {
+    d.effects.push({ type: "cancel-timer", key: restartTimerKey(actor.cluster) });
+    d.actors.set(actor.cluster, { ...actor, phase: "stopping" });
+    if (actor.epoch !== undefined) d.stopIncarnation(actor.epoch);
+  }
+  for (const id of [...d.threads.keys()]) d.terminateWhenIdle(id);
+}

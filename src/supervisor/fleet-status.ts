@@ -1,0 +1,140 @@
+/**
+ * Status and counters of the fleet, aggregated from what the actors and the writer
+ * report: one `ClusterStatus` per cluster (its current incarnation's latest), the
+ * counters of the incarnations that ended (so totals never go down), and the problems
+ * already reported (so a MirrorSkipped Event is sent when a problem appears, not again
+ * when an actor restarts and finds the same problem).
+ */
+import {
+  addClusterCounters,
+  type ClusterCounters,
+  clusterCountersOf,
+  EMPTY_CLUSTER_COUNTERS,
+  type WriterCounters,
+} from "../admin/counters.ts";
+import type { MirrorProblem } from "../core/desired.ts";
+import { describeError } from "../protocol/errors.ts";
+import type { ClusterStatus, WriterStatus } from "../protocol/messages.ts";
+import type { LifecycleState } from "./actor-lifecycle-state.ts";
+import type { RegistryState } from "./registry.ts";
+import type { ClusterRow, FleetCounters } from "./status.ts";
+
+interface ClusterBook {
+  epoch: number;
+  status: ClusterStatus | undefined;
+  counterBase: ClusterCounters;
+  /** `remote/reason` of the problems in the last listed status of any incarnation. */
+  problems: ReadonlySet<string>;
+}
+
+const problemKey = (p: MirrorProblem): string => `${p.remote}/${p.reason}`;
+
+export class FleetStatusBook {
+  readonly #clusters = new Map<string, ClusterBook>();
+
+  /** A new incarnation of `cluster` starts: the previous one's counters become the base. */
+  incarnationStarted(cluster: string, epoch: number): void {
+    const book = this.#clusters.get(cluster);
+    if (!book) {
+      this.#clusters.set(cluster, {
+        epoch,
+        status: undefined,
+        counterBase: EMPTY_CLUSTER_COUNTERS,
+        problems: new Set(),
+      });
+      return;
+    }
+    if (book.status) book.counterBase = addClusterCounters(book.counterBase, clusterCountersOf(book.status));
+    book.status = undefined;
+    book.epoch = epoch;
+  }
+
+  /**
+   * The current incarnation's status. Returns the problems that are new: not in the
+   * last listed status, whichever incarnation sent it. A status sent before the
+   * incarnation first listed says nothing about problems and changes nothing.
+   */
+  update(status: ClusterStatus): readonly MirrorProblem[] {
+    const book = this.#clusters.get(status.cluster);
+    if (!book || book.epoch !== status.epoch) return [];
+    book.status = status;
+    if (status.lastSyncedAt === undefined) return [];
+    const fresh = status.problems.filter((p) => !book.problems.has(problemKey(p)));
+    book.problems = new Set(status.problems.map(problemKey));
+    return fresh;
+  }
+
+  /** Drops what is kept about clusters no longer registered. */
+  retain(registered: ReadonlyMap<string, unknown>): void {
+    for (const cluster of this.#clusters.keys()) if (!registered.has(cluster)) this.#clusters.delete(cluster);
+  }
+
+  rows(lifecycle: LifecycleState, registry: RegistryState, writer: WriterStatus | undefined): ClusterRow[] {
+    const rows: ClusterRow[] = [];
+    for (const actor of lifecycle.actors.values()) {
+      const book = this.#clusters.get(actor.cluster);
+      const s = book?.epoch === actor.epoch || actor.epoch === undefined ? book?.status : undefined;
+      const writerCluster = writer?.clusters[actor.cluster];
+      let state: string = s?.state ?? "starting";
+      let reason: string | undefined;
+      if (actor.phase === "crash-loop") {
+        state = "crash-loop";
+        reason = actor.lastError ? describeError(actor.lastError) : undefined;
+      } else if (actor.phase === "backoff") {
+        state = "failing";
+        reason = actor.lastError ? describeError(actor.lastError) : undefined;
+      } else if (s?.state === "stale" || (s?.state === "syncing" && s.lastFailure)) {
+        reason = s.lastFailure?.message;
+      }
+      rows.push({
+        cluster: actor.cluster,
+        secret: actor.registration.secretKey,
+        state,
+        ...(s?.since !== undefined ? { since: s.since } : {}),
+        ...(reason ? { reason } : {}),
+        mirrors: writerCluster?.mirrors ?? s?.mirrors ?? 0,
+        exportedServices: s?.exportedServices ?? 0,
+        ...(s?.lastSyncedAt !== undefined ? { lastSyncedAt: s.lastSyncedAt } : {}),
+        restarts: actor.restarts,
+        gateways: s?.gateways ?? [],
+        problems: [
+          ...(s?.problems ?? []).map((p) => ({ remote: p.remote, reason: p.reason, message: p.message })),
+          ...(writerCluster?.blocked ?? []).map((b) => ({ key: b.key, reason: b.reason, message: b.message })),
+        ],
+      });
+    }
+    const none = { mirrors: 0, exportedServices: 0, restarts: 0, gateways: [], problems: [] } as const;
+    for (const d of registry.duplicates)
+      rows.push({
+        cluster: d.cluster,
+        secret: d.secretKey,
+        state: "duplicate",
+        reason: `cluster already registered by ${d.winner}`,
+        ...none,
+      });
+    for (const i of registry.invalid)
+      rows.push({
+        cluster: i.cluster ?? "",
+        secret: i.secretKey,
+        state: "invalid",
+        reason: `${i.reason}: ${i.message}`,
+        ...none,
+      });
+    rows.sort((a, b) => (a.cluster === b.cluster ? (a.secret < b.secret ? -1 : 1) : a.cluster < b.cluster ? -1 : 1));
+    return rows;
+  }
+
+  /** Per registered cluster, the sum over every incarnation so far (never decreasing while registered). */
+  counters(lifecycle: LifecycleState, writer: WriterCounters): FleetCounters {
+    const clusters = new Map<string, ClusterCounters & { readonly restarts: number }>();
+    for (const actor of lifecycle.actors.values()) {
+      const book = this.#clusters.get(actor.cluster);
+      const live = book?.status ? clusterCountersOf(book.status) : EMPTY_CLUSTER_COUNTERS;
+      clusters.set(actor.cluster, {
+        ...addClusterCounters(book?.counterBase ?? EMPTY_CLUSTER_COUNTERS, live),
+        restarts: actor.restarts,
+      });
+    }
+    return { clusters, writer };
+  }
+}

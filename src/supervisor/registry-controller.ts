@@ -1,0 +1,140 @@
+/**
+ * Credentials Secrets → registrations: watches the Secrets, parses each once per
+ * version, computes the registry (registry.ts) and reports its changes (log lines and
+ * Events on the Secrets, registry-reports.ts). Hands every new registry to `onRegistry`.
+ *
+ * The writer learns the set of clusters to keep only after a complete Secret list
+ * (`listed`), so mirrors are never collected on partial knowledge (SPEC §6).
+ */
+import type { Config } from "../config.ts";
+import { SECRET_TYPE } from "../core/labels.ts";
+import { objectKey, type Secret } from "../core/objects.ts";
+import type { KubeClient } from "../kube/client.ts";
+import { Watcher } from "../kube/watcher.ts";
+import type { Logger } from "../log.ts";
+import type { EventRequest } from "../protocol/messages.ts";
+import { type ParsedSecret, parseCredentialsSecret } from "./registration.ts";
+import { computeRegistry, type RegistryState, type SecretEntry } from "./registry.ts";
+import { NOTHING_REPORTED, type ReportedRegistry, registryReports } from "./registry-reports.ts";
+
+export interface RegistryControllerOptions {
+  readonly config: Config;
+  readonly client: KubeClient;
+  readonly logger: Logger;
+  readonly onRegistry: (registry: RegistryState) => void;
+  readonly sendEvent: (event: EventRequest) => void;
+}
+
+export class RegistryController {
+  readonly #o: RegistryControllerOptions;
+  readonly #secrets: Watcher<Secret>;
+  #registry: RegistryState = { registered: new Map(), duplicates: [], invalid: [], keep: [] };
+  readonly #winners = new Map<string, string>();
+  readonly #parsed = new Map<string, { readonly version: string; readonly parsed: ParsedSecret }>();
+  #reported: ReportedRegistry = NOTHING_REPORTED;
+  #scheduled = false;
+  #stopped = false;
+
+  constructor(options: RegistryControllerOptions) {
+    this.#o = options;
+    this.#secrets = new Watcher<Secret>({
+      client: options.client,
+      path: `/api/v1/namespaces/${options.config.namespace}/secrets`,
+      expectedKind: "Secret",
+      fieldSelector: `type=${SECRET_TYPE}`,
+    });
+    this.#secrets.on("change", () => this.#schedule());
+    this.#secrets.on("listed", () => this.#schedule());
+    this.#secrets.on("failure", (f) =>
+      options.logger.warn({ failure: f }, `listing credentials Secrets failed: ${f.message}`),
+    );
+  }
+
+  get registry(): RegistryState {
+    return this.#registry;
+  }
+
+  /** The Secrets were listed completely at least once. */
+  get listed(): boolean {
+    return this.#secrets.hasSynced;
+  }
+
+  start(): void {
+    this.#secrets.start();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    await this.#secrets.stop();
+  }
+
+  /** An Event on the credentials Secret `secretKey`; nothing when the Secret is gone. */
+  secretEvent(secretKey: string, type: "Normal" | "Warning", reason: string, message: string): void {
+    const secret = this.#secrets.get(secretKey);
+    if (!secret) return;
+    this.#o.sendEvent({
+      involved: {
+        kind: "Secret",
+        apiVersion: "v1",
+        namespace: secret.metadata.namespace ?? this.#o.config.namespace,
+        name: secret.metadata.name,
+        ...(secret.metadata.uid ? { uid: secret.metadata.uid } : {}),
+      },
+      type,
+      reason,
+      message,
+    });
+  }
+
+  /**
+   * Level-triggered: a list delivers one `change` per Secret, so recomputing the
+   * registry per event would cost O(K²) kubeconfig parses at start-up (K = 1000: minutes
+   * of main-thread CPU). Events only mark the registry dirty; one pass runs per turn of
+   * the event loop over whatever the store holds then.
+   */
+  #schedule(): void {
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    setImmediate(() => {
+      this.#scheduled = false;
+      if (!this.#stopped) this.#reconcile();
+    });
+  }
+
+  /**
+   * The parse of a Secret, reused while its uid and resourceVersion are unchanged (a
+   * kubeconfig is YAML: ~0.1–1 ms each). Entries of Secrets no longer listed are dropped.
+   */
+  #parse(secret: Secret, seen: Set<string>): ParsedSecret {
+    const key = objectKey(secret.metadata);
+    seen.add(key);
+    const version = `${secret.metadata.uid ?? ""}/${secret.metadata.resourceVersion ?? ""}`;
+    const cached = this.#parsed.get(key);
+    if (cached && cached.version === version && secret.metadata.resourceVersion !== undefined) return cached.parsed;
+    const parsed = parseCredentialsSecret(secret, { allowFilePaths: this.#o.config.allowKubeconfigFilePaths });
+    this.#parsed.set(key, { version, parsed });
+    return parsed;
+  }
+
+  #reconcile(): void {
+    const entries: SecretEntry[] = [];
+    const seen = new Set<string>();
+    const uids = new Set<string>();
+    for (const secret of this.#secrets.values()) {
+      entries.push({ secret, parsed: this.#parse(secret, seen) });
+      uids.add(secret.metadata.uid ?? objectKey(secret.metadata));
+    }
+    for (const key of this.#parsed.keys()) if (!seen.has(key)) this.#parsed.delete(key);
+    const registry = computeRegistry(entries, this.#winners);
+    this.#registry = registry;
+    this.#winners.clear();
+    for (const [cluster, r] of registry.registered) this.#winners.set(cluster, r.secretUid);
+    const { reported, reports } = registryReports(this.#reported, registry, uids);
+    this.#reported = reported;
+    for (const r of reports) {
+      this.#o.logger[r.log.level]({ secret: r.secretKey, cluster: r.cluster, ...r.log.fields }, r.log.message);
+      this.secretEvent(r.secretKey, r.eventType, r.reason, r.message);
+    }
+    this.#o.onRegistry(registry);
+  }
+}

@@ -1,0 +1,81 @@
+/**
+ * The supervisor's status and counters as data: what the admin server, the metrics,
+ * `fleet-mirror status` and the demo read. Types only (and the main thread's heap), so
+ * readers import them without importing the Supervisor.
+ */
+import { getHeapStatistics } from "node:v8";
+import type { ClusterCounters, WriterCounters } from "../admin/counters.ts";
+import type { ClusterStatus, WriterStatus } from "../protocol/messages.ts";
+
+/** Where one cluster's actor is in its lifecycle (see actor-lifecycle.ts). */
+export type ActorPhase = "queued" | "starting" | "running" | "stopping" | "backoff" | "crash-loop";
+
+export interface ClusterRow {
+  readonly cluster: string;
+  readonly secret: string;
+  /** syncing / synced / stale / failing / crash-loop / starting / duplicate / invalid */
+  readonly state: string;
+  readonly since?: number;
+  readonly reason?: string;
+  readonly mirrors: number;
+  readonly exportedServices: number;
+  readonly lastSyncedAt?: number;
+  readonly restarts: number;
+  readonly gateways: ClusterStatus["gateways"];
+  readonly problems: readonly {
+    readonly remote?: string;
+    readonly key?: string;
+    readonly reason: string;
+    readonly message: string;
+  }[];
+}
+
+/** Counters that never go down across restarts (see src/admin/counters.ts). */
+export interface FleetCounters {
+  /** Registered clusters only: a cluster that is gone has no counters. */
+  readonly clusters: ReadonlyMap<string, ClusterCounters & { readonly restarts: number }>;
+  readonly writer: WriterCounters;
+}
+
+export interface FleetStatus {
+  readonly secretsListed: boolean;
+  readonly writer: WriterStatus | undefined;
+  readonly writerRestarts: number;
+  readonly clusters: readonly ClusterRow[];
+}
+
+/** Heap of one thread of this process (bytes). */
+export interface ThreadHeap {
+  /** `main`, `local-writer`, `remote-cluster/<cluster>` or `remote-cluster/thread-<slot>`. */
+  readonly thread: string;
+  readonly used: number;
+  readonly limit: number;
+}
+
+/** The heap of the calling thread, reported as `main`. */
+export function mainThreadHeap(): ThreadHeap {
+  const stats = getHeapStatistics();
+  return { thread: "main", used: stats.used_heap_size, limit: stats.heap_size_limit };
+}
+
+/** The local writer's liveness, as the supervisor sees it. */
+export interface WriterHealth {
+  readonly ready: boolean;
+  /** Exits within the restart policy's window without becoming ready in between. */
+  readonly recentFailures: number;
+  /** `recentFailures` reached the policy's `crashLoopAfter`. */
+  readonly crashLooping: boolean;
+  /** Events waiting for a writer to take them. */
+  readonly eventsWaiting: number;
+  /** Events dropped since start because too many waited. */
+  readonly eventsDropped: number;
+}
+
+/** What readers of a running controller (admin server, metrics) may ask of it. */
+export interface FleetView {
+  readonly writerReady: boolean;
+  status(): FleetStatus;
+  counters(): FleetCounters;
+  writerHealth(): WriterHealth;
+  threadHeapStatistics(): Promise<ThreadHeap[]>;
+}

@@ -1,0 +1,278 @@
+/**
+ * The remote-cluster actors' lifecycle as a pure function: every rule of the supervisor
+ * about starting, stopping, restarting and placing actors, driven event by event in
+ * microseconds, without a thread or an API server.
+ */
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { transition } from "../../src/supervisor/actor-lifecycle.ts";
+import {
+  initialLifecycleState,
+  type LifecycleEffect,
+  type LifecycleEvent,
+  type LifecycleSettings,
+  type LifecycleState,
+} from "../../src/supervisor/actor-lifecycle-state.ts";
+import type { RegisteredCluster } from "../../src/supervisor/registry.ts";
+
+const POLICY = { initialMs: 1_000, maxMs: 60_000, windowMs: 600_000, crashLoopAfter: 3, crashLoopRetryMs: 300_000 };
+const SOLO: LifecycleSettings = { maxThreads: 0, maxConcurrentStarts: 2, policy: POLICY, stopTimeoutMs: 10_000 };
+const PACKED: LifecycleSettings = { ...SOLO, maxThreads: 2 };
+
+function reg(cluster: string, opts: { uid?: string; fingerprint?: string } = {}): RegisteredCluster {
+  return {
+    cluster,
+    domain: "example.test",
+    connection: { server: `https://${cluster}.test:6443`, auth: { kind: "token", token: "t" } },
+    fingerprint: opts.fingerprint ?? "f1",
+    secretKey: `fleet/cluster-credentials-${cluster}`,
+    secretUid: opts.uid ?? `uid-${cluster}`,
+  };
+}
+
+const registrations = (...rs: RegisteredCluster[]): LifecycleEvent => ({
+  type: "registrations",
+  registered: new Map(rs.map((r) => [r.cluster, r])),
+});
+
+/** Drives the lifecycle; `effects` holds the effects of the last step only. */
+class Driver {
+  state: LifecycleState;
+  effects: readonly LifecycleEffect[] = [];
+  now = 1_000_000;
+
+  constructor(settings: LifecycleSettings) {
+    this.state = initialLifecycleState(settings);
+  }
+
+  step(event: LifecycleEvent): readonly LifecycleEffect[] {
+    const next = transition(this.state, event, this.now);
+    this.state = next.state;
+    this.effects = next.effects;
+    return next.effects;
+  }
+
+  of<T extends LifecycleEffect["type"]>(type: T): Extract<LifecycleEffect, { type: T }>[] {
+    return this.effects.filter((e): e is Extract<LifecycleEffect, { type: T }> => e.type === type);
+  }
+
+  /** Epoch and thread of `cluster`'s current incarnation. */
+  current(cluster: string): { epoch: number; thread: number } {
+    const epoch = this.state.actors.get(cluster)?.epoch;
+    assert.ok(epoch !== undefined, `${cluster} has a current incarnation`);
+    const inc = this.state.incarnations.get(epoch);
+    assert.ok(inc);
+    return { epoch, thread: inc.thread };
+  }
+
+  ready(cluster: string): void {
+    const { epoch, thread } = this.current(cluster);
+    this.step({ type: "actor-ready", thread, cluster, epoch });
+  }
+}
+
+describe("actor lifecycle", () => {
+  it("a registered cluster gets a thread of its own and an init, and runs once ready", () => {
+    const d = new Driver(SOLO);
+    d.step(registrations(reg("east")));
+    assert.deepEqual(
+      d.of("spawn-thread").map((e) => e.name),
+      ["east"],
+    );
+    const [init] = d.of("post-init");
+    assert.equal(init?.cluster, "east");
+    assert.equal(d.state.actors.get("east")?.phase, "starting");
+    d.ready("east");
+    assert.equal(d.state.actors.get("east")?.phase, "running");
+  });
+
+  it("never starts more than maxConcurrentStarts threads at once; a ready actor lets the next start", () => {
+    const d = new Driver(SOLO);
+    d.step(registrations(reg("a"), reg("b"), reg("c")));
+    assert.equal(d.of("spawn-thread").length, 2);
+    assert.equal(d.state.actors.get("c")?.phase, "queued");
+    d.ready("a");
+    assert.deepEqual(
+      d.of("spawn-thread").map((e) => e.name),
+      ["c"],
+    );
+  });
+
+  it("packs clusters on their slot's thread: one spawn per slot, later actors start on the running thread", () => {
+    const d = new Driver(PACKED);
+    d.step(registrations(reg("c0"), reg("c1"), reg("c2")));
+    assert.equal(d.of("spawn-thread").length, 2, "one thread per slot");
+    assert.equal(d.current("c0").thread, d.current("c2").thread, "c0 and c2 share slot 0");
+    assert.notEqual(d.current("c0").thread, d.current("c1").thread);
+  });
+
+  it("a Secret deleted and recreated before its old actor stopped: the old stop completes by its epoch, the new incarnation runs on the same thread, the neighbour is untouched", () => {
+    const d = new Driver(PACKED);
+    d.step(registrations(reg("c0"), reg("c1"), reg("c2")));
+    d.ready("c0");
+    d.ready("c2");
+    const old = d.current("c2");
+    const neighbour = d.current("c0");
+
+    d.step(registrations(reg("c0"), reg("c1")));
+    assert.deepEqual(d.of("post-stop"), [{ type: "post-stop", thread: old.thread, cluster: "c2", epoch: old.epoch }]);
+
+    d.step(registrations(reg("c0"), reg("c1"), reg("c2", { uid: "uid-c2-new" })));
+    assert.equal(d.of("spawn-thread").length, 0, "no new thread: the shared one is up and keeps c0");
+    const fresh = d.current("c2");
+    assert.equal(fresh.thread, old.thread);
+    assert.notEqual(fresh.epoch, old.epoch);
+
+    d.step({ type: "actor-stopped", thread: old.thread, cluster: "c2", epoch: old.epoch });
+    assert.ok(
+      d.effects.some((e) => e.type === "cancel-timer" && e.key === `stop/${old.epoch}`),
+      "its stop timer is cancelled",
+    );
+    assert.equal(d.of("terminate-thread").length, 0);
+    assert.equal(d.state.incarnations.has(old.epoch), false, "the old incarnation ended");
+    d.step({ type: "stop-timeout", epoch: old.epoch });
+    assert.deepEqual(d.effects, [], "a late stop timer does nothing");
+
+    d.step({ type: "actor-ready", thread: fresh.thread, cluster: "c2", epoch: fresh.epoch });
+    assert.equal(d.state.actors.get("c2")?.phase, "running");
+    assert.deepEqual(d.current("c0"), neighbour);
+    assert.equal(d.state.actors.get("c0")?.restarts, 0);
+    assert.equal(d.state.actors.get("c2")?.restarts, 0);
+  });
+
+  it("a stop that does not complete in time terminates the thread, and the neighbours then restart with their own backoff", () => {
+    const d = new Driver(PACKED);
+    d.step(registrations(reg("c0"), reg("c1"), reg("c2")));
+    d.ready("c0");
+    d.ready("c2");
+    const { epoch, thread } = d.current("c2");
+    d.step(registrations(reg("c0"), reg("c1")));
+    d.step({ type: "stop-timeout", epoch });
+    assert.deepEqual(d.of("terminate-thread"), [{ type: "terminate-thread", thread }]);
+    assert.ok(d.of("log").some((l) => /timed out/.test(l.message)));
+    d.step({ type: "thread-exited", thread, code: 1 });
+    assert.equal(d.state.actors.get("c0")?.phase, "backoff");
+    assert.equal(d.state.actors.get("c0")?.restarts, 1);
+    assert.equal(d.state.actors.get("c1")?.restarts, 0, "the other thread's actor is untouched");
+  });
+
+  it("an actor failing on a shared thread alone backs off and restarts on the same thread", () => {
+    const d = new Driver(PACKED);
+    d.step(registrations(reg("c0"), reg("c1"), reg("c2")));
+    d.ready("c0");
+    d.ready("c2");
+    const { epoch, thread } = d.current("c2");
+    const error = { name: "Error", message: "boom" };
+    d.step({ type: "actor-failed", thread, cluster: "c2", epoch, error });
+    assert.equal(d.state.actors.get("c2")?.phase, "backoff");
+    assert.equal(d.of("terminate-thread").length, 0);
+    const [timer] = d.of("start-timer");
+    assert.equal(timer?.ms, POLICY.initialMs);
+    assert.ok(timer);
+    d.step(timer.event);
+    assert.equal(d.of("spawn-thread").length, 0);
+    assert.equal(d.current("c2").thread, thread);
+    assert.equal(d.state.actors.get("c0")?.phase, "running");
+  });
+
+  it("a thread that exits restarts exactly the actors whose current incarnation it hosted", () => {
+    const d = new Driver(PACKED);
+    d.step(registrations(reg("c0"), reg("c1"), reg("c2")));
+    const { thread } = d.current("c0");
+    d.step({ type: "thread-error", thread, error: { name: "RangeError", message: "out of memory" } });
+    d.step({ type: "thread-exited", thread, code: 1 });
+    for (const c of ["c0", "c2"]) {
+      assert.equal(d.state.actors.get(c)?.phase, "backoff");
+      assert.equal(d.state.actors.get(c)?.lastError?.message, "out of memory");
+    }
+    assert.equal(d.state.actors.get("c1")?.phase, "starting");
+    assert.equal(d.state.threads.has(thread), false);
+  });
+
+  it("credentials rotated while running: one stop, then ONE new incarnation with the latest registration, however many rotations arrive meanwhile", () => {
+    const d = new Driver(SOLO);
+    d.step(registrations(reg("east")));
+    d.ready("east");
+    const old = d.current("east");
+    d.step(registrations(reg("east", { fingerprint: "f2" })));
+    assert.equal(d.of("post-stop").length, 1);
+    d.step(registrations(reg("east", { fingerprint: "f3" })));
+    assert.equal(d.of("post-stop").length, 0, "the stop in progress is shared");
+    d.step({ type: "actor-stopped", thread: old.thread, cluster: "east", epoch: old.epoch });
+    assert.equal(d.of("post-init").length, 0, "a thread of its own: stopped once it has ended");
+    d.step({ type: "thread-exited", thread: old.thread, code: 0 });
+    const inits = d.of("post-init");
+    assert.equal(inits.length, 1);
+    assert.equal(inits[0]?.registration.fingerprint, "f3");
+    assert.equal(d.state.actors.get("east")?.restarts, 0, "a rotation is not a crash");
+  });
+
+  it("reports a crash loop with one Event when the actor enters it, not one per crash", () => {
+    const d = new Driver(SOLO);
+    d.step(registrations(reg("east")));
+    const reported: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const { thread } = d.current("east");
+      d.step({ type: "thread-exited", thread, code: 3 });
+      for (const e of d.of("report-event")) reported.push(e.reason);
+      const [timer] = d.of("start-timer");
+      assert.ok(timer);
+      d.now += timer.ms;
+      d.step(timer.event);
+    }
+    assert.equal(d.state.actors.get("east")?.restarts, 5);
+    assert.deepEqual(reported, ["ActorCrashLoop"]);
+  });
+
+  it("unregistering a cluster in backoff cancels its restart; a stale restart timer does nothing", () => {
+    const d = new Driver(SOLO);
+    d.step(registrations(reg("east")));
+    d.step({ type: "thread-exited", thread: d.current("east").thread, code: 1 });
+    const [timer] = d.of("start-timer");
+    assert.ok(timer);
+    d.step(registrations());
+    assert.ok(d.effects.some((e) => e.type === "cancel-timer" && e.key === "restart/east"));
+    d.step(timer.event);
+    assert.deepEqual(d.effects, []);
+    assert.equal(d.state.actors.size, 0);
+  });
+
+  it("messages from an incarnation that already ended are ignored", () => {
+    const d = new Driver(SOLO);
+    d.step(registrations(reg("east")));
+    const old = d.current("east");
+    d.step({ type: "thread-exited", thread: old.thread, code: 1 });
+    const before = d.state;
+    d.step({ type: "actor-ready", thread: old.thread, cluster: "east", epoch: old.epoch });
+    assert.equal(d.state.actors.get("east")?.phase, before.actors.get("east")?.phase);
+    assert.deepEqual(d.effects, []);
+  });
+
+  it("shutdown stops every actor and ends idle threads; it is over once every thread exited", () => {
+    const d = new Driver(PACKED);
+    d.step(registrations(reg("c0"), reg("c1")));
+    d.ready("c0");
+    d.ready("c1");
+    const t0 = d.current("c0");
+    const t1 = d.current("c1");
+    d.step({ type: "shutdown" });
+    assert.equal(d.of("post-stop").length, 2);
+    d.step({ type: "actor-stopped", thread: t0.thread, cluster: "c0", epoch: t0.epoch });
+    assert.deepEqual(d.of("terminate-thread"), [{ type: "terminate-thread", thread: t0.thread }]);
+    d.step({ type: "thread-exited", thread: t0.thread, code: 1 });
+    d.step({ type: "thread-exited", thread: t1.thread, code: 1 });
+    assert.equal(d.state.threads.size, 0);
+    assert.equal(d.of("start-timer").filter((t) => t.key.startsWith("restart/")).length, 0, "nothing restarts");
+    d.step(registrations(reg("c0"), reg("c1"), reg("c2")));
+    assert.deepEqual(d.effects, [], "no new actor after shutdown");
+  });
+
+  it("never changes the state it is given", () => {
+    const d = new Driver(PACKED);
+    d.step(registrations(reg("c0"), reg("c1")));
+    const frozen = structuredClone(d.state);
+    transition(d.state, registrations(reg("c0")), d.now);
+    transition(d.state, { type: "shutdown" }, d.now);
+    assert.deepEqual(d.state, frozen);
+  });
+});

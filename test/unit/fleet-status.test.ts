@@ -1,0 +1,57 @@
+/**
+ * The status book: MirrorSkipped is reported when a problem appears, not again when a
+ * restarted actor finds the same problem; counters never go down across incarnations.
+ */
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { MirrorProblem } from "../../src/core/desired.ts";
+import type { ClusterStatus } from "../../src/protocol/messages.ts";
+import { FleetStatusBook } from "../../src/supervisor/fleet-status.ts";
+
+function status(epoch: number, problems: string[], opts: { listed?: boolean; lists?: number } = {}): ClusterStatus {
+  return {
+    cluster: "east",
+    epoch,
+    state: opts.listed === false ? "syncing" : "synced",
+    since: 0,
+    ...(opts.listed === false ? {} : { lastSyncedAt: 1 }),
+    exportedServices: 1,
+    mirrors: 1,
+    problems: problems.map(
+      (remote): MirrorProblem => ({ cluster: "east", remote, reason: "no-ports", message: "no ports" }),
+    ),
+    gateways: [],
+    watch: { lists: opts.lists ?? 1, watchesStarted: 1, failures: 0, relistsOnGone: 0 },
+    failuresByReason: {},
+  };
+}
+
+const remotes = (ps: readonly MirrorProblem[]): string[] => ps.map((p) => p.remote);
+
+describe("fleet status book", () => {
+  it("reports a problem when it appears, not on every status that still has it", () => {
+    const book = new FleetStatusBook();
+    book.incarnationStarted("east", 1);
+    assert.deepEqual(remotes(book.update(status(1, ["ns/a"]))), ["ns/a"]);
+    assert.deepEqual(remotes(book.update(status(1, ["ns/a"]))), []);
+    assert.deepEqual(remotes(book.update(status(1, ["ns/a", "ns/b"]))), ["ns/b"]);
+  });
+
+  it("a restarted actor that finds the same problems reports nothing new, even after statuses sent before it listed", () => {
+    const book = new FleetStatusBook();
+    book.incarnationStarted("east", 1);
+    book.update(status(1, ["ns/a"]));
+    book.incarnationStarted("east", 2);
+    assert.deepEqual(remotes(book.update(status(2, [], { listed: false }))), []);
+    assert.deepEqual(remotes(book.update(status(2, ["ns/a"]))), []);
+    assert.deepEqual(remotes(book.update(status(1, ["ns/z"]))), [], "an older incarnation's status is ignored");
+  });
+
+  it("a problem that went away and comes back is reported again", () => {
+    const book = new FleetStatusBook();
+    book.incarnationStarted("east", 1);
+    book.update(status(1, ["ns/a"]));
+    book.update(status(1, []));
+    assert.deepEqual(remotes(book.update(status(1, ["ns/a"]))), ["ns/a"]);
+  });
+});
