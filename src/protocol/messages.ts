@@ -57,6 +57,8 @@ export interface ClusterStatus {
     readonly relistsOnGone: number;
   };
   readonly failuresByReason: Readonly<Record<string, number>>;
+  /** `Warning` headers the remote API server sent this incarnation (absent: none). */
+  readonly apiWarnings?: number;
 }
 
 export interface RemoteActorOptions {
@@ -162,7 +164,10 @@ export type ToActorFromWriter = {
   readonly type: "desired.ack";
   readonly cluster: string;
   readonly epoch: number;
+  /** Cumulative: the writer has taken every batch of this epoch on this channel up to `seq`. */
   readonly seq: number;
+  /** The writer did not absorb something: every credit is settled and a complete set must follow. */
+  readonly resend?: true;
 };
 
 // ---------------------------------------------------------------------------------
@@ -236,6 +241,8 @@ export interface WriterStatus {
   readonly writeDuration: LatencyHistogram;
   readonly clusters: Readonly<Record<string, WriterClusterStatus>>;
   readonly lastError?: SerializedError;
+  /** `Warning` headers the local API server sent since the writer started (absent: none). */
+  readonly apiWarnings?: number;
 }
 
 // local writer → supervisor
