@@ -114,7 +114,7 @@ export class LocalWriterActor {
     this.#ports = ports;
     this.#writableUntil = options.fenced === true ? 0 : Number.POSITIVE_INFINITY;
     this.#log = deps.logger;
-    this.#client = new KubeClient(connection, { userAgent: "fleet-mirror/local-writer" });
+    this.#client = new KubeClient(connection, { userAgent: "fleet-mirror/local-writer", logger: deps.logger });
     this.#services = new Watcher<Service>({
       client: this.#client,
       path: "/api/v1/services",
@@ -622,6 +622,7 @@ export class LocalWriterActor {
       writeDuration: { ...this.#writeDuration, buckets: [...this.#writeDuration.buckets] },
       clusters,
       ...(this.#lastError ? { lastError: this.#lastError } : {}),
+      ...(this.#client.apiWarnings.total > 0 ? { apiWarnings: this.#client.apiWarnings.total } : {}),
     };
   }
 
