@@ -162,6 +162,10 @@ export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>
         if (fault.gone) {
           this.#resourceVersion = undefined;
           this.#stats.relistsOnGone++;
+          // 410 is an answer, not an outage: the server is up (often just back, its watch
+          // cache reset). Relist at the first backoff step instead of the outage's bound;
+          // if the list fails, the backoff grows again from there.
+          this.#consecutiveFailures = 0;
         }
         this.#consecutiveFailures++;
         this.#stats.failures++;

@@ -142,6 +142,46 @@ describe("watch reconnect backoff", () => {
   });
 });
 
+describe("relist after 410 Gone", () => {
+  it("relists at the first backoff step after 410 Gone, however many failures came before (a remote that just came back)", async () => {
+    let watches = 0;
+    const api = await fakeApi((url, res) => {
+      if (url.searchParams.get("watch") !== "true") return sendList(res, [], "1");
+      watches += 1;
+      // The remote is down for five watches, then back with its watch cache reset.
+      if (watches <= 5) return sendStatus(res, 503, "ServiceUnavailable");
+      if (watches === 6) return sendStatus(res, 410, "Gone");
+      openStream(res);
+    });
+    const watcher = new Watcher<Service>({
+      client: api.client,
+      path: "/api/v1/services",
+      backoff: { initialMs: 5, maxMs: 40 },
+      random: () => 0.999_999,
+    });
+    const failures: WatchFailure[] = [];
+    watcher.on("failure", (f) => failures.push(f));
+    watcher.start();
+    try {
+      await until("the 410", () => failures.find((f) => f.reason === "gone"), 5_000);
+      assert.deepEqual(
+        failures.map((f) => [f.reason, f.attempt, f.retryInMs]),
+        [
+          ["http-503", 1, 5],
+          ["http-503", 2, 10],
+          ["http-503", 3, 20],
+          ["http-503", 4, 40],
+          ["http-503", 5, 40],
+          ["gone", 1, 5],
+        ],
+      );
+    } finally {
+      await watcher.stop();
+      await api.close();
+    }
+  });
+});
+
 describe("API warnings", () => {
   const deprecation = "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice";
   it("logs each distinct Warning header once per client and counts every one", async () => {
