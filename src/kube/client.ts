@@ -16,7 +16,7 @@
  */
 import type * as HttpModule from "node:http";
 import type { ConnectionSpec } from "./connection.ts";
-import { apiError, type ExchangeContext, transportError } from "./errors.ts";
+import { apiError, type ExchangeContext, type KubeTransportError, transportError } from "./errors.ts";
 import { ApiTransport, http, type Query } from "./transport.ts";
 import { type ApiWarningCounts, type WarningLogger, WarningTracker } from "./warnings.ts";
 import {
@@ -283,7 +283,7 @@ export class KubeClient {
     return { method, path, server: this.server };
   }
 
-  #refuse(at: ExchangeContext, signal: AbortSignal | undefined) {
+  #refuse(at: ExchangeContext, signal: AbortSignal | undefined): KubeTransportError | undefined {
     if (this.#closed) return transportError(at, new Error("client closed"), "CLOSED");
     if (signal?.aborted) return transportError(at, signal.reason, "ABORTED");
     return undefined;
