@@ -19,6 +19,7 @@ import { runColdConvergence } from "./cold-convergence.ts";
 import { runGatewayFanout } from "./gateway-fanout.ts";
 import { type BenchOptions, machineString, type ScenarioResult } from "./harness.ts";
 import { runMemory } from "./memory.ts";
+import { runRemoteRecovery } from "./remote-recovery.ts";
 import { runRestart } from "./restart.ts";
 import { runSteadyLatency } from "./steady-latency.ts";
 
@@ -28,6 +29,7 @@ const SCENARIOS: Readonly<Record<string, (opts: BenchOptions) => Promise<Scenari
   "steady-latency": runSteadyLatency,
   "gateway-fanout": runGatewayFanout,
   memory: runMemory,
+  "remote-recovery": runRemoteRecovery,
 };
 
 const SUMMARY_KEYS = [
@@ -39,6 +41,7 @@ const SUMMARY_KEYS = [
   "restart_writes",
   "steady_p99_ms",
   "gateway_fanout_ratio",
+  "remote_recovery_s",
 ] as const;
 
 /** The issue's targets, for SUMMARY.md: [comparison, bound, unit]. */
@@ -51,6 +54,7 @@ const TARGETS: Readonly<Record<(typeof SUMMARY_KEYS)[number], readonly [">=" | "
   restart_writes: ["==", 0, "writes"],
   steady_p99_ms: ["<=", 250, "ms"],
   gateway_fanout_ratio: [">=", 0.8, "× bare client"],
+  remote_recovery_s: ["<=", 5, "s"],
 };
 
 function verdict(key: (typeof SUMMARY_KEYS)[number], value: number | null): string {
@@ -121,6 +125,7 @@ export function summaryFromResults(out: string): Record<string, number | null> {
     restart_writes: num(restart?.["localWritesAfterRestart"]),
     steady_p99_ms: num(latency?.perMirror?.p99),
     gateway_fanout_ratio: num(fanout?.["ratio"]),
+    remote_recovery_s: num(full(read("remote-recovery"))?.["remoteRecoveryS"]),
   };
 }
 

@@ -2,7 +2,7 @@
  * A fault-injecting HTTPS proxy in front of one sandbox kube-apiserver, for tests that
  * must show the controller survives a bad network or a misbehaving API server: latency,
  * injected error statuses, refused connections, silent stalls, cut and corrupted watch
- * streams. With no rules (`{}`) it is transparent.
+ * streams, an endless watch line. With no rules (`{}`) it is transparent.
  *
  * Guarantees:
  * - listens on 127.0.0.1 only, on a free port; TLS to the client with the given serving
@@ -49,6 +49,13 @@ export interface FaultRules {
   stall?: boolean;
   /** Inject one bad line into each NEW watch stream right after it opens: "invalid-json" → a line that is not JSON; "wrong-kind" → an ADDED event whose object has kind "Pod" and a metadata.name. */
   corruptWatch?: "invalid-json" | "wrong-kind";
+  /**
+   * Each NEW watch stream, once its headers are out, becomes one line that never ends:
+   * bytes without a newline, written as fast as the client reads them (back-pressure
+   * honoured, so the proxy itself holds little), until the client goes away. The
+   * upstream watch is dropped.
+   */
+  endlessWatchLine?: boolean;
   /** Only requests for which this returns true are subject to errorRate/latency (default: all). `path` excludes the query. */
   match?: (method: string, path: string) => boolean;
 }
@@ -74,6 +81,10 @@ export interface FaultProxyStats {
   readonly refused: number;
   /** Client connections open now. */
   readonly openConnections: number;
+  /** Bytes written into endless watch lines (`endlessWatchLine`). */
+  readonly endlessLineBytes: number;
+  /** Endless watch lines the client ended (closed its side). */
+  readonly endlessLinesEnded: number;
 }
 
 /** One client request and what it became upstream. */
@@ -170,7 +181,15 @@ export class FaultProxy {
   readonly #waiters = new Set<() => void>();
   #rules: FaultRules = {};
   #stopped = false;
-  #counters = { requests: 0, watches: 0, injectedErrors: 0, watchesCut: 0, refused: 0 };
+  #counters = {
+    requests: 0,
+    watches: 0,
+    injectedErrors: 0,
+    watchesCut: 0,
+    refused: 0,
+    endlessLineBytes: 0,
+    endlessLinesEnded: 0,
+  };
 
   private constructor(server: https.Server, agent: https.Agent, upstream: URL, random: () => number, port: number) {
     this.#server = server;
@@ -397,7 +416,8 @@ export class FaultProxy {
     const { res } = exchange;
     upstreamRes.on("error", () => res.destroy());
     upstreamRes.on("close", () => {
-      if (!upstreamRes.complete) res.destroy();
+      // upstreamDone: the proxy dropped the upstream itself (endlessWatchLine); the client's side goes on.
+      if (!upstreamRes.complete && !exchange.upstreamDone) res.destroy();
     });
     upstreamRes.pause();
     this.#whenFlowing(exchange, () => {
@@ -406,6 +426,12 @@ export class FaultProxy {
       const headers = endToEnd(upstreamRes.headers);
       if (streaming) delete headers["content-length"];
       res.writeHead(status, headers);
+      if (streaming && this.#rules.endlessWatchLine === true) {
+        exchange.upstreamDone = true;
+        upstreamRes.destroy();
+        this.#endlessLine(exchange);
+        return;
+      }
       const corruption = streaming ? this.#rules.corruptWatch : undefined;
       if (corruption !== undefined) res.write(corruptLine(corruption, exchange.path));
       else if (streaming) res.flushHeaders();
@@ -433,6 +459,23 @@ export class FaultProxy {
       upstreamRes.pause();
       res.once("drain", () => upstreamRes.resume());
     }
+  }
+
+  /** Writes `x` bytes to the client, never a newline, as fast as it reads, until it goes away. */
+  #endlessLine(exchange: Exchange): void {
+    const { res } = exchange;
+    const chunk = Buffer.alloc(64 * 1024, "x");
+    res.once("close", () => this.#counters.endlessLinesEnded++);
+    const pump = (): void => {
+      while (!exchange.closed && !this.#stopped && !res.destroyed) {
+        this.#counters.endlessLineBytes += chunk.length;
+        if (!res.write(chunk)) {
+          res.once("drain", pump);
+          return;
+        }
+      }
+    };
+    pump();
   }
 
   #destroy(exchange: Exchange): void {

@@ -45,6 +45,8 @@ export interface ClusterCounters {
   readonly relistsOnGone: number;
   /** List/watch failures by the watcher's reason. */
   readonly failuresByReason: Counts;
+  /** `Warning` headers from the cluster's API server. */
+  readonly apiWarnings: number;
 }
 
 export const EMPTY_CLUSTER_COUNTERS: ClusterCounters = Object.freeze({
@@ -52,18 +54,21 @@ export const EMPTY_CLUSTER_COUNTERS: ClusterCounters = Object.freeze({
   watchReconnects: 0,
   relistsOnGone: 0,
   failuresByReason: Object.freeze({}),
+  apiWarnings: 0,
 });
 
 /** The counters of one incarnation's snapshot (`ClusterStatus` fields). */
 export function clusterCountersOf(status: {
   readonly watch: { readonly lists: number; readonly watchesStarted: number; readonly relistsOnGone: number };
   readonly failuresByReason: Counts;
+  readonly apiWarnings?: number | undefined;
 }): ClusterCounters {
   return {
     lists: status.watch.lists,
     watchReconnects: Math.max(0, status.watch.watchesStarted - 1),
     relistsOnGone: status.watch.relistsOnGone,
     failuresByReason: status.failuresByReason,
+    apiWarnings: status.apiWarnings ?? 0,
   };
 }
 
@@ -73,6 +78,7 @@ export function addClusterCounters(a: ClusterCounters, b: ClusterCounters): Clus
     watchReconnects: a.watchReconnects + b.watchReconnects,
     relistsOnGone: a.relistsOnGone + b.relistsOnGone,
     failuresByReason: addCounts(a.failuresByReason, b.failuresByReason),
+    apiWarnings: a.apiWarnings + b.apiWarnings,
   };
 }
 
@@ -82,16 +88,24 @@ export interface WriterCounters {
   readonly writes: Counts;
   readonly retries: number;
   readonly writeDuration: LatencyHistogram;
+  /** `Warning` headers from the local API server. */
+  readonly apiWarnings: number;
 }
 
 export const EMPTY_WRITER_COUNTERS: WriterCounters = Object.freeze({
   writes: Object.freeze({}),
   retries: 0,
   writeDuration: EMPTY_HISTOGRAM,
+  apiWarnings: 0,
 });
 
 export function writerCountersOf(status: WriterStatus): WriterCounters {
-  return { writes: status.writes, retries: status.retries, writeDuration: status.writeDuration };
+  return {
+    writes: status.writes,
+    retries: status.retries,
+    writeDuration: status.writeDuration,
+    apiWarnings: status.apiWarnings ?? 0,
+  };
 }
 
 export function addWriterCounters(a: WriterCounters, b: WriterCounters): WriterCounters {
@@ -99,5 +113,6 @@ export function addWriterCounters(a: WriterCounters, b: WriterCounters): WriterC
     writes: addCounts(a.writes, b.writes),
     retries: a.retries + b.retries,
     writeDuration: addHistograms(a.writeDuration, b.writeDuration),
+    apiWarnings: a.apiWarnings + b.apiWarnings,
   };
 }

@@ -249,6 +249,19 @@ export function createMetrics(source: MetricsSource): Registry {
     },
   );
 
+  labelled(
+    "counter",
+    "fleet_mirror_api_warnings_total",
+    "Warning headers received from API servers: the local one (api=local) and each cluster's remote one (api=remote).",
+    ["api", "cluster"],
+    (set) => {
+      const counters = source.counters();
+      if (!counters) return;
+      set({ api: "local", cluster: "" }, counters.writer.apiWarnings);
+      for (const [cluster, c] of counters.clusters) set({ api: "remote", cluster }, c.apiWarnings);
+    },
+  );
+
   scalar("gauge", "fleet_mirror_writer_ready", "1 once the local writer listed the local mirrors, else 0.", () =>
     source.fleet()?.writer?.ready === true ? 1 : 0,
   );

@@ -4,42 +4,35 @@
  * threads, so it must never import @kubernetes/client-node.
  *
  * Guarantees:
- * - one keep-alive agent per client, built from the ConnectionSpec (CA, client
- *   certificate, SNI name, skip-verify); `close()` destroys it and every socket;
+ * - one keep-alive agent per client (transport.ts); `close()` destroys it and every socket;
  * - every failure is thrown as a `KubeApiError` (the server answered non-2xx) or a
- *   `KubeTransportError` (no usable answer: network, TLS, timeout, abort, bad JSON);
- *   both say method, path and server, carry plain fields only, and tell with
- *   `retryable` whether trying again can help;
- * - an aborted or timed-out exchange destroys its socket, so nothing leaks.
+ *   `KubeTransportError` (no usable answer: network, TLS, timeout, abort, bad JSON, a
+ *   watch line over the cap); both say method, path and server, carry plain fields
+ *   only, and tell with `retryable` whether trying again can help (errors.ts);
+ * - an aborted or timed-out exchange destroys its socket, so nothing leaks;
+ * - a watch holds at most `maxWatchLineBytes` of an unfinished line (watch-lines.ts);
+ * - every `Warning` header of every answer is counted, and each distinct text logged
+ *   once per client (warnings.ts).
  */
-import { readFileSync } from "node:fs";
 import type * as HttpModule from "node:http";
-import type * as HttpsModule from "node:https";
-import * as tls from "node:tls";
 import type { ConnectionSpec } from "./connection.ts";
+import { apiError, type ExchangeContext, type KubeTransportError, transportError } from "./errors.ts";
+import { ApiTransport, http, type Query } from "./transport.ts";
+import { type ApiWarningCounts, type WarningLogger, WarningTracker } from "./warnings.ts";
+import {
+  DEFAULT_MAX_WATCH_LINE_BYTES,
+  decodeWatchEvent,
+  LineSplitter,
+  LineTooLongError,
+  type WatchEvent,
+} from "./watch-lines.ts";
 
-// Not `import * as http from "node:http"`: an ESM namespace import of node:http reads
-// every export, and one of them is a lazy getter that loads undici (fetch, HTTP/2):
-// +31 ms of CPU in every actor thread's start (measured: 78 vs 47 ms per thread).
-// getBuiltinModule returns the CommonJS module object, touching nothing.
-const http: typeof HttpModule = process.getBuiltinModule("node:http");
-const https: typeof HttpsModule = process.getBuiltinModule("node:https");
+export { KubeApiError, KubeError, KubeTransportError } from "./errors.ts";
+export type { Query } from "./transport.ts";
+export type { ApiWarningCounts } from "./warnings.ts";
+export type { WatchEvent, WatchEventType } from "./watch-lines.ts";
 
 export type HttpMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
-
-/** Query parameters; `undefined` values are left out. */
-export type Query = Readonly<Record<string, string | number | boolean | undefined>>;
-
-export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR";
-
-/**
- * One line of a watch stream. `object` is a JSON object (for ERROR a `Status`); its shape
- * beyond that is not checked here.
- */
-export interface WatchEvent {
-  readonly type: WatchEventType;
-  readonly object: Readonly<Record<string, unknown>>;
-}
 
 export interface WatchHandlers {
   /** Called once per event, in stream order. A throw ends the watch, which rejects with that error. */
@@ -55,6 +48,13 @@ export interface KubeClientOptions {
   readonly requestTimeoutMs?: number;
   /** Default `fleet-mirror`. */
   readonly userAgent?: string;
+  /**
+   * Longest watch line held while waiting for its newline, in bytes; a longer one ends
+   * the watch with `LINE_TOO_LONG`. Default 4 MiB (`DEFAULT_MAX_WATCH_LINE_BYTES`).
+   */
+  readonly maxWatchLineBytes?: number;
+  /** Where the first sighting of each distinct `Warning` text is logged (warn level). Default: not logged. */
+  readonly logger?: WarningLogger;
 }
 
 export interface RequestOptions {
@@ -68,199 +68,43 @@ export interface RequestOptions {
   readonly timeoutMs?: number;
 }
 
-/** The common shape of both client errors. */
-export abstract class KubeError extends Error {
-  readonly method: string;
-  readonly path: string;
-  readonly server: string;
-
-  constructor(message: string, fields: { method: string; path: string; server: string }, options?: ErrorOptions) {
-    super(message, options);
-    this.method = fields.method;
-    this.path = fields.path;
-    this.server = fields.server;
-  }
-
-  /** Whether the same request, sent again later, may succeed. */
-  abstract get retryable(): boolean;
-}
-
-/**
- * The API server answered with a non-2xx status. `reason` is the Status object's reason
- * (`NotFound`, `AlreadyExists`, `Conflict`, `Gone`, `Expired`, `Forbidden`,
- * `TooManyRequests`, ...), or the HTTP status text without spaces when the body was not
- * a Status (e.g. from a proxy). `message` names method, path, server, status and reason.
- */
-export class KubeApiError extends KubeError {
-  override readonly name = "KubeApiError";
-  readonly status: number;
-  readonly reason: string;
-  /** The server's own message (Status.message), without the request context. */
-  readonly statusMessage: string;
-  /** From the Retry-After header, else Status.details.retryAfterSeconds. */
-  readonly retryAfterSeconds?: number;
-
-  constructor(fields: {
-    method: string;
-    path: string;
-    server: string;
-    status: number;
-    reason: string;
-    statusMessage: string;
-    retryAfterSeconds?: number | undefined;
-  }) {
-    super(
-      `${fields.method} ${fields.path} on ${fields.server}: HTTP ${fields.status} ${fields.reason}` +
-        (fields.statusMessage ? `: ${fields.statusMessage}` : ""),
-      fields,
-    );
-    this.status = fields.status;
-    this.reason = fields.reason;
-    this.statusMessage = fields.statusMessage;
-    if (fields.retryAfterSeconds !== undefined) this.retryAfterSeconds = fields.retryAfterSeconds;
-  }
-
-  /**
-   * True for 408, 429, 5xx and 409 Conflict (an optimistic-concurrency clash: read again
-   * and retry); false for every other status, including 409 AlreadyExists and 410 Gone
-   * (a watch must relist, not retry).
-   */
-  get retryable(): boolean {
-    const s = this.status;
-    return s === 408 || s === 429 || s >= 500 || (s === 409 && this.reason !== "AlreadyExists");
-  }
-}
-
-/**
- * No usable answer. `code` is the system or TLS error code (`ECONNREFUSED`,
- * `ECONNRESET`, `ETIMEDOUT`, `CERT_HAS_EXPIRED`, ...), or one of ours: `ABORTED` (the
- * caller's signal), `CLOSED` (the client was closed), `DECODE` (the body was not the
- * JSON expected). `cause` is the original error, when there is one.
- */
-export class KubeTransportError extends KubeError {
-  override readonly name = "KubeTransportError";
-  readonly code: string;
-
-  constructor(
-    fields: { method: string; path: string; server: string; code: string; detail: string },
-    options?: ErrorOptions,
-  ) {
-    super(`${fields.method} ${fields.path} on ${fields.server}: ${fields.code}: ${fields.detail}`, fields, options);
-    this.code = fields.code;
-  }
-
-  /** True except for `ABORTED` and `CLOSED`, which the caller asked for. */
-  get retryable(): boolean {
-    return this.code !== "ABORTED" && this.code !== "CLOSED";
-  }
-}
-
-const WATCH_EVENT_TYPES: ReadonlySet<string> = new Set<WatchEventType>([
-  "ADDED",
-  "MODIFIED",
-  "DELETED",
-  "BOOKMARK",
-  "ERROR",
-]);
-
 /** Bytes of an error body kept for the message; the rest is drained and dropped. */
 const MAX_ERROR_BODY = 64 * 1024;
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
+const statusText = (status: number): string | undefined => http.STATUS_CODES[status];
 
-function parseRetryAfter(header: string | undefined): number | undefined {
-  if (!header) return undefined;
-  const seconds = Number(header);
-  if (Number.isFinite(seconds) && seconds >= 0) return seconds;
-  const at = Date.parse(header);
-  return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - Date.now()) / 1000));
+/** Collects at most MAX_ERROR_BODY bytes of `res` and hands them over as text at its end. */
+function collectErrorBody(res: HttpModule.IncomingMessage, done: (text: string) => void): void {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  res.on("data", (chunk: Buffer) => {
+    if (size >= MAX_ERROR_BODY) return;
+    size += chunk.length;
+    chunks.push(chunk);
+  });
+  res.on("end", () => done(Buffer.concat(chunks).toString("utf8")));
 }
-
-function errorCode(error: unknown): string {
-  if (isRecord(error) && typeof error["code"] === "string") return error["code"];
-  return "EUNKNOWN";
-}
-
-function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
-const TOKEN_FILE_REREAD_MS = 60_000;
 
 export class KubeClient {
   readonly server: string;
-  readonly #url: URL;
-  readonly #transport: typeof http | typeof https;
-  readonly #agent: HttpModule.Agent;
-  readonly #headers: Readonly<Record<string, string>>;
-  readonly #tokenFile: { readonly path: string; token: string; readAt: number } | undefined;
+  readonly #transport: ApiTransport;
   readonly #timeoutMs: number;
-  readonly #servername: string | undefined;
+  readonly #maxLineBytes: number;
+  readonly #warnings: WarningTracker;
   #closed = false;
 
-  /** Throws when `connection.server` is not an absolute http(s) URL. */
+  /** Throws when `connection.server` is not an absolute http(s) URL, or an option is out of range. */
   constructor(connection: ConnectionSpec, options: KubeClientOptions = {}) {
-    let url: URL;
-    try {
-      url = new URL(connection.server);
-    } catch (error) {
-      throw new Error(`invalid API server URL ${JSON.stringify(connection.server)}`, { cause: error });
-    }
-    if (url.protocol !== "https:" && url.protocol !== "http:") {
-      throw new Error(`API server URL must be http(s): ${connection.server}`);
-    }
-    this.server = connection.server.replace(/\/+$/, "");
-    this.#url = url;
+    this.#transport = new ApiTransport(connection, options.userAgent ?? "fleet-mirror");
+    this.server = this.#transport.server;
     this.#timeoutMs = options.requestTimeoutMs ?? 30_000;
-    this.#servername = connection.tlsServerName;
-    const headers: Record<string, string> = {
-      accept: "application/json",
-      "user-agent": options.userAgent ?? "fleet-mirror",
-    };
-    if (connection.auth.kind === "token") headers["authorization"] = `Bearer ${connection.auth.token}`;
-    this.#headers = headers;
-    this.#tokenFile =
-      connection.auth.kind === "token-file" ? { path: connection.auth.path, token: "", readAt: 0 } : undefined;
-    if (url.protocol === "https:") {
-      this.#transport = https;
-      // One SecureContext per client: given ca/cert/key instead, every new connection
-      // parses the PEMs again (a burst of connections then costs milliseconds each).
-      const secureContext = tls.createSecureContext({
-        ...(connection.caPem !== undefined ? { ca: connection.caPem } : {}),
-        ...(connection.auth.kind === "client-certificate"
-          ? { cert: connection.auth.certPem, key: connection.auth.keyPem }
-          : {}),
-      });
-      this.#agent = new https.Agent({
-        keepAlive: true,
-        rejectUnauthorized: connection.insecureSkipTlsVerify !== true,
-        secureContext,
-        ...(connection.tlsServerName !== undefined ? { servername: connection.tlsServerName } : {}),
-      });
-    } else {
-      this.#transport = http;
-      this.#agent = new http.Agent({ keepAlive: true });
-    }
+    this.#maxLineBytes = new LineSplitter(options.maxWatchLineBytes ?? DEFAULT_MAX_WATCH_LINE_BYTES).maxBytes;
+    this.#warnings = new WarningTracker(options.logger);
   }
 
-  /** The request headers; with `token-file` auth, the token as last read (re-read each minute). */
-  #currentHeaders(): Record<string, string> {
-    const headers: Record<string, string> = { ...this.#headers };
-    const file = this.#tokenFile;
-    if (file) {
-      if (Date.now() - file.readAt > TOKEN_FILE_REREAD_MS) {
-        try {
-          file.token = readFileSync(file.path, "utf8").trim();
-          file.readAt = Date.now();
-        } catch {
-          // Keep the last token; the API server's 401 will say what is wrong.
-        }
-      }
-      if (file.token) headers["authorization"] = `Bearer ${file.token}`;
-    }
-    return headers;
+  /** The `Warning` headers this client received so far (a snapshot). */
+  get apiWarnings(): ApiWarningCounts {
+    return this.#warnings.counts;
   }
 
   /**
@@ -270,9 +114,10 @@ export class KubeClient {
    * exchange, and an abort, `ABORTED`). The JSON is not validated against `T`.
    */
   request<T>(method: HttpMethod, path: string, options: RequestOptions = {}): Promise<T> {
+    const at = this.#at(method, path);
     const payload = options.body === undefined ? undefined : Buffer.from(JSON.stringify(options.body), "utf8");
     return new Promise<T>((resolve, reject) => {
-      const early = this.#refuse(method, path, options.signal);
+      const early = this.#refuse(at, options.signal);
       if (early) {
         reject(early);
         return;
@@ -286,54 +131,44 @@ export class KubeClient {
         if (error) reject(error);
         else resolve(value as T);
       };
-      const headers: Record<string, string> = this.#currentHeaders();
+      const headers: Record<string, string> = {};
       if (payload) {
         headers["content-type"] = options.contentType ?? "application/json";
         headers["content-length"] = String(payload.length);
       }
-      const req = this.#transport.request(
-        this.#target(path, options.query),
-        { method, headers, agent: this.#agent, ...this.#tlsOptions() },
-        (res) => {
-          const chunks: Buffer[] = [];
-          let size = 0;
-          const ok = res.statusCode !== undefined && res.statusCode >= 200 && res.statusCode < 300;
-          res.on("data", (chunk: Buffer) => {
-            if (!ok && size >= MAX_ERROR_BODY) return;
-            size += chunk.length;
-            chunks.push(chunk);
-          });
-          res.on("end", () => {
-            const text = Buffer.concat(chunks).toString("utf8");
-            if (!ok) {
-              finish(this.#apiError(method, path, res, text));
-              return;
-            }
-            if (text.trim() === "") {
-              finish(undefined, undefined);
-              return;
-            }
-            try {
-              finish(undefined, JSON.parse(text));
-            } catch (error) {
-              finish(this.#transportError(method, path, error, "DECODE"));
-            }
-          });
-          res.on("error", (error) => finish(this.#transportError(method, path, error)));
-          res.on("close", () => {
-            if (!res.complete) finish(this.#transportError(method, path, new Error("connection closed mid-response")));
-          });
-        },
-      );
-      req.on("error", (error) => finish(this.#transportError(method, path, error)));
+      const req = this.#transport.request(method, path, options.query, headers, (res) => {
+        this.#warnings.observe(res.headersDistinct["warning"], method, path);
+        res.on("error", (error) => finish(transportError(at, error)));
+        res.on("close", () => {
+          if (!res.complete) finish(transportError(at, new Error("connection closed mid-response")));
+        });
+        const status = res.statusCode ?? 0;
+        if (status < 200 || status >= 300) {
+          collectErrorBody(res, (text) => finish(apiError(at, res, text, statusText)));
+          return;
+        }
+        const chunks: Buffer[] = [];
+        res.on("data", (chunk: Buffer) => chunks.push(chunk));
+        res.on("end", () => {
+          const text = Buffer.concat(chunks).toString("utf8");
+          if (text.trim() === "") {
+            finish(undefined, undefined);
+            return;
+          }
+          try {
+            finish(undefined, JSON.parse(text));
+          } catch (error) {
+            finish(transportError(at, error, "DECODE"));
+          }
+        });
+      });
+      req.on("error", (error) => finish(transportError(at, error)));
       const timeoutMs = options.timeoutMs ?? this.#timeoutMs;
       const timer = setTimeout(() => {
-        req.destroy(
-          this.#transportError(method, path, new Error(`no complete answer within ${timeoutMs} ms`), "ETIMEDOUT"),
-        );
+        req.destroy(transportError(at, new Error(`no complete answer within ${timeoutMs} ms`), "ETIMEDOUT"));
       }, timeoutMs);
       const onAbort = (): void => {
-        req.destroy(this.#transportError(method, path, options.signal?.reason, "ABORTED"));
+        req.destroy(transportError(at, options.signal?.reason, "ABORTED"));
       };
       options.signal?.addEventListener("abort", onAbort, { once: true });
       req.end(payload);
@@ -347,15 +182,16 @@ export class KubeClient {
    * Resolves when the server ends the stream normally (e.g. its `timeoutSeconds`
    * elapsed). Rejects with `KubeApiError` when the response status is not 2xx; with
    * `KubeTransportError` on a socket/TLS error, when no response headers arrive within
-   * the request timeout (`ETIMEDOUT`), when a line is not a watch event (`DECODE`), and
-   * when `signal` aborts (`ABORTED`; the socket is destroyed, never returned to the
-   * pool). There is no limit on the stream's duration: inactivity is the caller's
-   * business (`onBytes`).
+   * the request timeout (`ETIMEDOUT`), when a line is not a watch event (`DECODE`), when
+   * a line grows past `maxWatchLineBytes` (`LINE_TOO_LONG`; what it held is released),
+   * and when `signal` aborts (`ABORTED`). A failed watch's socket is destroyed, never
+   * returned to the pool. There is no limit on the stream's duration: inactivity is the
+   * caller's business (`onBytes`).
    */
   watch(path: string, query: Query, handlers: WatchHandlers, signal: AbortSignal): Promise<void> {
-    const method = "GET";
+    const at = this.#at("GET", path);
     return new Promise<void>((resolve, reject) => {
-      const early = this.#refuse(method, path, signal);
+      const early = this.#refuse(at, signal);
       if (early) {
         reject(early);
         return;
@@ -374,73 +210,63 @@ export class KubeClient {
         finish(error);
         req.destroy();
       };
-      const req = this.#transport.request(
-        this.#target(path, { ...query, watch: true }),
-        { method, headers: this.#currentHeaders(), agent: this.#agent, ...this.#tlsOptions() },
-        (res) => {
-          clearTimeout(headerTimer);
-          const status = res.statusCode ?? 0;
-          if (status < 200 || status >= 300) {
-            const chunks: Buffer[] = [];
-            let size = 0;
-            res.on("data", (chunk: Buffer) => {
-              if (size >= MAX_ERROR_BODY) return;
-              size += chunk.length;
-              chunks.push(chunk);
-            });
-            res.on("end", () => finish(this.#apiError(method, path, res, Buffer.concat(chunks).toString("utf8"))));
-          } else {
-            handlers.onOpen?.();
-            res.setEncoding("utf8");
-            let pending = "";
-            const deliver = (line: string): boolean => {
-              if (line.trim() === "") return true;
-              let event: WatchEvent;
-              try {
-                event = decodeWatchEvent(line);
-              } catch (error) {
-                fail(this.#transportError(method, path, error, "DECODE"));
-                return false;
-              }
-              try {
-                handlers.onEvent(event);
-              } catch (error) {
-                fail(error);
-                return false;
-              }
-              return true;
-            };
-            res.on("data", (chunk: string) => {
-              if (settled || signal.aborted) return;
-              handlers.onBytes?.();
-              pending += chunk;
-              let newline = pending.indexOf("\n");
-              while (newline >= 0 && !settled && !signal.aborted) {
-                const line = pending.slice(0, newline);
-                pending = pending.slice(newline + 1);
-                if (!deliver(line)) return;
-                newline = pending.indexOf("\n");
-              }
-            });
-            res.on("end", () => {
-              if (settled || signal.aborted) return;
-              if (deliver(pending)) finish(undefined);
-            });
+      /** Hands one line to the caller; false when the watch has ended. */
+      const deliver = (line: string): boolean => {
+        if (line.trim() === "") return true;
+        let event: WatchEvent;
+        try {
+          event = decodeWatchEvent(line);
+        } catch (error) {
+          fail(transportError(at, error, "DECODE"));
+          return false;
+        }
+        try {
+          handlers.onEvent(event);
+        } catch (error) {
+          fail(error);
+          return false;
+        }
+        return true;
+      };
+      const req = this.#transport.request("GET", path, { ...query, watch: true }, {}, (res) => {
+        clearTimeout(headerTimer);
+        this.#warnings.observe(res.headersDistinct["warning"], "GET", path);
+        res.on("error", (error) => finish(transportError(at, error)));
+        res.on("close", () => {
+          if (!res.complete) finish(transportError(at, new Error("connection closed mid-stream")));
+        });
+        const status = res.statusCode ?? 0;
+        if (status < 200 || status >= 300) {
+          collectErrorBody(res, (text) => finish(apiError(at, res, text, statusText)));
+          return;
+        }
+        handlers.onOpen?.();
+        const lines = new LineSplitter(this.#maxLineBytes);
+        res.on("data", (chunk: Buffer) => {
+          if (settled || signal.aborted) return;
+          handlers.onBytes?.();
+          let complete: string[];
+          try {
+            complete = lines.push(chunk);
+          } catch (error) {
+            fail(transportError(at, error, error instanceof LineTooLongError ? "LINE_TOO_LONG" : "DECODE"));
+            return;
           }
-          res.on("error", (error) => finish(this.#transportError(method, path, error)));
-          res.on("close", () => {
-            if (!res.complete) finish(this.#transportError(method, path, new Error("connection closed mid-stream")));
-          });
-        },
-      );
-      req.on("error", (error) => finish(this.#transportError(method, path, error)));
+          for (const line of complete) {
+            if (settled || signal.aborted || !deliver(line)) return;
+          }
+        });
+        res.on("end", () => {
+          if (settled || signal.aborted) return;
+          if (deliver(lines.end())) finish(undefined);
+        });
+      });
+      req.on("error", (error) => finish(transportError(at, error)));
       const headerTimer = setTimeout(() => {
-        req.destroy(
-          this.#transportError(method, path, new Error(`no response within ${this.#timeoutMs} ms`), "ETIMEDOUT"),
-        );
+        req.destroy(transportError(at, new Error(`no response within ${this.#timeoutMs} ms`), "ETIMEDOUT"));
       }, this.#timeoutMs);
       const onAbort = (): void => {
-        req.destroy(this.#transportError(method, path, signal.reason, "ABORTED"));
+        req.destroy(transportError(at, signal.reason, "ABORTED"));
       };
       signal.addEventListener("abort", onAbort, { once: true });
       req.end();
@@ -450,68 +276,16 @@ export class KubeClient {
   /** Destroys the agent and every socket, idle or in use. Later calls fail with `CLOSED`. Idempotent. */
   close(): void {
     this.#closed = true;
-    this.#agent.destroy();
+    this.#transport.close();
   }
 
-  #refuse(method: string, path: string, signal: AbortSignal | undefined): KubeTransportError | undefined {
-    if (this.#closed) return this.#transportError(method, path, new Error("client closed"), "CLOSED");
-    if (signal?.aborted) return this.#transportError(method, path, signal.reason, "ABORTED");
+  #at(method: string, path: string): ExchangeContext {
+    return { method, path, server: this.server };
+  }
+
+  #refuse(at: ExchangeContext, signal: AbortSignal | undefined): KubeTransportError | undefined {
+    if (this.#closed) return transportError(at, new Error("client closed"), "CLOSED");
+    if (signal?.aborted) return transportError(at, signal.reason, "ABORTED");
     return undefined;
   }
-
-  #target(path: string, query: Query | undefined): URL {
-    const url = new URL(this.#url.href);
-    url.pathname = url.pathname.replace(/\/+$/, "") + path;
-    if (query) {
-      for (const [name, value] of Object.entries(query)) {
-        if (value !== undefined) url.searchParams.set(name, String(value));
-      }
-    }
-    return url;
-  }
-
-  #tlsOptions(): { servername?: string } {
-    return this.#servername !== undefined ? { servername: this.#servername } : {};
-  }
-
-  #apiError(method: string, path: string, res: HttpModule.IncomingMessage, body: string): KubeApiError {
-    const status = res.statusCode ?? 0;
-    let reason = (http.STATUS_CODES[status] ?? "Unknown").replace(/[^A-Za-z]/g, "");
-    let statusMessage = "";
-    let retryAfterSeconds = parseRetryAfter(res.headers["retry-after"]);
-    try {
-      const parsed: unknown = JSON.parse(body);
-      if (isRecord(parsed) && parsed["kind"] === "Status") {
-        if (typeof parsed["reason"] === "string" && parsed["reason"] !== "") reason = parsed["reason"];
-        if (typeof parsed["message"] === "string") statusMessage = parsed["message"];
-        const details = parsed["details"];
-        if (retryAfterSeconds === undefined && isRecord(details) && typeof details["retryAfterSeconds"] === "number") {
-          retryAfterSeconds = details["retryAfterSeconds"];
-        }
-      }
-    } catch {
-      statusMessage = body.slice(0, 200).trim();
-    }
-    return new KubeApiError({ method, path, server: this.server, status, reason, statusMessage, retryAfterSeconds });
-  }
-
-  #transportError(method: string, path: string, error: unknown, code?: string): KubeTransportError {
-    if (error instanceof KubeTransportError) return error;
-    return new KubeTransportError(
-      { method, path, server: this.server, code: code ?? errorCode(error), detail: errorText(error) },
-      error === undefined ? undefined : { cause: error },
-    );
-  }
-}
-
-/** Parses one line of a watch stream; throws when it is not `{type, object}` with a known type. */
-function decodeWatchEvent(line: string): WatchEvent {
-  const parsed: unknown = JSON.parse(line);
-  if (!isRecord(parsed)) throw new Error("watch event is not a JSON object");
-  const { type, object } = parsed;
-  if (typeof type !== "string" || !WATCH_EVENT_TYPES.has(type)) {
-    throw new Error(`unknown watch event type ${JSON.stringify(type)}`);
-  }
-  if (!isRecord(object)) throw new Error(`watch event ${type} has no object`);
-  return { type: type as WatchEventType, object };
 }

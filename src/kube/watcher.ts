@@ -15,7 +15,9 @@
  *   then `listed`. A failed or partial list emits neither and leaves the store as it was:
  *   the last known state is kept while the API is unreachable;
  * - every failure emits `failure` (plain data) and is followed by a jittered exponential
- *   backoff; the backoff resets after a complete list and after a watch that delivered
+ *   backoff (`WATCH_BACKOFF` by default: at most 4 s, so a cluster is back within
+ *   seconds of its API server; see core/backoff.ts for the request rate while it is
+ *   down); the backoff resets after a complete list and after a watch that delivered
  *   at least one event (bookmarks count). The one exception is an object of the wrong
  *   kind (`expectedKind`): it is skipped and reported, and the list or watch goes on;
  * - `change` listeners run synchronously, with the store already updated; they must
@@ -24,56 +26,14 @@
 import { EventEmitter } from "eventemitter3";
 import { type BackoffOptions, exponentialBackoff } from "../core/backoff.ts";
 import { type KubeObject, objectKey } from "../core/objects.ts";
-import { KubeApiError, type KubeClient, KubeTransportError, type Query, type WatchEvent } from "./client.ts";
+import type { KubeClient, Query, WatchEvent } from "./client.ts";
+import { KubeApiError } from "./errors.ts";
+import { classifyWatchError, type WatchFailure, WatchFault } from "./watch-fault.ts";
+import { type StoreChange, WatchStore } from "./watch-store.ts";
+import { resolveWatcherOptions, type WatcherOptions } from "./watcher-options.ts";
 
-export interface WatcherOptions {
-  readonly client: KubeClient;
-  /** A collection path, e.g. `/api/v1/services` or `/api/v1/namespaces/ns/secrets`. */
-  readonly path: string;
-  readonly labelSelector?: string;
-  readonly fieldSelector?: string;
-  /** Objects per list page (`limit`). Default 500. */
-  readonly pageSize?: number;
-  /**
-   * The watch's `timeoutSeconds`, drawn at random in [min, max] for every watch so a
-   * fleet of watchers does not reconnect in lockstep. Default 240..480.
-   */
-  readonly watchTimeoutSeconds?: { readonly min: number; readonly max: number };
-  /** A watch that receives no byte for this long is dropped and re-opened. Default 150 000 ms (bookmarks arrive about every minute). */
-  readonly inactivityTimeoutMs?: number;
-  /**
-   * Backoff after consecutive failures: doubles from `initialMs` (default 250) up to
-   * `maxMs` (default 30 000), jittered ±50 % (capped at `maxMs`); a Retry-After from the
-   * server is a lower bound.
-   */
-  readonly backoff?: { readonly initialMs?: number; readonly maxMs?: number };
-  /** Source of randomness in [0, 1), for jitter and watch timeouts. Default `Math.random`. */
-  readonly random?: () => number;
-  /**
-   * The `kind` every object must have, e.g. `Service`. A list item or watch event whose
-   * `kind` is set and differs is rejected: not stored, reported as a `failure` with reason
-   * `wrong-kind`, and the list or watch goes on (a watch moves past its resourceVersion).
-   * Objects without `kind` (list items usually) are accepted. Default: no check.
-   */
-  readonly expectedKind?: string;
-}
-
-/** What a `failure` event carries; plain data, safe to post across threads. */
-export interface WatchFailure {
-  readonly phase: "list" | "watch";
-  /**
-   * Short and metric-friendly: a transport code (`ECONNREFUSED`, `ECONNRESET`,
-   * `ETIMEDOUT`, ...), `http-<status>`, `gone`, `watch-inactive`, `watch-ended-early`,
-   * `decode`, `invalid-object`, `wrong-kind` (an object was skipped, `retryInMs` 0: the
-   * list or watch went on), `internal`.
-   */
-  readonly reason: string;
-  readonly message: string;
-  /** Consecutive failures so far, this one included (1 for the first). */
-  readonly attempt: number;
-  /** How long the watcher waits before its next attempt. */
-  readonly retryInMs: number;
-}
+export type { WatchFailure } from "./watch-fault.ts";
+export type { WatcherOptions } from "./watcher-options.ts";
 
 export interface WatcherStats {
   /** Complete lists. */
@@ -97,35 +57,8 @@ export interface WatcherEvents<T> {
 /** A watch that ended normally this soon without any event counts as a failure, so a broken proxy cannot spin us. */
 const EARLY_END_MS = 1_000;
 
-/** OpenSSL / Node codes of certificate and handshake failures; their messages say "TLS" so a status row names them clearly. */
-const TLS_CODE = /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|SELF_SIGNED_|DEPTH_ZERO_|HOSTNAME_MISMATCH|EPROTO$)/;
-
-/** A failure already classified, thrown inside the loop. */
-class WatchFault extends Error {
-  readonly reason: string;
-  readonly retryAfterMs: number;
-  readonly gone: boolean;
-
-  constructor(
-    reason: string,
-    message: string,
-    options: { gone?: boolean; retryAfterMs?: number; cause?: unknown } = {},
-  ) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.reason = reason;
-    this.gone = options.gone ?? false;
-    this.retryAfterMs = options.retryAfterMs ?? 0;
-  }
-}
-
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-function positive(name: string, value: number): number {
-  if (!Number.isFinite(value) || value <= 0)
-    throw new Error(`watcher option ${name} must be a positive number, got ${value}`);
-  return value;
 }
 
 export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>> {
@@ -139,7 +72,7 @@ export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>
   readonly #random: () => number;
   readonly #expectedKind: string | undefined;
 
-  #store = new Map<string, T>();
+  readonly #store = new WatchStore<T>();
   #hasSynced = false;
   #lastListedAt: number | undefined;
   #stats = { lists: 0, watchesStarted: 0, failures: 0, relistsOnGone: 0 };
@@ -156,21 +89,16 @@ export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>
   /** Throws on invalid options (non-positive sizes, min > max, a path not starting with `/`). */
   constructor(options: WatcherOptions) {
     super();
-    if (!options.path.startsWith("/")) throw new Error(`watcher path must start with "/": ${options.path}`);
-    this.path = options.path;
-    this.#client = options.client;
-    this.#selectors = { labelSelector: options.labelSelector, fieldSelector: options.fieldSelector };
-    this.#pageSize = Math.floor(positive("pageSize", options.pageSize ?? 500));
-    const min = positive("watchTimeoutSeconds.min", options.watchTimeoutSeconds?.min ?? 240);
-    const max = positive("watchTimeoutSeconds.max", options.watchTimeoutSeconds?.max ?? 480);
-    if (min > max) throw new Error(`watcher option watchTimeoutSeconds: min ${min} > max ${max}`);
-    this.#watchTimeout = { min: Math.floor(min), max: Math.floor(max) };
-    this.#inactivityTimeoutMs = positive("inactivityTimeoutMs", options.inactivityTimeoutMs ?? 150_000);
-    const initialMs = positive("backoff.initialMs", options.backoff?.initialMs ?? 250);
-    const maxMs = positive("backoff.maxMs", options.backoff?.maxMs ?? 30_000);
-    this.#backoff = { initialMs, maxMs: Math.max(initialMs, maxMs), jitter: 0.5 };
-    this.#random = options.random ?? Math.random;
-    this.#expectedKind = options.expectedKind;
+    const resolved = resolveWatcherOptions(options);
+    this.path = resolved.path;
+    this.#client = resolved.client;
+    this.#selectors = resolved.selectors;
+    this.#pageSize = resolved.pageSize;
+    this.#watchTimeout = resolved.watchTimeout;
+    this.#inactivityTimeoutMs = resolved.inactivityTimeoutMs;
+    this.#backoff = resolved.backoff;
+    this.#random = resolved.random;
+    this.#expectedKind = resolved.expectedKind;
   }
 
   /** Starts listing and watching. Idempotent; a stopped watcher stays stopped. */
@@ -230,10 +158,14 @@ export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>
         }
       } catch (error) {
         if (this.#stopped) break;
-        const fault = this.#classify(error);
+        const fault = classifyWatchError(error);
         if (fault.gone) {
           this.#resourceVersion = undefined;
           this.#stats.relistsOnGone++;
+          // 410 is an answer, not an outage: the server is up (often just back, its watch
+          // cache reset). Relist at the first backoff step instead of the outage's bound;
+          // if the list fails, the backoff grows again from there.
+          this.#consecutiveFailures = 0;
         }
         this.#consecutiveFailures++;
         this.#stats.failures++;
@@ -303,20 +235,11 @@ export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>
     if (this.#stopped) return resourceVersion;
 
     this.#unpaginatedNext = false;
-    const previous = this.#store;
-    this.#store = fresh;
+    const changes = this.#store.replace(fresh);
     this.#hasSynced = true;
     this.#lastListedAt = Date.now();
     this.#stats.lists++;
-    for (const [key, current] of fresh) {
-      const before = previous.get(key);
-      if (before === undefined || before.metadata.resourceVersion !== current.metadata.resourceVersion) {
-        this.emit("change", key, before, current);
-      }
-    }
-    for (const [key, before] of previous) {
-      if (!fresh.has(key)) this.emit("change", key, before, undefined);
-    }
+    for (const change of changes) this.#emitChange(change);
     this.emit("listed");
     return resourceVersion;
   }
@@ -373,17 +296,10 @@ export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>
         return;
       }
       const object = Object.freeze(this.#accept(event.object, `${event.type} event`));
-      const key = objectKey(object.metadata);
-      const previous = this.#store.get(key);
       if (object.metadata.resourceVersion) this.#resourceVersion = object.metadata.resourceVersion;
-      if (event.type === "DELETED") {
-        if (previous === undefined) return;
-        this.#store.delete(key);
-        this.emit("change", key, previous, undefined);
-      } else {
-        this.#store.set(key, object);
-        this.emit("change", key, previous, object);
-      }
+      const change =
+        event.type === "DELETED" ? this.#store.delete(objectKey(object.metadata)) : this.#store.set(object);
+      if (change) this.#emitChange(change);
     };
 
     try {
@@ -447,22 +363,8 @@ export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>
     throw new WatchFault("invalid-object", `${this.path}: ${what} has no metadata.name`);
   }
 
-  #classify(error: unknown): WatchFault {
-    if (error instanceof WatchFault) return error;
-    if (error instanceof KubeApiError) {
-      return new WatchFault(error.status === 410 ? "gone" : `http-${error.status}`, error.message, {
-        gone: error.status === 410,
-        retryAfterMs: (error.retryAfterSeconds ?? 0) * 1000,
-        cause: error,
-      });
-    }
-    if (error instanceof KubeTransportError) {
-      const message = TLS_CODE.test(error.code)
-        ? `TLS: the server's certificate is not trusted with the kubeconfig's CA, or the TLS handshake failed (${error.code}): ${error.message}`
-        : error.message;
-      return new WatchFault(error.code === "DECODE" ? "decode" : error.code, message, { cause: error });
-    }
-    return new WatchFault("internal", error instanceof Error ? error.message : String(error), { cause: error });
+  #emitChange([key, previous, current]: StoreChange<T>): void {
+    this.emit("change", key, previous, current);
   }
 
   /** Waits `ms`, or less if stopped. Leaves no timer behind. */

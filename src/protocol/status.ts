@@ -41,6 +41,8 @@ export const ClusterStatusSchema = v.object({
   gateways: v.array(v.object({ key: v.string(), usable: v.boolean(), reason: v.exactOptional(v.string()) })),
   watch: v.object({ lists: count, watchesStarted: count, failures: count, relistsOnGone: count }),
   failuresByReason: countRecord,
+  /** `Warning` headers the remote API server sent this incarnation (absent: none). */
+  apiWarnings: v.exactOptional(count),
   protocolErrors,
 });
 /** What a remote-cluster actor asserts about itself; the latest one replaces the previous. */
@@ -85,6 +87,8 @@ export const WriterStatusSchema = v.object({
   writeDuration: LatencyHistogramSchema,
   clusters: v.record(v.string(), WriterClusterStatusSchema),
   lastError: v.exactOptional(SerializedErrorSchema),
+  /** `Warning` headers the local API server sent since the writer started (absent: none). */
+  apiWarnings: v.exactOptional(count),
   protocolErrors,
 });
 export type WriterStatus = DeepReadonly<v.InferOutput<typeof WriterStatusSchema>>;

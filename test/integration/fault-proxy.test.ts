@@ -14,6 +14,7 @@ import { mintServiceAccountToken } from "../../src/kube/service-account.ts";
 import { Watcher, type WatchFailure } from "../../src/kube/watcher.ts";
 import { adminConnection } from "../helpers/connection.ts";
 import { adminKubeConfig, eventually } from "../helpers/kube.ts";
+import { createExported, createGateway, startActor, upsertsIn } from "../helpers/remote-actor.ts";
 
 interface Recorded {
   readonly watcher: Watcher<Service>;
@@ -289,6 +290,47 @@ describe("FaultProxy in front of a real API server", () => {
     const metadata = first?.object["metadata"] as { name?: unknown; namespace?: unknown } | undefined;
     assert.equal(typeof metadata?.name, "string");
     assert.equal(metadata?.namespace, "corrupt");
+  });
+
+  it("endlessWatchLine: the remote actor ends each endless line at its cap (line-too-long), stays up, and recovers once lifted", async () => {
+    const cap = 4 * 1024 * 1024; // the client's default maxWatchLineBytes
+    await createGateway(direct, "endless-gw", "198.18.0.31");
+    proxy.setRules({});
+    const r = startActor({ server: proxy.url, caPem: plane.cluster("remote").caPem, auth: { kind: "token", token } });
+    try {
+      await r.waitForBatch("the first complete batch", (b) => b.complete);
+      r.ack(1);
+      const before = proxy.stats.endlessLinesEnded;
+      proxy.setRules({ endlessWatchLine: true });
+      proxy.cutWatches();
+      const status = await eventually(
+        () =>
+          `two line-too-long failures in the actor's status (last ${JSON.stringify(r.statuses.at(-1))}, proxy ${JSON.stringify(proxy.stats)})`,
+        () => {
+          const last = r.statuses.at(-1);
+          return (last?.failuresByReason["line-too-long"] ?? 0) >= 2 ? last : undefined;
+        },
+        60_000,
+      );
+      assert.equal(status.lastFailure?.reason, "line-too-long");
+      assert.match(status.lastFailure?.message ?? "", /longer than 4194304 bytes/);
+      assert.equal(status.state, "stale");
+      assert.deepEqual(r.faults, [], "the actor did not fail");
+      // The client ended every endless line itself, each after about one cap of bytes.
+      const ended = proxy.stats.endlessLinesEnded - before;
+      assert.ok(ended >= 2, `lines ended by the client: ${ended}`);
+      assert.ok(proxy.stats.endlessLineBytes > 2 * cap, `streamed ${proxy.stats.endlessLineBytes} bytes`);
+
+      proxy.setRules({});
+      await createExported(direct, "endless", "after", "endless-gw");
+      await r.waitForBatch("the Service created after the rule was lifted", (b) =>
+        upsertsIn(b, "endless").includes("after-east"),
+      );
+      await eventually("synced again", () => (r.statuses.at(-1)?.state === "synced" ? true : undefined));
+    } finally {
+      proxy.setRules({});
+      await r.actor.stop();
+    }
   });
 
   it("survives the API server being killed: 503 Status while it is down, a watcher that recovers after", async () => {

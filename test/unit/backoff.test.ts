@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { exponentialBackoff, ItemBackoff, WRITER_BACKOFF } from "../../src/core/backoff.ts";
+import { exponentialBackoff, ItemBackoff, WATCH_BACKOFF, WRITER_BACKOFF } from "../../src/core/backoff.ts";
 
 const exact = { initialMs: 100, maxMs: 1000, jitter: 0 } as const;
 
@@ -67,6 +67,34 @@ describe("exponentialBackoff", () => {
     assert.throws(() => exponentialBackoff({ initialMs: 1, maxMs: 10, jitter: 1.5 }, 0), RangeError);
     assert.throws(() => exponentialBackoff(exact, -1), RangeError);
     assert.throws(() => exponentialBackoff(exact, 1.5), RangeError);
+  });
+});
+
+describe("WATCH_BACKOFF", () => {
+  it("waits at most 4 s and at least 2 s per retry once a remote has been down a while, so a returning remote is seen within 4 s", () => {
+    const highest = Array.from({ length: 40 }, (_, attempt) =>
+      exponentialBackoff(WATCH_BACKOFF, attempt, () => 0.999_999),
+    );
+    const lowest = Array.from({ length: 40 }, (_, attempt) => exponentialBackoff(WATCH_BACKOFF, attempt, () => 0));
+    assert.deepEqual(
+      highest.slice(0, 6).map((d) => Math.round(d)),
+      [250, 500, 1_000, 2_000, 4_000, 4_000],
+    );
+    assert.deepEqual(lowest.slice(0, 6), [125, 250, 500, 1_000, 2_000, 2_000]);
+    assert.ok(highest.every((d) => d <= 4_000));
+    assert.ok(lowest.slice(4).every((d) => d >= 2_000));
+  });
+
+  it("costs a remote that stays down about one request every 3 s on average (≤ 0.5/s at worst)", () => {
+    let seed = 1;
+    const random = (): number => {
+      seed = (seed * 16807) % 2147483647;
+      return (seed - 1) / 2147483646;
+    };
+    const delays = Array.from({ length: 10_000 }, () => exponentialBackoff(WATCH_BACKOFF, 20, random));
+    const mean = delays.reduce((a, b) => a + b, 0) / delays.length;
+    assert.ok(mean > 2_900 && mean < 3_100, `mean delay ${mean} ms`);
+    assert.ok(Math.min(...delays) >= 2_000);
   });
 });
 

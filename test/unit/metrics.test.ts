@@ -72,7 +72,16 @@ describe("counters across restarts", () => {
       watchReconnects: 3,
       relistsOnGone: 0,
       failuresByReason: { timeout: 2, refused: 1 },
+      apiWarnings: 0,
     });
+  });
+
+  it("carry each incarnation's API warnings into the cluster's total", () => {
+    const first = { ...snapshot(1, 1), apiWarnings: 4 };
+    const second = { ...snapshot(1, 1), apiWarnings: 1 };
+    const total = addClusterCounters(clusterCountersOf(first), clusterCountersOf(second));
+    assert.equal(total.apiWarnings, 5);
+    assert.equal(clusterCountersOf(snapshot(1, 1)).apiWarnings, 0, "a status without warnings counts 0");
   });
 
   it("count a watch as a reconnect only after the first watch of an incarnation", () => {
@@ -82,15 +91,17 @@ describe("counters across restarts", () => {
   });
 
   it("add writer writes key by key and histograms bucket by bucket", () => {
-    const a = { writes: { "create/Service/ok": 2 }, retries: 1, writeDuration: histogram(2) };
+    const a = { writes: { "create/Service/ok": 2 }, retries: 1, writeDuration: histogram(2), apiWarnings: 2 };
     const b = {
       writes: { "create/Service/ok": 1, "update/Endpoints/409": 1 },
       retries: 0,
       writeDuration: histogram(1),
+      apiWarnings: 1,
     };
     const sum = addWriterCounters(addWriterCounters(EMPTY_WRITER_COUNTERS, a), b);
     assert.deepEqual(sum.writes, { "create/Service/ok": 3, "update/Endpoints/409": 1 });
     assert.equal(sum.retries, 1);
+    assert.equal(sum.apiWarnings, 3);
     assert.deepEqual(sum.writeDuration, histogram(3));
   });
 });
@@ -166,8 +177,8 @@ describe("the metrics registry", () => {
       clusters: clusters.map((c) => row(c, "synced", 2)),
     };
     const counters: FleetCounters = {
-      clusters: new Map(clusters.map((c) => [c, { ...EMPTY_CLUSTER_COUNTERS, lists: 1, restarts: 0 }])),
-      writer: EMPTY_WRITER_COUNTERS,
+      clusters: new Map(clusters.map((c) => [c, { ...EMPTY_CLUSTER_COUNTERS, lists: 1, restarts: 0, apiWarnings: 3 }])),
+      writer: { ...EMPTY_WRITER_COUNTERS, apiWarnings: 5 },
     };
     return {
       fleet: () => (leading ? fleet : undefined),
@@ -188,6 +199,8 @@ describe("the metrics registry", () => {
     const first = await registry.metrics();
     assert.match(first, /^fleet_mirror_cluster_mirrored_services\{cluster="west"\} 2$/m);
     assert.match(first, /^fleet_mirror_cluster_lists_total\{cluster="west"\} 1$/m);
+    assert.match(first, /^fleet_mirror_api_warnings_total\{api="local",cluster=""\} 5$/m);
+    assert.match(first, /^fleet_mirror_api_warnings_total\{api="remote",cluster="west"\} 3$/m);
     current = source(["east"]);
     const second = await registry.metrics();
     assert.doesNotMatch(second, /cluster="west"/);

@@ -4,114 +4,21 @@
  * exercised in test/integration/watcher.test.ts.
  */
 import assert from "node:assert/strict";
-import * as http from "node:http";
-import type { AddressInfo } from "node:net";
 import { describe, it } from "node:test";
 import type { Service } from "../../src/core/objects.ts";
-import { KubeApiError, KubeClient, KubeTransportError, type WatchEvent } from "../../src/kube/client.ts";
+import { KubeApiError, KubeClient, KubeTransportError } from "../../src/kube/client.ts";
 import { Watcher, type WatcherOptions, type WatchFailure } from "../../src/kube/watcher.ts";
-
-type Handler = (url: URL, res: http.ServerResponse, req: http.IncomingMessage) => void;
-
-interface FakeApi {
-  readonly url: string;
-  readonly client: KubeClient;
-  /** Every request received, in order. */
-  readonly requests: URL[];
-  lists(): URL[];
-  watches(): URL[];
-  /** Server-side responses that were closed (by either side). */
-  readonly closed: URL[];
-  close(): Promise<void>;
-}
-
-async function fakeApi(handle: Handler): Promise<FakeApi> {
-  const requests: URL[] = [];
-  const closed: URL[] = [];
-  const server = http.createServer((req, res) => {
-    const url = new URL(req.url ?? "/", "http://fake");
-    requests.push(url);
-    res.on("close", () => closed.push(url));
-    handle(url, res, req);
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  const base = `http://127.0.0.1:${port}`;
-  const client = new KubeClient({ server: base, auth: { kind: "anonymous" } }, { requestTimeoutMs: 2_000 });
-  return {
-    url: base,
-    client,
-    requests,
-    closed,
-    lists: () => requests.filter((u) => u.searchParams.get("watch") !== "true"),
-    watches: () => requests.filter((u) => u.searchParams.get("watch") === "true"),
-    async close() {
-      client.close();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
-}
-
-function svc(name: string, resourceVersion: string, namespace = "default"): Service {
-  return { metadata: { name, namespace, resourceVersion }, spec: { ports: [{ port: 80 }] } };
-}
-
-function sendJson(res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { "content-type": "application/json", ...headers });
-  res.end(JSON.stringify(body));
-}
-
-function sendList(res: http.ServerResponse, items: readonly Service[], resourceVersion: string, next?: string): void {
-  sendJson(res, 200, {
-    apiVersion: "v1",
-    kind: "ServiceList",
-    metadata: { resourceVersion, ...(next ? { continue: next } : {}) },
-    items,
-  });
-}
-
-function sendStatus(
-  res: http.ServerResponse,
-  code: number,
-  reason: string,
-  headers: Record<string, string> = {},
-): void {
-  sendJson(
-    res,
-    code,
-    { kind: "Status", apiVersion: "v1", status: "Failure", reason, code, message: `fake ${reason}` },
-    headers,
-  );
-}
-
-interface Stream {
-  event(type: WatchEvent["type"], object: unknown): void;
-  raw(text: string): void;
-  end(): void;
-}
-
-function openStream(res: http.ServerResponse): Stream {
-  res.writeHead(200, { "content-type": "application/json", "transfer-encoding": "chunked" });
-  res.flushHeaders();
-  return {
-    event: (type, object) => res.write(`${JSON.stringify({ type, object })}\n`),
-    raw: (text) => res.write(text),
-    end: () => res.end(),
-  };
-}
-
-const bookmark = (resourceVersion: string) => ({ kind: "Service", apiVersion: "v1", metadata: { resourceVersion } });
-
-async function until<T>(what: string, check: () => T | undefined | false, timeoutMs = 1_500): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = check();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
+import {
+  bookmark,
+  type FakeApi,
+  fakeApi,
+  openStream,
+  sendJson,
+  sendList,
+  sendStatus,
+  svc,
+  until,
+} from "../helpers/fake-api.ts";
 
 interface Recorded {
   readonly watcher: Watcher<Service>;
@@ -433,18 +340,18 @@ describe("Watcher", () => {
       if (api.lists().length <= 4) return sendStatus(res, 500, "InternalError");
       sendList(res, [], "1");
     });
-    // random = 0.5 puts the ±50 % jitter at its centre: 8 ms doubling to a 32 ms cap.
+    // random = 0.5 draws 3/4 of each base (equal jitter: [base / 2, base]): 8 ms doubling to a 32 ms cap.
     const { watcher, failures } = watch(api, { backoff: { initialMs: 8, maxMs: 32 }, random: () => 0.5 });
     try {
       await until("the second watch", () => api.watches().length === 2);
       assert.deepEqual(
         failures.map((f) => [f.phase, f.reason, f.attempt, f.retryInMs]),
         [
-          ["list", "http-500", 1, 8],
-          ["list", "http-500", 2, 16],
-          ["list", "http-500", 3, 32],
-          ["list", "http-500", 4, 32],
-          ["watch", "http-500", 1, 8],
+          ["list", "http-500", 1, 6],
+          ["list", "http-500", 2, 12],
+          ["list", "http-500", 3, 24],
+          ["list", "http-500", 4, 24],
+          ["watch", "http-500", 1, 6],
         ],
       );
       assert.equal(watcher.stats.failures, 5);

@@ -90,7 +90,7 @@ export class LocalWriterActor {
     this.#options = options;
     this.#ports = ports;
     this.#log = deps.logger;
-    this.#client = new KubeClient(connection, { userAgent: "fleet-mirror/local-writer" });
+    this.#client = new KubeClient(connection, { userAgent: "fleet-mirror/local-writer", logger: deps.logger });
     this.#services = new Watcher<Service>({
       client: this.#client,
       path: "/api/v1/services",
@@ -262,7 +262,11 @@ export class LocalWriterActor {
     for (const [cluster, summary] of this.#desired.clusterSummary()) {
       clusters[cluster] = { ...summary, blocked: blocked.get(cluster) ?? [] };
     }
-    return this.#stats.report({ ready: this.#ready, queueDepth: this.#queue.len, clusters });
+    const warnings = this.#client.apiWarnings.total;
+    return {
+      ...this.#stats.report({ ready: this.#ready, queueDepth: this.#queue.len, clusters }),
+      ...(warnings > 0 ? { apiWarnings: warnings } : {}),
+    };
   }
 
   // -------------------------------------------------------------------------------

@@ -5,50 +5,41 @@
  * writes to any API.
  *
  * Runs in its own worker thread in production (entry.ts wires the ports), and
- * in-process in tests: everything it talks to comes in through `RemoteActorPorts`.
+ * in-process in tests: everything it talks to comes in through `RemoteActorPorts` and
+ * the desired port given to `attachWriter`.
+ *
+ * Parts: gateway-index.ts (which Services use which gateway), hostnames.ts +
+ * resolver.ts (gateway hostnames, off libuv's pool), desired-sender.ts + credits.ts
+ * (batches and flow control to the writer); this file wires them to the watcher and
+ * reports status.
  *
  * Fault containment: every callback the actor registers runs under its guard, so an
  * exception in this actor's handling is reported through `ports.onFault` as this
  * actor's failure and never reaches the thread's event loop (where it would take down
  * every actor the thread hosts).
  *
- * Invariants:
- * - Nothing is sent to the writer before the first complete list; after every complete
- *   list (start, relist on 410, writer restart) the FULL desired set is sent as one
- *   `complete` batch, so the writer may garbage-collect only on complete knowledge.
- * - Between complete batches, changes are coalesced by mirror key and sent as deltas,
- *   at most `maxInFlight` un-acknowledged batches at a time (explicit flow control).
- * - While the remote API is unreachable nothing is sent: the writer keeps the mirrors.
+ * Invariants: see desired-sender.ts for what is sent when; while the remote API is
+ * unreachable nothing is sent: the writer keeps the mirrors.
  */
-import { lookup } from "node:dns/promises";
-import {
-  type ClusterSettings,
-  type DesiredMirror,
-  desiredMirrorFor,
-  exportedGateway,
-  type GatewayView,
-  ingressHostnames,
-  type MirrorProblem,
-  viewGateway,
-} from "../../src/core/desired.ts";
-import { objectKey, type Service } from "../../src/core/objects.ts";
+import { type ClusterSettings, ingressHostnames, viewGateway } from "../../src/core/desired.ts";
+import type { Service } from "../../src/core/objects.ts";
 import { KubeClient } from "../../src/kube/client.ts";
 import type { ConnectionSpec } from "../../src/kube/connection.ts";
 import { Watcher, type WatchFailure } from "../../src/kube/watcher.ts";
 import type { Logger } from "../../src/log.ts";
-import { serializeError } from "../../src/protocol/errors.ts";
-import {
-  type ChannelPort,
-  type ClusterStatus,
-  type ClusterSyncState,
-  decodeToActorFromWriter,
-  type FromRemoteActor,
-  type RemoteActorOptions,
-  type ToWriterFromActor,
+import type {
+  ClusterStatus,
+  ClusterSyncState,
+  FromRemoteActor,
+  RemoteActorOptions,
 } from "../../src/protocol/messages.ts";
+import { type DesiredPort, DesiredSender, type FlowState } from "./desired-sender.ts";
+import { GatewayIndex } from "./gateway-index.ts";
+import { HostnameCache } from "./hostnames.ts";
+import { createResolver, type Resolver } from "./resolver.ts";
 
-/** The actor's end of its desired channel to the local writer. */
-export type DesiredPort = ChannelPort<ToWriterFromActor>;
+export type { DesiredPort, FlowState } from "./desired-sender.ts";
+export type { Resolver } from "./resolver.ts";
 
 export interface RemoteActorPorts {
   readonly supervisor: (message: FromRemoteActor) => void;
@@ -67,47 +58,23 @@ export interface RemoteActorInit {
   readonly options: RemoteActorOptions;
 }
 
-export type Resolver = (hostname: string) => Promise<string[]>;
-
-const defaultResolver: Resolver = async (hostname) => {
-  const answers = await lookup(hostname, { all: true, verbatim: true });
-  return [...new Set(answers.map((a) => a.address))].sort();
-};
-
-interface HostnameState {
-  ips: readonly string[] | undefined;
-  error?: string;
-}
-
 const STATUS_INTERVAL_MS = 1_000;
 
 export class RemoteClusterActor {
   readonly #init: RemoteActorInit;
   readonly #ports: RemoteActorPorts;
   readonly #log: Logger;
-  readonly #resolve: Resolver;
   readonly #client: KubeClient;
   readonly #watcher: Watcher<Service>;
+  readonly #gateways = new GatewayIndex();
+  readonly #hostnames: HostnameCache;
+  readonly #sender: DesiredSender;
 
-  /** Exported services (keys) using each gateway key, in this cluster only. */
-  readonly #servicesByGateway = new Map<string, Set<string>>();
-  /** Remote service key → the local mirror key last sent for it. */
-  readonly #mirrorKeyOf = new Map<string, string>();
-  /** Local mirror key → JSON of the mirror last sent (what the writer holds). */
-  readonly #sent = new Map<string, string>();
-  readonly #problems = new Map<string, MirrorProblem>();
-  readonly #hostnames = new Map<string, HostnameState>();
-
-  /** Remote service keys whose mirror must be recomputed. */
-  #dirty = new Set<string>();
-  #needSnapshot = false;
-  #writer: DesiredPort | undefined;
-  #seq = 0;
-  #inFlight = 0;
-  #flushTimer: NodeJS.Timeout | undefined;
   #resolveTimer: NodeJS.Timeout | undefined;
   #statusTimer: NodeJS.Timeout | undefined;
   #statusDirty = true;
+  /** `apiWarnings` in the last status published. */
+  #publishedWarnings = 0;
   #state: ClusterSyncState = "starting";
   #since = Date.now();
   #lastSyncedAt: number | undefined;
@@ -116,17 +83,36 @@ export class RemoteClusterActor {
   #stopped = false;
   #faulted = false;
 
+  /** `deps.resolve` replaces the actor's own DNS resolver (tests). */
   constructor(init: RemoteActorInit, ports: RemoteActorPorts, deps: { logger: Logger; resolve?: Resolver }) {
     this.#init = init;
     this.#ports = ports;
     this.#log = deps.logger;
-    this.#resolve = deps.resolve ?? defaultResolver;
-    this.#client = new KubeClient(init.connection, { userAgent: `fleet-mirror/remote-cluster ${init.cluster.name}` });
+    this.#client = new KubeClient(init.connection, {
+      userAgent: `fleet-mirror/remote-cluster ${init.cluster.name}`,
+      logger: deps.logger,
+    });
     this.#watcher = new Watcher<Service>({
       client: this.#client,
       path: "/api/v1/services",
       expectedKind: "Service",
       ...(init.options.watchInactivityTimeoutMs ? { inactivityTimeoutMs: init.options.watchInactivityTimeoutMs } : {}),
+    });
+    this.#hostnames = new HostnameCache(deps.resolve ?? createResolver(), deps.logger, (hostname) =>
+      this.#guard(() => this.#hostnameChanged(hostname))(),
+    );
+    this.#sender = new DesiredSender({
+      cluster: init.cluster,
+      epoch: init.epoch,
+      batchDelayMs: init.options.batchDelayMs,
+      maxInFlight: init.options.maxInFlight,
+      services: this.#watcher,
+      lookupHostname: this.#hostnames.lookup,
+      log: deps.logger,
+      guard: (fn) => this.#guard(fn),
+      statusChanged: () => {
+        this.#statusDirty = true;
+      },
     });
     this.#watcher.on(
       "change",
@@ -159,16 +145,21 @@ export class RemoteClusterActor {
     return this.#init.epoch;
   }
 
+  /** The desired channel's flow control (credits, pending changes), for tests and diagnostics. */
+  get flowState(): FlowState {
+    return this.#sender.flowState;
+  }
+
   /** Starts watching. Idempotent. */
   start(): void {
     this.#setState("syncing");
     this.#watcher.start();
-    this.#statusTimer = setInterval(
+    this.#statusTimer ??= setInterval(
       this.#guard(() => this.#publishStatus()),
       STATUS_INTERVAL_MS,
     );
-    this.#resolveTimer = setInterval(
-      this.#guard(() => this.#track(this.#resolveAll())),
+    this.#resolveTimer ??= setInterval(
+      this.#guard(() => this.#track(this.#hostnames.refresh(this.#hostnamesInUse()))),
       this.#init.options.resolvePeriodMs,
     );
   }
@@ -208,85 +199,48 @@ export class RemoteClusterActor {
    * restarted one) that knows nothing: the full set is sent again once listed.
    */
   attachWriter(port: DesiredPort): void {
-    this.#writer?.close();
-    this.#writer = port;
-    this.#inFlight = 0;
-    port.on(
-      "message",
-      this.#guard((raw: unknown) => {
-        let ack: ReturnType<typeof decodeToActorFromWriter>;
-        try {
-          ack = decodeToActorFromWriter(raw);
-        } catch (error) {
-          this.#log.error({ err: serializeError(error) }, "malformed message from the local writer; ignored");
-          return;
-        }
-        if (ack.epoch === this.#init.epoch) {
-          this.#inFlight = Math.max(0, this.#inFlight - 1);
-          this.#scheduleFlush();
-        }
-      }),
-    );
-    if (this.#watcher.hasSynced) {
-      this.#needSnapshot = true;
-      this.#scheduleFlush();
-    }
+    this.#sender.attach(port);
   }
 
+  /** Ends the watch, every timer and the desired port; nothing is sent or published afterwards. Idempotent. */
   async stop(): Promise<void> {
     if (this.#stopped) return;
     this.#stopped = true;
-    clearTimeout(this.#flushTimer);
+    this.#sender.stop();
+    this.#hostnames.stop();
     clearInterval(this.#resolveTimer);
     clearInterval(this.#statusTimer);
     await this.#watcher.stop();
     this.#client.close();
-    this.#writer?.close();
   }
 
   // -------------------------------------------------------------------------------
   // Observations
 
   #onChange(key: string, previous: Service | undefined, current: Service | undefined): void {
-    this.#dirty.add(key);
+    this.#sender.markDirty(key);
     // A gateway changed: every mirror of THIS cluster that uses it is recomputed.
-    for (const user of this.#servicesByGateway.get(key) ?? []) this.#dirty.add(user);
-    const before = previous ? exportedGateway(previous) : undefined;
-    const after = current ? exportedGateway(current) : undefined;
-    const beforeKey = before ? objectKey(before) : undefined;
-    const afterKey = after ? objectKey(after) : undefined;
-    if (beforeKey !== afterKey) {
-      if (beforeKey) {
-        const users = this.#servicesByGateway.get(beforeKey);
-        users?.delete(key);
-        if (users?.size === 0) this.#servicesByGateway.delete(beforeKey);
-      }
-      if (afterKey) {
-        const users = this.#servicesByGateway.get(afterKey) ?? new Set<string>();
-        this.#servicesByGateway.set(afterKey, users);
-        users.add(key);
-      }
-    }
-    if (current && this.#servicesByGateway.has(key)) this.#resolveHostnames(current);
+    for (const user of this.#gateways.usersOf(key)) this.#sender.markDirty(user);
+    const newGateway = this.#gateways.update(key, previous, current);
+    if (current && this.#gateways.isGateway(key)) this.#resolveHostnames(current);
     // A Service that starts using a gateway whose hostnames nobody used before: resolve
     // them now, not at the next periodic round (its Endpoints would stay empty meanwhile).
-    if (afterKey && afterKey !== beforeKey) {
-      const gateway = this.#watcher.get(afterKey);
+    if (newGateway) {
+      const gateway = this.#watcher.get(newGateway);
       if (gateway) this.#resolveHostnames(gateway);
     }
     if (this.#state === "stale") this.#setState("synced");
-    this.#scheduleFlush();
+    this.#sender.scheduleFlush();
   }
 
   #onListed(): void {
     this.#lastSyncedAt = Date.now();
-    this.#needSnapshot = true;
     this.#setState("synced");
-    for (const gatewayKey of this.#servicesByGateway.keys()) {
+    for (const gatewayKey of this.#gateways.gateways()) {
       const gateway = this.#watcher.get(gatewayKey);
       if (gateway) this.#resolveHostnames(gateway);
     }
-    this.#scheduleFlush();
+    this.#sender.requestSnapshot();
   }
 
   #onFailure(failure: WatchFailure): void {
@@ -307,155 +261,25 @@ export class RemoteClusterActor {
   // Gateway hostnames (SPEC §2: resolved to IPs, again every resolvePeriodMs)
 
   #resolveHostnames(gateway: Service): void {
-    for (const hostname of ingressHostnames(gateway)) {
-      if (!this.#hostnames.has(hostname)) {
-        this.#hostnames.set(hostname, { ips: undefined });
-        this.#track(this.#resolveOne(hostname));
-      }
-    }
+    for (const lookup of this.#hostnames.track(ingressHostnames(gateway))) this.#track(lookup);
   }
 
-  async #resolveAll(): Promise<void> {
+  #hostnamesInUse(): Set<string> {
     const inUse = new Set<string>();
-    for (const gatewayKey of this.#servicesByGateway.keys()) {
+    for (const gatewayKey of this.#gateways.gateways()) {
       const gateway = this.#watcher.get(gatewayKey);
       if (gateway) for (const h of ingressHostnames(gateway)) inUse.add(h);
     }
-    for (const hostname of this.#hostnames.keys()) if (!inUse.has(hostname)) this.#hostnames.delete(hostname);
-    await Promise.all([...inUse].map((h) => this.#resolveOne(h)));
+    return inUse;
   }
 
-  async #resolveOne(hostname: string): Promise<void> {
-    let next: HostnameState;
-    try {
-      next = { ips: await this.#resolve(hostname) };
-    } catch (error) {
-      next = { ips: undefined, error: (error as Error).message };
-      this.#log.warn({ hostname, err: serializeError(error) }, `gateway ingress hostname ${hostname} does not resolve`);
-    }
-    if (this.#stopped) return;
-    const previous = this.#hostnames.get(hostname);
-    this.#hostnames.set(hostname, next);
-    if (JSON.stringify(previous?.ips) === JSON.stringify(next.ips)) return;
-    for (const [gatewayKey, users] of this.#servicesByGateway) {
+  /** A hostname's addresses changed: the mirrors behind every gateway naming it are recomputed. */
+  #hostnameChanged(hostname: string): void {
+    for (const [gatewayKey, users] of this.#gateways.entries()) {
       const gateway = this.#watcher.get(gatewayKey);
-      if (gateway && ingressHostnames(gateway).includes(hostname)) for (const u of users) this.#dirty.add(u);
+      if (gateway && ingressHostnames(gateway).includes(hostname)) for (const u of users) this.#sender.markDirty(u);
     }
-    this.#scheduleFlush();
-  }
-
-  #lookupHostname = (hostname: string): readonly string[] | undefined => this.#hostnames.get(hostname)?.ips;
-
-  // -------------------------------------------------------------------------------
-  // Desired state → writer
-
-  #gatewayView(service: Service, cache: Map<string, GatewayView>): GatewayView {
-    const gw = exportedGateway(service);
-    const key = gw ? objectKey(gw) : "";
-    let view = cache.get(key);
-    if (!view) {
-      view = viewGateway(this.#watcher.get(key), this.#lookupHostname);
-      cache.set(key, view);
-    }
-    return view;
-  }
-
-  /** Recomputes one remote service's mirror; returns the mirror (or undefined) and records problems. */
-  #compute(key: string, cache: Map<string, GatewayView>): DesiredMirror | undefined {
-    const service = this.#watcher.get(key);
-    const outcome = service
-      ? desiredMirrorFor(this.#init.cluster, service, this.#gatewayView(service, cache))
-      : ({ kind: "not-exported" } as const);
-    this.#setProblem(key, outcome.kind === "problem" ? outcome.problem : undefined);
-    return outcome.kind === "mirror" ? outcome.mirror : undefined;
-  }
-
-  /** Records (or clears) the problem of one remote Service; a change is logged and published. */
-  #setProblem(key: string, problem: MirrorProblem | undefined): void {
-    const previous = this.#problems.get(key);
-    if (previous?.message === problem?.message && previous?.reason === problem?.reason) return;
-    this.#statusDirty = true;
-    if (problem) {
-      this.#problems.set(key, problem);
-      this.#log.warn(
-        { remote: key, reason: problem.reason },
-        `exported Service ${key} is not mirrored: ${problem.message}`,
-      );
-    } else {
-      this.#problems.delete(key);
-      if (previous) this.#log.info({ remote: key }, `exported Service ${key} no longer has a mirror problem`);
-    }
-  }
-
-  #scheduleFlush(): void {
-    if (this.#stopped || this.#flushTimer) return;
-    this.#flushTimer = setTimeout(
-      this.#guard(() => {
-        this.#flushTimer = undefined;
-        this.#flush();
-      }),
-      this.#init.options.batchDelayMs,
-    );
-  }
-
-  #flush(): void {
-    if (!this.#writer || !this.#watcher.hasSynced) return;
-    if (!this.#needSnapshot && this.#dirty.size === 0) return;
-    if (this.#inFlight >= this.#init.options.maxInFlight) return; // the ack reschedules
-    const cache = new Map<string, GatewayView>();
-    const upserts: DesiredMirror[] = [];
-    const deletes: string[] = [];
-    const complete = this.#needSnapshot;
-    if (complete) {
-      this.#needSnapshot = false;
-      this.#dirty.clear();
-      this.#sent.clear();
-      this.#mirrorKeyOf.clear();
-      for (const key of [...this.#problems.keys()]) if (!this.#watcher.get(key)) this.#setProblem(key, undefined);
-      for (const service of this.#watcher.values()) {
-        const key = objectKey(service.metadata);
-        const mirror = this.#compute(key, cache);
-        if (!mirror) continue;
-        const mirrorKey = objectKey(mirror);
-        this.#mirrorKeyOf.set(key, mirrorKey);
-        this.#sent.set(mirrorKey, JSON.stringify(mirror));
-        upserts.push(mirror);
-      }
-    } else {
-      const dirty = this.#dirty;
-      this.#dirty = new Set();
-      for (const key of dirty) {
-        const mirror = this.#compute(key, cache);
-        const previousKey = this.#mirrorKeyOf.get(key);
-        const mirrorKey = mirror ? objectKey(mirror) : undefined;
-        if (previousKey && previousKey !== mirrorKey) {
-          this.#sent.delete(previousKey);
-          this.#mirrorKeyOf.delete(key);
-          deletes.push(previousKey);
-        }
-        if (mirror && mirrorKey) {
-          const json = JSON.stringify(mirror);
-          if (this.#sent.get(mirrorKey) === json) continue;
-          this.#sent.set(mirrorKey, json);
-          this.#mirrorKeyOf.set(key, mirrorKey);
-          upserts.push(mirror);
-        }
-      }
-      if (upserts.length === 0 && deletes.length === 0) return;
-    }
-    this.#seq += 1;
-    this.#inFlight += 1;
-    this.#writer.postMessage({
-      type: "desired.batch",
-      cluster: this.#init.cluster.name,
-      epoch: this.#init.epoch,
-      seq: this.#seq,
-      complete,
-      upserts,
-      deletes,
-    });
-    this.#statusDirty = true;
-    if (this.#dirty.size > 0 || this.#needSnapshot) this.#scheduleFlush();
+    this.#sender.scheduleFlush();
   }
 
   // -------------------------------------------------------------------------------
@@ -472,35 +296,38 @@ export class RemoteClusterActor {
   }
 
   status(): ClusterStatus {
-    const gateways = [...this.#servicesByGateway.keys()].sort().map((key) => {
-      const view = viewGateway(this.#watcher.get(key), this.#lookupHostname);
+    const gateways = [...this.#gateways.gateways()].sort().map((key) => {
+      const view = viewGateway(this.#watcher.get(key), this.#hostnames.lookup);
       return {
         key,
         usable: view.addresses.length > 0 && view.incomingPort !== undefined,
         ...(view.unusable ? { reason: view.unusable } : {}),
       };
     });
-    let exported = 0;
-    for (const users of this.#servicesByGateway.values()) exported += users.size;
+    const apiWarnings = this.#client.apiWarnings.total;
     return {
       cluster: this.#init.cluster.name,
       epoch: this.#init.epoch,
       state: this.#state,
       since: this.#since,
       ...(this.#lastSyncedAt !== undefined ? { lastSyncedAt: this.#lastSyncedAt } : {}),
-      exportedServices: exported,
-      mirrors: this.#sent.size,
-      problems: [...this.#problems.values()],
+      exportedServices: this.#gateways.exportedCount,
+      mirrors: this.#sender.mirrors,
+      problems: this.#sender.problems(),
       ...(this.#lastFailure ? { lastFailure: { ...this.#lastFailure } } : {}),
       gateways,
       watch: { ...this.#watcher.stats },
       failuresByReason: { ...this.#failuresByReason },
+      ...(apiWarnings > 0 ? { apiWarnings } : {}),
     };
   }
 
   #publishStatus(): void {
-    if (!this.#statusDirty || this.#stopped) return;
+    if (this.#stopped) return;
+    // A warning counted since the last status is news too.
+    if (!this.#statusDirty && this.#client.apiWarnings.total === this.#publishedWarnings) return;
     this.#statusDirty = false;
+    this.#publishedWarnings = this.#client.apiWarnings.total;
     this.#ports.supervisor({ type: "actor.status", status: this.status() });
   }
 }
