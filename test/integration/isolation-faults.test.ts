@@ -14,6 +14,7 @@ import { startFaultProxyFor } from "../../sandbox/fault-proxy.ts";
 import { renderKubeconfig } from "../../sandbox/kubeconfig.ts";
 import type { Config } from "../../src/config.ts";
 import { silentLogger } from "../../src/log.ts";
+import { PROTOCOL_ERROR_LOG } from "../../src/protocol/guard.ts";
 import type { ActorFaultKind, WriterStatus } from "../../src/protocol/messages.ts";
 import { DEFAULT_RESTART_POLICY, type RestartPolicy } from "../../src/supervisor/restart-policy.ts";
 import { Supervisor } from "../../src/supervisor/supervisor.ts";
@@ -158,12 +159,12 @@ describe("isolation under faults", () => {
       const refusal = await eventually("the actor's log to show the refusal", () =>
         readLogFile(logFile).find((l) => /refused, this actor was not started with test hooks/.test(l.err ?? "")),
       );
-      assert.equal(refusal.msg, "protocol error: message ignored");
+      assert.equal(refusal.msg, PROTOCOL_ERROR_LOG);
       // Malformed messages are protocol errors too (rejected by the decoder, before the gate).
       thread.postMessage({ type: "actor.inject-fault", cluster: "east", kind: "no-such-fault" });
       thread.postMessage({ type: "no-such-message" });
       await eventually("the actor's log to show three ignored messages", () =>
-        readLogFile(logFile).filter((l) => l.msg === "protocol error: message ignored").length >= 3 ? true : undefined,
+        readLogFile(logFile).filter((l) => l.msg === PROTOCOL_ERROR_LOG).length >= 3 ? true : undefined,
       );
       assert.equal(supervisor.actorThread("east"), thread, "the same thread is still running");
       assert.equal(clusterRow(supervisor, "east")?.restarts, 0);
