@@ -317,7 +317,7 @@ export function parseRunConfig(argv: readonly string[], env: NodeJS.ProcessEnv =
   if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(config.leaderElectionId) || config.leaderElectionId.length > 253)
     throw new ConfigError("--leader-election-id: must be a DNS subdomain name (a Lease's name)");
   if (config.leaderElectionIdentity === "") throw new ConfigError("--leader-election-identity: must not be empty");
-  // client-go's rule: the leader must give up (renew deadline) before the Lease can
+  // The leader must give up (renew deadline) before the Lease can
   // expire for the others, and try more often than it must succeed.
   if (!(config.leaseDurationMs > config.renewDeadlineMs && config.renewDeadlineMs > config.retryPeriodMs))
     throw new ConfigError(

@@ -79,7 +79,7 @@ export async function runCommand(argv: readonly string[]): Promise<number> {
       // which this process must stop writing. So no graceful stop (which would wait
       // for in-flight writes): process.exit ends every worker thread — the local
       // writer first of all — at once, and Kubernetes restarts the Pod, which then
-      // campaigns again as a standby (controller-runtime does the same).
+      // campaigns again as a standby.
       logger.error(
         { lease: elector.lease, identity: elector.identity, reason },
         `leadership lost (${reason}): stopping all writes and exiting`,

@@ -1,4 +1,4 @@
-/** Exponential backoff, pure and per key (the model is client-go's ItemExponentialFailureRateLimiter). */
+/** Exponential backoff, pure and per key: each failure of a key doubles its delay up to a cap. */
 
 export interface BackoffOptions {
   /** Delay of the first attempt (attempt 0), in ms; >= 0. */

@@ -1,7 +1,7 @@
 /**
- * A key-based work queue with client-go semantics (workqueue.TypedRateLimitingInterface),
+ * A key-based, rate-limited work queue,
  * and `runWorkers`, the one place that turns a reconcile result into forget / requeue /
- * retry (SPEC §4; STYLE principles 1 and 3).
+ * retry (SPEC §4).
  */
 import { type BackoffOptions, ItemBackoff, WRITER_BACKOFF } from "./backoff.ts";
 import { type Clock, systemClock, type TimerHandle } from "./clock.ts";
@@ -113,7 +113,7 @@ class DelayHeap<K> {
 }
 
 /**
- * A queue of keys to reconcile, with client-go's guarantees:
+ * A queue of keys to reconcile, with these guarantees:
  * - a key waiting in the queue is never queued twice (`add` de-duplicates);
  * - a key is never handed out by `get` while it is being processed (between `get` and
  *   `done`); adding it meanwhile marks it dirty, and `done` queues it again;

@@ -1,5 +1,5 @@
 /**
- * A list/watch watcher with its store (kube-rs `watcher` + `reflector`), built on the
+ * A list/watch watcher with its store (a list/watch state machine and a reflector), built on the
  * lean `KubeClient`. It recovers by itself and only `stop()` stops it.
  *
  * States: Listing → Watching; back to Listing on 410 Gone (an ERROR event with code 410
@@ -79,7 +79,7 @@ export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>
   #consecutiveFailures = 0;
   /** The resourceVersion to watch from: the last one seen; undefined means a list is needed. */
   #resourceVersion: string | undefined;
-  /** A paginated list hit 410 (continue token expired): the next list is one unpaginated request, as client-go does. */
+  /** A paginated list hit 410 (continue token expired): the next list is one unpaginated request. */
   #unpaginatedNext = false;
 
   #loop: Promise<void> | undefined;

@@ -1,6 +1,6 @@
 /**
  * LeaderElector: campaigns for a coordination.k8s.io/v1 Lease and keeps it renewed,
- * with client-go's leader-election semantics (decisions in `lease.ts`, pure), over the
+ * with the usual Lease-based leader-election semantics (decisions in `lease.ts`, pure), over the
  * project's lean HTTPS client.
  *
  * Timing contract (defaults 10 s / 7 s / 2 s; config guarantees lease > renew > retry):
@@ -24,8 +24,8 @@
  *
  * Events: "started-leading" once when the Lease is acquired; "stopped-leading"(reason)
  * at most once, when leadership is LOST (not on `stop()`). Losing is terminal: the
- * elector stops campaigning, and the process is expected to exit (as controller-runtime
- * does); a new elector would have to be built to campaign again. "new-leader"(holder)
+ * elector stops campaigning, and the process is expected to exit (a restarted Pod
+ * campaigns again as a standby); a new elector would have to be built to campaign again. "new-leader"(holder)
  * whenever the observed holder changes ("" = released / unheld).
  *
  * Errors never leave the loop: every failed read or write is logged with the Lease,
