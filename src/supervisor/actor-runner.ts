@@ -29,7 +29,7 @@ import { spawnWorker } from "./worker-entry.ts";
 /**
  * Young generation of an actor thread, per hosted actor. V8's default (sized for a
  * whole process) costs ~4 MB of RSS more per thread than 4 MB, measured with 40 threads
- * of the remote-cluster actor: 19.4 MB → 15.5 MB each (docs/DESIGN.md §7). An actor
+ * of the remote-cluster actor: 19.4 MB → 15.5 MB each (bench/HISTORY.md). An actor
  * holds one cluster's Services; its short-lived garbage (watch lines) is small.
  */
 const ACTOR_YOUNG_GENERATION_MB = 4;
