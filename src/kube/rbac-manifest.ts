@@ -7,6 +7,7 @@
  * Guarantee: only the kinds in `APPLICABLE_KINDS` are accepted; anything else in the file
  * is refused before anything is written.
  */
+import { existsSync } from "node:fs";
 import { type KubernetesObject, loadAllYaml } from "@kubernetes/client-node";
 
 const APPLICABLE_KINDS: ReadonlySet<string> = new Set([
@@ -18,9 +19,19 @@ const APPLICABLE_KINDS: ReadonlySet<string> = new Set([
   "RoleBinding",
 ]);
 
-/** Where the repository's manifests are (`deploy/rbac/<side>.yaml`). */
+/**
+ * Where the manifests may be, nearest first: this module is `src/kube/` in the repository
+ * (`deploy/` two levels up) and `dist/src/kube/` once built, in a checkout and in the
+ * image (`deploy/` three levels up, beside `dist/`).
+ */
+export function rbacManifestCandidates(side: "local" | "remote", moduleUrl: string = import.meta.url): string[] {
+  return ["../../", "../../../"].map((up) => new URL(`${up}deploy/rbac/${side}.yaml`, moduleUrl).pathname);
+}
+
+/** Where the repository's manifests are (`deploy/rbac/<side>.yaml`); the nearest candidate when none exists. */
 export function rbacManifestPath(side: "local" | "remote"): string {
-  return new URL(`../../deploy/rbac/${side}.yaml`, import.meta.url).pathname;
+  const candidates = rbacManifestCandidates(side);
+  return candidates.find((path) => existsSync(path)) ?? (candidates[0] as string);
 }
 
 /** The objects of a multi-document manifest, validated; empty documents are skipped. */
