@@ -53,6 +53,12 @@ export interface DesiredMirror {
   readonly endpointsAnnotations: Readonly<Record<string, string>>;
   /** Gateway IPs, sorted; empty when the gateway is not usable (then the Endpoints have no subsets). */
   readonly addresses: readonly string[];
+  /**
+   * The members of `addresses` whose gateway probe says dead (SPEC §10), sorted. They stay
+   * endpoints, not ready: `notReadyAddresses` in Endpoints, `ready: false` in slices.
+   * Invariant: a subset of `addresses`; empty when the gateway is not probed.
+   */
+  readonly notReadyAddresses: readonly string[];
   readonly endpointPorts: readonly MirrorEndpointPort[];
 }
 
@@ -83,6 +89,8 @@ export interface GatewayView {
   readonly resourceVersion?: string;
   readonly identity?: string;
   readonly addresses: readonly string[];
+  /** Members of `addresses` that the gateway probe found dead (SPEC §10); absent when not probed. */
+  readonly notReadyAddresses?: readonly string[];
   readonly incomingPort?: number;
   readonly unusable?: string;
 }
@@ -291,6 +299,7 @@ export function desiredMirrorFor(settings: ClusterSettings, service: Service, ga
       ports,
       endpointsAnnotations,
       addresses: usable ? gateway.addresses : [],
+      notReadyAddresses: usable ? (gateway.notReadyAddresses ?? []) : [],
       endpointPorts,
     },
   };

@@ -105,9 +105,12 @@ function normalizeSubsets(subsets: readonly EndpointSubset[] | undefined): strin
 /** The Endpoints subsets a desired mirror stands for: none while the gateway is unusable. */
 export function desiredSubsets(desired: DesiredMirror): EndpointSubset[] {
   if (desired.addresses.length === 0 || desired.endpointPorts.length === 0) return [];
+  const notReady = new Set(desired.notReadyAddresses);
+  const ready = desired.addresses.filter((ip) => !notReady.has(ip));
   return [
     {
-      addresses: desired.addresses.map((ip) => ({ ip })),
+      ...(ready.length > 0 ? { addresses: ready.map((ip) => ({ ip })) } : {}),
+      ...(notReady.size > 0 ? { notReadyAddresses: desired.notReadyAddresses.map((ip) => ({ ip })) } : {}),
       ports: desired.endpointPorts.map((p) => ({
         ...(p.name ? { name: p.name } : {}),
         port: p.port,

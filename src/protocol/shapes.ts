@@ -41,6 +41,7 @@ const desiredMirror = v.object({
   ports: v.array(mirrorServicePort),
   endpointsAnnotations: stringRecord,
   addresses: v.array(v.string()),
+  notReadyAddresses: v.array(v.string()),
   endpointPorts: v.array(mirrorEndpointPort),
 });
 type _DesiredMirrorAgrees = Assert<Agree<DeepReadonly<v.InferOutput<typeof desiredMirror>>, DesiredMirror>>;

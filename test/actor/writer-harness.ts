@@ -111,6 +111,7 @@ export function desiredMirror(cluster: string, namespace: string, svc: string, p
     ports: [{ name: "http", protocol: "TCP", port, targetPort: 8080 }],
     endpointsAnnotations: { "mirror.linkerd.io/remote-svc-fq-name": fq },
     addresses: ["198.18.0.10"],
+    notReadyAddresses: [],
     endpointPorts: [{ name: "http", protocol: "TCP", port: 4143 }],
   });
 }

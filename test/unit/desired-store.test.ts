@@ -31,6 +31,7 @@ function mirror(
     ports: [{ name: "http", protocol: "TCP", port: options.port ?? 80, targetPort: 8080 }],
     endpointsAnnotations: { "mirror.linkerd.io/remote-svc-fq-name": `${svc}.${namespace}.svc.cluster.local` },
     addresses: ["198.18.0.10"],
+    notReadyAddresses: [],
     endpointPorts: [{ name: "http", protocol: "TCP", port: 4143 }],
   });
 }

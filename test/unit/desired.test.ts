@@ -156,6 +156,7 @@ describe("desiredMirrors", () => {
         "mirror.linkerd.io/remote-gateway-identity": "gateway.mirror.serviceaccount.identity",
       },
       addresses: ["198.18.0.10"],
+      notReadyAddresses: [],
       endpointPorts: [{ name: "http", protocol: "TCP", port: 4143 }],
     });
   });

@@ -47,6 +47,7 @@ function mirror(overrides: Partial<DesiredMirror> = {}): DesiredMirror {
       "mirror.linkerd.io/remote-gateway-identity": "gateway.mirror.identity",
     },
     addresses: ["198.18.0.10", "198.18.0.11"],
+    notReadyAddresses: [],
     endpointPorts: [
       { name: "http", protocol: "TCP", port: 4143 },
       { name: "admin", protocol: "TCP", port: 4143 },
@@ -219,6 +220,18 @@ describe("planMirror: creating and keeping a mirror", () => {
     assert.deepEqual(summary(plan({ desired: unusable, service: liveService(), endpoints: liveEndpoints() }).actions), [
       "update Endpoints",
     ]);
+  });
+
+  it("puts dead gateway addresses under notReadyAddresses and updates only when liveness changes (SPEC §10)", () => {
+    const oneDead = mirror({ notReadyAddresses: ["198.18.0.11"] });
+    const p = plan({ desired: oneDead, service: liveService(), endpoints: liveEndpoints() });
+    assert.deepEqual(summary(p.actions), ["update Endpoints"]);
+    const [subset] = body(p.actions[0]).subsets as { addresses?: unknown; notReadyAddresses?: unknown }[];
+    assert.deepEqual(subset?.addresses, [{ ip: "198.18.0.10" }]);
+    assert.deepEqual(subset?.notReadyAddresses, [{ ip: "198.18.0.11" }]);
+    const allDead = mirror({ notReadyAddresses: ["198.18.0.10", "198.18.0.11"] });
+    const [deadSubset] = body(plan({ desired: allDead }).actions[1]).subsets as Record<string, unknown>[];
+    assert.equal(deadSubset?.addresses, undefined, "no ready address: the field is absent, as the API server returns it");
   });
 
   it("creates only the missing half of a mirror", () => {

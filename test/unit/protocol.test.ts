@@ -47,6 +47,7 @@ const mirror: DesiredMirror = {
   ],
   endpointsAnnotations: { "mirror.linkerd.io/remote-svc-fq-name": "cart.shop.svc.cluster.local" },
   addresses: ["198.18.0.10", "198.18.0.11"],
+  notReadyAddresses: [],
   endpointPorts: [{ name: "http", protocol: "TCP", port: 4143 }],
 };
 
