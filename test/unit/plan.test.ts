@@ -231,7 +231,11 @@ describe("planMirror: creating and keeping a mirror", () => {
     assert.deepEqual(subset?.notReadyAddresses, [{ ip: "198.18.0.11" }]);
     const allDead = mirror({ notReadyAddresses: ["198.18.0.10", "198.18.0.11"] });
     const [deadSubset] = body(plan({ desired: allDead }).actions[1]).subsets as Record<string, unknown>[];
-    assert.equal(deadSubset?.addresses, undefined, "no ready address: the field is absent, as the API server returns it");
+    assert.equal(
+      deadSubset?.addresses,
+      undefined,
+      "no ready address: the field is absent, as the API server returns it",
+    );
   });
 
   it("creates only the missing half of a mirror", () => {
