@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
-# Builds the pinned kube-apiserver, etcd and kubectl from Go modules, once per machine.
+# Builds the pinned kube-apiserver, etcd, kubectl, kube-controller-manager and CoreDNS
+# from Go modules, once per machine.
 #
-# Usage:  build.sh            kube-apiserver + etcd, then kubectl; prints the directory
-#                             holding `kube-apiserver` and `etcd` on its last line.
+# Usage:  build.sh            everything; prints the directory holding `kube-apiserver`
+#                             and `etcd` on its last line.
 #         build.sh kubectl    kubectl only; prints the directory holding `kubectl`.
+#         build.sh kube-controller-manager | coredns
+#                             that binary only; prints the directory holding it.
 # Cache:  ${FLEET_MIRROR_CACHE:-$HOME/.cache/fleet-mirror}/control-plane/
-#           k8s-<k8s>_etcd-<etcd>/   kube-apiserver, etcd
-#           kubectl-<k8s>/           kubectl (its own directory and stamp, so adding it
-#                                    left the existing control-plane caches valid)
+#           k8s-<k8s>_etcd-<etcd>/          kube-apiserver, etcd
+#           kubectl-<k8s>/                  kubectl
+#           kube-controller-manager-<k8s>/  kube-controller-manager
+#           coredns-<coredns>/              coredns (only the plugins the sandbox uses)
+#         Each binary added later got its own directory and stamp, so adding it left the
+#         existing caches valid: nothing already built is rebuilt.
 #         A directory is only used once a build finished completely (a `.complete`
 #         stamp is written last), so an interrupted build is redone, never half-used.
 # Envtest convention: when KUBEBUILDER_ASSETS names a directory holding the binaries
@@ -22,8 +28,8 @@ source "$here/versions.env"
 log() { printf '[control-plane] %s\n' "$*" >&2; }
 
 case "${1:-all}" in
-  all | kubectl) what="${1:-all}" ;;
-  *) log "usage: build.sh [kubectl]"; exit 2 ;;
+  all | kubectl | kube-controller-manager | coredns) what="${1:-all}" ;;
+  *) log "usage: build.sh [kubectl | kube-controller-manager | coredns]"; exit 2 ;;
 esac
 
 cache_root="${FLEET_MIRROR_CACHE:-$HOME/.cache/fleet-mirror}/control-plane"
@@ -178,13 +184,118 @@ ensure_kubectl() {
   kubectl_dir="$out"
 }
 
+# Sets controller_manager_dir to a directory holding kube-controller-manager at the
+# pinned Kubernetes version. The sandbox runs only its EndpointSlice, EndpointSliceMirroring,
+# namespace and garbage-collector controllers, but the command links them all: the package
+# graph is mostly kube-apiserver's, so after that build most of it comes from Go's cache.
+ensure_controller_manager() {
+  if [[ -n "${KUBEBUILDER_ASSETS:-}" && -x "$KUBEBUILDER_ASSETS/kube-controller-manager" ]]; then
+    log "using KUBEBUILDER_ASSETS=$KUBEBUILDER_ASSETS for kube-controller-manager"
+    controller_manager_dir="$KUBEBUILDER_ASSETS"
+    return 0
+  fi
+  local out="$cache_root/kube-controller-manager-${KUBERNETES_VERSION}"
+  if [[ -f "$out/.complete" && -x "$out/kube-controller-manager" ]]; then
+    log "cached: $out"
+    controller_manager_dir="$out"
+    return 0
+  fi
+  prepare_go kube-controller-manager
+  k8s_wrapper_module "$work/controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager
+  log "building kube-controller-manager ${KUBERNETES_VERSION} (first time: a few minutes on 2 cores)"
+  local start=$SECONDS
+  rm -rf "$out.partial"
+  mkdir -p "$out.partial"
+  k8s_build "$work/controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager "$out.partial/kube-controller-manager"
+  log "kube-controller-manager built in $((SECONDS - start))s"
+  "$out.partial/kube-controller-manager" --version >&2
+  rm -rf "$out"
+  mv "$out.partial" "$out"
+  touch "$out/.complete"
+  log "done: $out"
+  controller_manager_dir="$out"
+}
+
+# Sets coredns_dir to a directory holding a CoreDNS at the pinned version, linked with only
+# the plugins the sandbox's Corefile uses (a full CoreDNS links every cloud DNS SDK and
+# takes several times longer to build). The main package is CoreDNS's own (coremain.Run)
+# with the directive list cut to those plugins, in CoreDNS's own order.
+ensure_coredns() {
+  local out="$cache_root/coredns-${COREDNS_VERSION}"
+  if [[ -f "$out/.complete" && -x "$out/coredns" ]]; then
+    log "cached: $out"
+    coredns_dir="$out"
+    return 0
+  fi
+  prepare_go coredns
+  mkdir -p "$work/coredns"
+  local coredns_mod go_line
+  coredns_mod="$(go mod download -json "github.com/coredns/coredns@${COREDNS_VERSION}" | sed -n 's/.*"GoMod": "\(.*\)",/\1/p')"
+  [[ -f "$coredns_mod" ]] || { log "error: could not download github.com/coredns/coredns@${COREDNS_VERSION}"; exit 1; }
+  go_line="$(sed -n 's/^go //p' "$coredns_mod")"
+  cat > "$work/coredns/go.mod" <<MOD
+module fleetmirror.local/controlplane/coredns
+
+go ${go_line}
+
+require github.com/coredns/coredns ${COREDNS_VERSION}
+MOD
+  cat > "$work/coredns/main.go" <<'GO'
+package main
+
+import (
+	"github.com/coredns/coredns/core/dnsserver"
+	"github.com/coredns/coredns/coremain"
+
+	_ "github.com/coredns/coredns/plugin/bind"
+	_ "github.com/coredns/coredns/plugin/errors"
+	_ "github.com/coredns/coredns/plugin/kubernetes"
+	_ "github.com/coredns/coredns/plugin/log"
+	_ "github.com/coredns/coredns/plugin/ready"
+)
+
+func main() {
+	// The order plugins run in; it must follow CoreDNS's own directive order.
+	dnsserver.Directives = []string{"bind", "ready", "errors", "log", "kubernetes"}
+	coremain.Run()
+}
+GO
+  log "building coredns ${COREDNS_VERSION} (kubernetes, bind, ready, errors, log plugins)"
+  local start=$SECONDS
+  rm -rf "$out.partial"
+  mkdir -p "$out.partial"
+  (cd "$work/coredns" && go mod tidy >&2 && go build -trimpath -ldflags "-s -w" -o "$out.partial/coredns" . >&2)
+  log "coredns built in $((SECONDS - start))s"
+  "$out.partial/coredns" -version >&2
+  rm -rf "$out"
+  mv "$out.partial" "$out"
+  touch "$out/.complete"
+  log "done: $out"
+  coredns_dir="$out"
+}
+
 control_plane_dir=""
 kubectl_dir=""
-if [[ "$what" == kubectl ]]; then
-  ensure_kubectl
-  echo "$kubectl_dir"
-else
-  ensure_control_plane
-  ensure_kubectl
-  echo "$control_plane_dir"
-fi
+controller_manager_dir=""
+coredns_dir=""
+case "$what" in
+  kubectl)
+    ensure_kubectl
+    echo "$kubectl_dir"
+    ;;
+  kube-controller-manager)
+    ensure_controller_manager
+    echo "$controller_manager_dir"
+    ;;
+  coredns)
+    ensure_coredns
+    echo "$coredns_dir"
+    ;;
+  all)
+    ensure_control_plane
+    ensure_kubectl
+    ensure_controller_manager
+    ensure_coredns
+    echo "$control_plane_dir"
+    ;;
+esac
