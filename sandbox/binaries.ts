@@ -1,12 +1,14 @@
 /**
- * Locates the pinned kube-apiserver, etcd and kubectl binaries built by
- * `scripts/control-plane/build.sh`, and builds them when they are missing.
+ * Locates the pinned kube-apiserver, etcd, kubectl, kube-controller-manager and CoreDNS
+ * binaries built by `scripts/control-plane/build.sh`, and builds them when they are missing.
  *
  * Resolution order (the envtest convention first):
  *   1. `KUBEBUILDER_ASSETS`, when it names a directory holding the binaries (both
- *      kube-apiserver and etcd; kubectl on its own);
+ *      kube-apiserver and etcd; kubectl and kube-controller-manager each on its own;
+ *      never CoreDNS, which envtest does not ship);
  *   2. the per-machine cache `${FLEET_MIRROR_CACHE:-~/.cache/fleet-mirror}/control-plane/`:
- *      `k8s-<v>_etcd-<v>/` for kube-apiserver and etcd, `kubectl-<v>/` for kubectl.
+ *      `k8s-<v>_etcd-<v>/` for kube-apiserver and etcd, `kubectl-<v>/`,
+ *      `kube-controller-manager-<v>/` and `coredns-<v>/` for the others.
  */
 import { execFile } from "node:child_process";
 import { accessSync, constants, existsSync, readFileSync } from "node:fs";
@@ -33,14 +35,14 @@ function cacheDir(): string {
   return join(process.env["FLEET_MIRROR_CACHE"] ?? join(homedir(), ".cache", "fleet-mirror"), "control-plane");
 }
 
-function readPins(): { kubernetes: string; etcd: string } {
+function readPins(): { kubernetes: string; etcd: string; coredns: string } {
   const text = readFileSync(join(scriptsDir(), "control-plane", "versions.env"), "utf8");
   const get = (key: string): string => {
     const match = new RegExp(`^${key}=(\\S+)$`, "m").exec(text);
     if (!match?.[1]) throw new Error(`versions.env has no ${key}`);
     return match[1];
   };
-  return { kubernetes: get("KUBERNETES_VERSION"), etcd: get("ETCD_VERSION") };
+  return { kubernetes: get("KUBERNETES_VERSION"), etcd: get("ETCD_VERSION"), coredns: get("COREDNS_VERSION") };
 }
 
 function isExecutable(path: string): boolean {
@@ -70,6 +72,24 @@ export function findControlPlaneBinaries(): ControlPlaneBinaries | undefined {
   return existsSync(join(dir, ".complete")) ? inDir(dir) : undefined;
 }
 
+/** The tools built one per cache directory: the build.sh argument, and that directory's name. */
+type SingleTool = "kubectl" | "kube-controller-manager" | "coredns";
+
+function toolCacheDir(tool: SingleTool): string {
+  const pins = readPins();
+  const version = tool === "coredns" ? pins.coredns : pins.kubernetes;
+  return join(cacheDir(), `${tool}-${version}`);
+}
+
+/** `tool` from `KUBEBUILDER_ASSETS` (not for CoreDNS) or from its complete cache directory; never builds. */
+function findTool(tool: SingleTool): string | undefined {
+  const assets = process.env["KUBEBUILDER_ASSETS"];
+  if (tool !== "coredns" && assets && isExecutable(join(assets, tool))) return join(assets, tool);
+  const dir = toolCacheDir(tool);
+  const binary = join(dir, tool);
+  return existsSync(join(dir, ".complete")) && isExecutable(binary) ? binary : undefined;
+}
+
 /**
  * The path of a kubectl at the pinned Kubernetes version if one is already present
  * (`KUBEBUILDER_ASSETS/kubectl`, else the cache's `kubectl-<v>/kubectl`); never builds.
@@ -77,11 +97,17 @@ export function findControlPlaneBinaries(): ControlPlaneBinaries | undefined {
  * not pinned.
  */
 export function findKubectl(): string | undefined {
-  const assets = process.env["KUBEBUILDER_ASSETS"];
-  if (assets && isExecutable(join(assets, "kubectl"))) return join(assets, "kubectl");
-  const dir = join(cacheDir(), `kubectl-${readPins().kubernetes}`);
-  const kubectl = join(dir, "kubectl");
-  return existsSync(join(dir, ".complete")) && isExecutable(kubectl) ? kubectl : undefined;
+  return findTool("kubectl");
+}
+
+/** The pinned kube-controller-manager if already present; never builds. */
+export function findControllerManager(): string | undefined {
+  return findTool("kube-controller-manager");
+}
+
+/** The pinned CoreDNS if already present; never builds (and never taken from PATH). */
+export function findCoreDns(): string | undefined {
+  return findTool("coredns");
 }
 
 /** Runs `build.sh ...args` (progress on the inherited stderr) and returns the directory it prints last. */
@@ -109,11 +135,25 @@ export async function ensureControlPlaneBinaries(): Promise<ControlPlaneBinaries
   return built;
 }
 
+async function ensureTool(tool: SingleTool): Promise<string> {
+  const found = findTool(tool);
+  if (found) return found;
+  const binary = join(await runBuild([tool]), tool);
+  if (!isExecutable(binary)) throw new Error(`${tool} build printed a directory without ${tool}: ${binary}`);
+  return binary;
+}
+
 /** The path of the pinned kubectl, building it first if needed (`build.sh kubectl`). */
 export async function ensureKubectl(): Promise<string> {
-  const found = findKubectl();
-  if (found) return found;
-  const kubectl = join(await runBuild(["kubectl"]), "kubectl");
-  if (!isExecutable(kubectl)) throw new Error(`kubectl build printed a directory without kubectl: ${kubectl}`);
-  return kubectl;
+  return ensureTool("kubectl");
+}
+
+/** The path of the pinned kube-controller-manager, building it first if needed. */
+export async function ensureControllerManager(): Promise<string> {
+  return ensureTool("kube-controller-manager");
+}
+
+/** The path of the pinned CoreDNS, building it first if needed. */
+export async function ensureCoreDns(): Promise<string> {
+  return ensureTool("coredns");
 }

@@ -8,6 +8,9 @@
  *   server keeps its port across `restartApiServer`, so clients reconnect to it;
  * - RBAC is enforced (`--authorization-mode=RBAC`); the admin kubeconfig authenticates
  *   with a client certificate in `system:masters`;
+ * - a cluster named in `controllerManagers` also runs a kube-controller-manager with the
+ *   built-in controllers that act on fleet-mirror's objects (see controller-manager.ts),
+ *   started once its API server is ready and stopped before it;
  * - `stop()` ends every process and removes the working directory; processes also die
  *   with the Node.js process that started them (see process.ts).
  */
@@ -17,7 +20,8 @@ import { request } from "node:https";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type ControlPlaneBinaries, ensureControlPlaneBinaries } from "./binaries.ts";
+import { type ControlPlaneBinaries, ensureControllerManager, ensureControlPlaneBinaries } from "./binaries.ts";
+import { CONTROLLER_MANAGER_USER, ControllerManager } from "./controller-manager.ts";
 import { type KubeconfigAuth, renderKubeconfig } from "./kubeconfig.ts";
 import { type CertificateFiles, createCa, issueCertificate } from "./pki.ts";
 import { ManagedProcess } from "./process.ts";
@@ -33,6 +37,12 @@ export interface ControlPlaneOptions {
   readonly serviceClusterIpRange?: string;
   /** Aborts a start in progress (Ctrl-C while the demo starts): whatever started is stopped, `start` rejects. */
   readonly signal?: AbortSignal;
+  /**
+   * Clusters (a subset of `clusters`) that also run a kube-controller-manager, as a real
+   * cluster does. Default: none. Tests, the demo and the bench name the local cluster,
+   * where fleet-mirror writes.
+   */
+  readonly controllerManagers?: readonly string[];
 }
 
 export interface SandboxCluster {
@@ -74,6 +84,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export class ControlPlane {
   readonly #runtimes = new Map<string, ClusterRuntime>();
+  readonly #controllerManagers = new Map<string, ControllerManager>();
   #stopped = false;
   /** Aborts the waits of a start in progress: the caller's signal, or the first failure of a parallel start. */
   readonly #abort: AbortSignal;
@@ -116,7 +127,12 @@ export class ControlPlane {
     if (names.size !== options.clusters.length || names.size === 0) {
       throw new Error(`cluster names must be distinct and non-empty: ${options.clusters.join(",")}`);
     }
+    const managed = new Set(options.controllerManagers ?? []);
+    for (const name of managed) {
+      if (!names.has(name)) throw new Error(`controllerManagers names ${name}, which is not among the clusters`);
+    }
     const binaries = await ensureControlPlaneBinaries();
+    const controllerManagerBinary = managed.size > 0 ? await ensureControllerManager() : undefined;
     const ownsDir = options.dir === undefined;
     const dir = options.dir ?? (await mkdtemp(join(tmpdir(), "fleet-mirror-cp-")));
     const pki = join(dir, "pki");
@@ -135,6 +151,13 @@ export class ControlPlane {
       organizations: ["system:masters"],
       usage: "client",
     });
+    const controllerManagerClient =
+      managed.size > 0
+        ? await issueCertificate(ca, pki, "kube-controller-manager", {
+            commonName: CONTROLLER_MANAGER_USER,
+            usage: "client",
+          })
+        : undefined;
     const saPrivate = join(pki, "sa.key");
     const saPublic = join(pki, "sa.pub");
     await writeFile(saPrivate, saKeys.privateKey.export({ type: "pkcs8", format: "pem" }));
@@ -204,8 +227,9 @@ export class ControlPlane {
                 `--service-account-signing-key-file=${saPrivate}`,
                 `--service-cluster-ip-range=${options.serviceClusterIpRange ?? "10.96.0.0/16"}`,
                 "--allow-privileged=true",
-                // No kube-controller-manager runs here: the ServiceAccount admission plugin
-                // would wait for token controllers that never come. Tokens come from TokenRequest.
+                // No ServiceAccount or token controller runs here (a kube-controller-manager, where
+                // there is one, runs only the controllers fleet-mirror meets): the ServiceAccount
+                // admission plugin would wait for them forever. Tokens come from TokenRequest.
                 "--disable-admission-plugins=ServiceAccount",
                 // The sandbox has no nodes or kubelets; keep start-up lean.
                 "--endpoint-reconciler-type=none",
@@ -226,6 +250,32 @@ export class ControlPlane {
             plane.#runtimes.set(name, { cluster, process, admin });
             await process.start();
             await plane.#waitForApiServer(name);
+            if (controllerManagerBinary && controllerManagerClient && managed.has(name)) {
+              const kubeconfigPath = join(dir, `${name}-controller-manager.kubeconfig`);
+              const auth = {
+                clientCertPem: controllerManagerClient.certPem,
+                clientKeyPem: controllerManagerClient.keyPem,
+              };
+              await writeFile(
+                kubeconfigPath,
+                renderKubeconfig({ cluster: name, server, caPem: ca.certPem, user: CONTROLLER_MANAGER_USER, auth }),
+                { mode: 0o600 },
+              );
+              const controllerManager = new ControllerManager({
+                cluster: name,
+                binary: controllerManagerBinary,
+                kubeconfigPath,
+                // Its /healthz is read by this process only; the API server's loopback
+                // certificate (same CA, IP:127.0.0.1) serves it as well as a new one would.
+                serving: servingCert,
+                caPem: ca.certPem,
+                port: await freePort(),
+                logPath: join(dir, "logs", `kube-controller-manager-${name}.log`),
+              });
+              plane.#abort.throwIfAborted();
+              plane.#controllerManagers.set(name, controllerManager);
+              await controllerManager.start(plane.readyTimeoutMs, plane.#abort);
+            }
           })
           .map((start) =>
             start.catch((error: unknown) => {
@@ -256,6 +306,11 @@ export class ControlPlane {
   /** The API server process of one cluster (its pid, for fault injection). */
   apiServerProcess(name: string): ManagedProcess {
     return this.#runtime(name).process;
+  }
+
+  /** The kube-controller-manager process of one cluster, if it runs one (for its pid and log). */
+  controllerManagerProcess(name: string): ManagedProcess | undefined {
+    return this.#controllerManagers.get(name)?.process;
   }
 
   /** Stops one API server (SIGTERM, or SIGKILL with `{ kill: true }`); its data stays in etcd. */
@@ -298,13 +353,15 @@ export class ControlPlane {
 
   /**
    * Stops every process and removes the working directory (if created here). Idempotent.
-   * Order: the API servers (in parallel), then etcd they depend on, then the directory;
+   * Order: the controller managers, then the API servers they use (each in parallel), then
+   * etcd the API servers depend on, then the directory;
    * a process that ignores SIGTERM for `graceMs` is killed.
    */
   async stop(options: { readonly graceMs?: number } = {}): Promise<void> {
     if (this.#stopped) return;
     this.#stopped = true;
     const graceMs = options.graceMs ?? 10_000;
+    await Promise.all([...this.#controllerManagers.values()].map((c) => c.process.close(graceMs)));
     await Promise.all([...this.#runtimes.values()].map((r) => r.process.close(graceMs)));
     await this.etcd.close(graceMs);
     if (this.ownsDir) await rm(this.dir, { recursive: true, force: true });

@@ -1,0 +1,110 @@
+/**
+ * The sandbox's kube-controller-manager: the built-in controllers a real cluster runs next
+ * to fleet-mirror, cut to the ones that act on what fleet-mirror writes.
+ *
+ * Guarantees:
+ * - it runs exactly `SANDBOX_CONTROLLERS`: EndpointSlice (slices for Services with a
+ *   selector), EndpointSliceMirroring (slices for selector-less Services' Endpoints, which
+ *   is what a mirror is), namespace (finishes namespace deletion) and garbage collector
+ *   (owner references). Nothing else: no node, pod or token controllers, since the sandbox
+ *   has no nodes and pods;
+ * - it authenticates as `system:kube-controller-manager` (a client certificate) and runs
+ *   each controller under its own ServiceAccount in kube-system
+ *   (`--use-service-account-credentials`), bound by the API server's bootstrap RBAC: the
+ *   controllers get exactly the permissions they have in a real cluster, so a test that
+ *   passes here does not lean on admin rights;
+ * - leader election is off (one instance per cluster); its secure port listens on
+ *   127.0.0.1 only, serving /healthz with a certificate of the sandbox CA.
+ */
+import { request } from "node:https";
+import type { CertificateFiles } from "./pki.ts";
+import { ManagedProcess } from "./process.ts";
+
+/** The controllers the sandbox runs, by their kube-controller-manager names. */
+export const SANDBOX_CONTROLLERS = [
+  "endpointslice-controller",
+  "endpointslice-mirroring-controller",
+  "namespace-controller",
+  "garbage-collector-controller",
+] as const;
+
+/** The user name kube-controller-manager's bootstrap ClusterRole and binding are for. */
+export const CONTROLLER_MANAGER_USER = "system:kube-controller-manager";
+
+export interface ControllerManagerOptions {
+  readonly cluster: string;
+  readonly binary: string;
+  /** A kubeconfig authenticating as `CONTROLLER_MANAGER_USER`. */
+  readonly kubeconfigPath: string;
+  /** A serving certificate for 127.0.0.1, signed by `caPem`. */
+  readonly serving: CertificateFiles;
+  readonly caPem: string;
+  readonly port: number;
+  readonly logPath: string;
+}
+
+export class ControllerManager {
+  readonly cluster: string;
+  readonly process: ManagedProcess;
+  readonly #healthz: string;
+  readonly #caPem: string;
+
+  constructor(options: ControllerManagerOptions) {
+    this.cluster = options.cluster;
+    this.#healthz = `https://127.0.0.1:${options.port}/healthz`;
+    this.#caPem = options.caPem;
+    this.process = new ManagedProcess(
+      `kube-controller-manager-${options.cluster}`,
+      options.binary,
+      [
+        `--kubeconfig=${options.kubeconfigPath}`,
+        `--controllers=${SANDBOX_CONTROLLERS.join(",")}`,
+        "--use-service-account-credentials=true",
+        "--leader-elect=false",
+        "--bind-address=127.0.0.1",
+        `--secure-port=${options.port}`,
+        `--tls-cert-file=${options.serving.certPath}`,
+        `--tls-private-key-file=${options.serving.keyPath}`,
+        "--v=1",
+      ],
+      options.logPath,
+    );
+  }
+
+  /**
+   * Starts the process and resolves once /healthz answers 200. Throws when the process
+   * exits first, `signal` aborts, or `timeoutMs` passes; the caller stops it then.
+   */
+  async start(timeoutMs: number, signal: AbortSignal): Promise<void> {
+    await this.process.start();
+    const deadline = Date.now() + timeoutMs;
+    let last = "no answer";
+    for (;;) {
+      const status = await this.#probe(signal);
+      if (status === 200) return;
+      last = String(status);
+      signal.throwIfAborted();
+      if (!this.process.running) {
+        throw new Error(`${this.process.name} exited during start-up; see ${this.process.logPath}`);
+      }
+      if (Date.now() > deadline) {
+        throw new Error(
+          `${this.process.name} not healthy after ${timeoutMs} ms (last: ${last}); see ${this.process.logPath}`,
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
+  #probe(signal: AbortSignal): Promise<number | string> {
+    return new Promise((resolve) => {
+      const req = request(this.#healthz, { ca: this.#caPem, timeout: 2_000, signal }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on("timeout", () => req.destroy(new Error("timeout")));
+      req.on("error", (error) => resolve(error.message));
+      req.end();
+    });
+  }
+}
