@@ -121,7 +121,7 @@ export async function demoCommand(argv: readonly string[]): Promise<number> {
   return failed ? 1 : 0;
 }
 
-/** Stops the controller, then the API servers and etcd (ControlPlane.stop's order); says what it did, with timings. */
+/** Stops the controller, then kube-controller-manager, the API servers and etcd (ControlPlane.stop's order); says what it did, with timings. */
 async function stopAll(supervisor: Supervisor | undefined, plane: ControlPlane | undefined): Promise<string> {
   const started = Date.now();
   const parts: string[] = [];
@@ -136,7 +136,7 @@ async function stopAll(supervisor: Supervisor | undefined, plane: ControlPlane |
   if (plane) {
     const planeStarted = Date.now();
     await plane.stop({ graceMs: STOP_GRACE_MS });
-    parts.push(`API servers and etcd ${seconds(Date.now() - planeStarted)}`);
+    parts.push(`kube-controller-manager, API servers and etcd ${seconds(Date.now() - planeStarted)}`);
     parts.push(`${plane.dir} removed`);
   } else {
     parts.push("start-up cut short (what had started is stopped, its directory removed)");

@@ -1,6 +1,6 @@
 /**
  * `fleet-mirror-sandbox sandbox`: starts the local sandbox fleet (one local and two remote
- * API servers on one etcd), prints how to reach each cluster, and runs until Ctrl-C.
+ * API servers on one etcd, and a kube-controller-manager for the local one), prints how to reach each cluster, and runs until Ctrl-C.
  */
 
 import { untilSignal } from "../src/cli/signals.ts";
@@ -15,9 +15,16 @@ export interface TextOut {
 
 /** Starts the sandbox; `signal` aborts a start in progress (whatever started is stopped, then it rejects). */
 export async function startSandbox(out: TextOut, signal?: AbortSignal): Promise<ControlPlane> {
-  out.write("Starting the sandbox control plane (etcd + 3 kube-apiservers on 127.0.0.1)...\n");
+  out.write(
+    "Starting the sandbox control plane (etcd + 3 kube-apiservers + kube-controller-manager on 127.0.0.1)...\n",
+  );
   const started = Date.now();
-  const plane = await ControlPlane.start({ clusters: sandboxClusters, ...(signal ? { signal } : {}) });
+  const plane = await ControlPlane.start({
+    clusters: sandboxClusters,
+    // The local cluster is where fleet-mirror writes: its built-in controllers run, as in a real one.
+    controllerManagers: ["local"],
+    ...(signal ? { signal } : {}),
+  });
   out.write(`Control plane ready in ${((Date.now() - started) / 1000).toFixed(1)} s (working dir ${plane.dir})\n\n`);
   out.write(`${"CLUSTER".padEnd(8)} ${"SERVER".padEnd(26)} KUBECONFIG\n`);
   for (const name of plane.clusterNames) {

@@ -67,7 +67,9 @@ export class Fleet {
    * controller's token.
    */
   static async start(remotes: readonly string[] = ["east", "west"]): Promise<Fleet> {
-    const plane = await ControlPlane.start({ clusters: ["local", ...remotes] });
+    // The local cluster runs the built-in controllers that act on mirrors (EndpointSlice
+    // mirroring, namespace, garbage collector), as a real cluster does.
+    const plane = await ControlPlane.start({ clusters: ["local", ...remotes], controllerManagers: ["local"] });
     const fleet = new Fleet(plane, remotes);
     try {
       const admin = fleet.kubeConfig("local");

@@ -114,6 +114,11 @@ async function stopLikeATerminal(
     const names = children.map((p) => p.comm);
     assert.ok(names.includes("etcd"), `etcd among the demo's children: ${names.join(",")}`);
     assert.equal(names.filter((n) => n === "kube-apiserver").length, 3, names.join(","));
+    // /proc's comm holds 15 characters: kube-controller-manager shows as "kube-controller".
+    assert.ok(
+      names.includes("kube-controller"),
+      `kube-controller-manager among the demo's children: ${names.join(",")}`,
+    );
 
     const sent = Date.now();
     process.kill(-pid, signal);
@@ -142,7 +147,7 @@ async function stopLikeATerminal(
     assert.deepEqual(
       leftovers.map((p) => `${p.comm}[${p.pid}]`),
       [],
-      "no etcd or kube-apiserver outlives the demo",
+      "no etcd, kube-apiserver or kube-controller-manager outlives the demo",
     );
     assert.equal(existsSync(dir), false, `sandbox directory ${dir} removed`);
   } finally {
