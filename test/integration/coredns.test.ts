@@ -1,0 +1,76 @@
+/**
+ * A real DNS consumer: CoreDNS's kubernetes plugin, reading the local API server as a
+ * cluster's DNS does, answers for a mirror at `<mirror>.<ns>.svc.cluster.local` with the
+ * mirror's ClusterIP, in every `--endpoints-api` mode (SPEC §9), and stops answering once
+ * the mirror is gone.
+ */
+import assert from "node:assert/strict";
+import type { Resolver } from "node:dns/promises";
+import { after, before, describe, it } from "node:test";
+import type { CoreDns } from "../../sandbox/coredns.ts";
+import type { Config } from "../../src/config.ts";
+import { mirrorName } from "../../src/core/naming.ts";
+import type { Supervisor } from "../../src/supervisor/supervisor.ts";
+import { lookupA, resolverFor, startLocalCoreDns, waitForA } from "../helpers/dns.ts";
+import { Fleet } from "../helpers/fleet.ts";
+
+type EndpointsApi = "endpointslices" | "endpoints" | "both";
+/**
+ * The modes run: today the controller writes v1 Endpoints only. With `--endpoints-api`
+ * this becomes all three, and `modeConfig` passes the mode on.
+ */
+const MODES: readonly EndpointsApi[] = ["endpoints"];
+const modeConfig = (_mode: EndpointsApi): Partial<Config> => ({});
+
+describe("CoreDNS resolves mirrors", () => {
+  let fleet: Fleet;
+  let dns: CoreDns;
+  let resolver: Resolver;
+
+  before(async () => {
+    fleet = await Fleet.start(["east"]);
+    dns = await startLocalCoreDns(fleet);
+    resolver = resolverFor(dns);
+    await fleet.createGateway("east", { ingress: [{ ip: "198.18.0.10" }] });
+    await fleet.register("east");
+  });
+  after(async () => {
+    await dns?.stop();
+    await fleet?.stop();
+  });
+
+  it("is ready with the local cluster's Services in its cache (kubernetes.default answers)", async () => {
+    const kubernetes = await fleet.local.readNamespacedService({ namespace: "default", name: "kubernetes" });
+    const clusterIp = kubernetes.spec?.clusterIP;
+    assert.ok(clusterIp);
+    await waitForA(resolver, "kubernetes.default.svc.cluster.local", [clusterIp]);
+  });
+
+  for (const mode of MODES) {
+    describe(`--endpoints-api=${mode}`, () => {
+      let controller: Supervisor;
+      before(() => {
+        controller = fleet.startInProcess(modeConfig(mode));
+      });
+      after(async () => {
+        await controller?.stop();
+      });
+
+      it("a mirror resolves to its ClusterIP, and stops resolving once it is gone", async () => {
+        const namespace = `dns-${mode}`;
+        await fleet.createService("east", namespace, "web");
+        const name = mirrorName("web", "east");
+        const mirror = await fleet.waitForMirror(namespace, name);
+        const clusterIp = mirror.spec?.clusterIP;
+        assert.ok(clusterIp && clusterIp !== "None", `the mirror has a ClusterIP: ${clusterIp}`);
+        const fqdn = `${name}.${namespace}.svc.cluster.local`;
+        assert.deepEqual(await waitForA(resolver, fqdn, [clusterIp]), [clusterIp]);
+
+        await fleet.unexport("east", namespace, "web");
+        await fleet.waitForNoMirror(namespace, name);
+        await waitForA(resolver, fqdn, []);
+        assert.deepEqual(await lookupA(resolver, fqdn), []);
+      });
+    });
+  }
+});
