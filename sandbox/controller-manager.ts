@@ -14,7 +14,9 @@
  *   controllers get exactly the permissions they have in a real cluster, so a test that
  *   passes here does not lean on admin rights;
  * - leader election is off (one instance per cluster); its secure port listens on
- *   127.0.0.1 only, serving /healthz with a certificate of the sandbox CA.
+ *   127.0.0.1 only, serving /healthz with a certificate of the sandbox CA. No
+ *   authentication or authorization kubeconfig is given (its log warns so): /healthz is
+ *   always allowed, and nothing else on that port is used.
  */
 import { request } from "node:https";
 import type { CertificateFiles } from "./pki.ts";
