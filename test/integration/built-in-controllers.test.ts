@@ -213,7 +213,8 @@ describe("fleet-mirror beside kube-controller-manager's built-in controllers", (
           60_000,
         );
         const restored = await fleet.waitForMirror(doomed, name, () => true, 60_000);
-        await fleet.waitForEndpoints(doomed, name, (e) => (e.subsets?.length ?? 0) > 0, 60_000);
+        if (mode === "endpointslices") await waitForSlice(doomed, name, (s) => (s.endpoints?.length ?? 0) > 0);
+        else await fleet.waitForEndpoints(doomed, name, (e) => (e.subsets?.length ?? 0) > 0, 60_000);
         const status = await waitForWriterIdle(controller, { reports: 2 });
         const spent = objectWrites(status) - writesBefore;
         const refused = Object.entries(status.writes).filter(([key]) => /\/(403|409|404)$/.test(key));
