@@ -70,11 +70,12 @@ function world() {
     desired,
     services,
     endpoints,
+    slices: new Map(),
     namespaces,
     cache,
     executor,
     client,
-    options: { createNamespaces: true, excludedNamespaces: [], blockedRecheckMs: 30_000 },
+    options: { createNamespaces: true, excludedNamespaces: [], blockedRecheckMs: 30_000, endpointsApi: "endpoints" },
     log,
     recordEvent: () => {},
   });

@@ -148,6 +148,7 @@ const valid: { decode: (value: unknown) => unknown; message: unknown }[] = [
         burst: 10,
         resyncPeriodMs: 600_000,
         blockedRecheckMs: 30_000,
+        endpointsApi: "endpoints",
         logLevel: "info",
         namespace: "fleet-mirror",
         fenced: true,
