@@ -195,7 +195,7 @@ export const runFlags = {
   },
   "endpoints-api": {
     type: "string",
-    default: "endpoints",
+    default: "endpointslices",
     description: `the API of a mirror's addresses: ${ENDPOINTS_APIS.join("|")}`,
   },
   "admin-addr": {

@@ -139,7 +139,7 @@ describe("--endpoints-api", () => {
   it("is shown in run --help with its choices and default", () => {
     assert.match(
       flagsHelp(runFlags),
-      /--endpoints-api <value>\s+.*endpointslices\|endpoints\|both.*\(default endpoints/,
+      /--endpoints-api <value>\s+.*endpointslices\|endpoints\|both.*\(default endpointslices/,
     );
   });
 });

@@ -7,7 +7,7 @@
  * write executor. It never learns why it was called (level-triggered).
  */
 
-import { sliceNames } from "../../src/core/endpoint-slices.ts";
+import { desiredSliceContents, sliceNames } from "../../src/core/endpoint-slices.ts";
 import type { EndpointSlice, Endpoints, KubeObject, Namespace, Service } from "../../src/core/objects.ts";
 import { objectKey, splitKey } from "../../src/core/objects.ts";
 import {
@@ -15,6 +15,7 @@ import {
   MIRROR_KINDS,
   type MirrorPlan,
   type ObservedObject,
+  objectPath,
   planMirror,
   type WriteAction,
 } from "../../src/core/plan.ts";
@@ -112,15 +113,29 @@ export class MirrorReconciler {
     // was created next to them (and that Service would route to the user's addresses;
     // in a real cluster the built-in mirroring controller would even derive slices from
     // them): look the Endpoints up before creating a Service, in every mode (SPEC §5).
-    if (claimants.length > 0 && !service && !endpoints && namespaceExists) {
-      endpoints = await this.#getUnlabelled<Endpoints>("endpoints", key);
-    }
+    const creating = claimants.length > 0 && !service && namespaceExists && namespace !== undefined;
+    if (creating && !endpoints) endpoints = await this.#getUnlabelled<Endpoints>("Endpoints", key);
     if (service) observed.push({ kind: "Service", object: service });
     if (endpoints) observed.push({ kind: "Endpoints", object: endpoints });
     if (namespace !== undefined) {
       for (const sliceName of sliceNames(name)) {
         const sliceKey = objectKey({ namespace, name: sliceName });
         const slice = cache.observed("EndpointSlice", sliceKey, this.#deps.slices.get(sliceKey));
+        if (slice) observed.push({ kind: "EndpointSlice", object: slice });
+      }
+    }
+    // The same for a user's slice under a name a claimant's slices will need: found
+    // before the Service is created, so the mirror is blocked as a whole (SPEC §5, §9).
+    if (creating && options.endpointsApi !== "endpoints") {
+      const wanted = new Set(
+        claimants.flatMap((cluster) => {
+          const claimed = store.get(cluster, key);
+          return claimed ? desiredSliceContents(claimed).map((content) => content.name) : [];
+        }),
+      );
+      for (const sliceName of wanted) {
+        if (observed.some((o) => o.kind === "EndpointSlice" && o.object.metadata.name === sliceName)) continue;
+        const slice = await this.#getUnlabelled<EndpointSlice>("EndpointSlice", `${namespace}/${sliceName}`);
         if (slice) observed.push({ kind: "EndpointSlice", object: slice });
       }
     }
@@ -179,10 +194,10 @@ export class MirrorReconciler {
   }
 
   /** GETs an object our label-selected stores may not show; undefined when it does not exist. */
-  async #getUnlabelled<T extends KubeObject>(resource: "endpoints", key: string): Promise<T | undefined> {
-    const { namespace, name } = splitKey(key);
+  async #getUnlabelled<T extends KubeObject>(kind: "Endpoints" | "EndpointSlice", key: string): Promise<T | undefined> {
+    const { namespace = "", name } = splitKey(key);
     try {
-      return await this.#deps.client.request<T>("GET", `/api/v1/namespaces/${namespace}/${resource}/${name}`);
+      return await this.#deps.client.request<T>("GET", objectPath(kind, namespace, name));
     } catch (error) {
       if (error instanceof KubeApiError && error.status === 404) return undefined;
       throw error;
