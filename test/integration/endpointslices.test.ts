@@ -203,7 +203,8 @@ describe("EndpointSlices (SPEC §9)", () => {
   });
 
   it("makes zero writes when restarted over intact slices", async () => {
-    await fleet.createService("east", "es-restart", "web");
+    // One unnamed port: the API server fills in the slice port's name ("") and protocol.
+    await fleet.createService("east", "es-restart", "web", { ports: [{ port: 80 }] });
     await waitForSlices("es-restart", ["web-east-ipv4"]);
     const before = identity((await slices("es-restart")).get("web-east-ipv4"));
     const restarted = await restart("endpointslices");
