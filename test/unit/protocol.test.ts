@@ -347,6 +347,26 @@ const malformed: { decode: (value: unknown) => unknown; message: unknown; error:
   },
   {
     decode: decodeToWriter,
+    message: {
+      type: "writer.init",
+      connection: { server: "https://127.0.0.1:6443", auth: { kind: "token-file", path: "/var/run/token" } },
+      options: {
+        createNamespaces: true,
+        excludedNamespaces: [],
+        concurrency: 4,
+        qps: 0,
+        burst: 10,
+        resyncPeriodMs: 600_000,
+        blockedRecheckMs: 30_000,
+        endpointsApi: "slices",
+        logLevel: "info",
+        namespace: "fleet-mirror",
+      },
+    },
+    error: "writer.init: options.endpointsApi: ",
+  },
+  {
+    decode: decodeToWriter,
     message: { type: "writer.fence", writableUntil: Number.NaN },
     error: "writer.fence: writableUntil: expected number but received NaN",
   },
