@@ -131,6 +131,32 @@ describe("EndpointSlices (SPEC §9)", () => {
     assert.equal(await endpointsExist("es-basic", "web-east"), false);
   });
 
+  it("restores a slice edited or deleted by hand (SPEC §4): a slice event reconciles its mirror", async () => {
+    await fleet.createService("east", "es-edit", "web");
+    const found = await waitForSlices("es-edit", ["web-east-ipv4"]);
+    const slice = found.get("web-east-ipv4") as V1EndpointSlice;
+    await discovery.replaceNamespacedEndpointSlice({
+      namespace: "es-edit",
+      name: "web-east-ipv4",
+      body: { ...slice, endpoints: [{ addresses: ["198.18.0.99"], conditions: { ready: true } }] },
+    });
+    await waitForSlices(
+      "es-edit",
+      ["web-east-ipv4"],
+      (f) => f.get("web-east-ipv4")?.endpoints?.[0]?.addresses[0] === GATEWAY_IP,
+    );
+    await discovery.deleteNamespacedEndpointSlice({ namespace: "es-edit", name: "web-east-ipv4" });
+    const recreated = await waitForSlices(
+      "es-edit",
+      ["web-east-ipv4"],
+      (f) => f.get("web-east-ipv4")?.metadata?.uid !== slice.metadata?.uid,
+    );
+    assert.deepEqual(
+      recreated.get("web-east-ipv4")?.endpoints?.map((e) => e.addresses),
+      [[GATEWAY_IP]],
+    );
+  });
+
   it("gives a dual-stack gateway one slice per address family", async () => {
     await fleet.createGateway("east", { name: "dual", ingress: [{ ip: "198.18.0.20" }, { ip: "2001:db8::20" }] });
     await fleet.createService("east", "es-dual", "web", { gateway: { name: "dual", namespace: "gateway" } });
