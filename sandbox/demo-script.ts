@@ -4,7 +4,7 @@
  * least-privilege tokens, and the scripted changes whose effect the demo then waits to
  * see in the local cluster.
  */
-import { CoreV1Api, KubeConfig, type V1Service } from "@kubernetes/client-node";
+import { CoreV1Api, DiscoveryV1Api, KubeConfig, type V1Service } from "@kubernetes/client-node";
 import { CLUSTER_NAME, GATEWAY_NAME, GATEWAY_NS, REMOTE_CLUSTER_DOMAIN, SECRET_TYPE } from "../src/core/labels.ts";
 import { mintServiceAccountToken } from "../src/kube/service-account.ts";
 import type { ControlPlane } from "./control-plane.ts";
@@ -24,6 +24,10 @@ export function kubeConfig(text: string): KubeConfig {
 
 export function coreApi(kubeconfigText: string): CoreV1Api {
   return kubeConfig(kubeconfigText).makeApiClient(CoreV1Api);
+}
+
+export function discoveryApi(kubeconfigText: string): DiscoveryV1Api {
+  return kubeConfig(kubeconfigText).makeApiClient(DiscoveryV1Api);
 }
 
 async function ensureNamespace(core: CoreV1Api, name: string): Promise<void> {

@@ -10,8 +10,14 @@
  * grows while events flow); LAST CHANGE is how long ago this cluster's mirrors last
  * changed in the local cluster, as seen by the demo.
  */
-import type { CoreV1Api } from "@kubernetes/client-node";
-import { CLUSTER_NAME, MIRRORED_SERVICE } from "../src/core/labels.ts";
+import type { CoreV1Api, DiscoveryV1Api } from "@kubernetes/client-node";
+import {
+  CLUSTER_NAME,
+  MANAGED_BY_FLEET_MIRROR,
+  MANAGED_BY_LABEL,
+  MIRRORED_SERVICE,
+  SERVICE_NAME_LABEL,
+} from "../src/core/labels.ts";
 import type { FleetStatus } from "../src/supervisor/status.ts";
 import type { Frame } from "./screen.ts";
 
@@ -22,21 +28,38 @@ export interface MirrorRow {
   readonly endpoints: string;
 }
 
-/** The mirrors in the local cluster now (Services labelled as mirrors, with their Endpoints). */
-export async function localMirrors(local: CoreV1Api): Promise<MirrorRow[]> {
+/**
+ * The mirrors in the local cluster now (Services labelled as mirrors), with their
+ * addresses: from fleet-mirror's EndpointSlices (SPEC §9, the default), else from their
+ * Endpoints (`--endpoints-api=endpoints`).
+ */
+export async function localMirrors(local: CoreV1Api, discovery: DiscoveryV1Api): Promise<MirrorRow[]> {
   const labelSelector = `${MIRRORED_SERVICE}=true`;
-  const [services, endpoints] = await Promise.all([
+  const [services, endpoints, slices] = await Promise.all([
     local.listServiceForAllNamespaces({ labelSelector }),
     local.listEndpointsForAllNamespaces({ labelSelector }),
+    discovery.listEndpointSliceForAllNamespaces({
+      labelSelector: `${labelSelector},${MANAGED_BY_LABEL}=${MANAGED_BY_FLEET_MIRROR}`,
+    }),
   ]);
   const eps = new Map(endpoints.items.map((e) => [`${e.metadata?.namespace}/${e.metadata?.name}`, e]));
+  const sliceAddrs = new Map<string, string[]>();
+  for (const slice of slices.items) {
+    const key = `${slice.metadata?.namespace}/${slice.metadata?.labels?.[SERVICE_NAME_LABEL]}`;
+    const port = slice.ports?.[0]?.port ?? "?";
+    const ready = (slice.endpoints ?? []).filter((e) => e.conditions?.ready !== false);
+    const addrs = ready.flatMap((e) => e.addresses.map((ip) => `${ip}:${port}`));
+    sliceAddrs.set(key, [...(sliceAddrs.get(key) ?? []), ...addrs]);
+  }
   return services.items
     .map((s) => {
       const key = `${s.metadata?.namespace}/${s.metadata?.name}`;
       const ep = eps.get(key);
-      const addrs = (ep?.subsets ?? []).flatMap((sub) =>
-        (sub.addresses ?? []).map((a) => `${a.ip}:${sub.ports?.[0]?.port ?? "?"}`),
-      );
+      const addrs =
+        sliceAddrs.get(key) ??
+        (ep?.subsets ?? []).flatMap((sub) =>
+          (sub.addresses ?? []).map((a) => `${a.ip}:${sub.ports?.[0]?.port ?? "?"}`),
+        );
       return {
         key,
         cluster: s.metadata?.labels?.[CLUSTER_NAME] ?? "",

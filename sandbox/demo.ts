@@ -24,6 +24,7 @@ import type { ControlPlane } from "./control-plane.ts";
 import {
   coreApi,
   demoSteps,
+  discoveryApi,
   NAMESPACE,
   registerRemotes,
   resetForNextRound,
@@ -176,7 +177,8 @@ async function runDemo(
   started(supervisor);
   supervisor.start();
 
-  const mirrorsNow = () => localMirrors(local);
+  const discovery = discoveryApi(plane.cluster("local").adminKubeconfig);
+  const mirrorsNow = () => localMirrors(local, discovery);
   const steps = demoSteps(remotes, mirrorsNow);
   const kubeconfigPath = plane.cluster("local").adminKubeconfigPath;
   const activity = new MirrorActivity();

@@ -5,6 +5,7 @@
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { parseArgs } from "node:util";
+import { ENDPOINTS_APIS, type EndpointsApi } from "./core/plan.ts";
 
 export interface Config {
   readonly kubeconfig: string | undefined;
@@ -30,6 +31,8 @@ export interface Config {
   readonly maxThreads: number;
   readonly allowKubeconfigFilePaths: boolean;
   readonly blockedRecheckMs: number;
+  /** Which API carries a mirror's addresses: EndpointSlices, Endpoints, or both (SPEC §9). */
+  readonly endpointsApi: EndpointsApi;
   /** `host:port` of the admin HTTP server (/metrics, /healthz, /readyz, /status); "" disables it. */
   readonly adminAddr: string;
   /** Run for leadership of a coordination.k8s.io Lease; only the leader runs the controller. */
@@ -190,6 +193,11 @@ export const runFlags = {
     default: "30s",
     description: "re-check of mirrors blocked by a name conflict",
   },
+  "endpoints-api": {
+    type: "string",
+    default: "endpointslices",
+    description: `the API of a mirror's addresses: ${ENDPOINTS_APIS.join("|")}`,
+  },
   "admin-addr": {
     type: "string",
     default: ":9999",
@@ -266,6 +274,13 @@ export function parseHostPort(text: string, flag: string): { readonly host: stri
   return { host: match[1] ?? match[2] ?? "", port };
 }
 
+function parseEndpointsApi(text: string): EndpointsApi {
+  const mode = ENDPOINTS_APIS.find((m) => m === text);
+  if (mode === undefined)
+    throw new ConfigError(`--endpoints-api: ${JSON.stringify(text)} is not one of ${ENDPOINTS_APIS.join(", ")}`);
+  return mode;
+}
+
 export function parseRunConfig(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Config | "help" {
   let values: Record<string, string | boolean | undefined>;
   try {
@@ -300,6 +315,7 @@ export function parseRunConfig(argv: readonly string[], env: NodeJS.ProcessEnv =
     maxThreads: parseNumericFlag("max-threads", str("max-threads")),
     allowKubeconfigFilePaths: values["allow-kubeconfig-file-paths"] === true,
     blockedRecheckMs: parseNumericFlag("blocked-recheck-period", str("blocked-recheck-period")),
+    endpointsApi: parseEndpointsApi(str("endpoints-api")),
     adminAddr: str("admin-addr").trim(),
     leaderElect: values["leader-elect"] === true,
     leaderElectionNamespace:

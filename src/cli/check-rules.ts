@@ -3,6 +3,7 @@
  * deploy/rbac/local.yaml), what counts as a name conflict or an orphaned mirror, and
  * the ✓/✗ report. No I/O: check.ts reads the clusters and calls these.
  */
+import { sliceNames, sliceOwner } from "../core/endpoint-slices.ts";
 import { MIRRORED_SERVICE, ownerCluster } from "../core/labels.ts";
 import { mirrorName } from "../core/naming.ts";
 import { type KubeObject, objectKey, type Service } from "../core/objects.ts";
@@ -66,26 +67,47 @@ export function permissionNeeds(manifest: string, credentialsNs: string): Permis
   return needs;
 }
 
-/** Local objects holding a mirror's name without being that cluster's mirror (pure). */
+/** The local objects `check` lists: every Service, Endpoints and EndpointSlice. */
+export interface LocalMirrorObjects {
+  readonly services: readonly KubeObject[];
+  readonly endpoints: readonly KubeObject[];
+  readonly slices: readonly KubeObject[];
+}
+
+/** The owning cluster of a listed object, by its kind's ownership rule (SPEC §5, §9). */
+function ownerOf(kind: "service" | "endpoints" | "endpointslice", object: KubeObject): string | undefined {
+  return kind === "endpointslice" ? sliceOwner(object.metadata.labels) : ownerCluster(object.metadata.labels);
+}
+
+/**
+ * Local objects holding a name a mirror needs (its Service and Endpoints name, and the
+ * names of its slices of either family) without being that cluster's mirror (pure).
+ */
 export function nameConflicts(
   clusters: readonly { readonly cluster: string; readonly exported: readonly Service[] }[],
-  local: { readonly services: readonly KubeObject[]; readonly endpoints: readonly KubeObject[] },
+  local: LocalMirrorObjects,
 ): CheckResult[] {
   const index = new Map<string, KubeObject>();
   for (const [kind, list] of [
     ["service", local.services],
     ["endpoints", local.endpoints],
+    ["endpointslice", local.slices],
   ] as const) {
     for (const o of list) index.set(`${kind}/${objectKey(o.metadata)}`, o);
   }
   const results: CheckResult[] = [];
   for (const { cluster, exported } of clusters) {
     for (const remote of exported) {
-      const key = `${remote.metadata.namespace ?? ""}/${mirrorName(remote.metadata.name, cluster)}`;
-      for (const kind of ["service", "endpoints"]) {
+      const namespace = remote.metadata.namespace ?? "";
+      const name = mirrorName(remote.metadata.name, cluster);
+      const needed = [
+        ...(["service", "endpoints"] as const).map((kind) => ({ kind, key: `${namespace}/${name}` })),
+        ...sliceNames(name).map((slice) => ({ kind: "endpointslice" as const, key: `${namespace}/${slice}` })),
+      ];
+      for (const { kind, key } of needed) {
         const found = index.get(`${kind}/${key}`);
         if (!found) continue;
-        const owner = ownerCluster(found.metadata.labels);
+        const owner = ownerOf(kind, found);
         if (owner === cluster) continue;
         results.push({
           section: "name conflicts",
@@ -99,17 +121,15 @@ export function nameConflicts(
 }
 
 /** Mirrors whose cluster label no Secret names (pure). */
-export function unknownClusterMirrors(
-  known: ReadonlySet<string>,
-  local: { readonly services: readonly KubeObject[]; readonly endpoints: readonly KubeObject[] },
-): CheckResult[] {
+export function unknownClusterMirrors(known: ReadonlySet<string>, local: LocalMirrorObjects): CheckResult[] {
   const byCluster = new Map<string, string[]>();
   for (const [kind, list] of [
     ["service", local.services],
     ["endpoints", local.endpoints],
+    ["endpointslice", local.slices],
   ] as const) {
     for (const o of list) {
-      const owner = ownerCluster(o.metadata.labels);
+      const owner = ownerOf(kind, o);
       if (owner === undefined || known.has(owner)) continue;
       byCluster.set(owner, [...(byCluster.get(owner) ?? []), `${kind}/${objectKey(o.metadata)}`]);
     }

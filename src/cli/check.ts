@@ -23,6 +23,7 @@ import { computeRegistry, type RegisteredCluster } from "../supervisor/registry.
 import {
   type CheckResult,
   formatChecks,
+  type LocalMirrorObjects,
   nameConflicts,
   permissionNeeds,
   unknownClusterMirrors,
@@ -262,18 +263,19 @@ async function runChecks(
     for (const { found } of remotes) results.push(...found.results);
 
     progress.update("local mirrors");
-    let local: { services: KubeObject[]; endpoints: KubeObject[] };
+    let local: LocalMirrorObjects;
     try {
-      const [services, endpoints] = await Promise.all([
+      const [services, endpoints, slices] = await Promise.all([
         listAll<KubeObject>(client, "/api/v1/services"),
         listAll<KubeObject>(client, "/api/v1/endpoints"),
+        listAll<KubeObject>(client, "/apis/discovery.k8s.io/v1/endpointslices"),
       ]);
-      local = { services, endpoints };
+      local = { services, endpoints, slices };
     } catch (error) {
       results.push({
         section: "name conflicts",
         ok: false,
-        message: `cannot list local Services/Endpoints: ${(error as Error).message}`,
+        message: `cannot list local Services/Endpoints/EndpointSlices: ${(error as Error).message}`,
       });
       return results;
     }

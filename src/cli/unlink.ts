@@ -3,7 +3,13 @@
  * controller then deletes that cluster's mirrors (SPEC §1). `--wait` polls until no
  * Service or Endpoints labelled as that cluster's mirror is left.
  */
-import { CLUSTER_NAME, MIRRORED_SERVICE, SECRET_TYPE } from "../core/labels.ts";
+import {
+  CLUSTER_NAME,
+  MANAGED_BY_FLEET_MIRROR,
+  MANAGED_BY_LABEL,
+  MIRRORED_SERVICE,
+  SECRET_TYPE,
+} from "../core/labels.ts";
 import { validateDns1123Label } from "../core/naming.ts";
 import type { KubeObject, Secret } from "../core/objects.ts";
 import type { KubeClient } from "../kube/client.ts";
@@ -45,14 +51,21 @@ none is left (exit 1 after --timeout). Namespaces are never deleted. The identit
   flags,
 );
 
-/** Mirrors (Services and Endpoints) of `cluster` still in the local cluster. */
+/**
+ * Mirror objects (Services, Endpoints, EndpointSlices) of `cluster` still in the local
+ * cluster. Only fleet-mirror's own slices count: the built-in mirroring controller's
+ * copy the mirror labels from mirror Endpoints and go with them.
+ */
 export async function remainingMirrors(client: KubeClient, cluster: string): Promise<number> {
   const labelSelector = `${MIRRORED_SERVICE}=true,${CLUSTER_NAME}=${cluster}`;
-  const [services, endpoints] = await Promise.all([
+  const [services, endpoints, slices] = await Promise.all([
     listAll<KubeObject>(client, "/api/v1/services", { labelSelector }),
     listAll<KubeObject>(client, "/api/v1/endpoints", { labelSelector }),
+    listAll<KubeObject>(client, "/apis/discovery.k8s.io/v1/endpointslices", {
+      labelSelector: `${labelSelector},${MANAGED_BY_LABEL}=${MANAGED_BY_FLEET_MIRROR}`,
+    }),
   ]);
-  return services.length + endpoints.length;
+  return services.length + endpoints.length + slices.length;
 }
 
 export const unlinkDefinition: CommandDefinition = {

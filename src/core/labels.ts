@@ -38,3 +38,17 @@ export function ownerCluster(labels: Readonly<Record<string, string>> | undefine
   const cluster = labels[CLUSTER_NAME];
   return cluster ? cluster : undefined;
 }
+
+// EndpointSlices (SPEC §9): the well-known discovery.k8s.io labels.
+export const SERVICE_NAME_LABEL = "kubernetes.io/service-name";
+export const MANAGED_BY_LABEL = "endpointslice.kubernetes.io/managed-by";
+/**
+ * fleet-mirror's own `managed-by` value. It differs from the built-in controllers'
+ * (`endpointslice-controller.k8s.io`, `endpointslicemirroring-controller.k8s.io`), so
+ * kube-controller-manager leaves fleet-mirror's slices alone, and fleet-mirror never
+ * counts a slice those controllers made as its own, even one that copied the mirror
+ * labels from mirror Endpoints.
+ */
+export const MANAGED_BY_FLEET_MIRROR = "fleet-mirror";
+/** On Endpoints: the built-in EndpointSliceMirroring controller does not derive slices from them. */
+export const SKIP_MIRROR_LABEL = "endpointslice.kubernetes.io/skip-mirror";

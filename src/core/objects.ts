@@ -99,3 +99,38 @@ export function splitKey(key: string): { namespace: string | undefined; name: st
     ? { namespace: undefined, name: key }
     : { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
 }
+
+/** One endpoint of an EndpointSlice (`discovery.k8s.io/v1`). */
+export interface SliceEndpoint {
+  readonly addresses: readonly string[];
+  readonly conditions?: {
+    readonly ready?: boolean;
+    readonly serving?: boolean;
+    readonly terminating?: boolean;
+  };
+  readonly [field: string]: unknown;
+}
+
+export interface SlicePort {
+  readonly name?: string;
+  readonly protocol?: string;
+  readonly port?: number;
+  readonly appProtocol?: string;
+  readonly [field: string]: unknown;
+}
+
+/** An EndpointSlice; the API server answers `null` for an empty endpoints list. */
+export interface EndpointSlice extends KubeObject {
+  readonly addressType?: string;
+  readonly endpoints?: readonly SliceEndpoint[] | null;
+  readonly ports?: readonly SlicePort[] | null;
+}
+
+export interface OwnerReference {
+  readonly apiVersion: string;
+  readonly kind: string;
+  readonly name: string;
+  readonly uid: string;
+  readonly controller?: boolean;
+  readonly blockOwnerDeletion?: boolean;
+}

@@ -1,34 +1,93 @@
 /**
- * What the local writer must do for one local key (`namespace/name`), as a pure
- * function of the desired mirror and the observed local objects (SPEC §3–§6).
+ * What the local writer must do for one mirror (local key `namespace/name`), as a pure
+ * function of the desired mirror and the observed local objects (SPEC §3–§6, §9).
+ *
+ * A mirror is a list of objects: its Service, its Endpoints, its EndpointSlices (one per
+ * address family), each with a desired body, a "matches what was observed" check and an
+ * ownership rule (MIRROR_KINDS). Which of them a mirror has depends on the endpoints API
+ * mode (`--endpoints-api`); the plan creates, updates and deletes them all the same way.
  *
  * Guarantees (checked by unit tests):
  * - nothing is planned on an object fleet-mirror does not own (SPEC §5): a user's
- *   Service or Endpoints holding the name blocks the whole mirror;
+ *   Service, Endpoints or slice holding one of the mirror's names blocks the whole mirror;
  * - nothing is written when the observed objects already match (SPEC §4);
- * - deletions are planned only for objects owned by a cluster whose garbage collection
- *   is allowed (a complete list was seen, or the cluster is no longer registered), and
- *   carry the observed uid as a precondition;
+ * - owned objects the mode no longer chooses (Endpoints in `endpointslices` mode, slices
+ *   in `endpoints` mode, the slice of a family the gateway no longer has) are deleted,
+ *   after the objects that replace them are written;
+ * - deletions of a mirror no longer desired are planned only for objects owned by a
+ *   cluster whose garbage collection is allowed (a complete list was seen, or the cluster
+ *   is no longer registered); every deletion carries the observed uid as a precondition;
  * - a namespace is only ever created, never updated or deleted;
- * - the Service is written before its Endpoints, and a failing Endpoints write never
- *   plans a Service deletion (SPEC §8).
+ * - the Service is written before anything else of a new mirror, and a failing write of
+ *   another object never plans a Service deletion (SPEC §8);
+ * - slices point at the Service by an ownerReference, so they are planned only once the
+ *   Service's uid is known (the writer plans again right after creating the Service).
  */
+import { mergeAnnotations, mirrorAnnotations, sortedLabels } from "./compare.ts";
 import type { DesiredMirror } from "./desired.ts";
-import { CLUSTER_NAME, MIRROR_PREFIX, MIRRORED_SERVICE, ownerCluster } from "./labels.ts";
-import type { EndpointSubset, Endpoints, ObjectMeta, Service, ServicePort } from "./objects.ts";
+import { desiredSliceContents, sliceBody, sliceMatches, sliceOwner } from "./endpoint-slices.ts";
+import { CLUSTER_NAME, MIRRORED_SERVICE, ownerCluster, SKIP_MIRROR_LABEL } from "./labels.ts";
+import type {
+  EndpointSlice,
+  EndpointSubset,
+  Endpoints,
+  KubeObject,
+  ObjectMeta,
+  Service,
+  ServicePort,
+} from "./objects.ts";
+
+/** Which API carries a mirror's addresses (SPEC §9, `--endpoints-api`). */
+export const ENDPOINTS_APIS = ["endpointslices", "endpoints", "both"] as const;
+export type EndpointsApi = (typeof ENDPOINTS_APIS)[number];
+
+export type MirrorObjectKind = "Service" | "Endpoints" | "EndpointSlice";
+
+export interface MirrorKindInfo {
+  readonly apiVersion: string;
+  /** The API prefix and plural resource name: `${prefix}/namespaces/<ns>/${resource}`. */
+  readonly prefix: string;
+  readonly resource: string;
+  /** The cluster that owns an object of this kind, or undefined when fleet-mirror does not (SPEC §5). */
+  readonly owner: (labels: Readonly<Record<string, string>> | undefined) => string | undefined;
+}
+
+/** The kinds of object a mirror is made of. */
+export const MIRROR_KINDS: Readonly<Record<MirrorObjectKind, MirrorKindInfo>> = {
+  Service: { apiVersion: "v1", prefix: "/api/v1", resource: "services", owner: ownerCluster },
+  Endpoints: { apiVersion: "v1", prefix: "/api/v1", resource: "endpoints", owner: ownerCluster },
+  EndpointSlice: {
+    apiVersion: "discovery.k8s.io/v1",
+    prefix: "/apis/discovery.k8s.io/v1",
+    resource: "endpointslices",
+    owner: sliceOwner,
+  },
+};
+
+/** The collection path of `kind` in `namespace`, or of one object when `name` is given. */
+export function objectPath(kind: MirrorObjectKind, namespace: string, name?: string): string {
+  const { prefix, resource } = MIRROR_KINDS[kind];
+  return `${prefix}/namespaces/${namespace}/${resource}${name === undefined ? "" : `/${name}`}`;
+}
+
+/** One local object of a mirror as observed (from a store, the mutation cache or a GET). */
+export interface ObservedObject {
+  readonly kind: MirrorObjectKind;
+  readonly object: KubeObject;
+}
 
 export type WriteAction =
   | { readonly verb: "create"; readonly kind: "Namespace"; readonly name: string; readonly body: object }
   | {
       readonly verb: "create";
-      readonly kind: "Service" | "Endpoints";
+      readonly kind: MirrorObjectKind;
       readonly namespace: string;
       readonly name: string;
       readonly body: object;
     }
   | {
       readonly verb: "update";
-      readonly kind: "Service" | "Endpoints";
+      readonly kind: MirrorObjectKind;
       readonly namespace: string;
       readonly name: string;
       /** The full object to PUT, carrying the observed resourceVersion (optimistic concurrency). */
@@ -36,7 +95,7 @@ export type WriteAction =
     }
   | {
       readonly verb: "delete";
-      readonly kind: "Service" | "Endpoints";
+      readonly kind: MirrorObjectKind;
       readonly namespace: string;
       readonly name: string;
       /** Precondition: only the object fleet-mirror observed as its own is deleted. */
@@ -61,8 +120,9 @@ export interface PlanInput {
   readonly key: string;
   /** The winning desired mirror for this key, if any cluster wants it. */
   readonly desired: DesiredMirror | undefined;
-  readonly service: Service | undefined;
-  readonly endpoints: Endpoints | undefined;
+  /** The local objects under the mirror's names (its Service, Endpoints and slices), any owner. */
+  readonly observed: readonly ObservedObject[];
+  readonly endpointsApi: EndpointsApi;
   readonly namespaceExists: boolean;
   readonly createNamespaces: boolean;
   readonly excludedNamespaces: readonly string[];
@@ -80,15 +140,6 @@ function normalizeServicePorts(ports: readonly ComparablePort[] | undefined): st
   return JSON.stringify(
     (ports ?? []).map((p) => [p.name ?? "", p.protocol ?? "TCP", p.port, p.targetPort ?? p.port, p.nodePort ?? null]),
   );
-}
-
-function mirrorAnnotations(annotations: Readonly<Record<string, string>> | undefined): string {
-  const entries = Object.entries(annotations ?? {}).filter(([k]) => k.startsWith(MIRROR_PREFIX));
-  return JSON.stringify(entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
-}
-
-function sortedLabels(labels: Readonly<Record<string, string>> | undefined): string {
-  return JSON.stringify(Object.entries(labels ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }
 
 function normalizeSubsets(subsets: readonly EndpointSubset[] | undefined): string {
@@ -120,6 +171,11 @@ export function desiredSubsets(desired: DesiredMirror): EndpointSubset[] {
   ];
 }
 
+/** The labels of the mirror Endpoints: in `both` mode they also say "do not derive slices from us". */
+export function endpointsLabels(desired: DesiredMirror, mode: EndpointsApi): Record<string, string> {
+  return mode === "both" ? { ...desired.labels, [SKIP_MIRROR_LABEL]: "true" } : { ...desired.labels };
+}
+
 export function serviceMatches(desired: DesiredMirror, observed: Service): boolean {
   return (
     sortedLabels(observed.metadata.labels) === sortedLabels(desired.labels) &&
@@ -130,22 +186,12 @@ export function serviceMatches(desired: DesiredMirror, observed: Service): boole
   );
 }
 
-export function endpointsMatch(desired: DesiredMirror, observed: Endpoints): boolean {
+export function endpointsMatch(desired: DesiredMirror, observed: Endpoints, mode: EndpointsApi = "endpoints"): boolean {
   return (
-    sortedLabels(observed.metadata.labels) === sortedLabels(desired.labels) &&
+    sortedLabels(observed.metadata.labels) === sortedLabels(endpointsLabels(desired, mode)) &&
     mirrorAnnotations(observed.metadata.annotations) === mirrorAnnotations(desired.endpointsAnnotations) &&
     normalizeSubsets(observed.subsets) === normalizeSubsets(desiredSubsets(desired))
   );
-}
-
-/** Foreign annotations (not `mirror.linkerd.io/*`) are kept; ours are replaced exactly. */
-function mergeAnnotations(
-  observed: ObjectMeta | undefined,
-  ours: Readonly<Record<string, string>>,
-): Record<string, string> {
-  const merged: Record<string, string> = {};
-  for (const [k, v] of Object.entries(observed?.annotations ?? {})) if (!k.startsWith(MIRROR_PREFIX)) merged[k] = v;
-  return Object.assign(merged, ours);
 }
 
 export function serviceBody(desired: DesiredMirror, observed?: Service): object {
@@ -177,19 +223,11 @@ export function serviceBody(desired: DesiredMirror, observed?: Service): object 
   };
 }
 
-export function endpointsBody(desired: DesiredMirror, observed?: Endpoints): object {
-  const metadata = observed
-    ? {
-        ...observed.metadata,
-        labels: { ...desired.labels },
-        annotations: mergeAnnotations(observed.metadata, desired.endpointsAnnotations),
-      }
-    : {
-        name: desired.name,
-        namespace: desired.namespace,
-        labels: { ...desired.labels },
-        annotations: { ...desired.endpointsAnnotations },
-      };
+export function endpointsBody(desired: DesiredMirror, observed?: Endpoints, mode: EndpointsApi = "endpoints"): object {
+  const labels = endpointsLabels(desired, mode);
+  const metadata: ObjectMeta = observed
+    ? { ...observed.metadata, labels, annotations: mergeAnnotations(observed.metadata, desired.endpointsAnnotations) }
+    : { name: desired.name, namespace: desired.namespace, labels, annotations: { ...desired.endpointsAnnotations } };
   return { ...(observed ?? {}), apiVersion: "v1", kind: "Endpoints", metadata, subsets: desiredSubsets(desired) };
 }
 
@@ -202,26 +240,107 @@ export function namespaceBody(name: string, cluster: string): object {
 }
 
 // ---------------------------------------------------------------------------------
+// The objects of a mirror.
+
+/** One local object a desired mirror wants. */
+interface DesiredObject {
+  readonly kind: MirrorObjectKind;
+  readonly name: string;
+  /**
+   * Not writable yet: a slice before its Service's uid is known. Neither written nor
+   * deleted (an observed one stays until it can be updated).
+   */
+  readonly deferred: boolean;
+  /** True when `observed` needs no write. */
+  matches(observed: KubeObject): boolean;
+  /** True when `observed` can only be replaced (a field the API server never updates differs). */
+  replaced(observed: KubeObject): boolean;
+  /** The body to POST, or to PUT over `observed`. */
+  body(observed?: KubeObject): object;
+}
+
+/** Every object `desired` has in `mode`, the Service first. */
+function desiredObjects(desired: DesiredMirror, mode: EndpointsApi, serviceUid: string | undefined): DesiredObject[] {
+  const never = (): boolean => false;
+  const objects: DesiredObject[] = [
+    {
+      kind: "Service",
+      name: desired.name,
+      deferred: false,
+      matches: (o) => serviceMatches(desired, o as Service),
+      replaced: never,
+      body: (o) => serviceBody(desired, o as Service | undefined),
+    },
+  ];
+  if (mode !== "endpointslices") {
+    objects.push({
+      kind: "Endpoints",
+      name: desired.name,
+      deferred: false,
+      matches: (o) => endpointsMatch(desired, o as Endpoints, mode),
+      replaced: never,
+      body: (o) => endpointsBody(desired, o as Endpoints | undefined, mode),
+    });
+  }
+  if (mode !== "endpoints") {
+    for (const content of desiredSliceContents(desired)) {
+      const uid = serviceUid ?? "";
+      objects.push({
+        kind: "EndpointSlice",
+        name: content.name,
+        deferred: serviceUid === undefined,
+        matches: (o) => sliceMatches(desired, content, uid, o as EndpointSlice),
+        // addressType is immutable: a slice of another type under our name is recreated.
+        replaced: (o) => (o as EndpointSlice).addressType !== content.addressType,
+        body: (o) => sliceBody(desired, content, uid, o as EndpointSlice | undefined),
+      });
+    }
+  }
+  return objects;
+}
+
+function deleteAction(observed: ObservedObject, cluster: string): WriteAction {
+  const { metadata } = observed.object;
+  return {
+    verb: "delete",
+    kind: observed.kind,
+    namespace: metadata.namespace ?? "",
+    name: metadata.name,
+    uid: metadata.uid,
+    cluster,
+  };
+}
 
 function planAbsent(input: PlanInput): MirrorPlan {
   const actions: WriteAction[] = [];
-  for (const [kind, observed] of [
-    ["Service", input.service],
-    ["Endpoints", input.endpoints],
-  ] as const) {
-    if (!observed || observed.metadata.deletionTimestamp) continue;
-    const owner = ownerCluster(observed.metadata.labels);
+  for (const observed of input.observed) {
+    if (observed.object.metadata.deletionTimestamp) continue;
+    const owner = MIRROR_KINDS[observed.kind].owner(observed.object.metadata.labels);
     if (owner === undefined || !input.gcAllowed(owner)) continue;
-    actions.push({
-      verb: "delete",
-      kind,
-      namespace: observed.metadata.namespace ?? "",
-      name: observed.metadata.name,
-      uid: observed.metadata.uid,
-      cluster: owner,
-    });
+    actions.push(deleteAction(observed, owner));
   }
   return { actions };
+}
+
+/** Why the objects under the mirror's names stop `desired` from being written, if they do. */
+function ownershipConflict(input: PlanInput, desired: DesiredMirror): Blocked | undefined {
+  for (const { kind, object } of input.observed) {
+    const owner = MIRROR_KINDS[kind].owner(object.metadata.labels);
+    const key = `${object.metadata.namespace ?? desired.namespace}/${object.metadata.name}`;
+    if (owner === undefined) {
+      return {
+        reason: "user-owned",
+        message: `${kind} ${key} exists and is not a fleet-mirror mirror; it is left as is`,
+      };
+    }
+    if (owner !== desired.cluster) {
+      return {
+        reason: "owned-by-other-cluster",
+        message: `${kind} ${key} is the mirror of cluster ${owner}; cluster ${desired.cluster} wants the same name`,
+      };
+    }
+  }
+  return undefined;
 }
 
 export function planMirror(input: PlanInput): MirrorPlan {
@@ -236,31 +355,8 @@ export function planMirror(input: PlanInput): MirrorPlan {
       blocked: { reason: "excluded-namespace", message: `namespace ${desired.namespace} is excluded from mirroring` },
     };
   }
-  for (const [kind, observed] of [
-    ["Service", input.service],
-    ["Endpoints", input.endpoints],
-  ] as const) {
-    if (!observed) continue;
-    const owner = ownerCluster(observed.metadata.labels);
-    if (owner === undefined) {
-      return {
-        actions: [],
-        blocked: {
-          reason: "user-owned",
-          message: `${kind} ${input.key} exists and is not a fleet-mirror mirror; it is left as is`,
-        },
-      };
-    }
-    if (owner !== desired.cluster) {
-      return {
-        actions: [],
-        blocked: {
-          reason: "owned-by-other-cluster",
-          message: `${kind} ${input.key} is the mirror of cluster ${owner}; cluster ${desired.cluster} wants the same name`,
-        },
-      };
-    }
-  }
+  const conflict = ownershipConflict(input, desired);
+  if (conflict) return { actions: [], blocked: conflict };
 
   const actions: WriteAction[] = [];
   if (!input.namespaceExists) {
@@ -280,29 +376,38 @@ export function planMirror(input: PlanInput): MirrorPlan {
       body: namespaceBody(desired.namespace, desired.cluster),
     });
   }
-  const { namespace, name } = desired;
-  let serviceAction: WriteAction | undefined;
-  if (!input.service) serviceAction = { verb: "create", kind: "Service", namespace, name, body: serviceBody(desired) };
-  else if (!serviceMatches(desired, input.service)) {
-    serviceAction = { verb: "update", kind: "Service", namespace, name, body: serviceBody(desired, input.service) };
+  const find = (kind: MirrorObjectKind, name: string): ObservedObject | undefined =>
+    input.observed.find((o) => o.kind === kind && o.object.metadata.name === name);
+  const service = find("Service", desired.name)?.object;
+  const wanted = desiredObjects(desired, input.endpointsApi, service?.metadata.uid);
+
+  const { namespace } = desired;
+  const writes: WriteAction[] = [];
+  const deletes: WriteAction[] = [];
+  for (const want of wanted) {
+    if (want.deferred) continue;
+    const observed = find(want.kind, want.name);
+    const target = { kind: want.kind, namespace, name: want.name };
+    if (!observed) writes.push({ verb: "create", ...target, body: want.body() });
+    else if (want.replaced(observed.object)) deletes.push(deleteAction(observed, desired.cluster));
+    else if (!want.matches(observed.object))
+      writes.push({ verb: "update", ...target, body: want.body(observed.object) });
   }
-  let endpointsAction: WriteAction | undefined;
-  if (!input.endpoints)
-    endpointsAction = { verb: "create", kind: "Endpoints", namespace, name, body: endpointsBody(desired) };
-  else if (!endpointsMatch(desired, input.endpoints)) {
-    endpointsAction = {
-      verb: "update",
-      kind: "Endpoints",
-      namespace,
-      name,
-      body: endpointsBody(desired, input.endpoints),
-    };
+  // Owned objects of the mirror the mode no longer chooses (the ownership check above
+  // passed, so every observed object is this cluster's).
+  for (const observed of input.observed) {
+    if (observed.object.metadata.deletionTimestamp) continue;
+    if (wanted.some((w) => w.kind === observed.kind && w.name === observed.object.metadata.name)) continue;
+    deletes.push(deleteAction(observed, desired.cluster));
   }
-  // A new mirror gets its Service first (Endpoints never exist without their Service).
-  // An existing one gets its Endpoints first: the addresses are what traffic follows
-  // (a gateway change also rewrites the Service's gateway-resource-version annotation,
-  // SPEC §3, which routes nothing).
-  const ordered = input.service ? [endpointsAction, serviceAction] : [serviceAction, endpointsAction];
-  for (const action of ordered) if (action) actions.push(action);
+  // A new mirror gets its Service first (nothing else exists without it). An existing
+  // one gets its addresses first: they are what traffic follows (a gateway change also
+  // rewrites the Service's gateway-resource-version annotation, SPEC §3, which routes
+  // nothing). Deletions come last, so a mode change writes the replacing objects before
+  // it removes the replaced ones.
+  const serviceWrites = writes.filter((a) => a.kind === "Service");
+  const otherWrites = writes.filter((a) => a.kind !== "Service");
+  const ordered = service ? [...otherWrites, ...serviceWrites] : [...serviceWrites, ...otherWrites];
+  actions.push(...ordered, ...deletes);
   return { actions };
 }

@@ -3,6 +3,7 @@
  * options, fault kinds and Event requests. Types and schemas from one definition.
  */
 import * as v from "valibot";
+import { ENDPOINTS_APIS } from "../core/plan.ts";
 import { count, type DeepReadonly, finite, name } from "./codec.ts";
 
 const nonNegative = v.pipe(finite, v.minValue(0, "must be >= 0"));
@@ -46,6 +47,8 @@ export const WriterOptionsSchema = v.object({
   resyncPeriodMs: nonNegative,
   /** Re-check period of mirrors blocked by a conflict or a missing namespace. */
   blockedRecheckMs: nonNegative,
+  /** Which API carries a mirror's addresses (SPEC §9, `--endpoints-api`). */
+  endpointsApi: v.picklist(ENDPOINTS_APIS),
   logLevel: v.string(),
   /** Where Events for the controller itself (not a mirror) are recorded. */
   namespace: name,

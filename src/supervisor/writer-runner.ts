@@ -174,6 +174,7 @@ export class WriterRunner {
         burst: config.writeBurst,
         resyncPeriodMs: config.resyncPeriodMs,
         blockedRecheckMs: config.blockedRecheckMs,
+        endpointsApi: config.endpointsApi,
         logLevel: config.logLevel,
         namespace: config.namespace,
         ...(this.#o.writeFence ? { fenced: true } : {}),

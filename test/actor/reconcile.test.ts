@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ManualClock } from "../../src/core/clock.ts";
 import { CLUSTER_NAME, MIRRORED_SERVICE } from "../../src/core/labels.ts";
-import type { Endpoints, Namespace, Service } from "../../src/core/objects.ts";
+import type { EndpointSlice, Endpoints, Namespace, Service } from "../../src/core/objects.ts";
 import { TokenBucket } from "../../src/core/rate-limit.ts";
 import type { RequestOptions } from "../../src/kube/client.ts";
 import { silentLogger } from "../../src/log.ts";
@@ -42,6 +42,28 @@ function world() {
       } as Endpoints,
     ],
   ]);
+  // fleet-mirror's slice of the same mirror (SPEC §9): labelled, with our managed-by.
+  const slices = new Map<string, EndpointSlice>([
+    [
+      "shop/web-gone-ipv4",
+      {
+        apiVersion: "discovery.k8s.io/v1",
+        kind: "EndpointSlice",
+        metadata: {
+          name: "web-gone-ipv4",
+          namespace: "shop",
+          uid: "slice-uid",
+          resourceVersion: "7",
+          labels: {
+            ...labels,
+            "kubernetes.io/service-name": "web-gone",
+            "endpointslice.kubernetes.io/managed-by": "fleet-mirror",
+          },
+        },
+        addressType: "IPv4",
+      } as EndpointSlice,
+    ],
+  ]);
   const namespaces = new Map<string, Namespace>([
     ["shop", { apiVersion: "v1", kind: "Namespace", metadata: { name: "shop" } } as Namespace],
   ]);
@@ -70,37 +92,41 @@ function world() {
     desired,
     services,
     endpoints,
+    slices,
     namespaces,
     cache,
     executor,
     client,
-    options: { createNamespaces: true, excludedNamespaces: [], blockedRecheckMs: 30_000 },
+    options: { createNamespaces: true, excludedNamespaces: [], blockedRecheckMs: 30_000, endpointsApi: "endpoints" },
     log,
     recordEvent: () => {},
   });
-  return { reconciler, cache, services, endpoints, requests, stats };
+  return { reconciler, cache, services, endpoints, slices, requests, stats };
 }
 
 describe("reconcile of a mirror that is no longer wanted", () => {
-  it("sends one DELETE per object, Endpoints first, even when the key is reconciled again before the watch shows the deletion", async () => {
+  it("sends one DELETE per object, the Service last, even when the key is reconciled again before the watch shows the deletion", async () => {
     const { reconciler, requests } = world();
     assert.deepEqual(await reconciler.reconcile("shop/web-gone"), { kind: "done" });
     assert.deepEqual(await reconciler.reconcile("shop/web-gone"), { kind: "done" });
     assert.deepEqual(requests, [
       "DELETE /api/v1/namespaces/shop/endpoints/web-gone",
+      "DELETE /apis/discovery.k8s.io/v1/namespaces/shop/endpointslices/web-gone-ipv4",
       "DELETE /api/v1/namespaces/shop/services/web-gone",
     ]);
   });
 
   it("sends nothing once the watch has shown the deletion", async () => {
-    const { reconciler, cache, services, endpoints, requests } = world();
+    const { reconciler, cache, services, endpoints, slices, requests } = world();
     await reconciler.reconcile("shop/web-gone");
     services.delete("shop/web-gone");
     endpoints.delete("shop/web-gone");
+    slices.delete("shop/web-gone-ipv4");
     cache.watched("Service", "shop/web-gone", undefined);
     cache.watched("Endpoints", "shop/web-gone", undefined);
+    cache.watched("EndpointSlice", "shop/web-gone-ipv4", undefined);
     await reconciler.reconcile("shop/web-gone");
-    assert.equal(requests.length, 2);
+    assert.equal(requests.length, 3);
     assert.equal(cache.size, 0);
   });
 });

@@ -56,6 +56,7 @@ export const WRITER_OPTIONS: WriterOptions = Object.freeze({
   burst: 1,
   resyncPeriodMs: 10 * 60_000,
   blockedRecheckMs: 30_000,
+  endpointsApi: "endpoints",
   logLevel: "silent",
   namespace: "fleet-mirror",
 });

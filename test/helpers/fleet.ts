@@ -334,11 +334,18 @@ export class Fleet {
 
   // -- the controller --------------------------------------------------------------
 
+  /**
+   * The controller's config for a test. `endpointsApi` is `endpoints` unless overridden:
+   * these suites observe a mirror's addresses through its Endpoints (SPEC §3), while
+   * the default mode, EndpointSlices (SPEC §9), has its own suite
+   * (test/integration/endpointslices.test.ts).
+   */
   config(overrides: Partial<Config> = {}): Config {
     return defaultConfig({
       namespace: CONTROLLER_NAMESPACE,
       logLevel: "silent",
       blockedRecheckMs: 2_000,
+      endpointsApi: "endpoints",
       ...overrides,
     });
   }
@@ -390,6 +397,9 @@ export class Fleet {
         "info",
         "--admin-addr",
         "127.0.0.1:0",
+        // As `config()`: the §3 suites observe Endpoints (a later flag in `args` wins).
+        "--endpoints-api",
+        "endpoints",
         ...args,
       ],
       {

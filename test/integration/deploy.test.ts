@@ -260,6 +260,12 @@ describe("deploy/: the installation manifests on a real API server", () => {
       ["create", "endpoints", "-n", "shop"],
       ["update", "endpoints", "-n", "shop"],
       ["delete", "endpoints", "-n", "shop"],
+      // mirror EndpointSlices (SPEC §9), in any namespace
+      ["watch", "endpointslices.discovery.k8s.io", "--all-namespaces"],
+      ["get", "endpointslices.discovery.k8s.io", "-n", "shop"],
+      ["create", "endpointslices.discovery.k8s.io", "-n", "shop"],
+      ["update", "endpointslices.discovery.k8s.io", "-n", "shop"],
+      ["delete", "endpointslices.discovery.k8s.io", "-n", "shop"],
       // a mirror's missing namespace
       ["watch", "namespaces"],
       ["create", "namespaces"],
@@ -279,6 +285,8 @@ describe("deploy/: the installation manifests on a real API server", () => {
       ["create", "secrets", "-n", NAMESPACE],
       ["update", "namespaces"],
       ["delete", "namespaces"],
+      ["patch", "endpointslices.discovery.k8s.io", "-n", "shop"],
+      ["deletecollection", "endpointslices.discovery.k8s.io", "-n", "shop"],
       ["watch", "events", "--all-namespaces"],
       ["delete", "events", "-n", NAMESPACE],
       ["create", "pods", "-n", NAMESPACE],

@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
-import { CoreV1Api, type V1Service } from "@kubernetes/client-node";
+import { CoreV1Api, DiscoveryV1Api, type V1Service } from "@kubernetes/client-node";
 import { CLUSTER_NAME } from "../../src/core/labels.ts";
 import { CONTROLLER_NAMESPACE, type ControllerProcess, Fleet } from "../helpers/fleet.ts";
 import { eventually, kubeConfigFromString, sleep, statusCode } from "../helpers/kube.ts";
@@ -156,6 +156,8 @@ describe("security and faults", () => {
 
   it("runs the controller with a token that is refused anything beyond deploy/rbac", async () => {
     const local = kubeConfigFromString(fleet.controllerKubeconfig()).makeApiClient(CoreV1Api);
+    const localDiscovery = kubeConfigFromString(fleet.controllerKubeconfig()).makeApiClient(DiscoveryV1Api);
+    const remoteDiscovery = kubeConfigFromString(await fleet.remoteKubeconfig("east")).makeApiClient(DiscoveryV1Api);
     const remote = kubeConfigFromString(await fleet.remoteKubeconfig("east")).makeApiClient(CoreV1Api);
     await fleet.ensureNamespace("local", "elsewhere");
     await fleet.local.createNamespacedSecret({
@@ -183,6 +185,11 @@ describe("security and faults", () => {
       ["list Pods", () => local.listPodForAllNamespaces()],
       ["list ConfigMaps", () => local.listNamespacedConfigMap({ namespace: CONTROLLER_NAMESPACE })],
       [
+        "delete EndpointSlices by collection",
+        () => localDiscovery.deleteCollectionNamespacedEndpointSlice({ namespace: CONTROLLER_NAMESPACE }),
+      ],
+      ["remote: list EndpointSlices", () => remoteDiscovery.listEndpointSliceForAllNamespaces()],
+      [
         "remote: create a Service",
         () =>
           remote.createNamespacedService({
@@ -202,6 +209,7 @@ describe("security and faults", () => {
     await local.listNamespacedSecret({ namespace: CONTROLLER_NAMESPACE });
     await local.listServiceForAllNamespaces();
     await local.listEndpointsForAllNamespaces();
+    await localDiscovery.listEndpointSliceForAllNamespaces();
     await local.listNamespace();
     await local.listEventForAllNamespaces({ fieldSelector: "reportingComponent=fleet-mirror" });
     await remote.listServiceForAllNamespaces();

@@ -244,6 +244,7 @@ describe("check", () => {
     const results = nameConflicts([{ cluster: "east", exported: [exported] }], {
       services: [{ metadata: { namespace: "shop", name: "web-east" } }],
       endpoints: [mirror("shop", "web-east", "west")],
+      slices: [],
     });
     assert.deepEqual(
       results.map((r) => r.message.replace(/ but .*/, "")),
@@ -257,8 +258,44 @@ describe("check", () => {
       nameConflicts([{ cluster: "east", exported: [exported] }], {
         services: [mirror("shop", "web-east", "east")],
         endpoints: [],
+        slices: [],
       }),
       [],
+    );
+  });
+
+  it("finds a slice under a mirror's slice name that is not that cluster's, and orphaned slices (SPEC §9)", () => {
+    const exported: Service = {
+      metadata: { namespace: "shop", name: "web", annotations: { [GATEWAY_NAME]: "gw", [GATEWAY_NS]: "gw" } },
+    };
+    const ourSlice = (name: string, cluster: string): KubeObject => {
+      const base = mirror("shop", name, cluster);
+      return {
+        metadata: {
+          ...base.metadata,
+          labels: { ...base.metadata.labels, "endpointslice.kubernetes.io/managed-by": "fleet-mirror" },
+        },
+      };
+    };
+    const conflicts = nameConflicts([{ cluster: "east", exported: [exported] }], {
+      services: [],
+      endpoints: [],
+      // The mirror labels alone (as the built-in mirroring controller copies them) do not make a slice ours.
+      slices: [mirror("shop", "web-east-ipv4", "east"), ourSlice("web-east-ipv6", "east")],
+    });
+    assert.deepEqual(
+      conflicts.map((r) => r.message.replace(/ but .*/, "")),
+      ["endpointslice/shop/web-east-ipv4 is needed for the mirror of shop/web from east"],
+    );
+    const orphans = unknownClusterMirrors(new Set(["east"]), {
+      services: [],
+      endpoints: [],
+      slices: [ourSlice("web-ghost-ipv4", "ghost"), mirror("shop", "web-other-abcde", "other")],
+    });
+    assert.equal(orphans.length, 1);
+    assert.match(
+      orphans[0]?.message ?? "",
+      /^1 mirror object\(s\) of unknown cluster ghost .*: endpointslice\/shop\/web-ghost-ipv4$/,
     );
   });
 
@@ -266,6 +303,7 @@ describe("check", () => {
     const results = unknownClusterMirrors(new Set(["east"]), {
       services: [mirror("shop", "web-east", "east"), mirror("shop", "web-ghost", "ghost")],
       endpoints: [mirror("shop", "web-ghost", "ghost")],
+      slices: [],
     });
     assert.equal(results.length, 1);
     assert.match(results[0]?.message ?? "", /^2 mirror object\(s\) of unknown cluster ghost/);

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { describe, it } from "node:test";
-import { ConfigError, parseRunConfig, runFlags } from "../../src/config.ts";
+import { ConfigError, flagsHelp, parseRunConfig, runFlags } from "../../src/config.ts";
 
 /** String flags whose value is not a number (everything else in runFlags is numeric). */
 const NOT_NUMERIC = new Set([
@@ -14,6 +14,7 @@ const NOT_NUMERIC = new Set([
   "leader-election-namespace",
   "leader-election-id",
   "leader-election-identity",
+  "endpoints-api",
 ]);
 
 /**
@@ -112,5 +113,33 @@ describe("run's numeric flags", () => {
     assert.equal(result.status, 2, result.stderr);
     assert.match(result.stderr, /^fleet-mirror run: --write-concurrency: "2\.5" /);
     assert.match(result.stderr, /1 to 256/);
+  });
+});
+
+describe("--endpoints-api", () => {
+  it("accepts endpointslices, endpoints and both", () => {
+    for (const mode of ["endpointslices", "endpoints", "both"] as const) {
+      const config = parseRunConfig(["--endpoints-api", mode], {});
+      assert.ok(config !== "help");
+      assert.equal(config.endpointsApi, mode);
+    }
+  });
+
+  it("refuses any other value at start-up, naming the flag, the value and the choices", () => {
+    for (const value of ["", "EndpointSlices", "slices", "endpoints,endpointslices"]) {
+      assert.throws(
+        () => parseRunConfig(["--endpoints-api", value], {}),
+        (error: Error) =>
+          error.message.startsWith(`--endpoints-api: ${JSON.stringify(value)} `) &&
+          error.message.includes("endpointslices, endpoints, both"),
+      );
+    }
+  });
+
+  it("is shown in run --help with its choices and default", () => {
+    assert.match(
+      flagsHelp(runFlags),
+      /--endpoints-api <value>\s+.*endpointslices\|endpoints\|both.*\(default endpointslices/,
+    );
   });
 });

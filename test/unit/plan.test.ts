@@ -6,7 +6,13 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { type DesiredMirror, endpointIpProblem, viewGateway } from "../../src/core/desired.ts";
 import type { Endpoints, Service } from "../../src/core/objects.ts";
-import { type MirrorPlan, type PlanInput, planMirror, type WriteAction } from "../../src/core/plan.ts";
+import {
+  type MirrorPlan,
+  type ObservedObject,
+  type PlanInput,
+  planMirror,
+  type WriteAction,
+} from "../../src/core/plan.ts";
 
 /** Freezes a value and everything reachable from it, so any mutation by the planner throws. */
 function deepFreeze<T>(value: T): T {
@@ -127,17 +133,27 @@ function liveEndpoints(overrides: { labels?: Record<string, string>; uid?: strin
 
 const USER_LABELS = { app: "web", team: "shop" };
 
-function plan(overrides: Partial<PlanInput>): MirrorPlan {
+/** A plan input with the observed objects named by kind; §3's Endpoints mode unless told. */
+type TestInput = Partial<Omit<PlanInput, "observed">> & {
+  service?: Service | undefined;
+  endpoints?: Endpoints | undefined;
+};
+
+function plan(overrides: TestInput): MirrorPlan {
+  const { service, endpoints, ...rest } = overrides;
+  const observed: ObservedObject[] = [];
+  if (service) observed.push({ kind: "Service", object: service });
+  if (endpoints) observed.push({ kind: "Endpoints", object: endpoints });
   return planMirror({
     key: "shop/web-east",
     desired: mirror(),
-    service: undefined,
-    endpoints: undefined,
+    observed,
+    endpointsApi: "endpoints",
     namespaceExists: true,
     createNamespaces: true,
     excludedNamespaces: EXCLUDED,
     gcAllowed: () => true,
-    ...overrides,
+    ...rest,
   });
 }
 

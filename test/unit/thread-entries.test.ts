@@ -63,6 +63,7 @@ const writerInit: ToWriter = {
     burst: 1,
     resyncPeriodMs: 60_000,
     blockedRecheckMs: 1_000,
+    endpointsApi: "endpoints",
     logLevel: "silent",
     namespace: "fleet-mirror",
   },

@@ -1,7 +1,7 @@
 /**
  * The local-writer actor: the ONLY component that creates, updates or deletes anything
- * in the local cluster. It watches the local mirror objects (label-selected Services
- * and Endpoints) and the Namespaces, holds every cluster's desired mirrors
+ * in the local cluster. It watches the local mirror objects (label-selected Services,
+ * Endpoints and EndpointSlices) and the Namespaces, holds every cluster's desired mirrors
  * (DesiredStore, fed by the desired channels), and reconciles local keys through one
  * work queue: desired ⊕ observed → planMirror (pure) → rate-limited writes.
  * This file wires the parts; each part does one job:
@@ -20,9 +20,10 @@
  * - status is published every second whatever the local API does.
  */
 import { type Clock, systemClock } from "../../src/core/clock.ts";
-import { MIRRORED_SERVICE, ownerCluster } from "../../src/core/labels.ts";
-import type { Endpoints, KubeObject, Namespace, Service } from "../../src/core/objects.ts";
-import { splitKey } from "../../src/core/objects.ts";
+import { sliceMirrorName, sliceOwner } from "../../src/core/endpoint-slices.ts";
+import { MANAGED_BY_FLEET_MIRROR, MANAGED_BY_LABEL, MIRRORED_SERVICE, ownerCluster } from "../../src/core/labels.ts";
+import type { EndpointSlice, Endpoints, KubeObject, Namespace, Service } from "../../src/core/objects.ts";
+import { objectKey, splitKey } from "../../src/core/objects.ts";
 import { TokenBucket } from "../../src/core/rate-limit.ts";
 import { runWorkers, WorkQueue } from "../../src/core/workqueue.ts";
 import { KubeApiError, KubeClient } from "../../src/kube/client.ts";
@@ -59,6 +60,18 @@ export interface WriterDeps {
 }
 
 const MIRROR_SELECTOR = `${MIRRORED_SERVICE}=true`;
+/**
+ * Only slices that can be ours are held in memory (not every slice of the cluster). A
+ * slice under a mirror's name that this selector hides (a user's) is still found: its
+ * create answers AlreadyExists, and the name is then looked up (SPEC §5).
+ */
+const SLICE_SELECTOR = `${MIRRORED_SERVICE}=true,${MANAGED_BY_LABEL}=${MANAGED_BY_FLEET_MIRROR}`;
+
+/** The key of the mirror a slice belongs to (its `kubernetes.io/service-name`), or undefined. */
+function sliceMirrorKey(slice: KubeObject | undefined): string | undefined {
+  const mirror = slice ? sliceMirrorName(slice) : undefined;
+  return slice && mirror ? objectKey({ namespace: slice.metadata.namespace, name: mirror }) : undefined;
+}
 const STATUS_INTERVAL_MS = 1_000;
 
 export class LocalWriterActor {
@@ -68,6 +81,7 @@ export class LocalWriterActor {
   readonly #client: KubeClient;
   readonly #services: Watcher<Service>;
   readonly #endpoints: Watcher<Endpoints>;
+  readonly #slices: Watcher<EndpointSlice>;
   readonly #namespaces: Watcher<Namespace>;
   readonly #desired = new DesiredStore();
   readonly #queue: WorkQueue<string>;
@@ -103,6 +117,12 @@ export class LocalWriterActor {
       expectedKind: "Endpoints",
       labelSelector: MIRROR_SELECTOR,
     });
+    this.#slices = new Watcher<EndpointSlice>({
+      client: this.#client,
+      path: "/apis/discovery.k8s.io/v1/endpointslices",
+      expectedKind: "EndpointSlice",
+      labelSelector: SLICE_SELECTOR,
+    });
     this.#namespaces = new Watcher<Namespace>({
       client: this.#client,
       path: "/api/v1/namespaces",
@@ -135,6 +155,7 @@ export class LocalWriterActor {
       desired: this.#desired,
       services: this.#services,
       endpoints: this.#endpoints,
+      slices: this.#slices,
       namespaces: this.#namespaces,
       cache: this.#cache,
       executor: this.#executor,
@@ -164,11 +185,17 @@ export class LocalWriterActor {
     };
     this.#services.on("change", (key, _previous, current) => onMirrorChange("Service", key, current));
     this.#endpoints.on("change", (key, _previous, current) => onMirrorChange("Endpoints", key, current));
+    // A slice is cached under its own key, and its mirror's key is reconciled.
+    this.#slices.on("change", (key, previous, current) => {
+      this.#cache.watched("EndpointSlice", key, current);
+      const mirrorKey = sliceMirrorKey(current) ?? sliceMirrorKey(previous);
+      if (mirrorKey) this.#enqueue(mirrorKey);
+    });
     this.#namespaces.on("change", (name) => {
       this.#executor.namespaceSeen(name);
       for (const key of this.#desired.keys()) if (key.startsWith(`${name}/`)) this.#enqueue(key);
     });
-    for (const watcher of [this.#services, this.#endpoints, this.#namespaces]) {
+    for (const watcher of [this.#services, this.#endpoints, this.#slices, this.#namespaces]) {
       watcher.on("listed", () => {
         // A relist delivered every key it changed ("change" above); what it did not
         // deliver and is old is the watch's truth again.
@@ -187,6 +214,7 @@ export class LocalWriterActor {
   start(): void {
     this.#services.start();
     this.#endpoints.start();
+    this.#slices.start();
     this.#namespaces.start();
     this.#events.start();
     this.#statusTimer = setInterval(() => {
@@ -217,12 +245,7 @@ export class LocalWriterActor {
       this.#log.info({ clusters: dropped }, "clusters unregistered: their mirrors will be deleted");
     for (const cluster of this.#channels.clusters()) if (!keep.includes(cluster)) this.#channels.close(cluster);
     // Mirrors of clusters the writer never heard of (removed while fleet-mirror was down).
-    for (const watcher of [this.#services, this.#endpoints]) {
-      for (const object of watcher.values()) {
-        const owner = ownerCluster(object.metadata.labels);
-        if (owner && !keep.includes(owner)) this.#enqueue(`${object.metadata.namespace}/${object.metadata.name}`);
-      }
-    }
+    for (const { key, owner } of this.#observedMirrors()) if (!keep.includes(owner)) this.#enqueue(key);
   }
 
   /** Records a Kubernetes Event (see EventRecorder); resolves once sent, dropped or found a duplicate. */
@@ -247,7 +270,7 @@ export class LocalWriterActor {
     const unsent = this.#events.stop();
     if (unsent > 0) this.#log.info({ events: unsent }, "stopping: pending Kubernetes Events not sent");
     await this.#workers;
-    await Promise.all([this.#services.stop(), this.#endpoints.stop(), this.#namespaces.stop()]);
+    await Promise.all([this.#services.stop(), this.#endpoints.stop(), this.#slices.stop(), this.#namespaces.stop()]);
     this.#channels.closeAll();
     this.#client.close();
   }
@@ -273,7 +296,8 @@ export class LocalWriterActor {
 
   #maybeReady(): void {
     if (this.#ready || this.#stopped) return;
-    if (!this.#services.hasSynced || !this.#endpoints.hasSynced || !this.#namespaces.hasSynced) return;
+    const watchers = [this.#services, this.#endpoints, this.#slices, this.#namespaces];
+    if (!watchers.every((w) => w.hasSynced)) return;
     this.#ready = true;
     this.#workers = runWorkers(
       this.#queue,
@@ -326,17 +350,31 @@ export class LocalWriterActor {
     for (const key of this.#desired.keys()) this.#enqueue(key);
     for (const key of this.#services.keys()) this.#enqueue(key);
     for (const key of this.#endpoints.keys()) this.#enqueue(key);
+    for (const slice of this.#slices.values()) {
+      const key = sliceMirrorKey(slice);
+      if (key) this.#enqueue(key);
+    }
   }
 
-  /** Enqueues every observed local mirror (Service or Endpoints) labelled as `cluster`'s. */
-  #enqueueMirrorsOf(cluster: string): void {
+  /** Every observed local mirror object with its mirror's key and owning cluster. */
+  *#observedMirrors(): Generator<{ key: string; owner: string }> {
     for (const watcher of [this.#services, this.#endpoints]) {
       for (const object of watcher.values()) {
-        if (ownerCluster(object.metadata.labels) === cluster) {
-          this.#enqueue(`${object.metadata.namespace}/${object.metadata.name}`);
-        }
+        const owner = ownerCluster(object.metadata.labels);
+        if (owner)
+          yield { key: objectKey({ namespace: object.metadata.namespace, name: object.metadata.name }), owner };
       }
     }
+    for (const slice of this.#slices.values()) {
+      const owner = sliceOwner(slice.metadata.labels);
+      const key = sliceMirrorKey(slice);
+      if (owner && key) yield { key, owner };
+    }
+  }
+
+  /** Enqueues every observed local mirror (any of its objects) labelled as `cluster`'s. */
+  #enqueueMirrorsOf(cluster: string): void {
+    for (const { key, owner } of this.#observedMirrors()) if (owner === cluster) this.#enqueue(key);
   }
 
   #enqueue(key: string): void {

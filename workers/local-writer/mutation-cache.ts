@@ -17,8 +17,10 @@
  */
 import type { Clock } from "../../src/core/clock.ts";
 import type { KubeObject } from "../../src/core/objects.ts";
+import type { MirrorObjectKind } from "../../src/core/plan.ts";
 
-export type MirrorKind = "Service" | "Endpoints";
+/** Entries are keyed by kind and object key (a slice by its own key, not its mirror's). */
+export type MirrorKind = MirrorObjectKind;
 
 /** Entries live this long at most: a few seconds past when the watch should have caught up. */
 export const MUTATION_TTL_MS = 15_000;

@@ -1,15 +1,24 @@
 /**
- * Reconcile of one local key (`namespace/name`): desired ⊕ observed → plan → writes.
+ * Reconcile of one mirror's key (`namespace/name`): desired ⊕ observed → plan → writes.
  * Reads the desired store and the local stores (through the mutation cache, so our own
- * writes count before the watch delivers them), decides which cluster owns the name,
+ * writes count before the watch delivers them): the objects under the mirror's names
+ * (its Service, Endpoints and EndpointSlices), decides which cluster owns the name,
  * plans with the pure `planMirror`, reports conflicts, and hands each write to the
  * write executor. It never learns why it was called (level-triggered).
  */
 
-import { ownerCluster } from "../../src/core/labels.ts";
-import type { Endpoints, KubeObject, Namespace, Service } from "../../src/core/objects.ts";
-import { splitKey } from "../../src/core/objects.ts";
-import { type Blocked, planMirror, type WriteAction } from "../../src/core/plan.ts";
+import { desiredSliceContents, sliceNames } from "../../src/core/endpoint-slices.ts";
+import type { EndpointSlice, Endpoints, KubeObject, Namespace, Service } from "../../src/core/objects.ts";
+import { objectKey, splitKey } from "../../src/core/objects.ts";
+import {
+  type Blocked,
+  MIRROR_KINDS,
+  type MirrorPlan,
+  type ObservedObject,
+  objectPath,
+  planMirror,
+  type WriteAction,
+} from "../../src/core/plan.ts";
 import type { ReconcileResult } from "../../src/core/workqueue.ts";
 import { KubeApiError, type KubeClient } from "../../src/kube/client.ts";
 import type { Logger } from "../../src/log.ts";
@@ -27,24 +36,29 @@ export interface ReconcilerDeps {
   readonly desired: DesiredStore;
   readonly services: Store<Service>;
   readonly endpoints: Store<Endpoints>;
+  /** Label-selected: only slices with the mirror labels and fleet-mirror's `managed-by`. */
+  readonly slices: Store<EndpointSlice>;
   readonly namespaces: Store<Namespace>;
   readonly cache: MutationCache;
   readonly executor: WriteExecutor;
   readonly client: Pick<KubeClient, "request">;
-  readonly options: Pick<WriterOptions, "createNamespaces" | "excludedNamespaces" | "blockedRecheckMs">;
+  readonly options: Pick<
+    WriterOptions,
+    "createNamespaces" | "excludedNamespaces" | "blockedRecheckMs" | "endpointsApi"
+  >;
   readonly log: Logger;
   readonly recordEvent: (event: EventRequest) => void;
 }
 
 /**
- * The plan's actions, with Endpoints deletes before Service deletes when the plan only
- * deletes (a mirror no longer wanted): the API server deletes a Service's same-named
- * Endpoints together with it, so an Endpoints DELETE sent after the Service's would
- * always answer 404 (a second, wasted DELETE). Any other plan keeps its order.
+ * The plan's actions, with the Service's delete last when the plan only deletes (a
+ * mirror no longer wanted): deleting a Service takes its same-named Endpoints and (by
+ * their ownerReference) its slices with it, so a DELETE of those sent after the
+ * Service's would answer 404 (a wasted request). Any other plan keeps its order.
  */
-export function deletesEndpointsFirst(actions: readonly WriteAction[]): readonly WriteAction[] {
+export function deletesServiceLast(actions: readonly WriteAction[]): readonly WriteAction[] {
   if (!actions.every((a) => a.verb === "delete")) return actions;
-  return [...actions.filter((a) => a.kind === "Endpoints"), ...actions.filter((a) => a.kind !== "Endpoints")];
+  return [...actions.filter((a) => a.kind !== "Service"), ...actions.filter((a) => a.kind === "Service")];
 }
 
 export interface BlockedMirror {
@@ -63,28 +77,78 @@ export class MirrorReconciler {
   }
 
   async reconcile(key: string): Promise<ReconcileResult> {
+    // A new mirror's slices need its Service's uid (their ownerReference): after the
+    // Service is created, plan once more at once rather than wait for the watch.
+    for (let pass = 0; ; pass++) {
+      const { plan, desired, observed } = await this.#plan(key);
+      if (plan.blocked && desired) {
+        this.block(key, desired.cluster, plan.blocked);
+        return { kind: "requeue-after", ms: this.#deps.options.blockedRecheckMs };
+      }
+      for (const action of deletesServiceLast(plan.actions)) {
+        const target =
+          action.kind === "Namespace"
+            ? undefined
+            : observed.find((o) => o.kind === action.kind && o.object.metadata.name === action.name)?.object;
+        const outcome = await this.#deps.executor.apply(key, action, desired, target);
+        if (outcome) return outcome;
+      }
+      const createdService = plan.actions.some((a) => a.verb === "create" && a.kind === "Service");
+      if (pass > 0 || !createdService || this.#deps.options.endpointsApi === "endpoints") return { kind: "done" };
+    }
+  }
+
+  async #plan(
+    key: string,
+  ): Promise<{ plan: MirrorPlan; desired: ReturnType<DesiredStore["get"]>; observed: ObservedObject[] }> {
     const { desired: store, cache, options } = this.#deps;
     const claimants = store.claimants(key);
+    const { namespace, name } = splitKey(key);
+    const observed: ObservedObject[] = [];
     const service = cache.observed("Service", key, this.#deps.services.get(key));
     let endpoints = cache.observed("Endpoints", key, this.#deps.endpoints.get(key));
-    const { namespace } = splitKey(key);
     const namespaceExists = namespace !== undefined && this.#deps.namespaces.get(namespace) !== undefined;
     // Our stores hold only labelled objects, so a user's Endpoints holding the name are
     // invisible to them. A failed create would reveal them only AFTER the mirror Service
-    // was created next to them (and that Service would route to the user's addresses):
-    // look the Endpoints up before creating a Service (SPEC §5).
-    if (claimants.length > 0 && !service && !endpoints && namespaceExists) {
-      endpoints = await this.#getUnlabelled<Endpoints>("endpoints", key);
+    // was created next to them (and that Service would route to the user's addresses;
+    // in a real cluster the built-in mirroring controller would even derive slices from
+    // them): look the Endpoints up before creating a Service, in every mode (SPEC §5).
+    const creating = claimants.length > 0 && !service && namespaceExists && namespace !== undefined;
+    if (creating && !endpoints) endpoints = await this.#getUnlabelled<Endpoints>("Endpoints", key);
+    if (service) observed.push({ kind: "Service", object: service });
+    if (endpoints) observed.push({ kind: "Endpoints", object: endpoints });
+    if (namespace !== undefined) {
+      for (const sliceName of sliceNames(name)) {
+        const sliceKey = objectKey({ namespace, name: sliceName });
+        const slice = cache.observed("EndpointSlice", sliceKey, this.#deps.slices.get(sliceKey));
+        if (slice) observed.push({ kind: "EndpointSlice", object: slice });
+      }
+    }
+    // The same for a user's slice under a name a claimant's slices will need: found
+    // before the Service is created, so the mirror is blocked as a whole (SPEC §5, §9).
+    if (creating && options.endpointsApi !== "endpoints") {
+      const wanted = new Set(
+        claimants.flatMap((cluster) => {
+          const claimed = store.get(cluster, key);
+          return claimed ? desiredSliceContents(claimed).map((content) => content.name) : [];
+        }),
+      );
+      for (const sliceName of wanted) {
+        if (observed.some((o) => o.kind === "EndpointSlice" && o.object.metadata.name === sliceName)) continue;
+        const slice = await this.#getUnlabelled<EndpointSlice>("EndpointSlice", `${namespace}/${sliceName}`);
+        if (slice) observed.push({ kind: "EndpointSlice", object: slice });
+      }
     }
     // The current owner keeps the name; otherwise the first claimant in name order.
-    const owner = ownerCluster(service?.metadata.labels) ?? ownerCluster(endpoints?.metadata.labels);
+    let owner: string | undefined;
+    for (const o of observed) owner ??= MIRROR_KINDS[o.kind].owner(o.object.metadata.labels);
     const winner = owner && claimants.includes(owner) ? owner : claimants[0];
     const desired = winner ? store.get(winner, key) : undefined;
     const plan = planMirror({
       key,
       desired,
-      service,
-      endpoints,
+      observed,
+      endpointsApi: options.endpointsApi,
       namespaceExists,
       createNamespaces: options.createNamespaces,
       excludedNamespaces: options.excludedNamespaces,
@@ -97,18 +161,8 @@ export class MirrorReconciler {
         message: `mirror name ${key} is also wanted by cluster ${winner}; cluster ${loser}'s mirror is not written`,
       });
     }
-    if (plan.blocked && desired) {
-      this.block(key, desired.cluster, plan.blocked);
-      return { kind: "requeue-after", ms: options.blockedRecheckMs };
-    }
-    if (!claimants.some((c) => c !== winner)) this.#blocked.delete(key);
-    for (const action of deletesEndpointsFirst(plan.actions)) {
-      const target: KubeObject | undefined =
-        action.kind === "Service" ? service : action.kind === "Endpoints" ? endpoints : undefined;
-      const outcome = await this.#deps.executor.apply(key, action, desired, target);
-      if (outcome) return outcome;
-    }
-    return { kind: "done" };
+    if (!plan.blocked && !claimants.some((c) => c !== winner)) this.#blocked.delete(key);
+    return { plan, desired, observed };
   }
 
   /** A mirror that is not written: logged (once per message) and reported as an Event. */
@@ -140,10 +194,10 @@ export class MirrorReconciler {
   }
 
   /** GETs an object our label-selected stores may not show; undefined when it does not exist. */
-  async #getUnlabelled<T extends KubeObject>(resource: "services" | "endpoints", key: string): Promise<T | undefined> {
-    const { namespace, name } = splitKey(key);
+  async #getUnlabelled<T extends KubeObject>(kind: "Endpoints" | "EndpointSlice", key: string): Promise<T | undefined> {
+    const { namespace = "", name } = splitKey(key);
     try {
-      return await this.#deps.client.request<T>("GET", `/api/v1/namespaces/${namespace}/${resource}/${name}`);
+      return await this.#deps.client.request<T>("GET", objectPath(kind, namespace, name));
     } catch (error) {
       if (error instanceof KubeApiError && error.status === 404) return undefined;
       throw error;

@@ -3,8 +3,9 @@
  * limit and right before sending, the write fence; counts each request by outcome and
  * latency; records what it wrote in the mutation cache; and turns API errors into
  * reconcile results (the work queue decides retry and backoff):
- * - create AlreadyExists of a Service/Endpoints: the name is looked up; a user's object
- *   is reported as a conflict and left alone (SPEC §5), ours (a leftover) is adopted;
+ * - create AlreadyExists of an object of a mirror (Service, Endpoints, EndpointSlice): the
+ *   name is looked up; a user's object is reported as a conflict and left alone (SPEC §5),
+ *   ours (a leftover) is adopted;
  * - create AlreadyExists of a Namespace: it exists, our store lags: go on;
  * - delete 404: already gone: go on;
  * - anything else: retry with backoff.
@@ -12,9 +13,8 @@
  * instead of racing it (each racer would cost a rejected POST).
  */
 import type { DesiredMirror } from "../../src/core/desired.ts";
-import { ownerCluster } from "../../src/core/labels.ts";
-import type { KubeObject } from "../../src/core/objects.ts";
-import type { Blocked, WriteAction } from "../../src/core/plan.ts";
+import { type KubeObject, objectKey } from "../../src/core/objects.ts";
+import { type Blocked, MIRROR_KINDS, objectPath, type WriteAction } from "../../src/core/plan.ts";
 import type { TokenBucket } from "../../src/core/rate-limit.ts";
 import type { ReconcileResult } from "../../src/core/workqueue.ts";
 import { KubeApiError, type KubeClient } from "../../src/kube/client.ts";
@@ -84,20 +84,19 @@ export class WriteExecutor {
     if (!this.#deps.fence.writable) return this.#deps.fence.held(`${action.verb} ${action.kind} ${key}`);
     stats.inFlight += 1;
     const startedAt = performance.now();
-    const path =
-      action.kind === "Namespace"
-        ? "/api/v1/namespaces"
-        : `/api/v1/namespaces/${action.namespace}/${action.kind === "Service" ? "services" : "endpoints"}`;
+    const path = action.kind === "Namespace" ? "/api/v1/namespaces" : objectPath(action.kind, action.namespace);
+    // The mutation cache holds each object under its own key (a slice's is not its mirror's).
+    const objectId = action.kind === "Namespace" ? action.name : objectKey(action);
     try {
       switch (action.verb) {
         case "create": {
           const created = await client.request<KubeObject>("POST", path, { body: action.body });
-          if (action.kind !== "Namespace") cache.written(action.kind, key, created);
+          if (action.kind !== "Namespace") cache.written(action.kind, objectId, created);
           break;
         }
         case "update": {
           const updated = await client.request<KubeObject>("PUT", `${path}/${action.name}`, { body: action.body });
-          cache.written(action.kind, key, updated);
+          cache.written(action.kind, objectId, updated);
           break;
         }
         case "delete": {
@@ -108,8 +107,8 @@ export class WriteExecutor {
               ...(action.uid ? { preconditions: { uid: action.uid } } : {}),
             },
           });
-          cache.deleted(action.kind, key, observed);
-          log.info({ key, kind: action.kind, cluster: action.cluster }, `deleted mirror ${action.kind} ${key}`);
+          cache.deleted(action.kind, objectId, observed);
+          log.info({ key, kind: action.kind, cluster: action.cluster }, `deleted mirror ${action.kind} ${objectId}`);
           break;
         }
       }
@@ -137,18 +136,18 @@ export class WriteExecutor {
       try {
         const existing = await this.#deps.client.request<KubeObject>(
           "GET",
-          `/api/v1/namespaces/${action.namespace}/${action.kind === "Service" ? "services" : "endpoints"}/${action.name}`,
+          objectPath(action.kind, action.namespace, action.name),
         );
-        const owner = ownerCluster(existing.metadata.labels);
+        const owner = MIRROR_KINDS[action.kind].owner(existing.metadata.labels);
         if (owner === undefined && desired) {
           this.#deps.block(key, desired.cluster, {
             reason: "user-owned",
-            message: `${action.kind} ${key} exists and is not a fleet-mirror mirror; it is left as is`,
+            message: `${action.kind} ${objectKey(action)} exists and is not a fleet-mirror mirror; it is left as is`,
           });
           return { kind: "requeue-after", ms: this.#deps.blockedRecheckMs };
         }
         // Ours (leftover): adopt it, and reconcile again right away to update it.
-        this.#deps.cache.written(action.kind, key, existing);
+        this.#deps.cache.written(action.kind, objectKey(action), existing);
         return { kind: "requeue-after", ms: 0 };
       } catch (getError) {
         return { kind: "retry", error: getError };
