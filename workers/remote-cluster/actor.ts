@@ -9,9 +9,9 @@
  * the desired port given to `attachWriter`.
  *
  * Parts: gateway-index.ts (which Services use which gateway), hostnames.ts +
- * resolver.ts (gateway hostnames, off libuv's pool), desired-sender.ts + credits.ts
- * (batches and flow control to the writer); this file wires them to the watcher and
- * reports status.
+ * resolver.ts (gateway hostnames, off libuv's pool), gateway-prober.ts + http-probe.ts
+ * (gateway health, SPEC §10), desired-sender.ts + credits.ts (batches and flow control
+ * to the writer); this file wires them to the watcher and reports status.
  *
  * Fault containment: every callback the actor registers runs under its guard, so an
  * exception in this actor's handling is reported through `ports.onFault` as this
@@ -21,8 +21,10 @@
  * Invariants: see desired-sender.ts for what is sent when; while the remote API is
  * unreachable nothing is sent: the writer keeps the mirrors.
  */
-import { type ClusterSettings, ingressHostnames, viewGateway } from "../../src/core/desired.ts";
-import type { Service } from "../../src/core/objects.ts";
+import { systemClock } from "../../src/core/clock.ts";
+import { type ClusterSettings, exportedGateway, ingressHostnames, viewGateway } from "../../src/core/desired.ts";
+import { objectKey, type Service } from "../../src/core/objects.ts";
+import { probeSpecOf } from "../../src/core/probe-spec.ts";
 import { KubeClient } from "../../src/kube/client.ts";
 import type { ConnectionSpec } from "../../src/kube/connection.ts";
 import { Watcher, type WatchFailure } from "../../src/kube/watcher.ts";
@@ -35,10 +37,13 @@ import type {
 } from "../../src/protocol/messages.ts";
 import { type DesiredPort, DesiredSender, type FlowState } from "./desired-sender.ts";
 import { GatewayIndex } from "./gateway-index.ts";
+import { GatewayProber } from "./gateway-prober.ts";
 import { HostnameCache } from "./hostnames.ts";
+import { httpProbe, type Probe } from "./http-probe.ts";
 import { createResolver, type Resolver } from "./resolver.ts";
 
 export type { DesiredPort, FlowState } from "./desired-sender.ts";
+export type { Probe } from "./http-probe.ts";
 export type { Resolver } from "./resolver.ts";
 
 export interface RemoteActorPorts {
@@ -69,6 +74,9 @@ export class RemoteClusterActor {
   readonly #gateways = new GatewayIndex();
   readonly #hostnames: HostnameCache;
   readonly #sender: DesiredSender;
+  readonly #prober: GatewayProber;
+  /** Bad probe annotations per gateway key (SPEC §10), as last reported. */
+  readonly #probeProblems = new Map<string, readonly string[]>();
 
   #resolveTimer: NodeJS.Timeout | undefined;
   #statusTimer: NodeJS.Timeout | undefined;
@@ -83,8 +91,12 @@ export class RemoteClusterActor {
   #stopped = false;
   #faulted = false;
 
-  /** `deps.resolve` replaces the actor's own DNS resolver (tests). */
-  constructor(init: RemoteActorInit, ports: RemoteActorPorts, deps: { logger: Logger; resolve?: Resolver }) {
+  /** `deps.resolve` replaces the actor's own DNS resolver, `deps.probe` its HTTP gateway probe (tests). */
+  constructor(
+    init: RemoteActorInit,
+    ports: RemoteActorPorts,
+    deps: { logger: Logger; resolve?: Resolver; probe?: Probe },
+  ) {
     this.#init = init;
     this.#ports = ports;
     this.#log = deps.logger;
@@ -101,6 +113,18 @@ export class RemoteClusterActor {
     this.#hostnames = new HostnameCache(deps.resolve ?? createResolver(), deps.logger, (hostname) =>
       this.#guard(() => this.#hostnameChanged(hostname))(),
     );
+    this.#prober = new GatewayProber({
+      clock: systemClock,
+      random: Math.random,
+      probe: deps.probe ?? httpProbe,
+      userAgent: `fleet-mirror/gateway-probe ${init.cluster.name}`,
+      log: deps.logger,
+      guard: (fn) => this.#guard(fn),
+      livenessChanged: (gatewayKey) => this.#livenessChanged(gatewayKey),
+      probed: () => {
+        this.#statusDirty = true;
+      },
+    });
     this.#sender = new DesiredSender({
       cluster: init.cluster,
       epoch: init.epoch,
@@ -108,6 +132,7 @@ export class RemoteClusterActor {
       maxInFlight: init.options.maxInFlight,
       services: this.#watcher,
       lookupHostname: this.#hostnames.lookup,
+      deadAddresses: (gatewayKey) => this.#prober.deadAddresses(gatewayKey),
       log: deps.logger,
       guard: (fn) => this.#guard(fn),
       statusChanged: () => {
@@ -208,6 +233,7 @@ export class RemoteClusterActor {
     this.#stopped = true;
     this.#sender.stop();
     this.#hostnames.stop();
+    this.#prober.stop();
     clearInterval(this.#resolveTimer);
     clearInterval(this.#statusTimer);
     await this.#watcher.stop();
@@ -223,6 +249,14 @@ export class RemoteClusterActor {
     for (const user of this.#gateways.usersOf(key)) this.#sender.markDirty(user);
     const newGateway = this.#gateways.update(key, previous, current);
     if (current && this.#gateways.isGateway(key)) this.#resolveHostnames(current);
+    // Probes follow the gateways in use: this one changed, or a Service started or
+    // stopped using one.
+    const touched = new Set<string>([key]);
+    for (const service of [previous, current]) {
+      const gw = service ? exportedGateway(service) : undefined;
+      if (gw) touched.add(objectKey(gw));
+    }
+    for (const gatewayKey of touched) this.#syncProbe(gatewayKey);
     // A Service that starts using a gateway whose hostnames nobody used before: resolve
     // them now, not at the next periodic round (its Endpoints would stay empty meanwhile).
     if (newGateway) {
@@ -240,6 +274,12 @@ export class RemoteClusterActor {
       const gateway = this.#watcher.get(gatewayKey);
       if (gateway) this.#resolveHostnames(gateway);
     }
+    for (const gatewayKey of new Set([
+      ...this.#prober.keys(),
+      ...this.#probeProblems.keys(),
+      ...this.#gateways.gateways(),
+    ]))
+      this.#syncProbe(gatewayKey);
     this.#sender.requestSnapshot();
   }
 
@@ -277,8 +317,43 @@ export class RemoteClusterActor {
   #hostnameChanged(hostname: string): void {
     for (const [gatewayKey, users] of this.#gateways.entries()) {
       const gateway = this.#watcher.get(gatewayKey);
-      if (gateway && ingressHostnames(gateway).includes(hostname)) for (const u of users) this.#sender.markDirty(u);
+      if (gateway && ingressHostnames(gateway).includes(hostname)) {
+        for (const u of users) this.#sender.markDirty(u);
+        this.#syncProbe(gatewayKey);
+      }
     }
+    this.#sender.scheduleFlush();
+  }
+
+  // -------------------------------------------------------------------------------
+  // Gateway health (SPEC §10)
+
+  /**
+   * Probes gateway `key` as it now stands: with its probe spec at its addresses while an
+   * exported Service uses it, not at all otherwise. Its bad annotations are reported
+   * when they change.
+   */
+  #syncProbe(key: string): void {
+    const gateway = this.#gateways.isGateway(key) ? this.#watcher.get(key) : undefined;
+    const outcome = gateway ? probeSpecOf(gateway) : { problems: [] };
+    const addresses = gateway && outcome.spec ? viewGateway(gateway, this.#hostnames.lookup).addresses : [];
+    this.#prober.set(key, outcome.spec, addresses);
+    const previous = this.#probeProblems.get(key) ?? [];
+    if (JSON.stringify(previous) === JSON.stringify(outcome.problems)) return;
+    this.#statusDirty = true;
+    if (outcome.problems.length > 0) {
+      this.#probeProblems.set(key, outcome.problems);
+      this.#log.warn({ gateway: key, problems: outcome.problems }, `gateway ${key}: ${outcome.problems.join("; ")}`);
+    } else {
+      this.#probeProblems.delete(key);
+      if (gateway) this.#log.info({ gateway: key }, `gateway ${key} no longer has probe problems`);
+    }
+  }
+
+  /** An address of gateway `key` became dead or alive: the mirrors using it are recomputed. */
+  #livenessChanged(key: string): void {
+    for (const user of this.#gateways.usersOf(key)) this.#sender.markDirty(user);
+    this.#statusDirty = true;
     this.#sender.scheduleFlush();
   }
 
@@ -298,12 +373,17 @@ export class RemoteClusterActor {
   status(): ClusterStatus {
     const gateways = [...this.#gateways.gateways()].sort().map((key) => {
       const view = viewGateway(this.#watcher.get(key), this.#hostnames.lookup);
+      const probe = this.#prober.status(key);
+      const probeProblems = this.#probeProblems.get(key);
       return {
         key,
         usable: view.addresses.length > 0 && view.incomingPort !== undefined,
         ...(view.unusable ? { reason: view.unusable } : {}),
+        ...(probe ? { probe } : {}),
+        ...(probeProblems ? { probeProblems: probeProblems.slice(0, 4).map((p) => p.slice(0, 512)) } : {}),
       };
     });
+    const gatewayProbes = this.#prober.counters();
     const apiWarnings = this.#client.apiWarnings.total;
     return {
       cluster: this.#init.cluster.name,
@@ -318,6 +398,7 @@ export class RemoteClusterActor {
       gateways,
       watch: { ...this.#watcher.stats },
       failuresByReason: { ...this.#failuresByReason },
+      ...(Object.keys(gatewayProbes).length > 0 ? { gatewayProbes } : {}),
       ...(apiWarnings > 0 ? { apiWarnings } : {}),
     };
   }
