@@ -12,6 +12,7 @@ import {
   EMPTY_WRITER_COUNTERS,
 } from "../../src/admin/counters.ts";
 import { createMetrics } from "../../src/admin/metrics.ts";
+import { healthCell, rowsFromAdmin, type StatusRow } from "../../src/cli/status.ts";
 import {
   decodeFromRemoteActor,
   type GatewayProbeCounters,
@@ -148,5 +149,63 @@ describe("gateway health metrics", () => {
     );
     assert.match(text, /^# TYPE fleet_mirror_gateway_probe_duration_seconds histogram$/m);
     assert.match(text, /^fleet_mirror_write_duration_seconds_count 0$/m, "the unlabelled histogram is unchanged");
+  });
+});
+
+describe("gateway health in fleet-mirror status", () => {
+  const probe = { port: 4191, path: "/ready", periodSeconds: 3, alive: 1, dead: 0, deadAddresses: [] };
+  const row = (gateways: NonNullable<StatusRow["gateways"]>): StatusRow => ({
+    cluster: "east",
+    secret: "fleet-mirror/east",
+    state: "synced",
+    mirrors: 1,
+    gateways,
+  });
+
+  it("shows - when no gateway is probed, alive when every probed address is", () => {
+    assert.equal(healthCell(row([{ gateway: "gw/a", usable: true }])), "-");
+    assert.equal(healthCell(row([{ gateway: "gw/a", usable: true, probe }])), "alive");
+    assert.equal(
+      healthCell({ cluster: "east", secret: "fleet-mirror/east", state: "registered", mirrors: 0 }),
+      "unknown",
+    );
+  });
+
+  it("names each gateway with dead addresses or probe problems", () => {
+    const cell = healthCell(
+      row([
+        {
+          gateway: "gw/a",
+          usable: true,
+          probe: { ...probe, alive: 1, dead: 2, deadAddresses: ["198.51.100.2", "198.51.100.3"] },
+        },
+        { gateway: "gw/b", usable: true, probe },
+        { gateway: "gw/c", usable: true, probeProblems: ["port mc-probe has number 0"] },
+      ]),
+    );
+    assert.equal(cell, "gw/a 2/3 dead; gw/c: probe problem");
+  });
+
+  it("carries each gateway's probe into the rows read from the controller", () => {
+    const rows = rowsFromAdmin({
+      leadership: { enabled: false, leading: true, identity: "me" },
+      time: 0,
+      secretsListed: true,
+      writer: undefined,
+      writerRestarts: 0,
+      clusters: [
+        {
+          cluster: "east",
+          secret: "fleet-mirror/east",
+          state: "synced",
+          mirrors: 1,
+          exportedServices: 1,
+          restarts: 0,
+          gateways: [{ key: "gw/a", usable: true, probe, probeProblems: ["bad"] }],
+          problems: [],
+        },
+      ],
+    });
+    assert.deepEqual(rows[0]?.gateways, [{ gateway: "gw/a", usable: true, probe, probeProblems: ["bad"] }]);
   });
 });
