@@ -64,6 +64,13 @@ export interface RemoteActorInit {
 }
 
 const STATUS_INTERVAL_MS = 1_000;
+/**
+ * Probe counters alone (no liveness change) are published at most this often: a probed
+ * gateway finishes a probe every few seconds, and a status per second per cluster for
+ * counters only would cost the main thread a decode per cluster per second. A scrape
+ * sees them at most this late; a liveness change is published at the next interval.
+ */
+const PROBE_COUNTERS_INTERVAL_MS = 5_000;
 
 export class RemoteClusterActor {
   readonly #init: RemoteActorInit;
@@ -81,6 +88,9 @@ export class RemoteClusterActor {
   #resolveTimer: NodeJS.Timeout | undefined;
   #statusTimer: NodeJS.Timeout | undefined;
   #statusDirty = true;
+  /** A probe finished since the last status (its counters changed). */
+  #probeCountersDirty = false;
+  #publishedAt = 0;
   /** `apiWarnings` in the last status published. */
   #publishedWarnings = 0;
   #state: ClusterSyncState = "starting";
@@ -122,7 +132,7 @@ export class RemoteClusterActor {
       guard: (fn) => this.#guard(fn),
       livenessChanged: (gatewayKey) => this.#livenessChanged(gatewayKey),
       probed: () => {
-        this.#statusDirty = true;
+        this.#probeCountersDirty = true;
       },
     });
     this.#sender = new DesiredSender({
@@ -406,8 +416,11 @@ export class RemoteClusterActor {
   #publishStatus(): void {
     if (this.#stopped) return;
     // A warning counted since the last status is news too.
-    if (!this.#statusDirty && this.#client.apiWarnings.total === this.#publishedWarnings) return;
+    const countersDue = this.#probeCountersDirty && Date.now() - this.#publishedAt >= PROBE_COUNTERS_INTERVAL_MS;
+    if (!this.#statusDirty && !countersDue && this.#client.apiWarnings.total === this.#publishedWarnings) return;
     this.#statusDirty = false;
+    this.#probeCountersDirty = false;
+    this.#publishedAt = Date.now();
     this.#publishedWarnings = this.#client.apiWarnings.total;
     this.#ports.supervisor({ type: "actor.status", status: this.status() });
   }
