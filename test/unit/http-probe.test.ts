@@ -84,6 +84,24 @@ describe("HTTP gateway probe", () => {
     await noSocketsLeft();
   });
 
+  it("probes an IPv6 address, with a bracketed Host header", async () => {
+    let host: string | undefined;
+    const v6 = createServer((req, res) => {
+      host = req.headers.host;
+      res.end("ok");
+    });
+    await new Promise<void>((resolve) => v6.listen(0, "::1", resolve));
+    try {
+      const v6Port = (v6.address() as AddressInfo).port;
+      const result = await probe("/ready", { address: "::1", port: v6Port });
+      assert.equal(result.ok, true);
+      assert.equal(host, `[::1]:${v6Port}`);
+    } finally {
+      v6.closeAllConnections();
+      await new Promise((resolve) => v6.close(resolve));
+    }
+  });
+
   it("fails with reason refused when nothing listens", async () => {
     const closed = createServer();
     await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
