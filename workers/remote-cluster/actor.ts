@@ -9,8 +9,8 @@
  * the desired port given to `attachWriter`.
  *
  * Parts: gateway-index.ts (which Services use which gateway), hostnames.ts +
- * resolver.ts (gateway hostnames, off libuv's pool), gateway-prober.ts + http-probe.ts
- * (gateway health, SPEC §10), desired-sender.ts + credits.ts (batches and flow control
+ * resolver.ts (gateway hostnames, off libuv's pool), gateway-health.ts +
+ * gateway-prober.ts + http-probe.ts (gateway health, SPEC §10), desired-sender.ts + credits.ts (batches and flow control
  * to the writer); this file wires them to the watcher and reports status.
  *
  * Fault containment: every callback the actor registers runs under its guard, so an
@@ -24,7 +24,6 @@
 import { systemClock } from "../../src/core/clock.ts";
 import { type ClusterSettings, exportedGateway, ingressHostnames, viewGateway } from "../../src/core/desired.ts";
 import { objectKey, type Service } from "../../src/core/objects.ts";
-import { probeSpecOf } from "../../src/core/probe-spec.ts";
 import { KubeClient } from "../../src/kube/client.ts";
 import type { ConnectionSpec } from "../../src/kube/connection.ts";
 import { Watcher, type WatchFailure } from "../../src/kube/watcher.ts";
@@ -36,8 +35,8 @@ import type {
   RemoteActorOptions,
 } from "../../src/protocol/messages.ts";
 import { type DesiredPort, DesiredSender, type FlowState } from "./desired-sender.ts";
+import { GatewayHealth } from "./gateway-health.ts";
 import { GatewayIndex } from "./gateway-index.ts";
-import { GatewayProber } from "./gateway-prober.ts";
 import { HostnameCache } from "./hostnames.ts";
 import { httpProbe, type Probe } from "./http-probe.ts";
 import { createResolver, type Resolver } from "./resolver.ts";
@@ -81,9 +80,7 @@ export class RemoteClusterActor {
   readonly #gateways = new GatewayIndex();
   readonly #hostnames: HostnameCache;
   readonly #sender: DesiredSender;
-  readonly #prober: GatewayProber;
-  /** Bad probe annotations per gateway key (SPEC §10), as last reported. */
-  readonly #probeProblems = new Map<string, readonly string[]>();
+  readonly #health: GatewayHealth;
 
   #resolveTimer: NodeJS.Timeout | undefined;
   #statusTimer: NodeJS.Timeout | undefined;
@@ -123,16 +120,20 @@ export class RemoteClusterActor {
     this.#hostnames = new HostnameCache(deps.resolve ?? createResolver(), deps.logger, (hostname) =>
       this.#guard(() => this.#hostnameChanged(hostname))(),
     );
-    this.#prober = new GatewayProber({
+    this.#health = new GatewayHealth({
       clock: systemClock,
       random: Math.random,
       probe: deps.probe ?? httpProbe,
       userAgent: `fleet-mirror/gateway-probe ${init.cluster.name}`,
       log: deps.logger,
+      lookupHostname: this.#hostnames.lookup,
       guard: (fn) => this.#guard(fn),
       livenessChanged: (gatewayKey) => this.#livenessChanged(gatewayKey),
       probed: () => {
         this.#probeCountersDirty = true;
+      },
+      problemsChanged: () => {
+        this.#statusDirty = true;
       },
     });
     this.#sender = new DesiredSender({
@@ -142,7 +143,7 @@ export class RemoteClusterActor {
       maxInFlight: init.options.maxInFlight,
       services: this.#watcher,
       lookupHostname: this.#hostnames.lookup,
-      deadAddresses: (gatewayKey) => this.#prober.deadAddresses(gatewayKey),
+      deadAddresses: (gatewayKey) => this.#health.deadAddresses(gatewayKey),
       log: deps.logger,
       guard: (fn) => this.#guard(fn),
       statusChanged: () => {
@@ -243,7 +244,7 @@ export class RemoteClusterActor {
     this.#stopped = true;
     this.#sender.stop();
     this.#hostnames.stop();
-    this.#prober.stop();
+    this.#health.stop();
     clearInterval(this.#resolveTimer);
     clearInterval(this.#statusTimer);
     await this.#watcher.stop();
@@ -284,11 +285,7 @@ export class RemoteClusterActor {
       const gateway = this.#watcher.get(gatewayKey);
       if (gateway) this.#resolveHostnames(gateway);
     }
-    for (const gatewayKey of new Set([
-      ...this.#prober.keys(),
-      ...this.#probeProblems.keys(),
-      ...this.#gateways.gateways(),
-    ]))
+    for (const gatewayKey of new Set([...this.#health.keys(), ...this.#gateways.gateways()]))
       this.#syncProbe(gatewayKey);
     this.#sender.requestSnapshot();
   }
@@ -338,26 +335,9 @@ export class RemoteClusterActor {
   // -------------------------------------------------------------------------------
   // Gateway health (SPEC §10)
 
-  /**
-   * Probes gateway `key` as it now stands: with its probe spec at its addresses while an
-   * exported Service uses it, not at all otherwise. Its bad annotations are reported
-   * when they change.
-   */
+  /** Probes gateway `key` as it now stands while an exported Service uses it, not at all otherwise. */
   #syncProbe(key: string): void {
-    const gateway = this.#gateways.isGateway(key) ? this.#watcher.get(key) : undefined;
-    const outcome = gateway ? probeSpecOf(gateway) : { problems: [] };
-    const addresses = gateway && outcome.spec ? viewGateway(gateway, this.#hostnames.lookup).addresses : [];
-    this.#prober.set(key, outcome.spec, addresses);
-    const previous = this.#probeProblems.get(key) ?? [];
-    if (JSON.stringify(previous) === JSON.stringify(outcome.problems)) return;
-    this.#statusDirty = true;
-    if (outcome.problems.length > 0) {
-      this.#probeProblems.set(key, outcome.problems);
-      this.#log.warn({ gateway: key, problems: outcome.problems }, `gateway ${key}: ${outcome.problems.join("; ")}`);
-    } else {
-      this.#probeProblems.delete(key);
-      if (gateway) this.#log.info({ gateway: key }, `gateway ${key} no longer has probe problems`);
-    }
+    this.#health.sync(key, this.#gateways.isGateway(key) ? this.#watcher.get(key) : undefined);
   }
 
   /** An address of gateway `key` became dead or alive: the mirrors using it are recomputed. */
@@ -383,17 +363,14 @@ export class RemoteClusterActor {
   status(): ClusterStatus {
     const gateways = [...this.#gateways.gateways()].sort().map((key) => {
       const view = viewGateway(this.#watcher.get(key), this.#hostnames.lookup);
-      const probe = this.#prober.status(key);
-      const probeProblems = this.#probeProblems.get(key);
       return {
         key,
         usable: view.addresses.length > 0 && view.incomingPort !== undefined,
         ...(view.unusable ? { reason: view.unusable } : {}),
-        ...(probe ? { probe } : {}),
-        ...(probeProblems ? { probeProblems: probeProblems.slice(0, 4).map((p) => p.slice(0, 512)) } : {}),
+        ...this.#health.status(key),
       };
     });
-    const gatewayProbes = this.#prober.counters();
+    const gatewayProbes = this.#health.counters();
     const apiWarnings = this.#client.apiWarnings.total;
     return {
       cluster: this.#init.cluster.name,
