@@ -10,7 +10,7 @@
  * decreases. Increments made by an incarnation after its last snapshot (at most one
  * status interval before a crash) are lost: a counter may under-count, never go back.
  */
-import type { LatencyHistogram, WriterStatus } from "../protocol/messages.ts";
+import type { GatewayProbeCounters, LatencyHistogram, WriterStatus } from "../protocol/messages.ts";
 import { WRITE_DURATION_BUCKETS } from "../protocol/messages.ts";
 
 export type Counts = Readonly<Record<string, number>>;
@@ -47,6 +47,8 @@ export interface ClusterCounters {
   readonly failuresByReason: Counts;
   /** `Warning` headers from the cluster's API server. */
   readonly apiWarnings: number;
+  /** Gateway probe failures and latency by gateway `namespace/name` (SPEC §10). */
+  readonly gatewayProbes: Readonly<Record<string, GatewayProbeCounters>>;
 }
 
 export const EMPTY_CLUSTER_COUNTERS: ClusterCounters = Object.freeze({
@@ -55,6 +57,7 @@ export const EMPTY_CLUSTER_COUNTERS: ClusterCounters = Object.freeze({
   relistsOnGone: 0,
   failuresByReason: Object.freeze({}),
   apiWarnings: 0,
+  gatewayProbes: Object.freeze({}),
 });
 
 /** The counters of one incarnation's snapshot (`ClusterStatus` fields). */
@@ -62,6 +65,7 @@ export function clusterCountersOf(status: {
   readonly watch: { readonly lists: number; readonly watchesStarted: number; readonly relistsOnGone: number };
   readonly failuresByReason: Counts;
   readonly apiWarnings?: number | undefined;
+  readonly gatewayProbes?: Readonly<Record<string, GatewayProbeCounters>> | undefined;
 }): ClusterCounters {
   return {
     lists: status.watch.lists,
@@ -69,7 +73,26 @@ export function clusterCountersOf(status: {
     relistsOnGone: status.watch.relistsOnGone,
     failuresByReason: status.failuresByReason,
     apiWarnings: status.apiWarnings ?? 0,
+    gatewayProbes: status.gatewayProbes ?? {},
   };
+}
+
+/** a + b, gateway by gateway. */
+export function addGatewayProbes(
+  a: Readonly<Record<string, GatewayProbeCounters>>,
+  b: Readonly<Record<string, GatewayProbeCounters>>,
+): Record<string, GatewayProbeCounters> {
+  const sum: Record<string, GatewayProbeCounters> = { ...a };
+  for (const [gateway, counters] of Object.entries(b)) {
+    const base = sum[gateway];
+    sum[gateway] = base
+      ? {
+          failures: addCounts(base.failures, counters.failures),
+          latency: addHistograms(base.latency, counters.latency),
+        }
+      : counters;
+  }
+  return sum;
 }
 
 export function addClusterCounters(a: ClusterCounters, b: ClusterCounters): ClusterCounters {
@@ -79,6 +102,7 @@ export function addClusterCounters(a: ClusterCounters, b: ClusterCounters): Clus
     relistsOnGone: a.relistsOnGone + b.relistsOnGone,
     failuresByReason: addCounts(a.failuresByReason, b.failuresByReason),
     apiWarnings: a.apiWarnings + b.apiWarnings,
+    gatewayProbes: addGatewayProbes(a.gatewayProbes, b.gatewayProbes),
   };
 }
 

@@ -65,18 +65,41 @@ export function countConflicts(fleet: FleetStatus | undefined): number {
   return n;
 }
 
-/** A histogram's exposition values (`_bucket{le}` cumulative, `_sum`, `_count`) from a snapshot. */
+type HistogramValue = { metricName: string; labels: Record<string, string | number>; value: number };
+
+/**
+ * A histogram's exposition values (`_bucket{le}` cumulative, `_sum`, `_count`) from a
+ * snapshot; `labels` are added to every value (a labelled histogram's series).
+ */
 export function histogramValues(
   name: string,
   h: LatencyHistogram,
-): { metricName: string; labels: { le?: string | number }; value: number }[] {
-  const values: { metricName: string; labels: { le?: string | number }; value: number }[] = WRITE_DURATION_BUCKETS.map(
-    (le, i) => ({ metricName: `${name}_bucket`, labels: { le }, value: h.buckets[i] ?? 0 }),
-  );
-  values.push({ metricName: `${name}_bucket`, labels: { le: "+Inf" }, value: h.count });
-  values.push({ metricName: `${name}_sum`, labels: {}, value: h.sum });
-  values.push({ metricName: `${name}_count`, labels: {}, value: h.count });
+  labels: Readonly<Record<string, string>> = {},
+): HistogramValue[] {
+  const values: HistogramValue[] = WRITE_DURATION_BUCKETS.map((le, i) => ({
+    metricName: `${name}_bucket`,
+    labels: { ...labels, le },
+    value: h.buckets[i] ?? 0,
+  }));
+  values.push({ metricName: `${name}_bucket`, labels: { ...labels, le: "+Inf" }, value: h.count });
+  values.push({ metricName: `${name}_sum`, labels: { ...labels }, value: h.sum });
+  values.push({ metricName: `${name}_count`, labels: { ...labels }, value: h.count });
   return values;
+}
+
+/** The gateway liveness series of `fleet`: addresses alive and dead per probed gateway (SPEC §10). */
+export function gatewayAddressValues(
+  fleet: FleetStatus | undefined,
+): { labels: { cluster: string; gateway: string; state: "alive" | "dead" }; value: number }[] {
+  const out: { labels: { cluster: string; gateway: string; state: "alive" | "dead" }; value: number }[] = [];
+  for (const row of fleet?.clusters ?? []) {
+    for (const g of row.gateways) {
+      if (!g.probe) continue;
+      out.push({ labels: { cluster: row.cluster, gateway: g.key, state: "alive" }, value: g.probe.alive });
+      out.push({ labels: { cluster: row.cluster, gateway: g.key, state: "dead" }, value: g.probe.dead });
+    }
+  }
+  return out;
 }
 
 type Exposition = Awaited<ReturnType<Histogram<string>["get"]>>;
@@ -89,10 +112,17 @@ type Exposition = Awaited<ReturnType<Histogram<string>["get"]>>;
 class SnapshotHistogram extends Histogram<string> {
   readonly #name: string;
   readonly #help: string;
-  readonly #read: () => LatencyHistogram | undefined;
+  readonly #read: () => readonly { labels: Readonly<Record<string, string>>; histogram: LatencyHistogram }[];
 
-  constructor(name: string, help: string, registry: Registry, read: () => LatencyHistogram | undefined) {
-    super({ name, help, buckets: [...WRITE_DURATION_BUCKETS], registers: [registry] });
+  /** `read` gives one snapshot per series (none: no series), each with its labels. */
+  constructor(
+    name: string,
+    help: string,
+    registry: Registry,
+    read: () => readonly { labels: Readonly<Record<string, string>>; histogram: LatencyHistogram }[],
+    labelNames: readonly string[] = [],
+  ) {
+    super({ name, help, buckets: [...WRITE_DURATION_BUCKETS], labelNames, registers: [registry] });
     this.#name = name;
     this.#help = help;
     this.#read = read;
@@ -104,7 +134,7 @@ class SnapshotHistogram extends Histogram<string> {
 
   /** prom-client's text exposition calls this when present (it is not in its typings). */
   async getForPromString(): Promise<Exposition> {
-    const snapshot = this.#read();
+    const series = this.#read();
     return {
       name: this.#name,
       help: this.#help,
@@ -112,7 +142,7 @@ class SnapshotHistogram extends Histogram<string> {
       type: "histogram" as unknown as Exposition["type"],
       aggregator: "sum",
       collect: () => undefined,
-      values: snapshot ? histogramValues(this.#name, snapshot) : [],
+      values: series.flatMap((s) => histogramValues(this.#name, s.histogram, s.labels)),
     };
   }
 }
@@ -250,6 +280,40 @@ export function createMetrics(source: MetricsSource): Registry {
   );
 
   labelled(
+    "gauge",
+    "fleet_mirror_gateway_addresses",
+    "Addresses of each probed gateway (SPEC §10) by liveness: alive, or dead after 3 failed probes in a row.",
+    ["cluster", "gateway", "state"],
+    (set) => {
+      for (const { labels, value } of gatewayAddressValues(source.fleet())) set(labels, value);
+    },
+  );
+  labelled(
+    "counter",
+    "fleet_mirror_gateway_probe_failures_total",
+    "Failed gateway probes by reason: timeout, refused, status (an answer outside 2xx), error.",
+    ["cluster", "gateway", "reason"],
+    (set) => {
+      for (const [cluster, c] of source.counters()?.clusters ?? [])
+        for (const [gateway, probes] of Object.entries(c.gatewayProbes))
+          for (const [reason, n] of Object.entries(probes.failures)) set({ cluster, gateway, reason }, n);
+    },
+  );
+  new SnapshotHistogram(
+    "fleet_mirror_gateway_probe_duration_seconds",
+    "Latency of gateway probes that got an HTTP answer (timeouts and refused connections are failures only).",
+    registry,
+    () =>
+      [...(source.counters()?.clusters ?? [])].flatMap(([cluster, c]) =>
+        Object.entries(c.gatewayProbes).map(([gateway, probes]) => ({
+          labels: { cluster, gateway },
+          histogram: probes.latency,
+        })),
+      ),
+    ["cluster", "gateway"],
+  );
+
+  labelled(
     "counter",
     "fleet_mirror_api_warnings_total",
     "Warning headers received from API servers: the local one (api=local) and each cluster's remote one (api=remote).",
@@ -305,7 +369,10 @@ export function createMetrics(source: MetricsSource): Registry {
     "fleet_mirror_write_duration_seconds",
     "Latency of write requests to the local API server.",
     registry,
-    () => source.counters()?.writer.writeDuration,
+    () => {
+      const h = source.counters()?.writer.writeDuration;
+      return h ? [{ labels: {}, histogram: h }] : [];
+    },
   );
   scalar(
     "counter",

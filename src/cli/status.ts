@@ -9,6 +9,7 @@ import type { AdminStatus } from "../admin/source.ts";
 import { CLUSTER_NAME, MIRRORED_SERVICE, SECRET_TYPE } from "../core/labels.ts";
 import type { Secret, Service } from "../core/objects.ts";
 import type { KubeClient } from "../kube/client.ts";
+import type { GatewayProbeStatus } from "../protocol/messages.ts";
 import { parseCredentialsSecret } from "../supervisor/registration.ts";
 import { computeRegistry } from "../supervisor/registry.ts";
 import type { ClusterRow } from "../supervisor/status.ts";
@@ -51,7 +52,9 @@ const help = commandHelp(
   "status [flags]",
   `One row per remote cluster: its state (syncing, synced, stale since T, failing: reason,
 crash-loop, duplicate, invalid: reason), mirrored services, last successful sync,
-restarts of its actor, and whether its gateways are usable.
+restarts of its actor, whether its gateways are usable, and their health: the probed
+gateways' addresses alive or dead (SPEC §10) and bad probe annotations (-o json|yaml
+gives each gateway's probe: port, path, period, dead addresses, last failure).
 
 Reads the running controller's admin endpoint (--admin-url). When it does not answer,
 the rows are built from the cluster objects (credentials Secrets, mirror Services) and
@@ -72,8 +75,15 @@ export interface StatusRow {
   readonly exportedServices?: number;
   readonly lastSyncedAt?: string;
   readonly restarts?: number;
-  /** Each gateway in use and why it is unusable, if it is; absent when unknown. */
-  readonly gateways?: readonly { readonly gateway: string; readonly usable: boolean; readonly reason?: string }[];
+  /** Each gateway in use, why it is unusable, if it is, and its probe; absent when unknown. */
+  readonly gateways?: readonly {
+    readonly gateway: string;
+    readonly usable: boolean;
+    readonly reason?: string;
+    /** Present while the gateway is probed (SPEC §10). */
+    readonly probe?: GatewayProbeStatus;
+    readonly probeProblems?: readonly string[];
+  }[];
   readonly problems?: readonly string[];
 }
 
@@ -107,6 +117,8 @@ export function rowsFromAdmin(status: AdminStatus): StatusRow[] {
         gateway: g.key,
         usable: g.usable,
         ...(g.reason ? { reason: g.reason } : {}),
+        ...(g.probe ? { probe: g.probe } : {}),
+        ...(g.probeProblems ? { probeProblems: g.probeProblems } : {}),
       })),
       ...(problems.length > 0 ? { problems } : {}),
     };
@@ -201,6 +213,26 @@ function gatewayCell(row: StatusRow): string {
   return unusable.map((g) => `${g.gateway} unusable${g.reason ? `: ${g.reason}` : ""}`).join("; ");
 }
 
+/**
+ * The HEALTH cell: `-` when no gateway is probed, `alive` when every probed address is,
+ * otherwise each gateway with dead addresses (`gw/gateway 1/2 dead`) or bad probe
+ * annotations (`gw/gateway: probe problem`).
+ */
+export function healthCell(row: StatusRow): string {
+  if (row.gateways === undefined) return "unknown";
+  const parts: string[] = [];
+  let probed = 0;
+  for (const g of row.gateways) {
+    if (g.probe) {
+      probed += 1;
+      if (g.probe.dead > 0) parts.push(`${g.gateway} ${g.probe.dead}/${g.probe.alive + g.probe.dead} dead`);
+    }
+    if (g.probeProblems && g.probeProblems.length > 0) parts.push(`${g.gateway}: probe problem`);
+  }
+  if (parts.length > 0) return parts.join("; ");
+  return probed > 0 ? "alive" : "-";
+}
+
 /** The table `status` prints (pure). */
 export function formatStatusTable(report: StatusReport, now: number): string {
   const header =
@@ -219,8 +251,9 @@ export function formatStatusTable(report: StatusReport, now: number): string {
         : "unknown",
     r.restarts === undefined ? "unknown" : String(r.restarts),
     gatewayCell(r),
+    healthCell(r),
   ]);
-  return header + formatTable(["cluster", "state", "mirrors", "last sync", "restarts", "gateway"], rows);
+  return header + formatTable(["cluster", "state", "mirrors", "last sync", "restarts", "gateway", "health"], rows);
 }
 
 /**

@@ -178,8 +178,16 @@ export function endpointIpProblem(ip: string): string | undefined {
   return undefined;
 }
 
-/** What a gateway Service offers to the mirrors that use it (SPEC §2, §3). */
-export function viewGateway(gateway: Service | undefined, lookup: HostnameLookup): GatewayView {
+/**
+ * What a gateway Service offers to the mirrors that use it (SPEC §2, §3). `dead`: the
+ * addresses its probe found dead (SPEC §10), undefined when it is not probed; those of
+ * them among the view's addresses become `notReadyAddresses`.
+ */
+export function viewGateway(
+  gateway: Service | undefined,
+  lookup: HostnameLookup,
+  dead?: ReadonlySet<string>,
+): GatewayView {
   if (!gateway) return { exists: false, addresses: [], unusable: "gateway Service not found" };
   const base = {
     exists: true,
@@ -226,7 +234,9 @@ export function viewGateway(gateway: Service | undefined, lookup: HostnameLookup
     ];
     return { ...base, addresses: [], incomingPort: port, unusable: why.join("; ") };
   }
-  return { ...base, addresses: [...ips].sort(compareIps), incomingPort: port };
+  const addresses = [...ips].sort(compareIps);
+  const notReady = dead && dead.size > 0 ? addresses.filter((ip) => dead.has(ip)) : [];
+  return { ...base, addresses, ...(notReady.length > 0 ? { notReadyAddresses: notReady } : {}), incomingPort: port };
 }
 
 function carryPorts(service: Service): MirrorServicePort[] {

@@ -23,31 +23,6 @@ export const WatchFailureInfoSchema = v.object({
 });
 export type WatchFailureInfo = DeepReadonly<v.InferOutput<typeof WatchFailureInfoSchema>>;
 
-export const CLUSTER_SYNC_STATES = ["starting", "syncing", "synced", "stale"] as const;
-export type ClusterSyncState = (typeof CLUSTER_SYNC_STATES)[number];
-
-export const ClusterStatusSchema = v.object({
-  cluster: name,
-  epoch: count,
-  state: v.picklist(CLUSTER_SYNC_STATES),
-  /** Epoch ms since when the cluster has been in `state`. */
-  since: finite,
-  lastSyncedAt: v.exactOptional(finite),
-  exportedServices: count,
-  mirrors: count,
-  problems: v.array(MirrorProblemSchema),
-  lastFailure: v.exactOptional(WatchFailureInfoSchema),
-  /** Gateways (`namespace/name`) in use and why each is unusable, if it is. */
-  gateways: v.array(v.object({ key: v.string(), usable: v.boolean(), reason: v.exactOptional(v.string()) })),
-  watch: v.object({ lists: count, watchesStarted: count, failures: count, relistsOnGone: count }),
-  failuresByReason: countRecord,
-  /** `Warning` headers the remote API server sent this incarnation (absent: none). */
-  apiWarnings: v.exactOptional(count),
-  protocolErrors,
-});
-/** What a remote-cluster actor asserts about itself; the latest one replaces the previous. */
-export type ClusterStatus = DeepReadonly<v.InferOutput<typeof ClusterStatusSchema>>;
-
 /**
  * Upper bounds (seconds) of the write latency histogram, defined once: the writer counts
  * into them and the metrics layer labels them (`le`). Ascending; +Inf is implicit.
@@ -68,6 +43,74 @@ export const LatencyHistogramSchema = v.object({
   count,
 });
 export type LatencyHistogram = DeepReadonly<v.InferOutput<typeof LatencyHistogramSchema>>;
+
+/**
+ * One gateway's probe counters since the actor started: failures by reason (timeout,
+ * refused, status, error) and the latency of the probes that got an answer, in the
+ * buckets of WRITE_DURATION_BUCKETS.
+ */
+export const GatewayProbeCountersSchema = v.object({ failures: countRecord, latency: LatencyHistogramSchema });
+export type GatewayProbeCounters = DeepReadonly<v.InferOutput<typeof GatewayProbeCountersSchema>>;
+
+/** Dead addresses a gateway's probe status lists at most (its counts are complete). */
+export const MAX_LISTED_DEAD_ADDRESSES = 16;
+
+/** How a probed gateway stands (SPEC §10). */
+export const GatewayProbeStatusSchema = v.object({
+  port: v.pipe(count, v.minValue(1), v.maxValue(65_535)),
+  path: v.pipe(v.string(), v.maxLength(1_024)),
+  periodSeconds: v.pipe(count, v.minValue(1)),
+  /** Probed addresses alive / dead. */
+  alive: count,
+  dead: count,
+  /** The dead addresses, sorted, at most MAX_LISTED_DEAD_ADDRESSES. */
+  deadAddresses: v.pipe(v.array(v.string()), v.maxLength(MAX_LISTED_DEAD_ADDRESSES)),
+  /** Why the first dead address failed last (cut short). */
+  lastFailure: v.exactOptional(v.pipe(v.string(), v.maxLength(256))),
+});
+export type GatewayProbeStatus = DeepReadonly<v.InferOutput<typeof GatewayProbeStatusSchema>>;
+
+/** A gateway in use: whether it is usable, why not, and its probe. */
+export const GatewayStatusSchema = v.object({
+  key: v.string(),
+  usable: v.boolean(),
+  reason: v.exactOptional(v.string()),
+  /** Present while the gateway is probed (it has a valid `mc-probe` port and addresses). */
+  probe: v.exactOptional(GatewayProbeStatusSchema),
+  /** Bad probe annotations or port, with the fallback taken (SPEC §10). */
+  probeProblems: v.exactOptional(v.pipe(v.array(v.pipe(v.string(), v.maxLength(512))), v.maxLength(4))),
+});
+export type GatewayStatus = DeepReadonly<v.InferOutput<typeof GatewayStatusSchema>>;
+
+export const CLUSTER_SYNC_STATES = ["starting", "syncing", "synced", "stale"] as const;
+export type ClusterSyncState = (typeof CLUSTER_SYNC_STATES)[number];
+
+export const ClusterStatusSchema = v.object({
+  cluster: name,
+  epoch: count,
+  state: v.picklist(CLUSTER_SYNC_STATES),
+  /** Epoch ms since when the cluster has been in `state`. */
+  since: finite,
+  lastSyncedAt: v.exactOptional(finite),
+  exportedServices: count,
+  mirrors: count,
+  problems: v.array(MirrorProblemSchema),
+  lastFailure: v.exactOptional(WatchFailureInfoSchema),
+  /** Gateways (`namespace/name`) in use and why each is unusable, if it is. */
+  gateways: v.array(GatewayStatusSchema),
+  /**
+   * Probe counters of every gateway this incarnation probed (also gateways no longer in
+   * use: counters never go back), by `namespace/name`. Absent: none probed.
+   */
+  gatewayProbes: v.exactOptional(v.record(v.string(), GatewayProbeCountersSchema)),
+  watch: v.object({ lists: count, watchesStarted: count, failures: count, relistsOnGone: count }),
+  failuresByReason: countRecord,
+  /** `Warning` headers the remote API server sent this incarnation (absent: none). */
+  apiWarnings: v.exactOptional(count),
+  protocolErrors,
+});
+/** What a remote-cluster actor asserts about itself; the latest one replaces the previous. */
+export type ClusterStatus = DeepReadonly<v.InferOutput<typeof ClusterStatusSchema>>;
 
 export const WriterClusterStatusSchema = v.object({
   mirrors: count,

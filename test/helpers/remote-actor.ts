@@ -15,7 +15,7 @@ import type {
   ToActorFromWriter,
   ToWriterFromActor,
 } from "../../src/protocol/messages.ts";
-import { type DesiredPort, RemoteClusterActor } from "../../workers/remote-cluster/actor.ts";
+import { type DesiredPort, type Probe, RemoteClusterActor } from "../../workers/remote-cluster/actor.ts";
 import { eventually } from "./kube.ts";
 
 export type Batch = ToWriterFromActor;
@@ -63,8 +63,9 @@ export interface RunningActor {
 
 export function startActor(
   connection: ConnectionSpec,
-  options: Partial<RemoteActorOptions> & { cluster?: string; epoch?: number } = {},
+  options: Partial<RemoteActorOptions> & { cluster?: string; epoch?: number; probe?: Probe } = {},
 ): RunningActor {
+  const { probe, ...actorOptions } = options;
   const cluster = options.cluster ?? "east";
   const epoch = options.epoch ?? 1;
   const statuses: ClusterStatus[] = [];
@@ -80,7 +81,7 @@ export function startActor(
         maxInFlight: 2,
         batchDelayMs: 10,
         logLevel: "silent",
-        ...options,
+        ...actorOptions,
       },
     },
     {
@@ -89,7 +90,7 @@ export function startActor(
       },
       onFault: (error) => faults.push(error),
     },
-    { logger: silentLogger() },
+    { logger: silentLogger(), ...(probe ? { probe } : {}) },
   );
   actor.attachWriter(port);
   actor.start();

@@ -193,9 +193,9 @@ describe("status rows", () => {
     assert.equal(
       formatStatusTable({ source: "controller", clusters: rows }, NOW),
       [
-        "CLUSTER   STATE                                  MIRRORS   LAST SYNC   RESTARTS   GATEWAY",
-        "east      synced                                 3         5s ago      1          usable",
-        "west      stale since 3m: connect ECONNREFUSED   2         never       0          gw/gateway unusable: gateway has no ingress yet",
+        "CLUSTER   STATE                                  MIRRORS   LAST SYNC   RESTARTS   GATEWAY                                           HEALTH",
+        "east      synced                                 3         5s ago      1          usable                                            -",
+        "west      stale since 3m: connect ECONNREFUSED   2         never       0          gw/gateway unusable: gateway has no ingress yet   -",
         "",
       ].join("\n"),
     );
@@ -222,7 +222,7 @@ describe("status rows", () => {
     );
     const table = formatStatusTable({ source: "cluster-objects", note: "ECONNREFUSED", clusters: rows }, NOW);
     assert.match(table, /^controller not reachable; from cluster objects \(ECONNREFUSED\)\nCLUSTER/);
-    assert.match(table, /\neast\s+registered\s+1\s+unknown\s+unknown\s+unknown\n/);
+    assert.match(table, /\neast\s+registered\s+1\s+unknown\s+unknown\s+unknown\s+unknown\n/);
   });
 });
 

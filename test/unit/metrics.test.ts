@@ -73,6 +73,7 @@ describe("counters across restarts", () => {
       relistsOnGone: 0,
       failuresByReason: { timeout: 2, refused: 1 },
       apiWarnings: 0,
+      gatewayProbes: {},
     });
   });
 

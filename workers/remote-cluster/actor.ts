@@ -9,9 +9,9 @@
  * the desired port given to `attachWriter`.
  *
  * Parts: gateway-index.ts (which Services use which gateway), hostnames.ts +
- * resolver.ts (gateway hostnames, off libuv's pool), desired-sender.ts + credits.ts
- * (batches and flow control to the writer); this file wires them to the watcher and
- * reports status.
+ * resolver.ts (gateway hostnames, off libuv's pool), gateway-health.ts +
+ * gateway-prober.ts + http-probe.ts (gateway health, SPEC §10), desired-sender.ts + credits.ts (batches and flow control
+ * to the writer); this file wires them to the watcher and reports status.
  *
  * Fault containment: every callback the actor registers runs under its guard, so an
  * exception in this actor's handling is reported through `ports.onFault` as this
@@ -21,8 +21,9 @@
  * Invariants: see desired-sender.ts for what is sent when; while the remote API is
  * unreachable nothing is sent: the writer keeps the mirrors.
  */
-import { type ClusterSettings, ingressHostnames, viewGateway } from "../../src/core/desired.ts";
-import type { Service } from "../../src/core/objects.ts";
+import { systemClock } from "../../src/core/clock.ts";
+import { type ClusterSettings, exportedGateway, ingressHostnames, viewGateway } from "../../src/core/desired.ts";
+import { objectKey, type Service } from "../../src/core/objects.ts";
 import { KubeClient } from "../../src/kube/client.ts";
 import type { ConnectionSpec } from "../../src/kube/connection.ts";
 import { Watcher, type WatchFailure } from "../../src/kube/watcher.ts";
@@ -34,11 +35,14 @@ import type {
   RemoteActorOptions,
 } from "../../src/protocol/messages.ts";
 import { type DesiredPort, DesiredSender, type FlowState } from "./desired-sender.ts";
+import { GatewayHealth } from "./gateway-health.ts";
 import { GatewayIndex } from "./gateway-index.ts";
 import { HostnameCache } from "./hostnames.ts";
+import { httpProbe, type Probe } from "./http-probe.ts";
 import { createResolver, type Resolver } from "./resolver.ts";
 
 export type { DesiredPort, FlowState } from "./desired-sender.ts";
+export type { Probe } from "./http-probe.ts";
 export type { Resolver } from "./resolver.ts";
 
 export interface RemoteActorPorts {
@@ -59,6 +63,13 @@ export interface RemoteActorInit {
 }
 
 const STATUS_INTERVAL_MS = 1_000;
+/**
+ * Probe counters alone (no liveness change) are published at most this often: a probed
+ * gateway finishes a probe every few seconds, and a status per second per cluster for
+ * counters only would cost the main thread a decode per cluster per second. A scrape
+ * sees them at most this late; a liveness change is published at the next interval.
+ */
+const PROBE_COUNTERS_INTERVAL_MS = 5_000;
 
 export class RemoteClusterActor {
   readonly #init: RemoteActorInit;
@@ -69,10 +80,14 @@ export class RemoteClusterActor {
   readonly #gateways = new GatewayIndex();
   readonly #hostnames: HostnameCache;
   readonly #sender: DesiredSender;
+  readonly #health: GatewayHealth;
 
   #resolveTimer: NodeJS.Timeout | undefined;
   #statusTimer: NodeJS.Timeout | undefined;
   #statusDirty = true;
+  /** A probe finished since the last status (its counters changed). */
+  #probeCountersDirty = false;
+  #publishedAt = 0;
   /** `apiWarnings` in the last status published. */
   #publishedWarnings = 0;
   #state: ClusterSyncState = "starting";
@@ -83,8 +98,12 @@ export class RemoteClusterActor {
   #stopped = false;
   #faulted = false;
 
-  /** `deps.resolve` replaces the actor's own DNS resolver (tests). */
-  constructor(init: RemoteActorInit, ports: RemoteActorPorts, deps: { logger: Logger; resolve?: Resolver }) {
+  /** `deps.resolve` replaces the actor's own DNS resolver, `deps.probe` its HTTP gateway probe (tests). */
+  constructor(
+    init: RemoteActorInit,
+    ports: RemoteActorPorts,
+    deps: { logger: Logger; resolve?: Resolver; probe?: Probe },
+  ) {
     this.#init = init;
     this.#ports = ports;
     this.#log = deps.logger;
@@ -101,6 +120,22 @@ export class RemoteClusterActor {
     this.#hostnames = new HostnameCache(deps.resolve ?? createResolver(), deps.logger, (hostname) =>
       this.#guard(() => this.#hostnameChanged(hostname))(),
     );
+    this.#health = new GatewayHealth({
+      clock: systemClock,
+      random: Math.random,
+      probe: deps.probe ?? httpProbe,
+      userAgent: `fleet-mirror/gateway-probe ${init.cluster.name}`,
+      log: deps.logger,
+      lookupHostname: this.#hostnames.lookup,
+      guard: (fn) => this.#guard(fn),
+      livenessChanged: (gatewayKey) => this.#livenessChanged(gatewayKey),
+      probed: () => {
+        this.#probeCountersDirty = true;
+      },
+      problemsChanged: () => {
+        this.#statusDirty = true;
+      },
+    });
     this.#sender = new DesiredSender({
       cluster: init.cluster,
       epoch: init.epoch,
@@ -108,6 +143,7 @@ export class RemoteClusterActor {
       maxInFlight: init.options.maxInFlight,
       services: this.#watcher,
       lookupHostname: this.#hostnames.lookup,
+      deadAddresses: (gatewayKey) => this.#health.deadAddresses(gatewayKey),
       log: deps.logger,
       guard: (fn) => this.#guard(fn),
       statusChanged: () => {
@@ -208,6 +244,7 @@ export class RemoteClusterActor {
     this.#stopped = true;
     this.#sender.stop();
     this.#hostnames.stop();
+    this.#health.stop();
     clearInterval(this.#resolveTimer);
     clearInterval(this.#statusTimer);
     await this.#watcher.stop();
@@ -223,6 +260,14 @@ export class RemoteClusterActor {
     for (const user of this.#gateways.usersOf(key)) this.#sender.markDirty(user);
     const newGateway = this.#gateways.update(key, previous, current);
     if (current && this.#gateways.isGateway(key)) this.#resolveHostnames(current);
+    // Probes follow the gateways in use: this one changed, or a Service started or
+    // stopped using one.
+    const touched = new Set<string>([key]);
+    for (const service of [previous, current]) {
+      const gw = service ? exportedGateway(service) : undefined;
+      if (gw) touched.add(objectKey(gw));
+    }
+    for (const gatewayKey of touched) this.#syncProbe(gatewayKey);
     // A Service that starts using a gateway whose hostnames nobody used before: resolve
     // them now, not at the next periodic round (its Endpoints would stay empty meanwhile).
     if (newGateway) {
@@ -240,6 +285,8 @@ export class RemoteClusterActor {
       const gateway = this.#watcher.get(gatewayKey);
       if (gateway) this.#resolveHostnames(gateway);
     }
+    for (const gatewayKey of new Set([...this.#health.keys(), ...this.#gateways.gateways()]))
+      this.#syncProbe(gatewayKey);
     this.#sender.requestSnapshot();
   }
 
@@ -277,8 +324,26 @@ export class RemoteClusterActor {
   #hostnameChanged(hostname: string): void {
     for (const [gatewayKey, users] of this.#gateways.entries()) {
       const gateway = this.#watcher.get(gatewayKey);
-      if (gateway && ingressHostnames(gateway).includes(hostname)) for (const u of users) this.#sender.markDirty(u);
+      if (gateway && ingressHostnames(gateway).includes(hostname)) {
+        for (const u of users) this.#sender.markDirty(u);
+        this.#syncProbe(gatewayKey);
+      }
     }
+    this.#sender.scheduleFlush();
+  }
+
+  // -------------------------------------------------------------------------------
+  // Gateway health (SPEC §10)
+
+  /** Probes gateway `key` as it now stands while an exported Service uses it, not at all otherwise. */
+  #syncProbe(key: string): void {
+    this.#health.sync(key, this.#gateways.isGateway(key) ? this.#watcher.get(key) : undefined);
+  }
+
+  /** An address of gateway `key` became dead or alive: the mirrors using it are recomputed. */
+  #livenessChanged(key: string): void {
+    for (const user of this.#gateways.usersOf(key)) this.#sender.markDirty(user);
+    this.#statusDirty = true;
     this.#sender.scheduleFlush();
   }
 
@@ -302,8 +367,10 @@ export class RemoteClusterActor {
         key,
         usable: view.addresses.length > 0 && view.incomingPort !== undefined,
         ...(view.unusable ? { reason: view.unusable } : {}),
+        ...this.#health.status(key),
       };
     });
+    const gatewayProbes = this.#health.counters();
     const apiWarnings = this.#client.apiWarnings.total;
     return {
       cluster: this.#init.cluster.name,
@@ -318,6 +385,7 @@ export class RemoteClusterActor {
       gateways,
       watch: { ...this.#watcher.stats },
       failuresByReason: { ...this.#failuresByReason },
+      ...(Object.keys(gatewayProbes).length > 0 ? { gatewayProbes } : {}),
       ...(apiWarnings > 0 ? { apiWarnings } : {}),
     };
   }
@@ -325,8 +393,11 @@ export class RemoteClusterActor {
   #publishStatus(): void {
     if (this.#stopped) return;
     // A warning counted since the last status is news too.
-    if (!this.#statusDirty && this.#client.apiWarnings.total === this.#publishedWarnings) return;
+    const countersDue = this.#probeCountersDirty && Date.now() - this.#publishedAt >= PROBE_COUNTERS_INTERVAL_MS;
+    if (!this.#statusDirty && !countersDue && this.#client.apiWarnings.total === this.#publishedWarnings) return;
     this.#statusDirty = false;
+    this.#probeCountersDirty = false;
+    this.#publishedAt = Date.now();
     this.#publishedWarnings = this.#client.apiWarnings.total;
     this.#ports.supervisor({ type: "actor.status", status: this.status() });
   }

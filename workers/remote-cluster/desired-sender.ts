@@ -56,6 +56,8 @@ export interface DesiredSenderDeps {
   readonly maxInFlight: number;
   readonly services: ServiceSource;
   readonly lookupHostname: (hostname: string) => readonly string[] | undefined;
+  /** The dead addresses of gateway `key` (SPEC §10); undefined when it is not probed. */
+  readonly deadAddresses: (gatewayKey: string) => ReadonlySet<string> | undefined;
   readonly log: Logger;
   /** Wraps the sender's callbacks (timer, port messages) in the actor's guard. */
   readonly guard: <A extends unknown[]>(fn: (...args: A) => void) => (...args: A) => void;
@@ -168,7 +170,7 @@ export class DesiredSender {
     const key = gw ? objectKey(gw) : "";
     let view = cache.get(key);
     if (!view) {
-      view = viewGateway(this.#deps.services.get(key), this.#deps.lookupHostname);
+      view = viewGateway(this.#deps.services.get(key), this.#deps.lookupHostname, this.#deps.deadAddresses(key));
       cache.set(key, view);
     }
     return view;

@@ -1,0 +1,274 @@
+/**
+ * The probes of one cluster's gateways (SPEC §10): a loop per (gateway, address) that
+ * runs the HTTP probe (http-probe.ts) on a jittered period and feeds the pure liveness
+ * machine (src/core/gateway-liveness.ts). Owned by the cluster's actor, so a probe that
+ * hangs or fails costs that actor only: it runs on the actor's event loop and blocks
+ * nothing (a probe is a pending socket, never a wait).
+ *
+ * Invariants:
+ * - at most one probe in flight per address; starts are at least 0.9 × period apart;
+ * - `livenessChanged(gateway)` is called only when an address of that gateway becomes
+ *   dead or alive again, never for a probe that confirms the current state;
+ * - `set` with the same spec and addresses changes nothing (loops and liveness go on);
+ *   a changed spec (port, path, period) starts every address over, alive; a removed
+ *   address, a gateway no longer probed and `stop()` abort the probes in flight and
+ *   cancel their timers: nothing of a stopped probe reports or keeps a socket open;
+ * - counters (failures by reason, latency) are kept per gateway for the actor's life,
+ *   also after its probing stops, so that they never go back within an incarnation.
+ */
+import type { Clock, TimerHandle } from "../../src/core/clock.ts";
+import {
+  INITIAL_LIVENESS,
+  type Liveness,
+  PROBE_FAILURE_REASONS,
+  type ProbeFailureReason,
+  transition,
+} from "../../src/core/gateway-liveness.ts";
+import { firstProbeDelayMs, nextProbeDelayMs, type ProbeSpec } from "../../src/core/probe-spec.ts";
+import type { Logger } from "../../src/log.ts";
+import type { GatewayProbeCounters, GatewayProbeStatus } from "../../src/protocol/messages.ts";
+import { MAX_LISTED_DEAD_ADDRESSES, WRITE_DURATION_BUCKETS } from "../../src/protocol/messages.ts";
+import type { Probe, ProbeResult } from "./http-probe.ts";
+
+/** The last failure's message in the status is cut to this length. */
+const MAX_MESSAGE = 200;
+
+export interface GatewayProberDeps {
+  readonly clock: Clock;
+  /** Uniform in [0, 1): the jitter source (Math.random in production). */
+  readonly random: () => number;
+  readonly probe: Probe;
+  readonly userAgent: string;
+  readonly log: Logger;
+  /** Wraps the prober's callbacks (timers, probe results) in the actor's guard. */
+  readonly guard: <A extends unknown[]>(fn: (...args: A) => void) => (...args: A) => void;
+  /** An address of gateway `key` became dead or alive again. */
+  readonly livenessChanged: (key: string) => void;
+  /** A probe finished (the counters changed). */
+  readonly probed: () => void;
+}
+
+interface AddressProbe {
+  readonly address: string;
+  liveness: Liveness;
+  timer: TimerHandle | undefined;
+  inFlight: AbortController | undefined;
+  lastFailure: string | undefined;
+}
+
+interface Target {
+  readonly spec: ProbeSpec;
+  readonly addresses: Map<string, AddressProbe>;
+}
+
+interface MutableCounters {
+  readonly failures: Record<string, number>;
+  readonly buckets: number[];
+  sum: number;
+  count: number;
+}
+
+const sameSpec = (a: ProbeSpec, b: ProbeSpec): boolean =>
+  a.port === b.port && a.path === b.path && a.periodMs === b.periodMs;
+
+export class GatewayProber {
+  readonly #deps: GatewayProberDeps;
+  readonly #targets = new Map<string, Target>();
+  readonly #counters = new Map<string, MutableCounters>();
+  #stopped = false;
+
+  constructor(deps: GatewayProberDeps) {
+    this.#deps = deps;
+  }
+
+  /**
+   * Gateway `key` is probed with `spec` at `addresses` from now on; `spec` undefined
+   * stops its probes (its addresses then count alive).
+   */
+  set(key: string, spec: ProbeSpec | undefined, addresses: readonly string[]): void {
+    if (this.#stopped) return;
+    const current = this.#targets.get(key);
+    if (!spec || addresses.length === 0) {
+      if (current) this.#drop(key, current);
+      return;
+    }
+    if (current && !sameSpec(current.spec, spec)) this.#drop(key, current);
+    let target = this.#targets.get(key);
+    if (!target) {
+      target = { spec, addresses: new Map() };
+      this.#targets.set(key, target);
+      this.#deps.log.info(
+        { gateway: key, port: spec.port, path: spec.path, periodMs: spec.periodMs },
+        `probing gateway ${key} at port ${spec.port}, path ${spec.path}, every ${spec.periodMs / 1000} s`,
+      );
+    }
+    const wanted = new Set(addresses);
+    for (const [address, probe] of target.addresses) {
+      if (!wanted.has(address)) {
+        this.#cancel(probe);
+        target.addresses.delete(address);
+      }
+    }
+    for (const address of wanted) {
+      if (target.addresses.has(address)) continue;
+      const probe: AddressProbe = {
+        address,
+        liveness: INITIAL_LIVENESS,
+        timer: undefined,
+        inFlight: undefined,
+        lastFailure: undefined,
+      };
+      target.addresses.set(address, probe);
+      this.#schedule(key, target, probe, firstProbeDelayMs(spec.periodMs, this.#deps.random()));
+    }
+  }
+
+  /** Gateways being probed. */
+  keys(): IterableIterator<string> {
+    return this.#targets.keys();
+  }
+
+  /** The probed addresses of `key` that are dead (undefined: not probed). */
+  deadAddresses(key: string): ReadonlySet<string> | undefined {
+    const target = this.#targets.get(key);
+    if (!target) return undefined;
+    const dead = new Set<string>();
+    for (const probe of target.addresses.values()) if (!probe.liveness.alive) dead.add(probe.address);
+    return dead;
+  }
+
+  /** How gateway `key`'s probes stand (undefined: not probed). */
+  status(key: string): GatewayProbeStatus | undefined {
+    const target = this.#targets.get(key);
+    if (!target) return undefined;
+    const dead = [...target.addresses.values()]
+      .filter((p) => !p.liveness.alive)
+      .sort((a, b) => compare(a.address, b.address));
+    const lastFailure = dead[0]?.lastFailure;
+    return {
+      port: target.spec.port,
+      path: target.spec.path,
+      periodSeconds: target.spec.periodMs / 1000,
+      alive: target.addresses.size - dead.length,
+      dead: dead.length,
+      deadAddresses: dead.slice(0, MAX_LISTED_DEAD_ADDRESSES).map((p) => p.address),
+      ...(lastFailure ? { lastFailure: lastFailure.slice(0, MAX_MESSAGE) } : {}),
+    };
+  }
+
+  /** Counters of every gateway probed since the actor started. */
+  counters(): Record<string, GatewayProbeCounters> {
+    const out: Record<string, GatewayProbeCounters> = {};
+    for (const [key, c] of this.#counters) {
+      out[key] = { failures: { ...c.failures }, latency: { buckets: [...c.buckets], sum: c.sum, count: c.count } };
+    }
+    return out;
+  }
+
+  /** Aborts every probe and timer; nothing is reported afterwards. Idempotent. */
+  stop(): void {
+    this.#stopped = true;
+    for (const [key, target] of this.#targets) this.#drop(key, target);
+  }
+
+  #drop(key: string, target: Target): void {
+    for (const probe of target.addresses.values()) this.#cancel(probe);
+    this.#targets.delete(key);
+  }
+
+  #cancel(probe: AddressProbe): void {
+    if (probe.timer) this.#deps.clock.clearTimeout(probe.timer);
+    probe.timer = undefined;
+    probe.inFlight?.abort();
+    probe.inFlight = undefined;
+  }
+
+  /** Whether `probe` is still the live loop of `address` in `key` (not dropped or replaced). */
+  #current(key: string, target: Target, probe: AddressProbe): boolean {
+    return !this.#stopped && this.#targets.get(key) === target && target.addresses.get(probe.address) === probe;
+  }
+
+  #schedule(key: string, target: Target, probe: AddressProbe, delayMs: number): void {
+    probe.timer = this.#deps.clock.setTimeout(
+      this.#deps.guard(() => {
+        probe.timer = undefined;
+        if (this.#current(key, target, probe)) this.#start(key, target, probe);
+      }),
+      delayMs,
+    );
+  }
+
+  #start(key: string, target: Target, probe: AddressProbe): void {
+    const abort = new AbortController();
+    probe.inFlight = abort;
+    const startedAt = this.#deps.clock.now();
+    const result = this.#deps.probe({
+      address: probe.address,
+      port: target.spec.port,
+      path: target.spec.path,
+      timeoutMs: target.spec.periodMs,
+      userAgent: this.#deps.userAgent,
+      signal: abort.signal,
+    });
+    const done = this.#deps.guard((outcome: ProbeResult) => {
+      if (probe.inFlight === abort) probe.inFlight = undefined;
+      if (!this.#current(key, target, probe)) return;
+      this.#record(key, target, probe, outcome);
+      const elapsed = this.#deps.clock.now() - startedAt;
+      this.#schedule(key, target, probe, nextProbeDelayMs(target.spec.periodMs, elapsed, this.#deps.random()));
+    });
+    result.then(done, (error: unknown) =>
+      done({ ok: false, reason: "error", message: (error as Error)?.message ?? String(error), latencyMs: 0 }),
+    );
+  }
+
+  #record(key: string, target: Target, probe: AddressProbe, outcome: ProbeResult): void {
+    const counters = this.#countersOf(key);
+    if (outcome.ok || outcome.reason === "status") {
+      // Latency of probes that got an answer: a timeout says nothing about latency.
+      const seconds = outcome.latencyMs / 1000;
+      WRITE_DURATION_BUCKETS.forEach((le, i) => {
+        if (seconds <= le) counters.buckets[i] = (counters.buckets[i] ?? 0) + 1;
+      });
+      counters.sum += seconds;
+      counters.count += 1;
+    }
+    if (!outcome.ok) {
+      counters.failures[outcome.reason] = (counters.failures[outcome.reason] ?? 0) + 1;
+      probe.lastFailure = outcome.message;
+    }
+    const step = transition(
+      probe.liveness,
+      outcome.ok ? { kind: "succeeded" } : { kind: "failed", reason: outcome.reason },
+    );
+    probe.liveness = step.state;
+    this.#deps.probed();
+    for (const effect of step.effects) {
+      if (effect.alive) {
+        this.#deps.log.info(
+          { gateway: key, address: probe.address },
+          `gateway ${key} address ${probe.address} is alive again`,
+        );
+      } else {
+        this.#deps.log.warn(
+          { gateway: key, address: probe.address, path: target.spec.path, port: target.spec.port },
+          `gateway ${key} address ${probe.address} is dead after consecutive failed probes: ${probe.lastFailure ?? ""}`,
+        );
+      }
+      this.#deps.livenessChanged(key);
+    }
+  }
+
+  #countersOf(key: string): MutableCounters {
+    let c = this.#counters.get(key);
+    if (!c) {
+      const failures: Record<string, number> = {};
+      for (const reason of PROBE_FAILURE_REASONS) failures[reason satisfies ProbeFailureReason] = 0;
+      c = { failures, buckets: WRITE_DURATION_BUCKETS.map(() => 0), sum: 0, count: 0 };
+      this.#counters.set(key, c);
+    }
+    return c;
+  }
+}
+
+const compare = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
