@@ -81,9 +81,13 @@ describe("the admin server of fleet-mirror run", () => {
     await fleet.createService("east", "shop", "web");
     await fleet.waitForMirror("shop", "web-east", () => true, TIMEOUT_MS);
 
+    // The mirror count comes from the actor's report and the write counts from the
+    // writer's: two reports on their own intervals, so the scrape waits for both.
     const text = await scrapeUntil(
-      'fleet_mirror_cluster_mirrored_services{cluster="east"} 1',
-      (t) => sample(t, "fleet_mirror_cluster_mirrored_services", { cluster: "east" }) === 1,
+      'fleet_mirror_cluster_mirrored_services{cluster="east"} 1 and a counted Service create',
+      (t) =>
+        sample(t, "fleet_mirror_cluster_mirrored_services", { cluster: "east" }) === 1 &&
+        (sample(t, "fleet_mirror_writes_total", { verb: "create", resource: "services", result: "ok" }) ?? 0) >= 1,
     );
     assert.equal((await get("/metrics")).type, "text/plain; version=0.0.4; charset=utf-8");
     assert.ok(

@@ -12,19 +12,16 @@ import { after, before, describe, it } from "node:test";
 import { DiscoveryV1Api, type V1EndpointSlice } from "@kubernetes/client-node";
 import type { Config } from "../../src/config.ts";
 import { mirrorName } from "../../src/core/naming.ts";
+import { ENDPOINTS_APIS, type EndpointsApi } from "../../src/core/plan.ts";
 import type { WriterStatus } from "../../src/protocol/messages.ts";
 import type { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { Fleet } from "../helpers/fleet.ts";
 import { eventually, objectIdentity, statusCode } from "../helpers/kube.ts";
 import { waitForWriterIdle } from "../helpers/settle.ts";
 
-type EndpointsApi = "endpointslices" | "endpoints" | "both";
-/**
- * The modes run: today the controller writes v1 Endpoints only. With `--endpoints-api`
- * this becomes all three, and `modeConfig` passes the mode on.
- */
-const MODES: readonly EndpointsApi[] = ["endpoints"];
-const modeConfig = (_mode: EndpointsApi): Partial<Config> => ({});
+/** Every `--endpoints-api` mode (SPEC §9): the built-in controllers and DNS must work with each. */
+const MODES: readonly EndpointsApi[] = ENDPOINTS_APIS;
+const modeConfig = (mode: EndpointsApi): Partial<Config> => ({ endpointsApi: mode });
 
 const MANAGED_BY = "endpointslice.kubernetes.io/managed-by";
 const MIRRORING_CONTROLLER = "endpointslicemirroring-controller.k8s.io";

@@ -10,17 +10,14 @@ import { after, before, describe, it } from "node:test";
 import type { CoreDns } from "../../sandbox/coredns.ts";
 import type { Config } from "../../src/config.ts";
 import { mirrorName } from "../../src/core/naming.ts";
+import { ENDPOINTS_APIS, type EndpointsApi } from "../../src/core/plan.ts";
 import type { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { lookupA, resolverFor, startLocalCoreDns, waitForA } from "../helpers/dns.ts";
 import { Fleet } from "../helpers/fleet.ts";
 
-type EndpointsApi = "endpointslices" | "endpoints" | "both";
-/**
- * The modes run: today the controller writes v1 Endpoints only. With `--endpoints-api`
- * this becomes all three, and `modeConfig` passes the mode on.
- */
-const MODES: readonly EndpointsApi[] = ["endpoints"];
-const modeConfig = (_mode: EndpointsApi): Partial<Config> => ({});
+/** Every `--endpoints-api` mode (SPEC §9): the built-in controllers and DNS must work with each. */
+const MODES: readonly EndpointsApi[] = ENDPOINTS_APIS;
+const modeConfig = (mode: EndpointsApi): Partial<Config> => ({ endpointsApi: mode });
 
 describe("CoreDNS resolves mirrors", () => {
   let fleet: Fleet;
