@@ -283,7 +283,7 @@ describe("security and faults", () => {
     const tookMs = Date.now() - started;
     const written = (await mirrorUids(ns)).size;
     t.diagnostic(`exited with ${code} ${tookMs} ms after SIGTERM; ${written}/50 mirrors written by then`);
-    assert.equal(code, 0, controller.output.slice(-4_000));
+    assert.equal(code, 0, `signal ${controller.child.signalCode ?? "none"}\n${controller.output.slice(-4_000)}`);
     assert.ok(tookMs < 5_000, `took ${tookMs} ms to exit`);
 
     const second = await startController();
