@@ -12,15 +12,7 @@ import {
   viewGateway,
 } from "../../src/core/desired.ts";
 import type { LoadBalancerIngress, Service, ServicePort } from "../../src/core/objects.ts";
-
-/** Freezes a value and everything reachable from it, so any mutation by the code under test throws. */
-function deepFreeze<T>(value: T): T {
-  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const child of Object.values(value)) deepFreeze(child);
-  }
-  return value;
-}
+import { deepFreeze } from "../helpers/freeze.ts";
 
 const east: ClusterSettings = deepFreeze({
   name: "east",

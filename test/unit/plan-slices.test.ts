@@ -17,14 +17,7 @@ import {
   planMirror,
   type WriteAction,
 } from "../../src/core/plan.ts";
-
-function deepFreeze<T>(value: T): T {
-  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const child of Object.values(value)) deepFreeze(child);
-  }
-  return value;
-}
+import { deepFreeze } from "../helpers/freeze.ts";
 
 const LABELS = {
   "mirror.linkerd.io/mirrored-service": "true",
