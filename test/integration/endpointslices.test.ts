@@ -247,12 +247,32 @@ describe("EndpointSlices (SPEC §9)", () => {
 
   it("converts endpoints → endpointslices → both → endpoints, deleting only owned objects", async () => {
     const ns = "es-convert";
+    const MANAGED_BY = "endpointslice.kubernetes.io/managed-by";
+    const MIRRORING = "endpointslicemirroring-controller.k8s.io";
+    /** The slices of `ns` made by the sandbox's real EndpointSliceMirroring controller. */
+    const mirroredByBuiltIn = async (): Promise<string[]> =>
+      [...(await slices(ns)).values()]
+        .filter((s) => s.metadata?.labels?.[MANAGED_BY] === MIRRORING)
+        .map((s) => s.metadata?.name ?? "");
+    /** Waits until the slices of `ns` other than the built-in controller's are exactly `names`. */
+    const waitForOwnAndForeign = (names: readonly string[]) =>
+      eventually(`slices ${names.join(", ")} (besides the built-in controller's) in ${ns}`, async () => {
+        const found = [...(await slices(ns)).values()]
+          .filter((s) => s.metadata?.labels?.[MANAGED_BY] !== MIRRORING)
+          .map((s) => s.metadata?.name ?? "");
+        return found.sort().join() === [...names].sort().join() ? true : undefined;
+      });
+
     await restart("endpoints");
     await fleet.createService("east", ns, "web");
     await fleet.waitForEndpoints(ns, "web-east", (e) => (e.subsets?.length ?? 0) > 0);
-    // What the built-in EndpointSliceMirroring controller would derive from the mirror
-    // Endpoints: the mirror labels copied, its own managed-by, a generated name. Never ours.
-    const derived = await discovery.createNamespacedEndpointSlice({
+    // In endpoints mode the real EndpointSliceMirroring controller derives a slice from
+    // the mirror's Endpoints, as in a real cluster: its object, never fleet-mirror's.
+    await eventually("the built-in controller's slice of the mirror Endpoints", async () =>
+      (await mirroredByBuiltIn()).length === 1 ? true : undefined,
+    );
+    // A slice of another controller that names the mirror and copies its labels: never ours.
+    const foreignSlice = await discovery.createNamespacedEndpointSlice({
       namespace: ns,
       body: {
         metadata: {
@@ -260,7 +280,7 @@ describe("EndpointSlices (SPEC §9)", () => {
           labels: {
             ...MIRROR_LABELS,
             "kubernetes.io/service-name": "web-east",
-            "endpointslice.kubernetes.io/managed-by": "endpointslicemirroring-controller.k8s.io",
+            [MANAGED_BY]: "other-controller.example.com",
           },
         },
         addressType: "IPv4",
@@ -268,11 +288,11 @@ describe("EndpointSlices (SPEC §9)", () => {
         ports: [{ name: "http", port: 4143, protocol: "TCP" }],
       },
     });
-    const derivedName = derived.metadata?.name ?? "";
-    const foreign = () => [derivedName];
+    const foreignName = foreignSlice.metadata?.name ?? "";
+    const foreign = () => [foreignName];
 
     await restart("endpointslices");
-    await waitForSlices(ns, [...foreign(), "web-east-ipv4"]);
+    await waitForOwnAndForeign([...foreign(), "web-east-ipv4"]);
     await eventually("the owned Endpoints to be deleted", async () =>
       (await endpointsExist(ns, "web-east")) ? undefined : true,
     );
@@ -287,18 +307,22 @@ describe("EndpointSlices (SPEC §9)", () => {
       ep.subsets?.[0]?.addresses?.map((a) => a.ip),
       [GATEWAY_IP],
     );
-    await waitForSlices(ns, [...foreign(), "web-east-ipv4"]);
+    await waitForOwnAndForeign([...foreign(), "web-east-ipv4"]);
+    // skip-mirror holds the built-in controller off: it keeps no slice of its own.
+    await eventually("no built-in slice while the Endpoints say skip-mirror", async () =>
+      (await mirroredByBuiltIn()).length === 0 ? true : undefined,
+    );
 
     await restart("endpoints");
-    await waitForSlices(ns, foreign());
+    await waitForOwnAndForeign(foreign());
     await fleet.waitForEndpoints(
       ns,
       "web-east",
       (e) => e.metadata?.labels?.["endpointslice.kubernetes.io/skip-mirror"] === undefined,
     );
     await waitForWriterIdle(controller as Supervisor, { reports: 2 });
-    const after = (await slices(ns)).get(derivedName);
-    assert.equal(identity(after), identity(derived), "the derived slice is never touched");
+    const after = (await slices(ns)).get(foreignName);
+    assert.equal(identity(after), identity(foreignSlice), "the other controller's slice is never touched");
     // Every other mirror was converted too; the user's slice of es-user is still there as it was.
     const ours = await discovery.listEndpointSliceForAllNamespaces({
       labelSelector: "endpointslice.kubernetes.io/managed-by=fleet-mirror",
