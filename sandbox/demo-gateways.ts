@@ -11,8 +11,11 @@
  * probed, so nothing is ever sent off the machine.
  *
  * Invariant: a probe server listens only on an address inside the claimed route, and the
- * route is removed by stop() (which the demo calls on every way out).
+ * route is removed by stop() (which the demo calls on every way out it handles), or, if the
+ * process exits without it (an uncaught exception), by a synchronous `ip route del` on
+ * its `exit` event. Only SIGKILL leaves the route; the next demo then claims another /28.
  */
+import { execFileSync } from "node:child_process";
 import { claimLocal, type LocalRoute } from "./local-addresses.ts";
 import { ProbeServer } from "./probe-server.ts";
 
@@ -47,6 +50,8 @@ export class DemoGateways {
   /** Servers of addresses a gateway left: stopped at its next move, once no probe can still reach them. */
   readonly #retired: ProbeServer[] = [];
   #eastMoves = 0;
+  /** The `exit` safety net, present while the route is held. */
+  #onExit: (() => void) | undefined;
   /** What start() found, in one line for the demo's output. */
   readonly note: string;
 
@@ -80,6 +85,17 @@ export class DemoGateways {
       route,
       `Gateway addresses ${route.range} made local (a route on lo, removed on exit); a probe server answers on each gateway address.`,
     );
+    const held = route.range;
+    gateways.#onExit = () => {
+      try {
+        execFileSync("ip", ["-4", "route", "del", "local", held, "dev", "lo"], { stdio: "ignore" });
+      } catch (error) {
+        process.stderr.write(
+          `demo: route ${held} NOT removed (${(error as Error).message}); remove it with: ip route del local ${held} dev lo\n`,
+        );
+      }
+    };
+    process.once("exit", gateways.#onExit);
     try {
       for (const cluster of ["east", "west"] as const)
         gateways.#servers.set(cluster, await ProbeServer.start(gateways.#addresses[cluster]));
@@ -146,6 +162,8 @@ export class DemoGateways {
     this.#servers.clear();
     await Promise.all(servers.map((s) => s.stop()));
     if (!this.#route) return "";
+    if (this.#onExit) process.removeListener("exit", this.#onExit);
+    this.#onExit = undefined;
     try {
       await this.#route.release();
       return `probe servers stopped, route ${this.#route.range} removed`;

@@ -8,6 +8,7 @@ import { CoreV1Api, DiscoveryV1Api, KubeConfig, type V1Service } from "@kubernet
 import { CLUSTER_NAME, GATEWAY_NAME, GATEWAY_NS, REMOTE_CLUSTER_DOMAIN, SECRET_TYPE } from "../src/core/labels.ts";
 import { PROBE_PERIOD, PROBE_PORT_NAME } from "../src/core/probe-spec.ts";
 import { mintServiceAccountToken } from "../src/kube/service-account.ts";
+import type { FleetStatus } from "../src/supervisor/status.ts";
 import type { ControlPlane } from "./control-plane.ts";
 import { DEMO_PROBE_PERIOD_SECONDS, type DemoGateways } from "./demo-gateways.ts";
 import type { MirrorRow } from "./demo-table.ts";
@@ -145,11 +146,14 @@ export interface Step {
 
 /**
  * The scripted changes; the first ("initial sync") runs in the first round only. A
- * gateway dying and coming back is in the script only when the gateways are probed.
+ * gateway dying and coming back is in the script only when the gateways are probed; it
+ * is visible once both the mirrors' endpoints and the controller's status (the table's
+ * two parts) say so.
  */
 export function demoSteps(
   remotes: Remotes,
   mirrorsNow: () => Promise<readonly MirrorRow[]>,
+  statusNow: () => FleetStatus,
   gateways: DemoGateways,
 ): Step[] {
   const has = async (key: string, predicate: (m: MirrorRow) => boolean = () => true) =>
@@ -159,17 +163,22 @@ export function demoSteps(
     const rows = (await mirrorsNow()).filter((m) => m.cluster === cluster);
     return rows.length > 0 && rows.every((m) => m.addresses.length > 0 && m.addresses.every((a) => a.ready === ready));
   };
+  /** True when the controller's status says the cluster's probed gateway has `dead` dead addresses. */
+  const probedDead = (cluster: Remote, dead: number) =>
+    statusNow()
+      .clusters.find((c) => c.cluster === cluster)
+      ?.gateways.some((g) => g.probe !== undefined && g.probe.dead === dead) === true;
   let westPort = 80;
   const failover: Step[] = [
     {
       title: "west's gateway dies (its probe server stops)",
       run: () => gateways.stopAnswering("west"),
-      visible: () => allReady("west", false),
+      visible: async () => probedDead("west", 1) && (await allReady("west", false)),
     },
     {
       title: "west's gateway comes back",
       run: () => gateways.answerAgain("west"),
-      visible: () => allReady("west", true),
+      visible: async () => probedDead("west", 0) && (await allReady("west", true)),
     },
   ];
   return [

@@ -203,25 +203,31 @@ async function runDemo(
 
   const discovery = discoveryApi(plane.cluster("local").adminKubeconfig);
   const mirrorsNow = () => localMirrors(local, discovery);
-  const steps = demoSteps(remotes, mirrorsNow, gateways);
+  const steps = demoSteps(remotes, mirrorsNow, () => supervisor.status(), gateways);
   const kubeconfigPath = plane.cluster("local").adminKubeconfigPath;
   const activity = new MirrorActivity();
   let lastStep = "(none yet)";
-  const drawOnce = async (): Promise<void> => {
+  const drawOnce = async (force: boolean): Promise<void> => {
     try {
       const mirrors = await mirrorsNow();
       const now = Date.now();
       activity.observe(mirrors, now);
-      screen.show(renderTable({ status: supervisor.status(), mirrors, activity, lastStep, kubeconfigPath, now }));
+      screen.show(renderTable({ status: supervisor.status(), mirrors, activity, lastStep, kubeconfigPath, now }), {
+        force,
+      });
     } catch (error) {
       if (!signal.aborted) screen.write(`[demo] could not read the local cluster: ${(error as Error).message}\n`);
     }
   };
   // One drawing at a time; a request during one draws again after it, so the table
-  // shown after a step always includes that step.
+  // shown after a step always includes that step. `force` (after a step): a pipe gets
+  // that table even when a timer's drawing already printed the same content before the
+  // step's line, so every step's line is followed by the table it made.
   let drawing: Promise<void> | undefined;
   let again = false;
-  const draw = (): Promise<void> => {
+  let forceNext = false;
+  const draw = (force = false): Promise<void> => {
+    forceNext ||= force;
     if (drawing) {
       again = true;
       return drawing;
@@ -229,7 +235,9 @@ async function runDemo(
     drawing = (async () => {
       do {
         again = false;
-        if (!signal.aborted) await drawOnce();
+        const forced = forceNext;
+        forceNext = false;
+        if (!signal.aborted) await drawOnce(forced);
       } while (again);
     })().finally(() => {
       drawing = undefined;
@@ -259,7 +267,7 @@ async function runDemo(
         lastStep = `${step.title} — ${ok ? `mirrored in ${Date.now() - stepStarted} ms` : `NOT mirrored within ${VISIBLE_TIMEOUT_MS / 1000} s`}`;
         if (!ok) failed = true;
         screen.write(`[demo] ${lastStep}\n`);
-        await draw();
+        await draw(true);
         if (!once) await pause(stepMs, signal);
       }
       if (once || signal.aborted) break;

@@ -55,7 +55,8 @@ export function isDocumentationPrefix(prefix: string): boolean {
   });
 }
 
-async function routeExists(prefix: string): Promise<boolean> {
+/** True when a `local` route for exactly `prefix` exists (any table entry for it, whoever added it). */
+export async function routeExists(prefix: string): Promise<boolean> {
   const { stdout } = await run("ip", [familyOf(prefix), "route", "show", "table", "local", prefix]);
   return stdout.trim() !== "";
 }
