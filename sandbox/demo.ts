@@ -11,8 +11,8 @@
  * process groups of their own (process.ts), so the signal reaches only this process,
  * which stops everything in dependency order — the controller, the probe servers and
  * their route, then the API servers, then etcd — removes the sandbox directory, and says
- * so in one line. Whatever fails
- * after the signal (a scripted change cut short) is the stop, not an error: no stack trace.
+ * so in one line. Whatever fails after the signal (a scripted change cut short) is the
+ * stop, not an error: no stack trace.
  *
  * `--script-once` runs the script a single time, checks that every step became
  * visible in the local cluster, and exits (0 on success): the demo's own test.
