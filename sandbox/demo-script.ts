@@ -191,7 +191,7 @@ export function demoSteps(
     {
       title: "east exports shop/checkout",
       run: () => exportService(remotes.east, "shop", "checkout", 9000),
-      visible: () => has("shop/checkout-east", (m) => m.endpoints.includes("198.18.0.")),
+      visible: () => has("shop/checkout-east", (m) => m.endpoints.startsWith(`${gateways.address("east")}:`)),
     },
     {
       // Toggles 80 ↔ 8081, so every round changes the port (and waits for the port it set).
