@@ -162,7 +162,7 @@ function render(input: TableInput, withClock: boolean): string {
     // The writer publishes its status once a second: its counters are shown, but, like
     // ages, they are not content (a pipe would get a copy of the table a second later).
     `writer: ${!writer ? "starting" : withClock ? `ready=${writer.ready} queue=${writer.queueDepth} writes=${Object.values(writer.writes).reduce((a, b) => a + b, 0)}` : `ready=${writer.ready}`}`,
-    "Ctrl-C stops the demo (controller, API servers, etcd, in that order; its directory is removed).",
+    "Ctrl-C stops the demo (controller, probe servers and their route, API servers, etcd, in that order; its directory is removed).",
   ];
   return lines.map((line) => line.trimEnd()).join("\n");
 }
