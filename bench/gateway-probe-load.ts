@@ -4,7 +4,7 @@
  * or each accepting and never answering (every probe a timeout).
  *
  * The probe servers run in a child process (their CPU is not counted), on 250 addresses
- * of 198.51.100.0/24 made local for the run (test/helpers/local-addresses.ts) × 4 ports.
+ * of 198.51.100.0/24 made local for the run (sandbox/local-addresses.ts) × 4 ports.
  * Nothing leaves the machine. Needs CAP_NET_ADMIN for the route.
  *
  *   node bench/gateway-probe-load.ts [--seconds 20] [--period 1] [--mode ok|hang]
@@ -13,9 +13,9 @@ import { fork } from "node:child_process";
 import { createServer } from "node:http";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { parseArgs } from "node:util";
+import { makeLocal } from "../sandbox/local-addresses.ts";
 import { systemClock } from "../src/core/clock.ts";
 import { silentLogger } from "../src/log.ts";
-import { makeLocal } from "../test/helpers/local-addresses.ts";
 import { GatewayProber } from "../workers/remote-cluster/gateway-prober.ts";
 import { httpProbe } from "../workers/remote-cluster/http-probe.ts";
 

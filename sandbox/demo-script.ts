@@ -1,19 +1,22 @@
 /**
- * What the demo does to the sandbox: shapes the remotes (a LoadBalancer gateway each, a
- * few exported Services), registers them through credentials Secrets holding
- * least-privilege tokens, and the scripted changes whose effect the demo then waits to
- * see in the local cluster.
+ * What the demo does to the sandbox: shapes the remotes (a LoadBalancer gateway each, at
+ * an address of demo-gateways.ts, probed when that address is local; a few exported
+ * Services), registers them through credentials Secrets holding least-privilege tokens,
+ * and the scripted changes whose effect the demo then waits to see in the local cluster.
  */
 import { CoreV1Api, DiscoveryV1Api, KubeConfig, type V1Service } from "@kubernetes/client-node";
 import { CLUSTER_NAME, GATEWAY_NAME, GATEWAY_NS, REMOTE_CLUSTER_DOMAIN, SECRET_TYPE } from "../src/core/labels.ts";
+import { PROBE_PERIOD, PROBE_PORT_NAME } from "../src/core/probe-spec.ts";
 import { mintServiceAccountToken } from "../src/kube/service-account.ts";
+import type { FleetStatus } from "../src/supervisor/status.ts";
 import type { ControlPlane } from "./control-plane.ts";
+import { DEMO_PROBE_PERIOD_SECONDS, type DemoGateways } from "./demo-gateways.ts";
 import type { MirrorRow } from "./demo-table.ts";
 import { renderKubeconfig } from "./kubeconfig.ts";
 
 export const NAMESPACE = "fleet-mirror";
-const REMOTES = { east: "198.18.0.10", west: "198.51.100.20" } as const;
-export type Remote = keyof typeof REMOTES;
+const REMOTES = ["east", "west"] as const;
+export type Remote = (typeof REMOTES)[number];
 export type Remotes = Readonly<Record<Remote, CoreV1Api>>;
 
 export function kubeConfig(text: string): KubeConfig {
@@ -66,19 +69,32 @@ async function updateService(
   await core.replaceNamespacedService({ namespace, name, body: svc });
 }
 
-/** A gateway with an IP on each remote, and the exported Services the demo starts with. */
-export async function shapeRemotes(remotes: Remotes): Promise<void> {
-  for (const [name, ip] of Object.entries(REMOTES) as [Remote, string][]) {
+/**
+ * A gateway with an IP on each remote (with an `mc-probe` port, probed every second, when
+ * its address has a probe server), and the exported Services the demo starts with.
+ */
+export async function shapeRemotes(remotes: Remotes, gateways: DemoGateways): Promise<void> {
+  for (const name of REMOTES) {
     const core = remotes[name];
+    const probePort = gateways.probePort(name);
     await ensureNamespace(core, "gateway");
     await core.createNamespacedService({
       namespace: "gateway",
       body: {
-        metadata: { name: "gateway" },
-        spec: { type: "LoadBalancer", ports: [{ name: "incoming-port", port: 4143 }] },
+        metadata: {
+          name: "gateway",
+          ...(probePort === undefined ? {} : { annotations: { [PROBE_PERIOD]: String(DEMO_PROBE_PERIOD_SECONDS) } }),
+        },
+        spec: {
+          type: "LoadBalancer",
+          ports: [
+            { name: "incoming-port", port: 4143 },
+            ...(probePort === undefined ? [] : [{ name: PROBE_PORT_NAME, port: probePort }]),
+          ],
+        },
       },
     });
-    await setGatewayIp(core, ip);
+    await setGatewayIp(core, gateways.address(name));
   }
   await exportService(remotes.east, "shop", "web", 80);
   await exportService(remotes.east, "shop", "cart", 8080);
@@ -89,7 +105,7 @@ export async function shapeRemotes(remotes: Remotes): Promise<void> {
 /** A least-privilege token per remote (get/list/watch Services), in a credentials Secret in the local cluster. */
 export async function registerRemotes(plane: ControlPlane, local: CoreV1Api): Promise<void> {
   await ensureNamespace(local, NAMESPACE);
-  for (const name of Object.keys(REMOTES) as Remote[]) {
+  for (const name of REMOTES) {
     const c = plane.cluster(name);
     const token = await mintServiceAccountToken(kubeConfig(c.adminKubeconfig), {
       namespace: "fleet-mirror-remote",
@@ -128,12 +144,43 @@ export interface Step {
   readonly visible: () => Promise<boolean>;
 }
 
-/** The scripted changes; the first ("initial sync") runs in the first round only. */
-export function demoSteps(remotes: Remotes, mirrorsNow: () => Promise<readonly MirrorRow[]>): Step[] {
+/**
+ * The scripted changes; the first ("initial sync") runs in the first round only. A
+ * gateway dying and coming back is in the script only when the gateways are probed; it
+ * is visible once both the mirrors' endpoints and the controller's status (the table's
+ * two parts) say so.
+ */
+export function demoSteps(
+  remotes: Remotes,
+  mirrorsNow: () => Promise<readonly MirrorRow[]>,
+  statusNow: () => FleetStatus,
+  gateways: DemoGateways,
+): Step[] {
   const has = async (key: string, predicate: (m: MirrorRow) => boolean = () => true) =>
     (await mirrorsNow()).some((m) => m.key === key && predicate(m));
-  let eastIp = 10;
+  /** True when the cluster has mirrors and every one of them has addresses, all `ready` or all not. */
+  const allReady = async (cluster: Remote, ready: boolean) => {
+    const rows = (await mirrorsNow()).filter((m) => m.cluster === cluster);
+    return rows.length > 0 && rows.every((m) => m.addresses.length > 0 && m.addresses.every((a) => a.ready === ready));
+  };
+  /** True when the controller's status says the cluster's probed gateway has `dead` dead addresses. */
+  const probedDead = (cluster: Remote, dead: number) =>
+    statusNow()
+      .clusters.find((c) => c.cluster === cluster)
+      ?.gateways.some((g) => g.probe !== undefined && g.probe.dead === dead) === true;
   let westPort = 80;
+  const failover: Step[] = [
+    {
+      title: "west's gateway dies (its probe server stops)",
+      run: () => gateways.stopAnswering("west"),
+      visible: async () => probedDead("west", 1) && (await allReady("west", false)),
+    },
+    {
+      title: "west's gateway comes back",
+      run: () => gateways.answerAgain("west"),
+      visible: async () => probedDead("west", 0) && (await allReady("west", true)),
+    },
+  ];
   return [
     {
       title: "initial sync",
@@ -144,7 +191,7 @@ export function demoSteps(remotes: Remotes, mirrorsNow: () => Promise<readonly M
     {
       title: "east exports shop/checkout",
       run: () => exportService(remotes.east, "shop", "checkout", 9000),
-      visible: () => has("shop/checkout-east", (m) => m.endpoints.includes("198.18.0.")),
+      visible: () => has("shop/checkout-east", (m) => m.endpoints.startsWith(`${gateways.address("east")}:`)),
     },
     {
       // Toggles 80 ↔ 8081, so every round changes the port (and waits for the port it set).
@@ -162,15 +209,13 @@ export function demoSteps(remotes: Remotes, mirrorsNow: () => Promise<readonly M
     },
     {
       title: "east's gateway IP changes",
-      run: () => {
-        eastIp += 1;
-        return setGatewayIp(remotes.east, `198.18.0.${eastIp}`);
-      },
+      run: async () => setGatewayIp(remotes.east, await gateways.moveEast()),
       visible: async () =>
         (await mirrorsNow())
           .filter((m) => m.cluster === "east")
-          .every((m) => m.endpoints.startsWith(`198.18.0.${eastIp}:`)),
+          .every((m) => m.endpoints.startsWith(`${gateways.address("east")}:`)),
     },
+    ...(gateways.probed ? failover : []),
     {
       title: "east unexports shop/cart",
       run: () =>

@@ -18,20 +18,30 @@ import {
   MIRRORED_SERVICE,
   SERVICE_NAME_LABEL,
 } from "../src/core/labels.ts";
+import type { GatewayStatus } from "../src/protocol/status.ts";
 import type { FleetStatus } from "../src/supervisor/status.ts";
 import type { Frame } from "./screen.ts";
+
+/** One address of a mirror's endpoints, `ip:port`, and whether it is ready (its gateway alive, SPEC §10). */
+export interface MirrorAddress {
+  readonly address: string;
+  readonly ready: boolean;
+}
 
 export interface MirrorRow {
   readonly key: string;
   readonly cluster: string;
   readonly ports: string;
+  readonly addresses: readonly MirrorAddress[];
+  /** The addresses as shown: `ip:port`, followed by ` (not ready)` for one that is not; `<none>`. */
   readonly endpoints: string;
 }
 
 /**
  * The mirrors in the local cluster now (Services labelled as mirrors), with their
- * addresses: from fleet-mirror's EndpointSlices (SPEC §9, the default), else from their
- * Endpoints (`--endpoints-api=endpoints`).
+ * addresses and whether each is ready: from fleet-mirror's EndpointSlices (SPEC §9, the
+ * default; an endpoint is ready unless its `ready` condition is false), else from their
+ * Endpoints (`--endpoints-api=endpoints`: `addresses` ready, `notReadyAddresses` not).
  */
 export async function localMirrors(local: CoreV1Api, discovery: DiscoveryV1Api): Promise<MirrorRow[]> {
   const labelSelector = `${MIRRORED_SERVICE}=true`;
@@ -43,28 +53,37 @@ export async function localMirrors(local: CoreV1Api, discovery: DiscoveryV1Api):
     }),
   ]);
   const eps = new Map(endpoints.items.map((e) => [`${e.metadata?.namespace}/${e.metadata?.name}`, e]));
-  const sliceAddrs = new Map<string, string[]>();
+  const sliceAddrs = new Map<string, MirrorAddress[]>();
   for (const slice of slices.items) {
     const key = `${slice.metadata?.namespace}/${slice.metadata?.labels?.[SERVICE_NAME_LABEL]}`;
     const port = slice.ports?.[0]?.port ?? "?";
-    const ready = (slice.endpoints ?? []).filter((e) => e.conditions?.ready !== false);
-    const addrs = ready.flatMap((e) => e.addresses.map((ip) => `${ip}:${port}`));
+    const addrs = (slice.endpoints ?? []).flatMap((e) =>
+      e.addresses.map((ip) => ({ address: `${ip}:${port}`, ready: e.conditions?.ready !== false })),
+    );
     sliceAddrs.set(key, [...(sliceAddrs.get(key) ?? []), ...addrs]);
   }
   return services.items
     .map((s) => {
       const key = `${s.metadata?.namespace}/${s.metadata?.name}`;
       const ep = eps.get(key);
-      const addrs =
+      const addresses =
         sliceAddrs.get(key) ??
-        (ep?.subsets ?? []).flatMap((sub) =>
-          (sub.addresses ?? []).map((a) => `${a.ip}:${sub.ports?.[0]?.port ?? "?"}`),
-        );
+        (ep?.subsets ?? []).flatMap((sub) => {
+          const port = sub.ports?.[0]?.port ?? "?";
+          return [
+            ...(sub.addresses ?? []).map((a) => ({ address: `${a.ip}:${port}`, ready: true })),
+            ...(sub.notReadyAddresses ?? []).map((a) => ({ address: `${a.ip}:${port}`, ready: false })),
+          ];
+        });
       return {
         key,
         cluster: s.metadata?.labels?.[CLUSTER_NAME] ?? "",
         ports: (s.spec?.ports ?? []).map((p) => `${p.port}/${p.protocol ?? "TCP"}`).join(","),
-        endpoints: addrs.length > 0 ? addrs.join(",") : "<none>",
+        addresses,
+        endpoints:
+          addresses.length > 0
+            ? addresses.map((a) => (a.ready ? a.address : `${a.address} (not ready)`)).join(",")
+            : "<none>",
       };
     })
     .sort((a, b) => (a.key < b.key ? -1 : 1));
@@ -111,6 +130,13 @@ function age(t: number | undefined, now: number): string {
   return t === undefined ? "-" : `${Math.max(0, Math.round((now - t) / 1000))}s ago`;
 }
 
+/** A probed gateway's health after its usability: ` alive`, ` 1/1 dead`; nothing when not probed. */
+function probeCell(gateway: GatewayStatus): string {
+  const probe = gateway.probe;
+  if (!probe) return "";
+  return probe.dead > 0 ? ` ${probe.dead}/${probe.alive + probe.dead} dead` : " alive";
+}
+
 function render(input: TableInput, withClock: boolean): string {
   const { status, mirrors, activity, now } = input;
   const counts = new Map<string, number>();
@@ -123,7 +149,9 @@ function render(input: TableInput, withClock: boolean): string {
     ...status.clusters.map((c) => {
       const watching = c.state === "synced" ? clockTime(c.lastSyncedAt) : "-";
       const changed = withClock ? age(activity.lastChangeAt(c.cluster), now) : "";
-      const gateways = c.gateways.map((g) => `${g.key}:${g.usable ? "usable" : (g.reason ?? "unusable")}`).join(" ");
+      const gateways = c.gateways
+        .map((g) => `${g.key}:${g.usable ? "usable" : (g.reason ?? "unusable")}${probeCell(g)}`)
+        .join(" ");
       return `${c.cluster.padEnd(8)} ${c.state.padEnd(9)} ${String(counts.get(c.cluster) ?? 0).padEnd(7)} ${watching.padEnd(14)} ${changed.padEnd(11)} ${String(c.restarts).padEnd(8)} ${gateways}`;
     }),
     "",
@@ -134,7 +162,7 @@ function render(input: TableInput, withClock: boolean): string {
     // The writer publishes its status once a second: its counters are shown, but, like
     // ages, they are not content (a pipe would get a copy of the table a second later).
     `writer: ${!writer ? "starting" : withClock ? `ready=${writer.ready} queue=${writer.queueDepth} writes=${Object.values(writer.writes).reduce((a, b) => a + b, 0)}` : `ready=${writer.ready}`}`,
-    "Ctrl-C stops the demo (controller, API servers, etcd, in that order; its directory is removed).",
+    "Ctrl-C stops the demo (controller, probe servers and their route, API servers, etcd, in that order; its directory is removed).",
   ];
   return lines.map((line) => line.trimEnd()).join("\n");
 }

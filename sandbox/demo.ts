@@ -2,13 +2,17 @@
  * `npm start` (`fleet-mirror-sandbox demo`): the README's first command. Starts the sandbox
  * fleet (one local and two remote API servers), shapes and registers the remotes (see
  * demo-script.ts), runs the mirror, and shows a live table (demo-table.ts, drawn by
- * screen.ts) while a script changes things on the remotes.
+ * screen.ts) while a script changes things on the remotes. The gateways are real and
+ * probed (demo-gateways.ts: a route on lo makes their addresses local, a probe server
+ * answers on each), and the script has one die and come back; without the right to add
+ * the route, the demo says so in one line and runs without probes.
  *
  * Stopping (Ctrl-C, SIGTERM, or the terminal closing): the sandbox's processes run in
  * process groups of their own (process.ts), so the signal reaches only this process,
- * which stops everything in dependency order — the controller, then the API servers,
- * then etcd — removes the sandbox directory, and says so in one line. Whatever fails
- * after the signal (a scripted change cut short) is the stop, not an error: no stack trace.
+ * which stops everything in dependency order — the controller, the probe servers and
+ * their route, then the API servers, then etcd — removes the sandbox directory, and says
+ * so in one line. Whatever fails after the signal (a scripted change cut short) is the
+ * stop, not an error: no stack trace.
  *
  * `--script-once` runs the script a single time, checks that every step became
  * visible in the local cluster, and exits (0 on success): the demo's own test.
@@ -21,6 +25,7 @@ import { connectionFromKubeconfig } from "../src/kube/kubeconfig.ts";
 import { createLogger } from "../src/log.ts";
 import { Supervisor } from "../src/supervisor/supervisor.ts";
 import type { ControlPlane } from "./control-plane.ts";
+import { DemoGateways } from "./demo-gateways.ts";
 import {
   coreApi,
   demoSteps,
@@ -40,7 +45,10 @@ export const demoHelp = `Usage: fleet-mirror-sandbox demo [--script-once] [--ste
 Starts a sandbox fleet on 127.0.0.1 (etcd + kube-apiservers "local", "east", "west"),
 registers east and west with least-privilege credentials Secrets, mirrors their
 exported Services into "local", and shows a live table while it changes things on
-the remotes (export, port change, gateway IP change, unexport). Ctrl-C stops it all.
+the remotes (export, port change, gateway IP change, a gateway dying and coming back,
+unexport). The gateways' addresses are made local (ip route add local 198.51.100.64/28
+dev lo, removed on exit; needs root or CAP_NET_ADMIN, else no probes and no failover)
+and each has a real HTTP probe server. Ctrl-C stops it all.
 
   --script-once        run the change script once, verify each step, then exit
   --step-interval <s>  pause between scripted changes (default 6s)
@@ -98,11 +106,14 @@ export async function demoCommand(argv: readonly string[]): Promise<number> {
   });
   const screen = new Screen(process.stdout, { interactive: !once });
   let plane: ControlPlane | undefined;
+  let gateways: DemoGateways | undefined;
   let supervisor: Supervisor | undefined;
   let failed = false;
   try {
     plane = await startSandbox(screen, stop.signal);
-    failed = await runDemo(plane, screen, stop.signal, once, stepMs, (s) => {
+    gateways = await DemoGateways.start();
+    screen.write(`${gateways.note}\n`);
+    failed = await runDemo(plane, gateways, screen, stop.signal, once, stepMs, (s) => {
       supervisor = s;
     });
   } catch (error) {
@@ -110,7 +121,7 @@ export async function demoCommand(argv: readonly string[]): Promise<number> {
     if (!stop.signal.aborted) throw error;
   } finally {
     const stopping = Date.now();
-    const done = await stopAll(supervisor, plane);
+    const done = await stopAll(supervisor, gateways, plane);
     const took =
       signalledAt === undefined
         ? `in ${seconds(Date.now() - stopping)}`
@@ -122,8 +133,15 @@ export async function demoCommand(argv: readonly string[]): Promise<number> {
   return failed ? 1 : 0;
 }
 
-/** Stops the controller, then kube-controller-manager, the API servers and etcd (ControlPlane.stop's order); says what it did, with timings. */
-async function stopAll(supervisor: Supervisor | undefined, plane: ControlPlane | undefined): Promise<string> {
+/**
+ * Stops the controller, the probe servers and their route, then kube-controller-manager,
+ * the API servers and etcd (ControlPlane.stop's order); says what it did, with timings.
+ */
+async function stopAll(
+  supervisor: Supervisor | undefined,
+  gateways: DemoGateways | undefined,
+  plane: ControlPlane | undefined,
+): Promise<string> {
   const started = Date.now();
   const parts: string[] = [];
   try {
@@ -134,6 +152,9 @@ async function stopAll(supervisor: Supervisor | undefined, plane: ControlPlane |
   } catch (error) {
     parts.push(`controller failed to stop (${(error as Error).message})`);
   }
+  // After the controller: no probe is in flight when the servers go.
+  const gatewaysDone = (await gateways?.stop()) ?? "";
+  if (gatewaysDone !== "") parts.push(gatewaysDone);
   if (plane) {
     const planeStarted = Date.now();
     await plane.stop({ graceMs: STOP_GRACE_MS });
@@ -148,6 +169,7 @@ async function stopAll(supervisor: Supervisor | undefined, plane: ControlPlane |
 /** Shapes, registers, mirrors and runs the script until `signal`; true if a step was not mirrored in time. */
 async function runDemo(
   plane: ControlPlane,
+  gateways: DemoGateways,
   screen: Screen,
   signal: AbortSignal,
   once: boolean,
@@ -159,8 +181,10 @@ async function runDemo(
     east: coreApi(plane.cluster("east").adminKubeconfig),
     west: coreApi(plane.cluster("west").adminKubeconfig),
   };
-  screen.write("\nShaping the remotes: a gateway and exported Services in each...\n");
-  await shapeRemotes(remotes);
+  screen.write(
+    `\nShaping the remotes: a gateway (${gateways.probed ? "probed" : "not probed"}) and exported Services in each...\n`,
+  );
+  await shapeRemotes(remotes, gateways);
   signal.throwIfAborted();
   screen.write("Registering east and west with least-privilege tokens (get/list/watch services)...\n");
   await registerRemotes(plane, local);
@@ -179,25 +203,31 @@ async function runDemo(
 
   const discovery = discoveryApi(plane.cluster("local").adminKubeconfig);
   const mirrorsNow = () => localMirrors(local, discovery);
-  const steps = demoSteps(remotes, mirrorsNow);
+  const steps = demoSteps(remotes, mirrorsNow, () => supervisor.status(), gateways);
   const kubeconfigPath = plane.cluster("local").adminKubeconfigPath;
   const activity = new MirrorActivity();
   let lastStep = "(none yet)";
-  const drawOnce = async (): Promise<void> => {
+  const drawOnce = async (force: boolean): Promise<void> => {
     try {
       const mirrors = await mirrorsNow();
       const now = Date.now();
       activity.observe(mirrors, now);
-      screen.show(renderTable({ status: supervisor.status(), mirrors, activity, lastStep, kubeconfigPath, now }));
+      screen.show(renderTable({ status: supervisor.status(), mirrors, activity, lastStep, kubeconfigPath, now }), {
+        force,
+      });
     } catch (error) {
       if (!signal.aborted) screen.write(`[demo] could not read the local cluster: ${(error as Error).message}\n`);
     }
   };
   // One drawing at a time; a request during one draws again after it, so the table
-  // shown after a step always includes that step.
+  // shown after a step always includes that step. `force` (after a step): a pipe gets
+  // that table even when a timer's drawing already printed the same content before the
+  // step's line, so every step's line is followed by the table it made.
   let drawing: Promise<void> | undefined;
   let again = false;
-  const draw = (): Promise<void> => {
+  let forceNext = false;
+  const draw = (force = false): Promise<void> => {
+    forceNext ||= force;
     if (drawing) {
       again = true;
       return drawing;
@@ -205,7 +235,9 @@ async function runDemo(
     drawing = (async () => {
       do {
         again = false;
-        if (!signal.aborted) await drawOnce();
+        const forced = forceNext;
+        forceNext = false;
+        if (!signal.aborted) await drawOnce(forced);
       } while (again);
     })().finally(() => {
       drawing = undefined;
@@ -235,7 +267,7 @@ async function runDemo(
         lastStep = `${step.title} — ${ok ? `mirrored in ${Date.now() - stepStarted} ms` : `NOT mirrored within ${VISIBLE_TIMEOUT_MS / 1000} s`}`;
         if (!ok) failed = true;
         screen.write(`[demo] ${lastStep}\n`);
-        await draw();
+        await draw(true);
         if (!once) await pause(stepMs, signal);
       }
       if (once || signal.aborted) break;

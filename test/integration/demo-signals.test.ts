@@ -2,14 +2,15 @@
  * Stopping the demo as a terminal does: Ctrl-C (SIGINT), closing the terminal (SIGHUP) and
  * `kill` (SIGTERM) go to the whole foreground process group, not only to the demo. The
  * demo must then stop its sandbox itself, in order, within seconds, quietly, and leave no
- * etcd, no kube-apiserver and no working directory behind; also when the reader of its
- * stdout dies from the same Ctrl-C (`npm start | tee log`).
+ * etcd, no kube-apiserver, no working directory and no route for its gateway addresses
+ * behind; also when the reader of its stdout dies from the same Ctrl-C (`npm start | tee log`).
  */
 import assert from "node:assert/strict";
 import { type ChildProcessByStdio, spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import type { Readable } from "node:stream";
 import { describe, it, type TestContext } from "node:test";
+import { routeExists } from "../../sandbox/local-addresses.ts";
 
 const MAIN = new URL("../../sandbox/main.ts", import.meta.url).pathname;
 /** Start-up of etcd and three API servers on a loaded 2-core machine, then the first sync. */
@@ -110,6 +111,9 @@ async function stopLikeATerminal(
     );
     const dir = /working dir (\S+)\)/.exec(demo.output())?.[1];
     assert.ok(dir && existsSync(dir), `sandbox directory from the output: ${dir}`);
+    const route = /Gateway addresses (\S+) made local/.exec(demo.output())?.[1];
+    assert.ok(route, `the route the demo added, from the output:\n${demo.output()}`);
+    assert.equal(await routeExists(route), true, `route ${route} while the demo runs`);
     const children = descendants(pid);
     const names = children.map((p) => p.comm);
     assert.ok(names.includes("etcd"), `etcd among the demo's children: ${names.join(",")}`);
@@ -150,6 +154,7 @@ async function stopLikeATerminal(
       "no etcd, kube-apiserver or kube-controller-manager outlives the demo",
     );
     assert.equal(existsSync(dir), false, `sandbox directory ${dir} removed`);
+    assert.equal(await routeExists(route), false, `route ${route} removed`);
   } finally {
     if (demo.child.exitCode === null && demo.child.signalCode === null) {
       try {

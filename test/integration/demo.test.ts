@@ -1,29 +1,83 @@
 /**
  * The README's first command, as a user runs it: `npm start` (`sandbox/main.ts demo`) starts its own
  * sandbox fleet; `--script-once` runs the scripted remote changes once and fails
- * unless every change became visible in the local cluster.
+ * unless every change became visible in the local cluster. Its gateways are probed at
+ * addresses it makes local itself, and the script has a gateway die and come back; without
+ * the right to add a route it runs unprobed, and says so.
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { describe, it } from "node:test";
+import { describe, it, type TestContext } from "node:test";
+import { routeExists } from "../../sandbox/local-addresses.ts";
+
+const MAIN = new URL("../../sandbox/main.ts", import.meta.url).pathname;
+
+/** Runs `demo --script-once` (through `setpriv` when `setpriv` flags are given) to its end. */
+async function runDemoOnce(setpriv: readonly string[] = []): Promise<{ code: number | null; output: string }> {
+  const [command, ...args] =
+    setpriv.length > 0 ? ["setpriv", ...setpriv, process.execPath, MAIN] : [process.execPath, MAIN];
+  const child = spawn(command as string, [...args, "demo", "--script-once"], { stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+    output += chunk;
+  });
+  child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+    output += chunk;
+  });
+  const [code] = (await once(child, "exit")) as [number | null];
+  return { code, output };
+}
+
+/** The output from the line that starts with `marker` to the end of the first table after it (the table drawn once that step was visible). */
+function afterStep(output: string, marker: string): string {
+  const start = output.indexOf(marker);
+  assert.notEqual(start, -1, `"${marker}" in the output:\n${output}`);
+  const end = output.indexOf("Ctrl-C stops the demo", start);
+  assert.notEqual(end, -1, `a table after "${marker}":\n${output.slice(start)}`);
+  return output.slice(start, end);
+}
+
+const westRows = (text: string): string[] => text.split("\n").filter((l) => /^\S+-west\s+west\s/.test(l));
 
 describe("the sandbox demo (npm start)", () => {
-  it("mirrors both sandbox remotes and every scripted change, then stops cleanly", async () => {
-    const main = new URL("../../sandbox/main.ts", import.meta.url).pathname;
-    const child = spawn(process.execPath, [main, "demo", "--script-once"], { stdio: ["ignore", "pipe", "pipe"] });
-    let output = "";
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
-      output += chunk;
-    });
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
-      output += chunk;
-    });
-    const [code] = (await once(child, "exit")) as [number | null];
+  it("mirrors both sandbox remotes and every scripted change, shows a gateway dying and coming back, then stops cleanly", async (t: TestContext) => {
+    const { code, output } = await runDemoOnce();
     assert.equal(code, 0, output);
     assert.match(output, /demo script passed: every change was mirrored/);
     assert.match(output, /shop\/web-east\s+east/);
     assert.match(output, /billing\/invoices-west\s+west/);
     assert.doesNotMatch(output, /NOT mirrored/);
+
+    const route = /Gateway addresses (\S+) made local/.exec(output)?.[1];
+    assert.ok(route, `the demo says which addresses it made local:\n${output}`);
+    assert.match(output, /^west\s+synced\s.*gateway\/gateway:usable alive$/m, "west's gateway probed and alive");
+
+    const dead = afterStep(output, "[demo] west's gateway dies (its probe server stops) — mirrored in");
+    t.diagnostic(/\[demo\] west's gateway dies.*/.exec(dead)?.[0] ?? "");
+    assert.match(dead, /^west\s+synced\s.*gateway\/gateway:usable 1\/1 dead$/m, `west's gateway dead:\n${dead}`);
+    assert.equal(westRows(dead).length, 2, dead);
+    for (const line of westRows(dead)) assert.match(line, /198\.51\.100\.\d+:\d+ \(not ready\)$/);
+
+    const back = afterStep(output, "[demo] west's gateway comes back — mirrored in");
+    t.diagnostic(/\[demo\] west's gateway comes back.*/.exec(back)?.[0] ?? "");
+    assert.match(back, /^west\s+synced\s.*gateway\/gateway:usable alive$/m, `west's gateway alive again:\n${back}`);
+    assert.equal(westRows(back).length, 2, back);
+    for (const line of westRows(back)) assert.match(line, /198\.51\.100\.\d+:\d+$/);
+
+    assert.match(output, new RegExp(`^Stopped .*route ${route.replace(/\./g, "\\.")} removed`, "m"));
+    assert.equal(await routeExists(route), false, `route ${route} removed after the demo`);
+  });
+
+  it("runs without probes, saying so in one line, when it may not add a route (no CAP_NET_ADMIN)", async () => {
+    const { code, output } = await runDemoOnce(["--bounding-set=-net_admin"]);
+    assert.equal(code, 0, output);
+    assert.match(output, /demo script passed: every change was mirrored/);
+    const notes = output.split("\n").filter((l) => l.startsWith("Gateways are not probed"));
+    assert.equal(notes.length, 1, output);
+    assert.match(notes[0] ?? "", /Operation not permitted.*needs root or CAP_NET_ADMIN/);
+    assert.doesNotMatch(output, /gateway\/gateway:usable (alive|\d+\/\d+ dead)/, "no gateway is probed");
+    assert.doesNotMatch(output, /gateway dies|gateway comes back/);
+    assert.match(output, /shop\/web-west\s+west\s+\S+\s+198\.51\.100\.66:4143$/m);
   });
 });

@@ -7,12 +7,12 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { V1Endpoints } from "@kubernetes/client-node";
+import { type LocalRoute, makeLocal } from "../../sandbox/local-addresses.ts";
+import { ProbeServer } from "../../sandbox/probe-server.ts";
 import { PROBE_PATH, PROBE_PERIOD } from "../../src/core/probe-spec.ts";
 import type { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { Fleet } from "../helpers/fleet.ts";
 import { eventually } from "../helpers/kube.ts";
-import { type LocalRoute, makeLocal } from "../helpers/local-addresses.ts";
-import { ProbeServer } from "../helpers/probe-server.ts";
 import { waitForWriterIdle } from "../helpers/settle.ts";
 
 const EAST_IP = "198.51.100.11";

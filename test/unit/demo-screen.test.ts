@@ -26,7 +26,12 @@ function screenOn(out: FakeOut, interactive = true): Screen {
   return new Screen(out as unknown as NodeJS.WriteStream, { interactive });
 }
 
-const row = (cluster: string, mirrors: number, lastSyncedAt?: number): ClusterRow => ({
+const row = (
+  cluster: string,
+  mirrors: number,
+  lastSyncedAt?: number,
+  gateways: ClusterRow["gateways"] = [{ key: "gateway/gateway", usable: true }],
+): ClusterRow => ({
   cluster,
   secret: `fleet-mirror/cluster-credentials-${cluster}`,
   state: "synced",
@@ -34,14 +39,15 @@ const row = (cluster: string, mirrors: number, lastSyncedAt?: number): ClusterRo
   exportedServices: mirrors,
   ...(lastSyncedAt !== undefined ? { lastSyncedAt } : {}),
   restarts: 0,
-  gateways: [{ key: "gateway/gateway", usable: true }],
+  gateways,
   problems: [],
 });
 
-const mirror = (key: string, cluster: string, endpoints = "198.18.0.10:4143"): MirrorRow => ({
+const mirror = (key: string, cluster: string, endpoints = "198.51.100.65:4143"): MirrorRow => ({
   key,
   cluster,
   ports: "80/TCP",
+  addresses: endpoints.split(",").map((address) => ({ address, ready: true })),
   endpoints,
 });
 
@@ -85,9 +91,30 @@ describe("the demo's table", () => {
     assert.match(text1, /WATCHING SINCE\s+LAST CHANGE/);
     assert.doesNotMatch(text1, /LAST SYNC/);
     assert.deepEqual(clusterLine(text1, "east").slice(3, 6), ["12:34:56", "7s", "ago"]);
-    activity.observe([mirror("shop/web-east", "east", "198.18.0.11:4143")], 9_000);
+    activity.observe([mirror("shop/web-east", "east", "198.51.100.67:4143")], 9_000);
     const text2 = renderTable(input({ clusters: [row("east", 1, listedAt)], mirrors: [], activity, now: 10_000 })).text;
     assert.deepEqual(clusterLine(text2, "east").slice(3, 6), ["12:34:56", "1s", "ago"]);
+  });
+
+  it("shows whether a probed gateway's addresses are alive or dead, and nothing more for one not probed", () => {
+    const probe = (alive: number, dead: number) => ({
+      port: 4191,
+      path: "/ready",
+      periodSeconds: 1,
+      alive,
+      dead,
+      deadAddresses: dead > 0 ? ["198.51.100.66"] : [],
+    });
+    const clusters = [
+      row("east", 1, undefined, [{ key: "gateway/gateway", usable: true, probe: probe(1, 0) }]),
+      row("west", 1, undefined, [{ key: "gateway/gateway", usable: true, probe: probe(0, 1) }]),
+      row("north", 1),
+    ];
+    const { text, content } = renderTable(input({ clusters, mirrors: [] }));
+    assert.match(clusterLine(text, "east").slice(6).join(" "), /^gateway\/gateway:usable alive$/);
+    assert.match(clusterLine(text, "west").slice(6).join(" "), /^gateway\/gateway:usable 1\/1 dead$/);
+    assert.match(clusterLine(text, "north").slice(6).join(" "), /^gateway\/gateway:usable$/);
+    assert.match(content, /1\/1 dead/, "a gateway dying is content: a pipe gets a new table");
   });
 
   it("keeps ages out of its content, so the same table a second later is no change", () => {

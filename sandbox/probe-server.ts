@@ -47,8 +47,9 @@ export class ProbeServer {
     await new Promise((resolve) => server.close(resolve));
   }
 
-  /** Listens again on the same address and port. */
+  /** Listens again on the same address and port; a no-op while it listens. */
   async restart(): Promise<void> {
+    if (this.#server) return;
     await this.#listen(this.port);
   }
 
