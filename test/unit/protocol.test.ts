@@ -104,7 +104,14 @@ function init(writerPort = channel.port1): Extract<ToRemoteActor, { type: "actor
     cluster: { name: "east", domain: "cluster.local", excludedNamespaces: ["kube-system"] },
     epoch: 3,
     connection,
-    options: { resolvePeriodMs: 60_000, maxInFlight: 2, batchDelayMs: 10, logLevel: "info", testHooks: true },
+    options: {
+      resolvePeriodMs: 60_000,
+      maxInFlight: 2,
+      batchDelayMs: 10,
+      logLevel: "info",
+      memberSelector: { key: "mirror.linkerd.io/federated", value: "member" },
+      testHooks: true,
+    },
     writerPort,
   };
 }
