@@ -168,6 +168,12 @@ export interface ReduceInput {
    * writer start): their membership is unknown, which is not the same as absent.
    */
   readonly unknown: ReadonlySet<string>;
+  /**
+   * Whether the registered clusters are known at all (the supervisor sent them after a
+   * complete list of the credentials Secrets). Until then a cluster not heard from yet
+   * may be a member, so nothing is deleted.
+   */
+  readonly registrationKnown: boolean;
   /** The clusters the observed fleet-wide Service's annotation names (empty when there is none). */
   readonly observedClusters: readonly string[];
 }
@@ -203,7 +209,7 @@ export type Reduction =
  *   member changes another's part;
  * - a cluster in `unknown` that the observed annotation names is kept (its observed part
  *   stays), and nothing is deleted while any registered cluster is unknown;
- * - `delete` only when no member remains and no cluster is unknown.
+ * - `delete` only when no member remains, the registered clusters are known and none is unknown.
  */
 export function reduceFederated(input: ReduceInput): Reduction {
   const rank = (cluster: string): number => {
@@ -217,7 +223,7 @@ export function reduceFederated(input: ReduceInput): Reduction {
     .filter((c) => input.unknown.has(c) && !members.some((m) => m.cluster === c))
     .sort();
   const first = members[0];
-  if (!first) return input.unknown.size > 0 ? { kind: "wait", kept } : { kind: "delete" };
+  if (!first) return input.unknown.size > 0 || !input.registrationKnown ? { kind: "wait", kept } : { kind: "delete" };
   const signature = portsSignature(first.ports);
   const parts: FederatedMember[] = [];
   const excluded: ExcludedMember[] = [];

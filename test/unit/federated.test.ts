@@ -53,6 +53,7 @@ function input(members: FederatedMember[], options: Partial<ReduceInput> = {}): 
     members: new Map(members.map((m) => [m.cluster, m])),
     order: ["east", "west", "north"],
     unknown: new Set(),
+    registrationKnown: true,
     observedClusters: [],
     ...options,
   };
@@ -223,6 +224,10 @@ describe("reduceFederated", () => {
     assert.deepEqual(reduceFederated(input([], { unknown: new Set(["east"]), observedClusters: ["east"] })), {
       kind: "wait",
       kept: ["east"],
+    });
+    assert.deepEqual(reduceFederated(input([], { registrationKnown: false, observedClusters: ["east"] })), {
+      kind: "wait",
+      kept: [],
     });
   });
 

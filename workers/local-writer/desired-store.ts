@@ -171,6 +171,11 @@ export class DesiredStore {
     return new Set([...registered].filter((c) => this.#clusters.get(c)?.complete !== true));
   }
 
+  /** Whether a `setKeep` arrived: the registered clusters are known. */
+  get registrationKnown(): boolean {
+    return this.#keep !== undefined;
+  }
+
   /** The registration order of the last `setKeep` (empty before it). */
   order(): readonly string[] {
     return this.#order;

@@ -263,6 +263,7 @@ export class MirrorReconciler {
       members,
       order: store.order(),
       unknown: store.unknownClusters(),
+      registrationKnown: store.registrationKnown,
       observedClusters: service && isFederatedObject("Service", service) ? annotatedClusters(service) : [],
     });
     const observed: ObservedObject[] = [];
