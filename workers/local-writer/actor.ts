@@ -199,6 +199,7 @@ export class LocalWriterActor {
     this.#namespaces.on("change", (name) => {
       this.#executor.namespaceSeen(name);
       for (const key of this.#desired.keys()) if (key.startsWith(`${name}/`)) this.#enqueue(key);
+      for (const key of this.#desired.federatedKeys()) if (key.startsWith(`${name}/`)) this.#enqueue(key);
     });
     for (const watcher of [this.#services, this.#endpoints, this.#slices, this.#namespaces]) {
       watcher.on("listed", () => {
