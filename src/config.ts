@@ -5,6 +5,7 @@
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { parseArgs } from "node:util";
+import { DEFAULT_MEMBER_SELECTOR, type MemberSelector, parseMemberSelector } from "./core/federated.ts";
 import { ENDPOINTS_APIS, type EndpointsApi } from "./core/plan.ts";
 
 export interface Config {
@@ -33,6 +34,8 @@ export interface Config {
   readonly blockedRecheckMs: number;
   /** Which API carries a mirror's addresses: EndpointSlices, Endpoints, or both (SPEC §9). */
   readonly endpointsApi: EndpointsApi;
+  /** Remote Services with this label are members of fleet-wide Services (SPEC §11). */
+  readonly federatedSelector: MemberSelector;
   /** `host:port` of the admin HTTP server (/metrics, /healthz, /readyz, /status); "" disables it. */
   readonly adminAddr: string;
   /** Run for leadership of a coordination.k8s.io Lease; only the leader runs the controller. */
@@ -198,6 +201,11 @@ export const runFlags = {
     default: "endpointslices",
     description: `the API of a mirror's addresses: ${ENDPOINTS_APIS.join("|")}`,
   },
+  "federated-selector": {
+    type: "string",
+    default: DEFAULT_MEMBER_SELECTOR,
+    description: "label (key=value) of the remote Services that join a fleet-wide Service <svc>-federated",
+  },
   "admin-addr": {
     type: "string",
     default: ":9999",
@@ -281,6 +289,15 @@ function parseEndpointsApi(text: string): EndpointsApi {
   return mode;
 }
 
+function parseFederatedSelector(text: string): MemberSelector {
+  const selector = parseMemberSelector(text);
+  if (typeof selector === "string")
+    throw new ConfigError(
+      `--federated-selector: ${JSON.stringify(text)}: ${selector} (e.g. ${DEFAULT_MEMBER_SELECTOR})`,
+    );
+  return Object.freeze(selector);
+}
+
 export function parseRunConfig(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Config | "help" {
   let values: Record<string, string | boolean | undefined>;
   try {
@@ -316,6 +333,7 @@ export function parseRunConfig(argv: readonly string[], env: NodeJS.ProcessEnv =
     allowKubeconfigFilePaths: values["allow-kubeconfig-file-paths"] === true,
     blockedRecheckMs: parseNumericFlag("blocked-recheck-period", str("blocked-recheck-period")),
     endpointsApi: parseEndpointsApi(str("endpoints-api")),
+    federatedSelector: parseFederatedSelector(str("federated-selector")),
     adminAddr: str("admin-addr").trim(),
     leaderElect: values["leader-elect"] === true,
     leaderElectionNamespace:

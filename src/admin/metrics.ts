@@ -57,11 +57,17 @@ export function writeLabels(
   return { verb, resource, result };
 }
 
-/** Mirrors blocked by a user's object or by another cluster (problems of the writer). */
+const CONFLICTS = new Set(["user-owned", "owned-by-other-cluster", "port-conflict"]);
+
+/**
+ * Mirrors blocked by a user's object or by another cluster, and fleet-wide members left
+ * out (a user's object holds the name, or their ports conflict, SPEC §11): problems of
+ * the writer, one per cluster and key.
+ */
 export function countConflicts(fleet: FleetStatus | undefined): number {
   let n = 0;
   for (const cluster of Object.values(fleet?.writer?.clusters ?? {}))
-    for (const b of cluster.blocked) if (b.reason === "user-owned" || b.reason === "owned-by-other-cluster") n += 1;
+    for (const b of cluster.blocked) if (CONFLICTS.has(b.reason)) n += 1;
   return n;
 }
 
@@ -344,7 +350,7 @@ export function createMetrics(source: MetricsSource): Registry {
   scalar(
     "gauge",
     "fleet_mirror_conflicts",
-    "Mirrors not written because a user's object or another cluster holds the name.",
+    "Mirrors (and fleet-wide members) not written because a user's object or another cluster holds the name, or their ports conflict.",
     () => countConflicts(source.fleet()),
   );
   labelled(

@@ -84,16 +84,20 @@ export function desiredSliceContents(desired: DesiredMirror): SliceContent[] {
   }));
 }
 
-/** The labels of every slice of `desired`: the four mirror labels and the two of discovery.k8s.io. */
-export function sliceLabels(desired: DesiredMirror): Record<string, string> {
-  return { ...desired.labels, [SERVICE_NAME_LABEL]: desired.name, [MANAGED_BY_LABEL]: MANAGED_BY_FLEET_MIRROR };
+/**
+ * The labels of every slice of `desired`: the mirror's labels and the two of
+ * discovery.k8s.io. `service` is the Service the slices belong to: the mirror's own
+ * (default), or a fleet-wide Service that a part of one cluster belongs to (SPEC §11).
+ */
+export function sliceLabels(desired: DesiredMirror, service = desired.name): Record<string, string> {
+  return { ...desired.labels, [SERVICE_NAME_LABEL]: service, [MANAGED_BY_LABEL]: MANAGED_BY_FLEET_MIRROR };
 }
 
-function ownerReference(desired: DesiredMirror, serviceUid: string): OwnerReference {
+function ownerReference(service: string, serviceUid: string): OwnerReference {
   // No blockOwnerDeletion: setting it needs the right to set finalizers on Services,
   // which least privilege (SPEC §7) does not grant; the reference alone lets the
   // garbage collector delete the slices with their Service.
-  return { apiVersion: "v1", kind: "Service", name: desired.name, uid: serviceUid, controller: true };
+  return { apiVersion: "v1", kind: "Service", name: service, uid: serviceUid, controller: true };
 }
 
 function ownerReferences(meta: ObjectMeta): readonly OwnerReference[] {
@@ -130,16 +134,17 @@ function normalizePorts(ports: readonly SlicePort[] | null | undefined): string 
   );
 }
 
-/** True when `observed` needs no write to be the slice `content` of `desired`. */
+/** True when `observed` needs no write to be the slice `content` of `desired` (of Service `service`). */
 export function sliceMatches(
   desired: DesiredMirror,
   content: SliceContent,
   serviceUid: string,
   observed: EndpointSlice,
+  service = desired.name,
 ): boolean {
-  const ours = ownerReference(desired, serviceUid);
+  const ours = ownerReference(service, serviceUid);
   return (
-    sortedLabels(observed.metadata.labels) === sortedLabels(sliceLabels(desired)) &&
+    sortedLabels(observed.metadata.labels) === sortedLabels(sliceLabels(desired, service)) &&
     mirrorAnnotations(observed.metadata.annotations) === mirrorAnnotations(desired.endpointsAnnotations) &&
     ownerReferences(observed.metadata).some((ref) => isOurs(ref, ours)) &&
     observed.addressType === content.addressType &&
@@ -158,22 +163,23 @@ export function sliceBody(
   content: SliceContent,
   serviceUid: string,
   observed?: EndpointSlice,
+  service = desired.name,
 ): object {
-  const ours = ownerReference(desired, serviceUid);
+  const ours = ownerReference(service, serviceUid);
   const metadata = observed
     ? {
         ...observed.metadata,
-        labels: sliceLabels(desired),
+        labels: sliceLabels(desired, service),
         annotations: mergeAnnotations(observed.metadata, desired.endpointsAnnotations),
         ownerReferences: [
-          ...ownerReferences(observed.metadata).filter((ref) => !(ref.kind === "Service" && ref.name === desired.name)),
+          ...ownerReferences(observed.metadata).filter((ref) => !(ref.kind === "Service" && ref.name === service)),
           ours,
         ],
       }
     : {
         name: content.name,
         namespace: desired.namespace,
-        labels: sliceLabels(desired),
+        labels: sliceLabels(desired, service),
         annotations: { ...desired.endpointsAnnotations },
         ownerReferences: [ours],
       };

@@ -28,7 +28,7 @@ import * as v from "valibot";
 import { count, type DeepReadonly, decoder, name, ProtocolError } from "./codec.ts";
 import { SerializedErrorSchema } from "./error-schema.ts";
 import { ACTOR_FAULT_KINDS, EventRequestSchema, RemoteActorOptionsSchema, WriterOptionsSchema } from "./options.ts";
-import { ClusterSettingsSchema, ConnectionSpecSchema, DesiredMirrorSchema } from "./shapes.ts";
+import { ClusterSettingsSchema, ConnectionSpecSchema, DesiredMirrorSchema, FederatedMemberSchema } from "./shapes.ts";
 import { ClusterStatusSchema, WriterStatusSchema } from "./status.ts";
 
 export { type DeepReadonly, ProtocolError } from "./codec.ts";
@@ -114,6 +114,15 @@ export const ToWriterFromActorSchema = v.object({
   upserts: v.array(DesiredMirrorSchema),
   /** Local keys (`namespace/name`) whose mirror is no longer desired. */
   deletes: v.array(localKey),
+  /**
+   * The cluster's members of fleet-wide Services (SPEC §11), keyed by the fleet-wide
+   * Service's local key `namespace/<svc>-federated`; they follow the same rules as
+   * `upserts` (a complete batch carries them all; absent means none). Every member names
+   * the batch's `cluster` (checked by the decoder).
+   */
+  members: v.exactOptional(v.array(FederatedMemberSchema)),
+  /** Fleet-wide keys whose member from this cluster is gone. Absent means none. */
+  memberDeletes: v.exactOptional(v.array(localKey)),
 });
 export type ToWriterFromActor = DeepReadonly<v.InferOutput<typeof ToWriterFromActorSchema>>;
 
@@ -154,7 +163,15 @@ export const ToWriterSchema = v.variant("type", [
    * names still claimed by a credentials Secret that is currently invalid. Mirrors of
    * any other cluster are garbage (SPEC §1 Secret deleted / renamed, §6).
    */
-  v.object({ type: v.literal("writer.clusters"), keep: v.array(name) }),
+  v.object({
+    type: v.literal("writer.clusters"),
+    keep: v.array(name),
+    /**
+     * The registered clusters in registration order (Secret creation time, then name):
+     * the first member in it sets a fleet-wide Service's ports (SPEC §11). Absent: `keep`'s order.
+     */
+    order: v.exactOptional(v.array(name)),
+  }),
   v.object({ type: v.literal("writer.event"), event: EventRequestSchema }),
   /**
    * Leader election's write fence: no write may be sent at or after `writableUntil`
@@ -195,13 +212,19 @@ export const decodeToWriter = decoder("to writer", ToWriterSchema);
 export const decodeFromWriter = decoder("from writer", FromWriterSchema);
 
 const decodeBatch = decoder("desired channel", ToWriterFromActorSchema);
-/** Also checks that every upsert belongs to the channel's cluster. */
+/** Also checks that every upsert and member belongs to the channel's cluster. */
 export function decodeToWriterFromActor(value: unknown): ToWriterFromActor {
   const batch = decodeBatch(value);
   batch.upserts.forEach((m, i) => {
     if (m.cluster !== batch.cluster)
       throw new ProtocolError(
         `desired.batch: upserts[${i}].cluster: upsert for cluster ${m.cluster} on ${batch.cluster}'s channel`,
+      );
+  });
+  batch.members?.forEach((m, i) => {
+    if (m.cluster !== batch.cluster)
+      throw new ProtocolError(
+        `desired.batch: members[${i}].cluster: member of cluster ${m.cluster} on ${batch.cluster}'s channel`,
       );
   });
   return batch;

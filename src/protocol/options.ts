@@ -17,6 +17,8 @@ export const RemoteActorOptionsSchema = v.object({
   batchDelayMs: nonNegative,
   logLevel: v.string(),
   watchInactivityTimeoutMs: v.exactOptional(nonNegative),
+  /** Remote Services with this label (key = value) are members of fleet-wide Services (SPEC §11). */
+  memberSelector: v.object({ key: name, value: v.string() }),
   /**
    * Accept `actor.inject-fault` (tests only). Default false: the message is then
    * rejected as a protocol error. Set only by a Supervisor constructed with

@@ -7,6 +7,7 @@
  */
 import * as v from "valibot";
 import type { ClusterSettings, DesiredMirror, MirrorProblem, SkipReason } from "../core/desired.ts";
+import type { FederatedMember } from "../core/federated.ts";
 import type { ConnectionSpec } from "../kube/connection.ts";
 import { type Agree, type Assert, type DeepReadonly, name, stringRecord } from "./codec.ts";
 
@@ -46,6 +47,20 @@ const desiredMirror = v.object({
 });
 type _DesiredMirrorAgrees = Assert<Agree<DeepReadonly<v.InferOutput<typeof desiredMirror>>, DesiredMirror>>;
 export const DesiredMirrorSchema: v.GenericSchema<DesiredMirror> = desiredMirror;
+
+const federatedMember = v.object({
+  cluster: name,
+  namespace: name,
+  name,
+  remote: v.string(),
+  ports: v.pipe(v.array(mirrorServicePort), v.minLength(1, "must not be empty")),
+  addresses: v.array(v.string()),
+  notReadyAddresses: v.array(v.string()),
+  endpointPorts: v.array(mirrorEndpointPort),
+  identity: v.exactOptional(v.string()),
+});
+type _FederatedMemberAgrees = Assert<Agree<DeepReadonly<v.InferOutput<typeof federatedMember>>, FederatedMember>>;
+export const FederatedMemberSchema: v.GenericSchema<FederatedMember> = federatedMember;
 
 const SKIP_REASONS = ["mirror-name-invalid", "no-ports", "excluded-namespace"] as const;
 type _SkipReasonsAgree = Assert<Agree<(typeof SKIP_REASONS)[number], SkipReason>>;

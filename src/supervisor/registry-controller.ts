@@ -28,7 +28,7 @@ export interface RegistryControllerOptions {
 export class RegistryController {
   readonly #o: RegistryControllerOptions;
   readonly #secrets: Watcher<Secret>;
-  #registry: RegistryState = { registered: new Map(), duplicates: [], invalid: [], keep: [] };
+  #registry: RegistryState = { registered: new Map(), duplicates: [], invalid: [], keep: [], order: [] };
   readonly #winners = new Map<string, string>();
   readonly #parsed = new Map<string, { readonly version: string; readonly parsed: ParsedSecret }>();
   #reported: ReportedRegistry = NOTHING_REPORTED;

@@ -8,6 +8,9 @@
  * - `keep` is every cluster name whose mirrors must stay: the registered clusters plus
  *   names still claimed by a Secret that is currently invalid (a typo in an edit must
  *   not delete a cluster's mirrors; fixing the Secret registers it again).
+ * - `order` is the registration order: the registered clusters by their Secret's
+ *   creation time, then its namespace/name. It is stable across restarts, and decides
+ *   which member sets a fleet-wide Service's ports (SPEC §11).
  */
 import { objectKey, type Secret } from "../core/objects.ts";
 import type { InvalidReason, ParsedSecret, Registration } from "./registration.ts";
@@ -32,6 +35,7 @@ export interface RegistryState {
     readonly message: string;
   }[];
   readonly keep: readonly string[];
+  readonly order: readonly string[];
 }
 
 export function computeRegistry(
@@ -59,6 +63,7 @@ export function computeRegistry(
     candidates.set(parsed.registration.cluster, list);
   }
   const registered = new Map<string, RegisteredCluster>();
+  const since = new Map<string, readonly [string, string]>();
   const duplicates: RegistryState["duplicates"][number][] = [];
   for (const [cluster, list] of candidates) {
     const previous = previousWinners.get(cluster);
@@ -80,8 +85,12 @@ export function computeRegistry(
       secretUid: winner.entry.secret.metadata.uid ?? secretKey,
     });
     keep.add(cluster);
+    since.set(cluster, [winner.entry.secret.metadata.creationTimestamp ?? "", secretKey]);
     for (const loser of losers)
       duplicates.push({ secretKey: objectKey(loser.entry.secret.metadata), cluster, winner: secretKey });
   }
-  return { registered, duplicates, invalid, keep: [...keep].sort() };
+  const order = [...since]
+    .sort(([, [at, ak]], [, [bt, bk]]) => (at !== bt ? (at < bt ? -1 : 1) : ak < bk ? -1 : ak > bk ? 1 : 0))
+    .map(([cluster]) => cluster);
+  return { registered, duplicates, invalid, keep: [...keep].sort(), order };
 }

@@ -112,6 +112,7 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
         maxInFlight: 2,
         batchDelayMs: options.batchDelayMs ?? 10,
         logLevel: config.logLevel,
+        memberSelector: config.federatedSelector,
         ...(options.watchInactivityTimeoutMs ? { watchInactivityTimeoutMs: options.watchInactivityTimeoutMs } : {}),
         ...(options.testHooks === true ? { testHooks: true } : {}),
       },
@@ -264,12 +265,18 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
     if (this.#stopping) return;
     this.#book.retain(registry.registered);
     this.#actors.dispatch({ type: "registrations", registered: registry.registered });
-    if (this.#registry.listed) this.#writer.post({ type: "writer.clusters", keep: registry.keep });
+    if (this.#registry.listed)
+      this.#writer.post({ type: "writer.clusters", keep: registry.keep, order: registry.order });
   }
 
   /** A (re)started writer knows nothing: give it the keep set and a fresh channel per actor. */
   #attachAllToWriter(): void {
-    if (this.#registry.listed) this.#writer.post({ type: "writer.clusters", keep: this.#registry.registry.keep });
+    if (this.#registry.listed)
+      this.#writer.post({
+        type: "writer.clusters",
+        keep: this.#registry.registry.keep,
+        order: this.#registry.registry.order,
+      });
     for (const { cluster, epoch, worker } of this.#actors.running()) {
       const { port1, port2 } = new MessageChannel();
       this.#writer.post({ type: "writer.attach", cluster, epoch, port: port2 }, [port2]);

@@ -128,4 +128,37 @@ describe("gateway health in the remote-cluster actor", () => {
 
     assert.deepEqual(r.faults, []);
   });
+
+  it("a fleet-wide member carries its own gateway's dead address, not ready (SPEC §11)", async () => {
+    await client.request("POST", "/api/v1/namespaces/hsvc/services", {
+      body: {
+        metadata: {
+          name: "fleet",
+          labels: { "mirror.linkerd.io/federated": "member" },
+          annotations: { [GATEWAY_NAME]: "gateway", [GATEWAY_NS]: "hgw" },
+        },
+        spec: { ports: [{ name: "http", port: 80, protocol: "TCP" }] },
+      },
+    });
+    const probes = new FakeProbes();
+    const r = startActor(connection, { probe: probes.probe, batchDelayMs: 10 });
+    running.push(r);
+    const member = (b: Batch) => b.members?.find((m) => m.name === "fleet-federated");
+    const first = await r.waitForBatch("the complete set", (b) => b.complete);
+    assert.deepEqual(member(first)?.addresses, [IP]);
+    assert.deepEqual(member(first)?.endpointPorts, [{ name: "http", protocol: "TCP", port: 4143 }]);
+    assert.ok(
+      first.upserts.some((m) => m.name === "fleet-east"),
+      "an exported member has its own mirror too",
+    );
+    r.ack(first.seq);
+    probes.healthy = false;
+    const dead = await r.waitForBatch(
+      "the member's address not ready",
+      (b) => member(b)?.notReadyAddresses.length === 1,
+      first.seq,
+    );
+    assert.deepEqual(member(dead)?.addresses, [IP]);
+    assert.deepEqual(r.faults, []);
+  });
 });

@@ -81,6 +81,7 @@ export function startActor(
         maxInFlight: 2,
         batchDelayMs: 10,
         logLevel: "silent",
+        memberSelector: { key: "mirror.linkerd.io/federated", value: "member" },
         ...actorOptions,
       },
     },

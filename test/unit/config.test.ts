@@ -15,6 +15,7 @@ const NOT_NUMERIC = new Set([
   "leader-election-id",
   "leader-election-identity",
   "endpoints-api",
+  "federated-selector",
 ]);
 
 /**
@@ -141,5 +142,26 @@ describe("--endpoints-api", () => {
       flagsHelp(runFlags),
       /--endpoints-api <value>\s+.*endpointslices\|endpoints\|both.*\(default endpointslices/,
     );
+  });
+});
+
+describe("--federated-selector", () => {
+  it("defaults to mirror.linkerd.io/federated=member and accepts another key=value", () => {
+    const defaults = parseRunConfig([], {});
+    assert.ok(defaults !== "help");
+    assert.deepEqual(defaults.federatedSelector, { key: "mirror.linkerd.io/federated", value: "member" });
+    const other = parseRunConfig(["--federated-selector", "example.com/fleet=yes"], {});
+    assert.ok(other !== "help");
+    assert.deepEqual(other.federatedSelector, { key: "example.com/fleet", value: "yes" });
+  });
+
+  it("refuses anything but one key=value requirement at start-up, naming the flag and the value", () => {
+    for (const value of ["", "fleet", "fleet!=no", "fleet in (a,b)", "a=b,c=d", "bad key=x"]) {
+      assert.throws(
+        () => parseRunConfig(["--federated-selector", value], {}),
+        (error: Error) => error.message.startsWith(`--federated-selector: ${JSON.stringify(value)}: `),
+        value,
+      );
+    }
   });
 });

@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { DesiredMirror } from "../../src/core/desired.ts";
+import type { FederatedMember } from "../../src/core/federated.ts";
 import type { ToWriterFromActor } from "../../src/protocol/messages.ts";
 import { DesiredStore } from "../../workers/local-writer/desired-store.ts";
 
@@ -41,7 +42,13 @@ let seq = 0;
 function batch(
   cluster: string,
   epoch: number,
-  opts: { complete?: boolean; upserts?: DesiredMirror[]; deletes?: string[] } = {},
+  opts: {
+    complete?: boolean;
+    upserts?: DesiredMirror[];
+    deletes?: string[];
+    members?: FederatedMember[];
+    memberDeletes?: string[];
+  } = {},
 ): ToWriterFromActor {
   seq += 1;
   return {
@@ -52,7 +59,22 @@ function batch(
     complete: opts.complete ?? false,
     upserts: opts.upserts ?? [],
     deletes: opts.deletes ?? [],
+    ...(opts.members ? { members: opts.members } : {}),
+    ...(opts.memberDeletes ? { memberDeletes: opts.memberDeletes } : {}),
   };
+}
+
+function member(cluster: string, svc: string): FederatedMember {
+  return Object.freeze({
+    cluster,
+    namespace: "shop",
+    name: `${svc}-federated`,
+    remote: `shop/${svc}`,
+    ports: [{ name: "http", protocol: "TCP", port: 80 }],
+    addresses: ["198.18.0.10"],
+    notReadyAddresses: [],
+    endpointPorts: [{ name: "http", protocol: "TCP", port: 4143 }],
+  });
 }
 
 const sorted = (keys: Iterable<string>): string[] => [...new Set(keys)].sort();
@@ -288,5 +310,46 @@ describe("DesiredStore claimants", () => {
 
   it("claims of a key nobody wants are empty", () => {
     assert.deepEqual(new DesiredStore().claimants("shop/nothing"), []);
+  });
+});
+
+describe("DesiredStore fleet-wide members (SPEC §11)", () => {
+  it("holds members per cluster next to the mirrors; a complete batch replaces them, a delta adds or deletes", () => {
+    const store = new DesiredStore();
+    store.applyBatch(batch("east", 1, { complete: true, members: [member("east", "web"), member("east", "db")] }));
+    store.applyBatch(batch("west", 1, { complete: true, members: [member("west", "web")] }));
+    assert.deepEqual([...store.members("shop/web-federated").keys()].sort(), ["east", "west"]);
+    assert.deepEqual(sorted(store.federatedKeys()), ["shop/db-federated", "shop/web-federated"]);
+    assert.deepEqual(sorted(store.keys()), [], "members are not mirror claimants");
+
+    const touched = store.applyBatch(batch("east", 1, { memberDeletes: ["shop/web-federated"] }));
+    assert.deepEqual(touched, ["shop/web-federated"]);
+    assert.deepEqual([...store.members("shop/web-federated").keys()], ["west"]);
+
+    store.applyBatch(batch("west", 1, { complete: true }));
+    assert.deepEqual(sorted(store.federatedKeys()), ["shop/db-federated"]);
+  });
+
+  it("a cluster is unknown until its first complete set; that set re-reduces every fleet-wide key", () => {
+    const store = new DesiredStore();
+    store.setKeep(["east", "west"], ["west", "east"]);
+    assert.deepEqual(store.order(), ["west", "east"]);
+    assert.deepEqual(sorted(store.unknownClusters()), ["east", "west"]);
+    store.applyBatch(batch("east", 1, { complete: true, members: [member("east", "web")] }));
+    store.applyBatch(batch("west", 1, { members: [member("west", "db")] }));
+    assert.deepEqual(sorted(store.unknownClusters()), ["west"], "a delta does not make a cluster known");
+    const touched = store.applyBatch(batch("west", 1, { complete: true, members: [member("west", "db")] }));
+    assert.deepEqual(sorted(touched ?? []), ["shop/db-federated", "shop/web-federated"]);
+    assert.deepEqual(sorted(store.unknownClusters()), []);
+  });
+
+  it("setKeep drops an unregistered cluster's members, with their keys", () => {
+    const store = new DesiredStore();
+    store.applyBatch(batch("east", 1, { complete: true, members: [member("east", "web")] }));
+    assert.equal(store.registrationKnown, false);
+    const { keys } = store.setKeep(["west"]);
+    assert.deepEqual(keys, ["shop/web-federated"]);
+    assert.equal(store.members("shop/web-federated").size, 0);
+    assert.equal(store.registrationKnown, true);
   });
 });

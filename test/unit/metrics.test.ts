@@ -133,7 +133,7 @@ describe("metric values", () => {
     assert.equal(counts.get("crash-loop"), 0);
   });
 
-  it("count conflicts: mirrors blocked by a user's object or another cluster, not by a missing namespace", () => {
+  it("count conflicts: mirrors blocked by a user's object or another cluster, members whose ports conflict, not a missing namespace", () => {
     const blocked = (reason: string) => ({ key: `ns/${reason}`, reason, message: reason });
     const fleet: FleetStatus = {
       secretsListed: true,
@@ -148,11 +148,11 @@ describe("metric values", () => {
         writeDuration: histogram(0),
         clusters: {
           a: { mirrors: 3, complete: true, blocked: [blocked("user-owned"), blocked("namespace-missing")] },
-          b: { mirrors: 1, complete: true, blocked: [blocked("owned-by-other-cluster")] },
+          b: { mirrors: 1, complete: true, blocked: [blocked("owned-by-other-cluster"), blocked("port-conflict")] },
         },
       },
     };
-    assert.equal(countConflicts(fleet), 2);
+    assert.equal(countConflicts(fleet), 3);
     assert.equal(countConflicts(undefined), 0);
   });
 

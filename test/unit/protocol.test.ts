@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import { MessageChannel } from "node:worker_threads";
 import type { DesiredMirror } from "../../src/core/desired.ts";
+import type { FederatedMember } from "../../src/core/federated.ts";
 import { type SerializedError, serializeError } from "../../src/protocol/errors.ts";
 import {
   type ClusterStatus,
@@ -104,7 +105,14 @@ function init(writerPort = channel.port1): Extract<ToRemoteActor, { type: "actor
     cluster: { name: "east", domain: "cluster.local", excludedNamespaces: ["kube-system"] },
     epoch: 3,
     connection,
-    options: { resolvePeriodMs: 60_000, maxInFlight: 2, batchDelayMs: 10, logLevel: "info", testHooks: true },
+    options: {
+      resolvePeriodMs: 60_000,
+      maxInFlight: 2,
+      batchDelayMs: 10,
+      logLevel: "info",
+      memberSelector: { key: "mirror.linkerd.io/federated", value: "member" },
+      testHooks: true,
+    },
     writerPort,
   };
 }
@@ -119,6 +127,18 @@ const batch: ToWriterFromActor = {
   deletes: ["shop/old-east"],
 };
 
+const fleetMember: FederatedMember = {
+  cluster: "east",
+  namespace: "shop",
+  name: "web-federated",
+  remote: "shop/web",
+  ports: [{ name: "http", protocol: "TCP", port: 80, targetPort: 8080 }],
+  addresses: ["198.18.0.10", "198.18.0.11"],
+  notReadyAddresses: ["198.18.0.11"],
+  endpointPorts: [{ name: "http", protocol: "TCP", port: 4143 }],
+  identity: "gw.east",
+};
+
 const valid: { decode: (value: unknown) => unknown; message: unknown }[] = [
   { decode: decodeToRemoteActor, message: init() },
   { decode: decodeToRemoteActor, message: { type: "actor.attach-writer", cluster: "east", writerPort: channel.port2 } },
@@ -130,6 +150,10 @@ const valid: { decode: (value: unknown) => unknown; message: unknown }[] = [
   { decode: decodeFromRemoteActor, message: { type: "actor.failed", cluster: "east", epoch: 3, error } },
   { decode: decodeToWriterFromActor, message: batch },
   { decode: decodeToWriterFromActor, message: { ...batch, complete: true, upserts: [], deletes: [] } },
+  {
+    decode: decodeToWriterFromActor,
+    message: { ...batch, members: [fleetMember], memberDeletes: ["shop/db-federated"] },
+  },
   { decode: decodeToActorFromWriter, message: { type: "desired.ack", cluster: "east", epoch: 3, seq: 7 } },
   {
     decode: decodeToActorFromWriter,
@@ -157,6 +181,7 @@ const valid: { decode: (value: unknown) => unknown; message: unknown }[] = [
   },
   { decode: decodeToWriter, message: { type: "writer.attach", cluster: "east", epoch: 3, port: channel.port2 } },
   { decode: decodeToWriter, message: { type: "writer.clusters", keep: ["east", "west"] } },
+  { decode: decodeToWriter, message: { type: "writer.clusters", keep: ["east", "west"], order: ["west", "east"] } },
   {
     decode: decodeToWriter,
     message: {
@@ -316,6 +341,26 @@ const malformed: { decode: (value: unknown) => unknown; message: unknown; error:
     decode: decodeToWriterFromActor,
     message: { ...batch, upserts: [{ ...mirror, cluster: "west" }] },
     error: "desired.batch: upserts[0].cluster: upsert for cluster west on east's channel",
+  },
+  {
+    decode: decodeToWriterFromActor,
+    message: { ...batch, members: [{ ...fleetMember, cluster: "west" }] },
+    error: "desired.batch: members[0].cluster: member of cluster west on east's channel",
+  },
+  {
+    decode: decodeToWriterFromActor,
+    message: { ...batch, members: [{ ...fleetMember, notReadyAddresses: [7] }] },
+    error: "desired.batch: members[0].notReadyAddresses[0]: expected string but received 7",
+  },
+  {
+    decode: decodeToWriterFromActor,
+    message: { ...batch, members: [{ ...fleetMember, ports: [] }] },
+    error: "desired.batch: members[0].ports: must not be empty",
+  },
+  {
+    decode: decodeToWriterFromActor,
+    message: { ...batch, memberDeletes: ["no-slash"] },
+    error: "desired.batch: memberDeletes[0]: must be namespace/name",
   },
   {
     decode: decodeToWriterFromActor,

@@ -518,4 +518,28 @@ describe("computeRegistry", () => {
     assert.deepEqual(state.keep, ["east", "west"]);
     assert.equal(state.invalid[0]?.reason, "kubeconfig-unparsable");
   });
+
+  it("orders the registered clusters by their Secret's creation time, then its name (SPEC §11), not by cluster name", () => {
+    const named = (cluster: string, name: string, created: string) =>
+      secret({
+        name,
+        uid: name,
+        created,
+        annotations: {
+          "mirror.linkerd.io/cluster-name": cluster,
+          "mirror.linkerd.io/remote-cluster-domain": "cluster.local",
+        },
+      });
+    const state = computeRegistry(
+      [
+        entry(named("alpha", "s-alpha", "2026-03-01T00:00:00Z")),
+        entry(named("west", "s-b", "2026-01-01T00:00:00Z")),
+        entry(named("east", "s-a", "2026-01-01T00:00:00Z")),
+        entry(named("west", "s-dup", "2025-12-01T00:00:00Z")),
+      ],
+      new Map([["west", "s-b"]]),
+    );
+    assert.deepEqual(state.order, ["east", "west", "alpha"]);
+    assert.deepEqual(state.keep, ["alpha", "east", "west"]);
+  });
 });

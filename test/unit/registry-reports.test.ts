@@ -20,7 +20,14 @@ function registered(cluster: string, uid: string, fingerprint = "f1"): Registere
 }
 
 function registry(rs: RegisteredCluster[], extra: Partial<RegistryState> = {}): RegistryState {
-  return { registered: new Map(rs.map((r) => [r.cluster, r])), duplicates: [], invalid: [], keep: [], ...extra };
+  return {
+    registered: new Map(rs.map((r) => [r.cluster, r])),
+    duplicates: [],
+    invalid: [],
+    keep: [],
+    order: [],
+    ...extra,
+  };
 }
 
 /** Runs the passes in order; returns the reasons reported by each. */

@@ -179,7 +179,13 @@ function actorInit(epoch: number, writerPort: MessagePort | object) {
     cluster: { name: "east", domain: "cluster.local", excludedNamespaces: [] },
     epoch,
     connection: { server: "https://127.0.0.1:1", auth: { kind: "anonymous" } },
-    options: { resolvePeriodMs: 60_000, maxInFlight: 2, batchDelayMs: 10, logLevel: "silent" },
+    options: {
+      resolvePeriodMs: 60_000,
+      maxInFlight: 2,
+      batchDelayMs: 10,
+      logLevel: "silent",
+      memberSelector: { key: "mirror.linkerd.io/federated", value: "member" },
+    },
     writerPort,
   };
 }

@@ -24,6 +24,7 @@ import { sliceMirrorName, sliceOwner } from "../../src/core/endpoint-slices.ts";
 import { MANAGED_BY_FLEET_MIRROR, MANAGED_BY_LABEL, MIRRORED_SERVICE, ownerCluster } from "../../src/core/labels.ts";
 import type { EndpointSlice, Endpoints, KubeObject, Namespace, Service } from "../../src/core/objects.ts";
 import { objectKey, splitKey } from "../../src/core/objects.ts";
+import { isFederatedObject } from "../../src/core/plan-federated.ts";
 import { TokenBucket } from "../../src/core/rate-limit.ts";
 import { runWorkers, WorkQueue } from "../../src/core/workqueue.ts";
 import { KubeApiError, KubeClient } from "../../src/kube/client.ts";
@@ -170,7 +171,11 @@ export class LocalWriterActor {
         if (keys === undefined) return false;
         for (const key of keys) this.#enqueue(key);
         // A complete batch allows GC: re-check local mirrors of this cluster it no longer wants (SPEC §6).
-        if (batch.complete) this.#enqueueMirrorsOf(batch.cluster);
+        // It may also make the cluster known: every fleet-wide Service is reduced again (SPEC §11).
+        if (batch.complete) {
+          this.#enqueueMirrorsOf(batch.cluster);
+          this.#enqueueFederated();
+        }
         return true;
       },
       rejected: (_cluster, error) => {
@@ -194,6 +199,7 @@ export class LocalWriterActor {
     this.#namespaces.on("change", (name) => {
       this.#executor.namespaceSeen(name);
       for (const key of this.#desired.keys()) if (key.startsWith(`${name}/`)) this.#enqueue(key);
+      for (const key of this.#desired.federatedKeys()) if (key.startsWith(`${name}/`)) this.#enqueue(key);
     });
     for (const watcher of [this.#services, this.#endpoints, this.#slices, this.#namespaces]) {
       watcher.on("listed", () => {
@@ -237,10 +243,15 @@ export class LocalWriterActor {
     if (this.#channels.attach(cluster, epoch, port)) this.#desired.register(cluster);
   }
 
-  /** The clusters whose mirrors are kept; every other cluster's mirrors are garbage and its channel is closed. */
-  setKeep(keep: readonly string[]): void {
-    const { dropped, keys } = this.#desired.setKeep(keep);
+  /**
+   * The clusters whose mirrors are kept; every other cluster's mirrors are garbage and its
+   * channel is closed. `order`: the registration order (SPEC §11), default `keep`'s.
+   */
+  setKeep(keep: readonly string[], order?: readonly string[]): void {
+    const { dropped, keys } = this.#desired.setKeep(keep, order);
     for (const key of keys) this.#enqueue(key);
+    // Which clusters are registered, known and first may have changed.
+    this.#enqueueFederated();
     if (dropped.length > 0)
       this.#log.info({ clusters: dropped }, "clusters unregistered: their mirrors will be deleted");
     for (const cluster of this.#channels.clusters()) if (!keep.includes(cluster)) this.#channels.close(cluster);
@@ -343,11 +354,13 @@ export class LocalWriterActor {
     if (!this.#localApiFailing || !this.#ready) return;
     this.#localApiFailing = false;
     for (const key of this.#desired.keys()) this.#queue.forget(key);
+    for (const key of this.#desired.federatedKeys()) this.#queue.forget(key);
     this.#resyncAll();
   }
 
   #resyncAll(): void {
     for (const key of this.#desired.keys()) this.#enqueue(key);
+    for (const key of this.#desired.federatedKeys()) this.#enqueue(key);
     for (const key of this.#services.keys()) this.#enqueue(key);
     for (const key of this.#endpoints.keys()) this.#enqueue(key);
     for (const slice of this.#slices.values()) {
@@ -375,6 +388,13 @@ export class LocalWriterActor {
   /** Enqueues every observed local mirror (any of its objects) labelled as `cluster`'s. */
   #enqueueMirrorsOf(cluster: string): void {
     for (const { key, owner } of this.#observedMirrors()) if (owner === cluster) this.#enqueue(key);
+  }
+
+  /** Enqueues every fleet-wide key: those with members, and our fleet-wide Services observed (SPEC §11). */
+  #enqueueFederated(): void {
+    for (const key of this.#desired.federatedKeys()) this.#enqueue(key);
+    for (const service of this.#services.values())
+      if (isFederatedObject("Service", service)) this.#enqueue(objectKey(service.metadata));
   }
 
   #enqueue(key: string): void {

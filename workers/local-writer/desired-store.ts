@@ -14,9 +14,13 @@
  *   clusters) or by being named in `setKeep`; only `setKeep` unregisters. A batch of a
  *   registered cluster is always absorbed, even before a `setKeep` names the cluster;
  *   a batch of an unregistered one is refused (`applyBatch` returns undefined), never
- *   silently dropped, so the caller can ask for it again.
+ *   silently dropped, so the caller can ask for it again;
+ * - members of fleet-wide Services (SPEC §11) are held per cluster next to its mirrors,
+ *   under the same rules (a complete batch replaces them all), keyed by the fleet-wide
+ *   key; a cluster is *known* once it sent a complete set (`known`).
  */
 import type { DesiredMirror } from "../../src/core/desired.ts";
+import type { FederatedMember } from "../../src/core/federated.ts";
 import { objectKey } from "../../src/core/objects.ts";
 import type { ToWriterFromActor } from "../../src/protocol/messages.ts";
 
@@ -24,13 +28,18 @@ interface ClusterDesired {
   epoch: number;
   complete: boolean;
   readonly mirrors: Map<string, DesiredMirror>;
+  /** Fleet-wide key → this cluster's member. */
+  readonly members: Map<string, FederatedMember>;
 }
 
 export class DesiredStore {
   readonly #clusters = new Map<string, ClusterDesired>();
   /** local key → clusters that want a mirror under that name */
   readonly #claimants = new Map<string, Set<string>>();
+  /** fleet-wide key → clusters that hold a member of it */
+  readonly #memberClusters = new Map<string, Set<string>>();
   #keep: Set<string> | undefined;
+  #order: readonly string[] = [];
 
   /** Registers a cluster: its batches are absorbed and its mirrors kept until a `setKeep` leaves it out. */
   register(cluster: string): void {
@@ -38,7 +47,7 @@ export class DesiredStore {
   }
 
   /**
-   * Applies a batch; returns the local keys whose desired state may have changed, or
+   * Applies a batch; returns the local keys (mirror and fleet-wide) whose desired state may have changed, or
    * undefined when the batch is refused: its cluster is not registered, or its epoch is
    * older than the newest seen for the cluster.
    */
@@ -47,7 +56,7 @@ export class DesiredStore {
     if (cd && batch.epoch < cd.epoch) return undefined;
     if (this.#keep && !this.#keep.has(batch.cluster)) return undefined;
     if (!cd) {
-      cd = { epoch: batch.epoch, complete: false, mirrors: new Map() };
+      cd = { epoch: batch.epoch, complete: false, mirrors: new Map(), members: new Map() };
       this.#clusters.set(batch.cluster, cd);
     }
     cd.epoch = batch.epoch;
@@ -60,7 +69,31 @@ export class DesiredStore {
           touched.push(key);
         }
       }
+      const nextMembers = new Set((batch.members ?? []).map((m) => objectKey(m)));
+      for (const key of [...cd.members.keys()]) {
+        if (!nextMembers.has(key)) {
+          this.#removeMember(batch.cluster, cd, key);
+          touched.push(key);
+        }
+      }
+      // The first complete set makes the cluster known: every fleet-wide key it may
+      // have been kept in (unknown) is reduced again.
+      if (!cd.complete) touched.push(...this.#memberClusters.keys());
       cd.complete = true;
+    }
+    for (const key of batch.memberDeletes ?? []) {
+      if (cd.members.has(key)) {
+        this.#removeMember(batch.cluster, cd, key);
+        touched.push(key);
+      }
+    }
+    for (const member of batch.members ?? []) {
+      const key = objectKey(member);
+      cd.members.set(key, member);
+      const clusters = this.#memberClusters.get(key) ?? new Set<string>();
+      this.#memberClusters.set(key, clusters);
+      clusters.add(batch.cluster);
+      touched.push(key);
     }
     for (const key of batch.deletes) {
       if (cd.mirrors.has(key)) {
@@ -81,10 +114,12 @@ export class DesiredStore {
 
   /**
    * Sets the clusters whose mirrors are kept; forgets the desired state of every other
-   * cluster. Returns the clusters dropped and the keys they claimed.
+   * cluster. `order` is the registration order (SPEC §11; default: `keep`'s). Returns
+   * the clusters dropped and the keys they claimed.
    */
-  setKeep(keep: Iterable<string>): { dropped: string[]; keys: string[] } {
+  setKeep(keep: Iterable<string>, order?: readonly string[]): { dropped: string[]; keys: string[] } {
     this.#keep = new Set(keep);
+    this.#order = [...(order ?? this.#keep)];
     const dropped: string[] = [];
     const keys: string[] = [];
     for (const [cluster, cd] of this.#clusters) {
@@ -92,6 +127,10 @@ export class DesiredStore {
       dropped.push(cluster);
       for (const key of [...cd.mirrors.keys()]) {
         this.#remove(cluster, cd, key);
+        keys.push(key);
+      }
+      for (const key of [...cd.members.keys()]) {
+        this.#removeMember(cluster, cd, key);
         keys.push(key);
       }
       this.#clusters.delete(cluster);
@@ -106,6 +145,40 @@ export class DesiredStore {
   gcAllowed(cluster: string): boolean {
     if (!this.#keep) return this.#clusters.get(cluster)?.complete === true;
     return !this.#keep.has(cluster) || this.#clusters.get(cluster)?.complete === true;
+  }
+
+  /** The members of fleet-wide key `key`, by cluster (any cluster whose set is held). */
+  members(key: string): Map<string, FederatedMember> {
+    const out = new Map<string, FederatedMember>();
+    for (const cluster of this.#memberClusters.get(key) ?? []) {
+      const member = this.#clusters.get(cluster)?.members.get(key);
+      if (member) out.set(cluster, member);
+    }
+    return out;
+  }
+
+  /** Fleet-wide keys some cluster holds a member of. */
+  federatedKeys(): IterableIterator<string> {
+    return this.#memberClusters.keys();
+  }
+
+  /**
+   * Registered clusters whose complete set has not arrived (SPEC §11: their membership
+   * is unknown, not empty). Before the first `setKeep`, the clusters attached so far.
+   */
+  unknownClusters(): Set<string> {
+    const registered = this.#keep ?? new Set(this.#clusters.keys());
+    return new Set([...registered].filter((c) => this.#clusters.get(c)?.complete !== true));
+  }
+
+  /** Whether a `setKeep` arrived: the registered clusters are known. */
+  get registrationKnown(): boolean {
+    return this.#keep !== undefined;
+  }
+
+  /** The registration order of the last `setKeep` (empty before it). */
+  order(): readonly string[] {
+    return this.#order;
   }
 
   claimants(key: string): readonly string[] {
@@ -124,6 +197,13 @@ export class DesiredStore {
     const out = new Map<string, { mirrors: number; complete: boolean }>();
     for (const [cluster, cd] of this.#clusters) out.set(cluster, { mirrors: cd.mirrors.size, complete: cd.complete });
     return out;
+  }
+
+  #removeMember(cluster: string, cd: ClusterDesired, key: string): void {
+    cd.members.delete(key);
+    const clusters = this.#memberClusters.get(key);
+    clusters?.delete(cluster);
+    if (clusters?.size === 0) this.#memberClusters.delete(key);
   }
 
   #remove(cluster: string, cd: ClusterDesired, key: string): void {

@@ -86,7 +86,7 @@ export function hostLocalWriter(port: ChannelPort<FromWriter>, deps: WriterHostD
         else message.port.close();
         return;
       case "writer.clusters":
-        actor?.setKeep(message.keep);
+        actor?.setKeep(message.keep, message.order);
         return;
       case "writer.event":
         void actor

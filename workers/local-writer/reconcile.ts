@@ -8,6 +8,8 @@
  */
 
 import { desiredSliceContents, sliceNames } from "../../src/core/endpoint-slices.ts";
+import { reduceFederated } from "../../src/core/federated.ts";
+import { SERVICE_NAME_LABEL } from "../../src/core/labels.ts";
 import type { EndpointSlice, Endpoints, KubeObject, Namespace, Service } from "../../src/core/objects.ts";
 import { objectKey, splitKey } from "../../src/core/objects.ts";
 import {
@@ -19,6 +21,12 @@ import {
   planMirror,
   type WriteAction,
 } from "../../src/core/plan.ts";
+import {
+  annotatedClusters,
+  type FederatedPlan,
+  isFederatedObject,
+  planFederated,
+} from "../../src/core/plan-federated.ts";
 import type { ReconcileResult } from "../../src/core/workqueue.ts";
 import { KubeApiError, type KubeClient } from "../../src/kube/client.ts";
 import type { Logger } from "../../src/log.ts";
@@ -37,7 +45,7 @@ export interface ReconcilerDeps {
   readonly services: Store<Service>;
   readonly endpoints: Store<Endpoints>;
   /** Label-selected: only slices with the mirror labels and fleet-mirror's `managed-by`. */
-  readonly slices: Store<EndpointSlice>;
+  readonly slices: Store<EndpointSlice> & { values(): Iterable<EndpointSlice> };
   readonly namespaces: Store<Namespace>;
   readonly cache: MutationCache;
   readonly executor: WriteExecutor;
@@ -71,12 +79,15 @@ export class MirrorReconciler {
   readonly #deps: ReconcilerDeps;
   /** Keys whose mirror is not written, with the cluster that wants it and why. */
   readonly #blocked = new Map<string, Blocked & { cluster: string }>();
+  /** Fleet-wide keys → member cluster → why its member is not (wholly) written (SPEC §11). */
+  readonly #fleetProblems = new Map<string, Map<string, { reason: string; message: string }>>();
 
   constructor(deps: ReconcilerDeps) {
     this.#deps = deps;
   }
 
   async reconcile(key: string): Promise<ReconcileResult> {
+    if (this.#isFederated(key)) return this.#reconcileFederated(key);
     // A new mirror's slices need its Service's uid (their ownerReference): after the
     // Service is created, plan once more at once rather than wait for the watch.
     for (let pass = 0; ; pass++) {
@@ -182,19 +193,144 @@ export class MirrorReconciler {
     }
   }
 
-  /** Blocked mirrors by the cluster that wants them. */
+  /** Blocked mirrors and fleet-wide members by the cluster that wants them. */
   blockedByCluster(): Map<string, BlockedMirror[]> {
     const out = new Map<string, BlockedMirror[]>();
-    for (const [key, b] of this.#blocked) {
-      const list = out.get(b.cluster) ?? [];
-      list.push({ key, reason: b.reason, message: b.message });
-      out.set(b.cluster, list);
-    }
+    const add = (cluster: string, entry: BlockedMirror): void => {
+      const list = out.get(cluster) ?? [];
+      list.push(entry);
+      out.set(cluster, list);
+    };
+    for (const [key, b] of this.#blocked) add(b.cluster, { key, reason: b.reason, message: b.message });
+    for (const [key, byCluster] of this.#fleetProblems)
+      for (const [cluster, p] of byCluster) add(cluster, { key, reason: p.reason, message: p.message });
     return out;
   }
 
+  // -------------------------------------------------------------------------------
+  // Fleet-wide Services (SPEC §11): one key reduced from every member cluster's state.
+
+  /** A fleet-wide key: some cluster holds a member of it, or our fleet-wide Service holds the name. */
+  #isFederated(key: string): boolean {
+    if (this.#deps.desired.members(key).size > 0) return true;
+    const service = this.#deps.cache.observed("Service", key, this.#deps.services.get(key));
+    return service !== undefined && isFederatedObject("Service", service);
+  }
+
+  async #reconcileFederated(key: string): Promise<ReconcileResult> {
+    // As for a mirror: once the Service is created, its slices need its uid at once.
+    for (let pass = 0; ; pass++) {
+      const { plan, observed, members } = await this.#planFederated(key);
+      if (plan.blocked) {
+        this.#setFleetProblems(
+          key,
+          new Map(
+            members.map((cluster) => [
+              cluster,
+              { reason: plan.blocked?.reason ?? "", message: plan.blocked?.message ?? "" },
+            ]),
+          ),
+        );
+        return { kind: "requeue-after", ms: this.#deps.options.blockedRecheckMs };
+      }
+      for (const action of deletesServiceLast(plan.actions)) {
+        const target =
+          action.kind === "Namespace"
+            ? undefined
+            : observed.find((o) => o.kind === action.kind && o.object.metadata.name === action.name)?.object;
+        const outcome = await this.#deps.executor.apply(key, action, undefined, target);
+        if (outcome) return outcome;
+      }
+      const createdService = plan.actions.some((a) => a.verb === "create" && a.kind === "Service");
+      if (pass > 0 || !createdService || this.#deps.options.endpointsApi === "endpoints") return { kind: "done" };
+    }
+  }
+
+  async #planFederated(key: string): Promise<{ plan: FederatedPlan; observed: ObservedObject[]; members: string[] }> {
+    const { desired: store, cache, options } = this.#deps;
+    const { namespace = "", name } = splitKey(key);
+    const members = store.members(key);
+    let service = cache.observed("Service", key, this.#deps.services.get(key));
+    let endpoints = cache.observed("Endpoints", key, this.#deps.endpoints.get(key));
+    const namespaceExists = this.#deps.namespaces.get(namespace) !== undefined;
+    // Our stores hold only labelled objects: a user's Service or Endpoints of the name
+    // is looked up before the fleet-wide Service is created (SPEC §5, §11).
+    if (members.size > 0 && !service && namespaceExists) {
+      service = await this.#getUnlabelled<Service>("Service", key);
+      endpoints ??= await this.#getUnlabelled<Endpoints>("Endpoints", key);
+    }
+    const reduction = reduceFederated({
+      members,
+      order: store.order(),
+      unknown: store.unknownClusters(),
+      registrationKnown: store.registrationKnown,
+      observedClusters: service && isFederatedObject("Service", service) ? annotatedClusters(service) : [],
+    });
+    const observed: ObservedObject[] = [];
+    if (service) observed.push({ kind: "Service", object: service });
+    if (endpoints) observed.push({ kind: "Endpoints", object: endpoints });
+    const sliceKeys = new Set<string>();
+    for (const slice of this.#deps.slices.values())
+      if (slice.metadata.namespace === namespace && slice.metadata.labels?.[SERVICE_NAME_LABEL] === name)
+        sliceKeys.add(objectKey({ namespace, name: slice.metadata.name }));
+    if (reduction.kind === "write")
+      for (const part of reduction.parts)
+        for (const sliceName of sliceNames(`${name}-${part.cluster}`))
+          sliceKeys.add(objectKey({ namespace, name: sliceName }));
+    for (const sliceKey of sliceKeys) {
+      const slice = cache.observed("EndpointSlice", sliceKey, this.#deps.slices.get(sliceKey));
+      if (slice) observed.push({ kind: "EndpointSlice", object: slice });
+    }
+    const plan = planFederated({
+      namespace,
+      name,
+      reduction,
+      observed,
+      endpointsApi: options.endpointsApi,
+      namespaceExists,
+      createNamespaces: options.createNamespaces,
+      excludedNamespaces: options.excludedNamespaces,
+    });
+    if (!plan.blocked) {
+      const problems = new Map<string, { reason: string; message: string }>();
+      if (reduction.kind === "write")
+        for (const e of reduction.excluded) problems.set(e.cluster, { reason: "port-conflict", message: e.message });
+      this.#setFleetProblems(key, problems);
+    }
+    // A cluster's own mirror under a fleet-wide name (a cluster named "federated"): the
+    // fleet-wide Service keeps the name.
+    for (const cluster of store.claimants(key))
+      this.block(key, cluster, {
+        reason: "owned-by-other-cluster",
+        message: `mirror name ${key} is a fleet-wide Service's; cluster ${cluster}'s mirror is not written`,
+      });
+    return { plan, observed, members: [...members.keys()].sort() };
+  }
+
+  /** Replaces the problems of fleet-wide key `key`; a new message is logged and recorded as an Event. */
+  #setFleetProblems(key: string, problems: Map<string, { reason: string; message: string }>): void {
+    const previous = this.#fleetProblems.get(key);
+    if (problems.size === 0) this.#fleetProblems.delete(key);
+    else this.#fleetProblems.set(key, problems);
+    const { namespace, name } = splitKey(key);
+    for (const [cluster, p] of problems) {
+      if (previous?.get(cluster)?.message === p.message) continue;
+      this.#deps.log.warn({ key, cluster, reason: p.reason }, p.message);
+      if (namespace && p.reason !== "namespace-missing" && p.reason !== "excluded-namespace")
+        this.#deps.recordEvent({
+          involved: { kind: "Service", apiVersion: "v1", namespace, name },
+          type: "Warning",
+          reason: p.reason === "port-conflict" ? "FederatedPortConflict" : "FederatedNameConflict",
+          message: p.message,
+        });
+    }
+  }
+
   /** GETs an object our label-selected stores may not show; undefined when it does not exist. */
-  async #getUnlabelled<T extends KubeObject>(kind: "Endpoints" | "EndpointSlice", key: string): Promise<T | undefined> {
+  async #getUnlabelled<T extends KubeObject>(
+    kind: "Service" | "Endpoints" | "EndpointSlice",
+    key: string,
+  ): Promise<T | undefined> {
     const { namespace = "", name } = splitKey(key);
     try {
       return await this.#deps.client.request<T>("GET", objectPath(kind, namespace, name));

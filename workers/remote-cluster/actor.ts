@@ -22,7 +22,8 @@
  * unreachable nothing is sent: the writer keeps the mirrors.
  */
 import { systemClock } from "../../src/core/clock.ts";
-import { type ClusterSettings, exportedGateway, ingressHostnames, viewGateway } from "../../src/core/desired.ts";
+import { type ClusterSettings, ingressHostnames, viewGateway } from "../../src/core/desired.ts";
+import { isMember, memberGateway } from "../../src/core/federated.ts";
 import { objectKey, type Service } from "../../src/core/objects.ts";
 import { KubeClient } from "../../src/kube/client.ts";
 import type { ConnectionSpec } from "../../src/kube/connection.ts";
@@ -36,7 +37,7 @@ import type {
 } from "../../src/protocol/messages.ts";
 import { type DesiredPort, DesiredSender, type FlowState } from "./desired-sender.ts";
 import { GatewayHealth } from "./gateway-health.ts";
-import { GatewayIndex } from "./gateway-index.ts";
+import { exportGatewayOf, GatewayIndex } from "./gateway-index.ts";
 import { HostnameCache } from "./hostnames.ts";
 import { httpProbe, type Probe } from "./http-probe.ts";
 import { createResolver, type Resolver } from "./resolver.ts";
@@ -77,7 +78,7 @@ export class RemoteClusterActor {
   readonly #log: Logger;
   readonly #client: KubeClient;
   readonly #watcher: Watcher<Service>;
-  readonly #gateways = new GatewayIndex();
+  readonly #gateways: GatewayIndex;
   readonly #hostnames: HostnameCache;
   readonly #sender: DesiredSender;
   readonly #health: GatewayHealth;
@@ -107,6 +108,13 @@ export class RemoteClusterActor {
     this.#init = init;
     this.#ports = ports;
     this.#log = deps.logger;
+    const selector = init.options.memberSelector;
+    // A Service uses its export's gateway (SPEC §2) and, as a fleet-wide member, its
+    // member gateway (SPEC §11): a change of either recomputes it.
+    this.#gateways = new GatewayIndex((service) => {
+      const keys = exportGatewayOf(service);
+      return isMember(selector, service) ? [...new Set([...keys, objectKey(memberGateway(service))])] : keys;
+    });
     this.#client = new KubeClient(init.connection, {
       userAgent: `fleet-mirror/remote-cluster ${init.cluster.name}`,
       logger: deps.logger,
@@ -142,6 +150,7 @@ export class RemoteClusterActor {
       batchDelayMs: init.options.batchDelayMs,
       maxInFlight: init.options.maxInFlight,
       services: this.#watcher,
+      memberSelector: selector,
       lookupHostname: this.#hostnames.lookup,
       deadAddresses: (gatewayKey) => this.#health.deadAddresses(gatewayKey),
       log: deps.logger,
@@ -258,20 +267,19 @@ export class RemoteClusterActor {
     this.#sender.markDirty(key);
     // A gateway changed: every mirror of THIS cluster that uses it is recomputed.
     for (const user of this.#gateways.usersOf(key)) this.#sender.markDirty(user);
-    const newGateway = this.#gateways.update(key, previous, current);
+    const newGateways = this.#gateways.update(key, previous, current);
     if (current && this.#gateways.isGateway(key)) this.#resolveHostnames(current);
     // Probes follow the gateways in use: this one changed, or a Service started or
     // stopped using one.
     const touched = new Set<string>([key]);
     for (const service of [previous, current]) {
-      const gw = service ? exportedGateway(service) : undefined;
-      if (gw) touched.add(objectKey(gw));
+      if (service) for (const gatewayKey of this.#gateways.gatewaysOf(service)) touched.add(gatewayKey);
     }
     for (const gatewayKey of touched) this.#syncProbe(gatewayKey);
     // A Service that starts using a gateway whose hostnames nobody used before: resolve
     // them now, not at the next periodic round (its Endpoints would stay empty meanwhile).
-    if (newGateway) {
-      const gateway = this.#watcher.get(newGateway);
+    for (const gatewayKey of newGateways) {
+      const gateway = this.#watcher.get(gatewayKey);
       if (gateway) this.#resolveHostnames(gateway);
     }
     if (this.#state === "stale") this.#setState("synced");

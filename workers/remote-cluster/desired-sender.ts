@@ -10,7 +10,9 @@
  * - between complete batches, changes are coalesced by remote Service key and sent as
  *   deltas, with at most `maxInFlight` batches un-acknowledged (`lastSent − lastAcked`);
  * - `sent` holds, per local mirror key, the JSON of the mirror last sent: what the
- *   writer holds. A mirror equal to it is not sent again.
+ *   writer holds. A mirror equal to it is not sent again. Members of fleet-wide Services
+ *   (SPEC §11) travel the same way, next to the mirrors, keyed by the fleet-wide key
+ *   (`sentMembers`): a remote Service may be both exported and a member.
  */
 import {
   type ClusterSettings,
@@ -21,6 +23,12 @@ import {
   type MirrorProblem,
   viewGateway,
 } from "../../src/core/desired.ts";
+import {
+  desiredMemberFor,
+  type FederatedMember,
+  type MemberSelector,
+  memberGateway,
+} from "../../src/core/federated.ts";
 import { objectKey, type Service } from "../../src/core/objects.ts";
 import type { Logger } from "../../src/log.ts";
 import { serializeError } from "../../src/protocol/errors.ts";
@@ -55,6 +63,8 @@ export interface DesiredSenderDeps {
   readonly batchDelayMs: number;
   readonly maxInFlight: number;
   readonly services: ServiceSource;
+  /** Remote Services with this label are fleet-wide members (SPEC §11). */
+  readonly memberSelector: MemberSelector;
   readonly lookupHostname: (hostname: string) => readonly string[] | undefined;
   /** The dead addresses of gateway `key` (SPEC §10); undefined when it is not probed. */
   readonly deadAddresses: (gatewayKey: string) => ReadonlySet<string> | undefined;
@@ -72,6 +82,11 @@ export class DesiredSender {
   /** Local mirror key → JSON of the mirror last sent (what the writer holds). */
   readonly #sent = new Map<string, string>();
   readonly #problems = new Map<string, MirrorProblem>();
+  /** Remote service key → the fleet-wide key of the member last sent for it. */
+  readonly #memberKeyOf = new Map<string, string>();
+  /** Fleet-wide key → JSON of this cluster's member last sent. */
+  readonly #sentMembers = new Map<string, string>();
+  readonly #memberProblems = new Map<string, MirrorProblem>();
   #dirty = new Set<string>();
   #needSnapshot = false;
   #writer: DesiredPort | undefined;
@@ -137,8 +152,13 @@ export class DesiredSender {
     return this.#sent.size;
   }
 
+  /** Fleet-wide members the writer holds (as last sent). */
+  get members(): number {
+    return this.#sentMembers.size;
+  }
+
   problems(): MirrorProblem[] {
-    return [...this.#problems.values()];
+    return [...this.#problems.values(), ...this.#memberProblems.values()];
   }
 
   stop(): void {
@@ -165,8 +185,7 @@ export class DesiredSender {
     this.scheduleFlush();
   }
 
-  #gatewayView(service: Service, cache: Map<string, GatewayView>): GatewayView {
-    const gw = exportedGateway(service);
+  #gatewayView(gw: { name: string; namespace: string } | undefined, cache: Map<string, GatewayView>): GatewayView {
     const key = gw ? objectKey(gw) : "";
     let view = cache.get(key);
     if (!view) {
@@ -176,30 +195,56 @@ export class DesiredSender {
     return view;
   }
 
-  /** Recomputes one remote service's mirror; returns the mirror (or undefined) and records problems. */
-  #compute(key: string, cache: Map<string, GatewayView>): DesiredMirror | undefined {
+  /**
+   * Recomputes one remote service's mirror and fleet-wide member, each with this
+   * cluster's own view of its gateway; records problems.
+   */
+  #compute(
+    key: string,
+    cache: Map<string, GatewayView>,
+  ): { mirror: DesiredMirror | undefined; member: FederatedMember | undefined } {
     const service = this.#deps.services.get(key);
     const outcome = service
-      ? desiredMirrorFor(this.#deps.cluster, service, this.#gatewayView(service, cache))
+      ? desiredMirrorFor(this.#deps.cluster, service, this.#gatewayView(exportedGateway(service), cache))
       : ({ kind: "not-exported" } as const);
-    this.#setProblem(key, outcome.kind === "problem" ? outcome.problem : undefined);
-    return outcome.kind === "mirror" ? outcome.mirror : undefined;
+    this.#setProblem(this.#problems, "exported", key, outcome.kind === "problem" ? outcome.problem : undefined);
+    const membership = service
+      ? desiredMemberFor(
+          this.#deps.cluster,
+          this.#deps.memberSelector,
+          service,
+          this.#gatewayView(memberGateway(service), cache),
+        )
+      : ({ kind: "not-member" } as const);
+    this.#setProblem(
+      this.#memberProblems,
+      "member",
+      key,
+      membership.kind === "problem" ? membership.problem : undefined,
+    );
+    return {
+      mirror: outcome.kind === "mirror" ? outcome.mirror : undefined,
+      member: membership.kind === "member" ? membership.member : undefined,
+    };
   }
 
-  /** Records (or clears) the problem of one remote Service; a change is logged and published. */
-  #setProblem(key: string, problem: MirrorProblem | undefined): void {
-    const previous = this.#problems.get(key);
+  /** Records (or clears) a problem of one remote Service; a change is logged and published. */
+  #setProblem(
+    problems: Map<string, MirrorProblem>,
+    role: "exported" | "member",
+    key: string,
+    problem: MirrorProblem | undefined,
+  ): void {
+    const previous = problems.get(key);
     if (previous?.message === problem?.message && previous?.reason === problem?.reason) return;
     this.#deps.statusChanged();
+    const what = role === "exported" ? `exported Service ${key} is not mirrored` : `Service ${key} is not a member`;
     if (problem) {
-      this.#problems.set(key, problem);
-      this.#deps.log.warn(
-        { remote: key, reason: problem.reason },
-        `exported Service ${key} is not mirrored: ${problem.message}`,
-      );
+      problems.set(key, problem);
+      this.#deps.log.warn({ remote: key, reason: problem.reason }, `${what}: ${problem.message}`);
     } else {
-      this.#problems.delete(key);
-      if (previous) this.#deps.log.info({ remote: key }, `exported Service ${key} no longer has a mirror problem`);
+      problems.delete(key);
+      if (previous) this.#deps.log.info({ remote: key }, `${what} any more: the problem is gone`);
     }
   }
 
@@ -211,8 +256,9 @@ export class DesiredSender {
       return;
     }
     const complete = this.#needSnapshot;
-    const { upserts, deletes } = complete ? this.#completeSet() : this.#delta();
-    if (!complete && upserts.length === 0 && deletes.length === 0) return;
+    const { upserts, deletes, members, memberDeletes } = complete ? this.#completeSet() : this.#delta();
+    const empty = upserts.length + deletes.length + members.length + memberDeletes.length === 0;
+    if (!complete && empty) return;
     this.#credits = sent(this.#credits);
     this.#writer.postMessage({
       type: "desired.batch",
@@ -222,56 +268,92 @@ export class DesiredSender {
       complete,
       upserts,
       deletes,
+      ...(members.length > 0 ? { members } : {}),
+      ...(memberDeletes.length > 0 ? { memberDeletes } : {}),
     });
     this.#deps.statusChanged();
     if (this.#dirty.size > 0 || this.#needSnapshot) this.scheduleFlush();
   }
 
-  /** Every mirror of the cluster, with `sent` rebuilt to match. */
-  #completeSet(): { upserts: DesiredMirror[]; deletes: string[] } {
+  /** Every mirror and member of the cluster, with `sent` and `sentMembers` rebuilt to match. */
+  #completeSet(): Changes {
     const cache = new Map<string, GatewayView>();
-    const upserts: DesiredMirror[] = [];
+    const changes: Changes = { upserts: [], deletes: [], members: [], memberDeletes: [] };
     this.#needSnapshot = false;
     this.#dirty.clear();
-    this.#sent.clear();
-    this.#mirrorKeyOf.clear();
-    for (const key of [...this.#problems.keys()]) if (!this.#deps.services.get(key)) this.#setProblem(key, undefined);
+    for (const sent of [this.#sent, this.#mirrorKeyOf, this.#sentMembers, this.#memberKeyOf]) sent.clear();
+    for (const [problems, role] of [
+      [this.#problems, "exported"],
+      [this.#memberProblems, "member"],
+    ] as const) {
+      for (const key of [...problems.keys()])
+        if (!this.#deps.services.get(key)) this.#setProblem(problems, role, key, undefined);
+    }
     for (const service of this.#deps.services.values()) {
       const key = objectKey(service.metadata);
-      const mirror = this.#compute(key, cache);
-      if (!mirror) continue;
-      const mirrorKey = objectKey(mirror);
-      this.#mirrorKeyOf.set(key, mirrorKey);
-      this.#sent.set(mirrorKey, JSON.stringify(mirror));
-      upserts.push(mirror);
+      const { mirror, member } = this.#compute(key, cache);
+      if (mirror) {
+        const mirrorKey = objectKey(mirror);
+        this.#mirrorKeyOf.set(key, mirrorKey);
+        this.#sent.set(mirrorKey, JSON.stringify(mirror));
+        changes.upserts.push(mirror);
+      }
+      if (member) {
+        const fleetKey = objectKey(member);
+        this.#memberKeyOf.set(key, fleetKey);
+        this.#sentMembers.set(fleetKey, JSON.stringify(member));
+        changes.members.push(member);
+      }
     }
-    return { upserts, deletes: [] };
+    return changes;
   }
 
-  /** The mirrors of the changed Services that differ from what was sent, and the mirrors gone. */
-  #delta(): { upserts: DesiredMirror[]; deletes: string[] } {
+  /** The mirrors and members of the changed Services that differ from what was sent, and those gone. */
+  #delta(): Changes {
     const cache = new Map<string, GatewayView>();
-    const upserts: DesiredMirror[] = [];
-    const deletes: string[] = [];
+    const changes: Changes = { upserts: [], deletes: [], members: [], memberDeletes: [] };
     const dirty = this.#dirty;
     this.#dirty = new Set();
     for (const key of dirty) {
-      const mirror = this.#compute(key, cache);
-      const previousKey = this.#mirrorKeyOf.get(key);
-      const mirrorKey = mirror ? objectKey(mirror) : undefined;
-      if (previousKey && previousKey !== mirrorKey) {
-        this.#sent.delete(previousKey);
-        this.#mirrorKeyOf.delete(key);
-        deletes.push(previousKey);
-      }
-      if (mirror && mirrorKey) {
-        const json = JSON.stringify(mirror);
-        if (this.#sent.get(mirrorKey) === json) continue;
-        this.#sent.set(mirrorKey, json);
-        this.#mirrorKeyOf.set(key, mirrorKey);
-        upserts.push(mirror);
-      }
+      const { mirror, member } = this.#compute(key, cache);
+      diffOne(key, mirror, this.#mirrorKeyOf, this.#sent, changes.upserts, changes.deletes);
+      diffOne(key, member, this.#memberKeyOf, this.#sentMembers, changes.members, changes.memberDeletes);
     }
-    return { upserts, deletes };
+    return changes;
   }
+}
+
+/** What one batch carries. */
+interface Changes {
+  readonly upserts: DesiredMirror[];
+  readonly deletes: string[];
+  readonly members: FederatedMember[];
+  readonly memberDeletes: string[];
+}
+
+/**
+ * Compares the recomputed value of remote Service `key` (a mirror or a member, keyed by
+ * its local key) with what was last sent; records and returns the upsert or delete due.
+ */
+function diffOne<T extends { readonly namespace: string; readonly name: string }>(
+  key: string,
+  value: T | undefined,
+  keyOf: Map<string, string>,
+  sentJson: Map<string, string>,
+  upserts: T[],
+  deletes: string[],
+): void {
+  const previousKey = keyOf.get(key);
+  const localKey = value ? objectKey(value) : undefined;
+  if (previousKey && previousKey !== localKey) {
+    sentJson.delete(previousKey);
+    keyOf.delete(key);
+    deletes.push(previousKey);
+  }
+  if (!value || !localKey) return;
+  const json = JSON.stringify(value);
+  if (sentJson.get(localKey) === json) return;
+  sentJson.set(localKey, json);
+  keyOf.set(key, localKey);
+  upserts.push(value);
 }

@@ -1,0 +1,314 @@
+/**
+ * What the local writer must do for one fleet-wide Service (local key
+ * `namespace/<svc>-federated`, SPEC §11), as a pure function of the reduction of its
+ * members (federated.ts) and the observed local objects. It produces the same
+ * `WriteAction`s as a mirror's plan and reuses its object bodies and comparisons.
+ *
+ * The objects: the Service (ports of the first member, the sorted `federated-clusters`
+ * annotation: the only object every member cluster shares); in `endpointslices`/`both`
+ * mode one part per member cluster, its own slices `<svc>-federated-<cluster>-ipv4|ipv6`
+ * labelled with that cluster, written from that cluster's member alone; in
+ * `endpoints`/`both` mode one Endpoints object with a subset per member cluster.
+ *
+ * Guarantees (unit tested):
+ * - nothing is planned on an object fleet-mirror does not own as a fleet-wide object
+ *   (labels `mirrored-service` and `federated`, and for slices its `managed-by`): a
+ *   user's object under one of the names blocks the whole Service;
+ * - the part of a kept (unknown) cluster is neither written nor deleted; while a kept
+ *   cluster exists, the shared Endpoints object is left as observed;
+ * - nothing is written when the observed objects match (a restart writes nothing);
+ * - deletions carry the observed uid; `delete` removes every fleet-wide object observed.
+ */
+import { mirrorAnnotations, sortedLabels } from "./compare.ts";
+import type { DesiredMirror } from "./desired.ts";
+import { desiredSliceContents, sliceBody, sliceMatches } from "./endpoint-slices.ts";
+import { FEDERATED_CLUSTERS, FEDERATED_LABEL, type FederatedMember, type Reduction } from "./federated.ts";
+import {
+  CLUSTER_NAME,
+  MANAGED_BY_FLEET_MIRROR,
+  MANAGED_BY_LABEL,
+  MIRRORED_SERVICE,
+  REMOTE_GATEWAY_IDENTITY,
+  SERVICE_NAME_LABEL,
+  SKIP_MIRROR_LABEL,
+} from "./labels.ts";
+import type { EndpointSlice, EndpointSubset, Endpoints, KubeObject, Service } from "./objects.ts";
+import {
+  type Blocked,
+  type EndpointsApi,
+  type MirrorObjectKind,
+  namespaceBody,
+  type ObservedObject,
+  serviceBody,
+  serviceMatches,
+  type WriteAction,
+} from "./plan.ts";
+
+/** The labels every fleet-wide object carries (slices add the cluster of their part). */
+export const FEDERATED_LABELS: Readonly<Record<string, string>> = Object.freeze({
+  [MIRRORED_SERVICE]: "true",
+  [FEDERATED_LABEL]: "true",
+});
+
+/** Whether fleet-mirror owns `object` of `kind` as a fleet-wide object (SPEC §5, §11). */
+export function isFederatedObject(kind: MirrorObjectKind, object: KubeObject): boolean {
+  const labels = object.metadata.labels;
+  if (labels?.[MIRRORED_SERVICE] !== "true" || labels[FEDERATED_LABEL] !== "true") return false;
+  return kind !== "EndpointSlice" || labels[MANAGED_BY_LABEL] === MANAGED_BY_FLEET_MIRROR;
+}
+
+export interface FederatedPlanInput {
+  readonly namespace: string;
+  /** `<svc>-federated` */
+  readonly name: string;
+  readonly reduction: Reduction;
+  /** The Service and Endpoints under the name, and every slice of the Service (its label) or under a wanted name. */
+  readonly observed: readonly ObservedObject[];
+  readonly endpointsApi: EndpointsApi;
+  readonly namespaceExists: boolean;
+  readonly createNamespaces: boolean;
+  readonly excludedNamespaces: readonly string[];
+}
+
+export interface FederatedPlan {
+  readonly actions: readonly WriteAction[];
+  readonly blocked?: Blocked;
+}
+
+/** The clusters named by an observed fleet-wide Service's annotation. */
+export function annotatedClusters(service: KubeObject | undefined): string[] {
+  const text = service?.metadata.annotations?.[FEDERATED_CLUSTERS] ?? "";
+  return text.split(",").filter((c) => c.length > 0);
+}
+
+/** A mirror-shaped description of the fleet-wide Service, so the mirror's Service body and comparison apply. */
+function serviceShape(input: FederatedPlanInput, ports: DesiredMirror["ports"], clusters: readonly string[]) {
+  return shape(input, {
+    labels: FEDERATED_LABELS,
+    serviceAnnotations: { [FEDERATED_CLUSTERS]: clusters.join(",") },
+    ports,
+  });
+}
+
+function shape(input: FederatedPlanInput, fields: Partial<DesiredMirror>): DesiredMirror {
+  return {
+    cluster: "",
+    namespace: input.namespace,
+    name: input.name,
+    remote: "",
+    labels: {},
+    serviceAnnotations: {},
+    ports: [],
+    endpointsAnnotations: {},
+    addresses: [],
+    notReadyAddresses: [],
+    endpointPorts: [],
+    ...fields,
+  };
+}
+
+/** One member cluster's part as a mirror-shaped value: its slices are named `<name>-<cluster>-<family>`. */
+function partShape(input: FederatedPlanInput, member: FederatedMember): DesiredMirror {
+  return shape(input, {
+    cluster: member.cluster,
+    name: `${input.name}-${member.cluster}`,
+    labels: { ...FEDERATED_LABELS, [CLUSTER_NAME]: member.cluster },
+    endpointsAnnotations: member.identity ? { [REMOTE_GATEWAY_IDENTITY]: member.identity } : {},
+    addresses: member.addresses,
+    notReadyAddresses: member.notReadyAddresses,
+    endpointPorts: member.endpointPorts,
+  });
+}
+
+/** One subset per member cluster with addresses (their gateways' incoming ports may differ). */
+export function federatedSubsets(parts: readonly FederatedMember[]): EndpointSubset[] {
+  return parts
+    .filter((m) => m.addresses.length > 0 && m.endpointPorts.length > 0)
+    .map((m) => {
+      const notReady = new Set(m.notReadyAddresses);
+      const ready = m.addresses.filter((ip) => !notReady.has(ip));
+      return {
+        ...(ready.length > 0 ? { addresses: ready.map((ip) => ({ ip })) } : {}),
+        ...(notReady.size > 0 ? { notReadyAddresses: m.notReadyAddresses.map((ip) => ({ ip })) } : {}),
+        ports: m.endpointPorts.map((p) => ({
+          ...(p.name ? { name: p.name } : {}),
+          port: p.port,
+          protocol: p.protocol,
+        })),
+      };
+    });
+}
+
+/**
+ * Subsets as a set of (address, ready, ports) triples: the API server repacks subsets
+ * (merges those with equal ports, sorts), so their grouping is not compared.
+ */
+function subsetTriples(subsets: readonly EndpointSubset[] | undefined): string {
+  const triples: string[] = [];
+  for (const s of subsets ?? []) {
+    const ports = JSON.stringify((s.ports ?? []).map((p) => [p.name ?? "", p.protocol ?? "TCP", p.port]).sort());
+    for (const a of s.addresses ?? []) triples.push(JSON.stringify([a.ip, true, ports]));
+    for (const a of s.notReadyAddresses ?? []) triples.push(JSON.stringify([a.ip, false, ports]));
+  }
+  return JSON.stringify(triples.sort());
+}
+
+function endpointsLabelsFor(mode: EndpointsApi): Record<string, string> {
+  return mode === "both" ? { ...FEDERATED_LABELS, [SKIP_MIRROR_LABEL]: "true" } : { ...FEDERATED_LABELS };
+}
+
+function endpointsMatch(parts: readonly FederatedMember[], mode: EndpointsApi, observed: Endpoints): boolean {
+  return (
+    sortedLabels(observed.metadata.labels) === sortedLabels(endpointsLabelsFor(mode)) &&
+    mirrorAnnotations(observed.metadata.annotations) === mirrorAnnotations({}) &&
+    subsetTriples(observed.subsets) === subsetTriples(federatedSubsets(parts))
+  );
+}
+
+function endpointsBody(
+  input: FederatedPlanInput,
+  parts: readonly FederatedMember[],
+  observed: Endpoints | undefined,
+): object {
+  const labels = endpointsLabelsFor(input.endpointsApi);
+  const annotations: Record<string, string> = {};
+  for (const [k, v] of Object.entries(observed?.metadata.annotations ?? {}))
+    if (!k.startsWith("mirror.linkerd.io/")) annotations[k] = v;
+  const metadata = observed
+    ? { ...observed.metadata, labels, annotations }
+    : { name: input.name, namespace: input.namespace, labels };
+  return { ...(observed ?? {}), apiVersion: "v1", kind: "Endpoints", metadata, subsets: federatedSubsets(parts) };
+}
+
+function deleteAction(observed: ObservedObject): WriteAction {
+  const { metadata } = observed.object;
+  return {
+    verb: "delete",
+    kind: observed.kind,
+    namespace: metadata.namespace ?? "",
+    name: metadata.name,
+    uid: metadata.uid,
+    cluster: metadata.labels?.[CLUSTER_NAME] ?? "",
+  };
+}
+
+function ownershipConflict(input: FederatedPlanInput): Blocked | undefined {
+  for (const { kind, object } of input.observed) {
+    if (isFederatedObject(kind, object)) continue;
+    const key = `${object.metadata.namespace ?? input.namespace}/${object.metadata.name}`;
+    return {
+      reason: "user-owned",
+      message: `${kind} ${key} exists and is not a fleet-mirror fleet-wide object; it is left as is`,
+    };
+  }
+  return undefined;
+}
+
+export function planFederated(input: FederatedPlanInput): FederatedPlan {
+  const { reduction } = input;
+  const owned = input.observed.filter(
+    (o) => isFederatedObject(o.kind, o.object) && !o.object.metadata.deletionTimestamp,
+  );
+  if (reduction.kind === "wait") return { actions: [] };
+  if (reduction.kind === "delete") {
+    // Slices and Endpoints before the Service (reconcile orders deletes that way too).
+    const ordered = [...owned.filter((o) => o.kind !== "Service"), ...owned.filter((o) => o.kind === "Service")];
+    return { actions: ordered.map(deleteAction) };
+  }
+  if (input.excludedNamespaces.includes(input.namespace)) {
+    return {
+      actions: [],
+      blocked: { reason: "excluded-namespace", message: `namespace ${input.namespace} is excluded from mirroring` },
+    };
+  }
+  const conflict = ownershipConflict(input);
+  if (conflict) return { actions: [], blocked: conflict };
+
+  const actions: WriteAction[] = [];
+  if (!input.namespaceExists) {
+    if (!input.createNamespaces) {
+      return {
+        actions: [],
+        blocked: {
+          reason: "namespace-missing",
+          message: `namespace ${input.namespace} does not exist and namespace creation is off`,
+        },
+      };
+    }
+    actions.push({
+      verb: "create",
+      kind: "Namespace",
+      name: input.namespace,
+      body: namespaceBody(input.namespace, reduction.parts[0]?.cluster ?? ""),
+    });
+  }
+  const find = (kind: MirrorObjectKind, name: string): ObservedObject | undefined =>
+    input.observed.find((o) => o.kind === kind && o.object.metadata.name === name);
+  const { namespace } = input;
+  const writes: WriteAction[] = [];
+  const deletes: WriteAction[] = [];
+  /** Names of objects that stay: wanted, or a kept cluster's. */
+  const staying = new Set<string>();
+
+  const service = find("Service", input.name)?.object as Service | undefined;
+  const serviceWanted = serviceShape(input, reduction.ports, reduction.clusters);
+  staying.add(`Service/${input.name}`);
+  if (!service)
+    writes.push({ verb: "create", kind: "Service", namespace, name: input.name, body: serviceBody(serviceWanted) });
+  else if (!serviceMatches(serviceWanted, service))
+    writes.push({
+      verb: "update",
+      kind: "Service",
+      namespace,
+      name: input.name,
+      body: serviceBody(serviceWanted, service),
+    });
+
+  if (input.endpointsApi !== "endpointslices") {
+    staying.add(`Endpoints/${input.name}`);
+    // One object shared by every member cluster: while a kept cluster's part is unknown
+    // it cannot be told apart from the others', so the object waits as observed.
+    const endpoints = find("Endpoints", input.name)?.object as Endpoints | undefined;
+    if (reduction.kept.length === 0) {
+      const target = { kind: "Endpoints" as const, namespace, name: input.name };
+      if (!endpoints)
+        writes.push({ verb: "create", ...target, body: endpointsBody(input, reduction.parts, undefined) });
+      else if (!endpointsMatch(reduction.parts, input.endpointsApi, endpoints))
+        writes.push({ verb: "update", ...target, body: endpointsBody(input, reduction.parts, endpoints) });
+    }
+  }
+
+  if (input.endpointsApi !== "endpoints") {
+    const uid = service?.metadata.uid;
+    for (const member of reduction.parts) {
+      const part = partShape(input, member);
+      for (const content of desiredSliceContents(part)) {
+        staying.add(`EndpointSlice/${content.name}`);
+        if (uid === undefined) continue; // written once the Service's uid is known
+        const observed = find("EndpointSlice", content.name)?.object as EndpointSlice | undefined;
+        const target = { kind: "EndpointSlice" as const, namespace, name: content.name };
+        if (!observed)
+          writes.push({ verb: "create", ...target, body: sliceBody(part, content, uid, undefined, input.name) });
+        else if (observed.addressType !== content.addressType)
+          deletes.push(deleteAction({ kind: "EndpointSlice", object: observed }));
+        else if (!sliceMatches(part, content, uid, observed, input.name))
+          writes.push({ verb: "update", ...target, body: sliceBody(part, content, uid, observed, input.name) });
+      }
+    }
+  }
+  for (const observed of owned) {
+    const { metadata } = observed.object;
+    if (staying.has(`${observed.kind}/${metadata.name}`)) continue;
+    // A kept (unknown) cluster's part stays exactly as observed.
+    const cluster = metadata.labels?.[CLUSTER_NAME];
+    if (observed.kind === "EndpointSlice" && cluster !== undefined && reduction.kept.includes(cluster)) continue;
+    // Only slices of this Service (a slice found under a wanted name may be another's).
+    if (observed.kind === "EndpointSlice" && metadata.labels?.[SERVICE_NAME_LABEL] !== input.name) continue;
+    deletes.push(deleteAction(observed));
+  }
+  // As for a mirror: a new Service first; an existing one gets its addresses first.
+  const serviceWrites = writes.filter((a) => a.kind === "Service");
+  const otherWrites = writes.filter((a) => a.kind !== "Service");
+  actions.push(...(service ? [...otherWrites, ...serviceWrites] : [...serviceWrites, ...otherWrites]), ...deletes);
+  return { actions };
+}
