@@ -5,6 +5,7 @@
  * and the scripted changes whose effect the demo then waits to see in the local cluster.
  */
 import { CoreV1Api, DiscoveryV1Api, KubeConfig, type V1Service } from "@kubernetes/client-node";
+import { FEDERATED_LABEL } from "../src/core/federated.ts";
 import { CLUSTER_NAME, GATEWAY_NAME, GATEWAY_NS, REMOTE_CLUSTER_DOMAIN, SECRET_TYPE } from "../src/core/labels.ts";
 import { PROBE_PERIOD, PROBE_PORT_NAME } from "../src/core/probe-spec.ts";
 import { mintServiceAccountToken } from "../src/kube/service-account.ts";
@@ -41,12 +42,26 @@ async function ensureNamespace(core: CoreV1Api, name: string): Promise<void> {
   }
 }
 
-async function exportService(core: CoreV1Api, namespace: string, name: string, port: number): Promise<void> {
+/** The local row of the fleet-wide Service the demo shows (SPEC §11): `shop/search` of both remotes. */
+export const FLEET_WIDE_KEY = "shop/search-federated";
+
+/** Exports a Service (SPEC §2); `member` also makes it a member of its fleet-wide Service (SPEC §11). */
+async function exportService(
+  core: CoreV1Api,
+  namespace: string,
+  name: string,
+  port: number,
+  member = false,
+): Promise<void> {
   await ensureNamespace(core, namespace);
   await core.createNamespacedService({
     namespace,
     body: {
-      metadata: { name, annotations: { [GATEWAY_NAME]: "gateway", [GATEWAY_NS]: "gateway" } },
+      metadata: {
+        name,
+        annotations: { [GATEWAY_NAME]: "gateway", [GATEWAY_NS]: "gateway" },
+        ...(member ? { labels: { [FEDERATED_LABEL]: "member" } } : {}),
+      },
       spec: { selector: { app: name }, ports: [{ name: "http", port, targetPort: 8080 }] },
     },
   });
@@ -100,6 +115,10 @@ export async function shapeRemotes(remotes: Remotes, gateways: DemoGateways): Pr
   await exportService(remotes.east, "shop", "cart", 8080);
   await exportService(remotes.west, "shop", "web", 80);
   await exportService(remotes.west, "billing", "invoices", 443);
+  // One name for shop/search in every cluster: its endpoints are both gateways, and
+  // traffic fails over when one of them dies.
+  await exportService(remotes.east, "shop", "search", 80, true);
+  await exportService(remotes.west, "shop", "search", 80, true);
 }
 
 /** A least-privilege token per remote (get/list/watch Services), in a credentials Secret in the local cluster. */
@@ -163,6 +182,16 @@ export function demoSteps(
     const rows = (await mirrorsNow()).filter((m) => m.cluster === cluster);
     return rows.length > 0 && rows.every((m) => m.addresses.length > 0 && m.addresses.every((a) => a.ready === ready));
   };
+  /** True when the fleet-wide row has both gateways, `cluster`'s with readiness `ready` and the other's ready. */
+  const fleetWide = async (cluster: Remote, ready: boolean) => {
+    const row = (await mirrorsNow()).find((m) => m.key === FLEET_WIDE_KEY);
+    const own = gateways.address(cluster);
+    return (
+      row !== undefined &&
+      row.addresses.length === REMOTES.length &&
+      row.addresses.every((a) => a.ready === (a.address.startsWith(`${own}:`) ? ready : true))
+    );
+  };
   /** True when the controller's status says the cluster's probed gateway has `dead` dead addresses. */
   const probedDead = (cluster: Remote, dead: number) =>
     statusNow()
@@ -173,12 +202,12 @@ export function demoSteps(
     {
       title: "west's gateway dies (its probe server stops)",
       run: () => gateways.stopAnswering("west"),
-      visible: async () => probedDead("west", 1) && (await allReady("west", false)),
+      visible: async () => probedDead("west", 1) && (await allReady("west", false)) && (await fleetWide("west", false)),
     },
     {
       title: "west's gateway comes back",
       run: () => gateways.answerAgain("west"),
-      visible: async () => probedDead("west", 0) && (await allReady("west", true)),
+      visible: async () => probedDead("west", 0) && (await allReady("west", true)) && (await fleetWide("west", true)),
     },
   ];
   return [
@@ -186,7 +215,10 @@ export function demoSteps(
       title: "initial sync",
       run: async () => {},
       visible: async () =>
-        (await has("shop/web-east")) && (await has("billing/invoices-west")) && (await has("shop/cart-east")),
+        (await has("shop/web-east")) &&
+        (await has("billing/invoices-west")) &&
+        (await has("shop/cart-east")) &&
+        (await has(FLEET_WIDE_KEY, (m) => m.addresses.length === REMOTES.length)),
     },
     {
       title: "east exports shop/checkout",

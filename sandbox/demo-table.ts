@@ -11,6 +11,7 @@
  * changed in the local cluster, as seen by the demo.
  */
 import type { CoreV1Api, DiscoveryV1Api } from "@kubernetes/client-node";
+import { FEDERATED_LABEL } from "../src/core/federated.ts";
 import {
   CLUSTER_NAME,
   MANAGED_BY_FLEET_MIRROR,
@@ -77,7 +78,9 @@ export async function localMirrors(local: CoreV1Api, discovery: DiscoveryV1Api):
         });
       return {
         key,
-        cluster: s.metadata?.labels?.[CLUSTER_NAME] ?? "",
+        // A fleet-wide Service belongs to no single cluster (SPEC §11).
+        cluster:
+          s.metadata?.labels?.[CLUSTER_NAME] ?? (s.metadata?.labels?.[FEDERATED_LABEL] === "true" ? "fleet" : ""),
         ports: (s.spec?.ports ?? []).map((p) => `${p.port}/${p.protocol ?? "TCP"}`).join(","),
         addresses,
         endpoints:

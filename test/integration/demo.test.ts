@@ -39,6 +39,9 @@ function afterStep(output: string, marker: string): string {
 }
 
 const westRows = (text: string): string[] => text.split("\n").filter((l) => /^\S+-west\s+west\s/.test(l));
+/** The fleet-wide Service's row (SPEC §11): shop/search of both remotes. */
+const fleetRow = (text: string): string =>
+  text.split("\n").find((l) => /^shop\/search-federated\s+fleet\s/.test(l)) ?? "";
 
 describe("the sandbox demo (npm start)", () => {
   it("mirrors both sandbox remotes and every scripted change, shows a gateway dying and coming back, then stops cleanly", async (t: TestContext) => {
@@ -47,6 +50,7 @@ describe("the sandbox demo (npm start)", () => {
     assert.match(output, /demo script passed: every change was mirrored/);
     assert.match(output, /shop\/web-east\s+east/);
     assert.match(output, /billing\/invoices-west\s+west/);
+    assert.match(output, /shop\/search-federated\s+fleet\s/);
     assert.doesNotMatch(output, /NOT mirrored/);
 
     const route = /Gateway addresses (\S+) made local/.exec(output)?.[1];
@@ -56,14 +60,19 @@ describe("the sandbox demo (npm start)", () => {
     const dead = afterStep(output, "[demo] west's gateway dies (its probe server stops) — mirrored in");
     t.diagnostic(/\[demo\] west's gateway dies.*/.exec(dead)?.[0] ?? "");
     assert.match(dead, /^west\s+synced\s.*gateway\/gateway:usable 1\/1 dead$/m, `west's gateway dead:\n${dead}`);
-    assert.equal(westRows(dead).length, 2, dead);
+    assert.equal(westRows(dead).length, 3, dead);
     for (const line of westRows(dead)) assert.match(line, /198\.51\.100\.\d+:\d+ \(not ready\)$/);
+    // The fleet-wide Service keeps both gateways; only west's is not ready: traffic fails over to east.
+    const fleetDead = fleetRow(dead).split(/\s+/).slice(3).join(" ").split(",");
+    assert.equal(fleetDead.length, 2, `fleet-wide row with both gateways:\n${dead}`);
+    assert.equal(fleetDead.filter((a) => a.endsWith("(not ready)")).length, 1, dead);
 
     const back = afterStep(output, "[demo] west's gateway comes back — mirrored in");
     t.diagnostic(/\[demo\] west's gateway comes back.*/.exec(back)?.[0] ?? "");
     assert.match(back, /^west\s+synced\s.*gateway\/gateway:usable alive$/m, `west's gateway alive again:\n${back}`);
-    assert.equal(westRows(back).length, 2, back);
+    assert.equal(westRows(back).length, 3, back);
     for (const line of westRows(back)) assert.match(line, /198\.51\.100\.\d+:\d+$/);
+    assert.match(fleetRow(back), /198\.51\.100\.\d+:\d+,198\.51\.100\.\d+:\d+$/, `fleet-wide row all ready:\n${back}`);
 
     assert.match(output, new RegExp(`^Stopped .*route ${route.replace(/\./g, "\\.")} removed`, "m"));
     assert.equal(await routeExists(route), false, `route ${route} removed after the demo`);
