@@ -37,7 +37,7 @@ import {
   type Blocked,
   type EndpointsApi,
   type MirrorObjectKind,
-  namespaceBody,
+  namespaceGate,
   type ObservedObject,
   serviceBody,
   serviceMatches,
@@ -215,33 +215,9 @@ export function planFederated(input: FederatedPlanInput): FederatedPlan {
     const ordered = [...owned.filter((o) => o.kind !== "Service"), ...owned.filter((o) => o.kind === "Service")];
     return { actions: ordered.map(deleteAction) };
   }
-  if (input.excludedNamespaces.includes(input.namespace)) {
-    return {
-      actions: [],
-      blocked: { reason: "excluded-namespace", message: `namespace ${input.namespace} is excluded from mirroring` },
-    };
-  }
-  const conflict = ownershipConflict(input);
-  if (conflict) return { actions: [], blocked: conflict };
-
-  const actions: WriteAction[] = [];
-  if (!input.namespaceExists) {
-    if (!input.createNamespaces) {
-      return {
-        actions: [],
-        blocked: {
-          reason: "namespace-missing",
-          message: `namespace ${input.namespace} does not exist and namespace creation is off`,
-        },
-      };
-    }
-    actions.push({
-      verb: "create",
-      kind: "Namespace",
-      name: input.namespace,
-      body: namespaceBody(input.namespace, reduction.parts[0]?.cluster ?? ""),
-    });
-  }
+  const gate = namespaceGate(input, input.namespace, reduction.parts[0]?.cluster ?? "", () => ownershipConflict(input));
+  if ("blocked" in gate) return { actions: [], blocked: gate.blocked };
+  const actions: WriteAction[] = [...gate.actions];
   const find = (kind: MirrorObjectKind, name: string): ObservedObject | undefined =>
     input.observed.find((o) => o.kind === kind && o.object.metadata.name === name);
   const { namespace } = input;

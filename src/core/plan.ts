@@ -343,39 +343,50 @@ function ownershipConflict(input: PlanInput, desired: DesiredMirror): Blocked | 
   return undefined;
 }
 
+/** What a planner needs to know of a namespace before it writes into it. */
+export interface NamespaceInput {
+  readonly namespaceExists: boolean;
+  readonly createNamespaces: boolean;
+  readonly excludedNamespaces: readonly string[];
+}
+
+/**
+ * The checks every write into `namespace` passes first, in order: never an excluded
+ * namespace (defence in depth: the remote actor already skips these, but nothing a
+ * remote cluster sends may make the writer write there, SPEC §7), then `ownership` (a
+ * name held by someone else blocks everything), then the namespace itself: created
+ * (labelled for `cluster`) when missing and allowed, else blocked.
+ */
+export function namespaceGate(
+  input: NamespaceInput,
+  namespace: string,
+  cluster: string,
+  ownership: () => Blocked | undefined,
+): { readonly blocked: Blocked } | { readonly actions: readonly WriteAction[] } {
+  if (input.excludedNamespaces.includes(namespace)) {
+    return { blocked: { reason: "excluded-namespace", message: `namespace ${namespace} is excluded from mirroring` } };
+  }
+  const conflict = ownership();
+  if (conflict) return { blocked: conflict };
+  if (input.namespaceExists) return { actions: [] };
+  if (!input.createNamespaces) {
+    return {
+      blocked: {
+        reason: "namespace-missing",
+        message: `namespace ${namespace} does not exist and namespace creation is off`,
+      },
+    };
+  }
+  return { actions: [{ verb: "create", kind: "Namespace", name: namespace, body: namespaceBody(namespace, cluster) }] };
+}
+
 export function planMirror(input: PlanInput): MirrorPlan {
   const { desired } = input;
   if (!desired) return planAbsent(input);
 
-  // Defence in depth: the remote actor already skips these, but nothing a remote
-  // cluster sends may make the writer write into an excluded namespace (SPEC §7).
-  if (input.excludedNamespaces.includes(desired.namespace)) {
-    return {
-      actions: [],
-      blocked: { reason: "excluded-namespace", message: `namespace ${desired.namespace} is excluded from mirroring` },
-    };
-  }
-  const conflict = ownershipConflict(input, desired);
-  if (conflict) return { actions: [], blocked: conflict };
-
-  const actions: WriteAction[] = [];
-  if (!input.namespaceExists) {
-    if (!input.createNamespaces) {
-      return {
-        actions: [],
-        blocked: {
-          reason: "namespace-missing",
-          message: `namespace ${desired.namespace} does not exist and namespace creation is off`,
-        },
-      };
-    }
-    actions.push({
-      verb: "create",
-      kind: "Namespace",
-      name: desired.namespace,
-      body: namespaceBody(desired.namespace, desired.cluster),
-    });
-  }
+  const gate = namespaceGate(input, desired.namespace, desired.cluster, () => ownershipConflict(input, desired));
+  if ("blocked" in gate) return { actions: [], blocked: gate.blocked };
+  const actions: WriteAction[] = [...gate.actions];
   const find = (kind: MirrorObjectKind, name: string): ObservedObject | undefined =>
     input.observed.find((o) => o.kind === kind && o.object.metadata.name === name);
   const service = find("Service", desired.name)?.object;
