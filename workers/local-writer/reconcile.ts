@@ -7,6 +7,7 @@
  * write executor. It never learns why it was called (level-triggered).
  */
 
+import type { DesiredMirror } from "../../src/core/desired.ts";
 import { desiredSliceContents, sliceNames } from "../../src/core/endpoint-slices.ts";
 import { reduceFederated } from "../../src/core/federated.ts";
 import { SERVICE_NAME_LABEL } from "../../src/core/labels.ts";
@@ -96,17 +97,34 @@ export class MirrorReconciler {
         this.block(key, desired.cluster, plan.blocked);
         return { kind: "requeue-after", ms: this.#deps.options.blockedRecheckMs };
       }
-      for (const action of deletesServiceLast(plan.actions)) {
-        const target =
-          action.kind === "Namespace"
-            ? undefined
-            : observed.find((o) => o.kind === action.kind && o.object.metadata.name === action.name)?.object;
-        const outcome = await this.#deps.executor.apply(key, action, desired, target);
-        if (outcome) return outcome;
-      }
-      const createdService = plan.actions.some((a) => a.verb === "create" && a.kind === "Service");
-      if (pass > 0 || !createdService || this.#deps.options.endpointsApi === "endpoints") return { kind: "done" };
+      const outcome = await this.#apply(key, plan.actions, desired, observed);
+      if (outcome) return outcome;
+      if (pass > 0 || !this.#needsSecondPass(plan.actions)) return { kind: "done" };
     }
+  }
+
+  /** Applies a plan's actions in order (deletes of the Service last); the first outcome that ends the pass, if any. */
+  async #apply(
+    key: string,
+    actions: readonly WriteAction[],
+    desired: DesiredMirror | undefined,
+    observed: readonly ObservedObject[],
+  ): Promise<ReconcileResult | undefined> {
+    for (const action of deletesServiceLast(actions)) {
+      const target =
+        action.kind === "Namespace"
+          ? undefined
+          : observed.find((o) => o.kind === action.kind && o.object.metadata.name === action.name)?.object;
+      const outcome = await this.#deps.executor.apply(key, action, desired, target);
+      if (outcome) return outcome;
+    }
+    return undefined;
+  }
+
+  /** A Service was just created and slices are written: they need its uid, so plan again at once. */
+  #needsSecondPass(actions: readonly WriteAction[]): boolean {
+    const createdService = actions.some((a) => a.verb === "create" && a.kind === "Service");
+    return createdService && this.#deps.options.endpointsApi !== "endpoints";
   }
 
   async #plan(
@@ -233,16 +251,9 @@ export class MirrorReconciler {
         );
         return { kind: "requeue-after", ms: this.#deps.options.blockedRecheckMs };
       }
-      for (const action of deletesServiceLast(plan.actions)) {
-        const target =
-          action.kind === "Namespace"
-            ? undefined
-            : observed.find((o) => o.kind === action.kind && o.object.metadata.name === action.name)?.object;
-        const outcome = await this.#deps.executor.apply(key, action, undefined, target);
-        if (outcome) return outcome;
-      }
-      const createdService = plan.actions.some((a) => a.verb === "create" && a.kind === "Service");
-      if (pass > 0 || !createdService || this.#deps.options.endpointsApi === "endpoints") return { kind: "done" };
+      const outcome = await this.#apply(key, plan.actions, undefined, observed);
+      if (outcome) return outcome;
+      if (pass > 0 || !this.#needsSecondPass(plan.actions)) return { kind: "done" };
     }
   }
 
