@@ -239,7 +239,8 @@ export function viewGateway(
   return { ...base, addresses, ...(notReady.length > 0 ? { notReadyAddresses: notReady } : {}), incomingPort: port };
 }
 
-function carryPorts(service: Service): MirrorServicePort[] {
+/** A remote Service's ports as a mirror carries them: only these four fields (SPEC §3). */
+export function carryPorts(service: Service): MirrorServicePort[] {
   return (service.spec?.ports ?? []).map((p) => ({
     ...(p.name ? { name: p.name } : {}),
     protocol: p.protocol ?? "TCP",

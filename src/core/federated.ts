@@ -6,6 +6,7 @@
  */
 import {
   type ClusterSettings,
+  carryPorts,
   exportedGateway,
   type GatewayView,
   type MirrorEndpointPort,
@@ -92,15 +93,6 @@ export type MemberOutcome =
   | { readonly kind: "member"; readonly member: FederatedMember }
   | { readonly kind: "problem"; readonly problem: MirrorProblem }
   | { readonly kind: "not-member" };
-
-function carryPorts(service: Service): MirrorServicePort[] {
-  return (service.spec?.ports ?? []).map((p) => ({
-    ...(p.name ? { name: p.name } : {}),
-    protocol: p.protocol ?? "TCP",
-    port: p.port,
-    ...(p.targetPort !== undefined ? { targetPort: p.targetPort } : {}),
-  }));
-}
 
 /** The member a remote Service stands for, given the view of its member gateway (SPEC §11). */
 export function desiredMemberFor(
