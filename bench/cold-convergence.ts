@@ -2,28 +2,37 @@
  * Cold convergence: K clusters × S exported Services (K credentials Secrets with distinct
  * cluster names, all pointing at ONE remote API server that holds S exported Services and
  * a gateway). The controller starts in-process with an unlimited write rate and 16
- * writes in flight; the clock runs from `start()` until every mirror Service AND
- * Endpoints exists with the right content (a label-selected list of the local API every
- * 250 ms).
+ * writes in flight; the clock runs from `start()` until every mirror Service AND its
+ * address object (the `<mirror>-ipv4` EndpointSlice in the default mode, the Endpoints
+ * in `endpoints` mode) exists with the right content (a label-selected list of the
+ * local API every 250 ms).
  *
- * The limit, in the same run and on the same local API server: a bare client creating
- * the identical objects (the mirrors just written, copied into fresh namespaces, the same
- * number of them) with the same concurrency, a Service then its Endpoints per mirror.
+ * Every size runs in both `--endpoints-api` modes, EndpointSlices first, each on a
+ * fresh world shaped the same. The limit, in the same world and on the same local API
+ * server: a bare client creating the identical objects that mode wrote (the mirrors
+ * just written, copied into fresh namespaces) with the same concurrency, per mirror a
+ * Service then its slice (owned by that Service, as the controller's) or its Endpoints.
  * ratio = bare time / fleet-mirror time (1.0 = as fast as the API server allows).
- * Writes per mirror come from the local API server's own `apiserver_request_total`.
+ * Writes per mirror come from the local API server's own `apiserver_request_total`,
+ * broken down by verb and resource (endpointslices vs endpoints).
  */
-import type { Endpoints, Service } from "../src/core/objects.ts";
+import { SERVICE_NAME_LABEL } from "../src/core/labels.ts";
+import type { KubeObject, Service } from "../src/core/objects.ts";
 import type { Supervisor } from "../src/supervisor/supervisor.ts";
 import { Fleet } from "../test/helpers/fleet.ts";
 import {
+  addressesPath,
+  addressesPointAt,
+  BENCH_MODES,
+  type BenchMode,
   type BenchOptions,
   collectionPath,
   copyForCreate,
   diffCounts,
-  endpointsPointAt,
   ensureLocalNamespace,
   listAll,
   localAdminClient,
+  localWrites,
   localWritesByKind,
   MIRROR_SELECTOR,
   printTable,
@@ -43,6 +52,7 @@ export const WRITE_CONCURRENCY = 16;
 const GATEWAY_IP = "198.18.0.10";
 
 export interface ConvergeRun {
+  readonly mode: BenchMode;
   readonly fleet: Fleet;
   readonly supervisor: Supervisor;
   readonly mirrors: number;
@@ -52,22 +62,26 @@ export interface ConvergeRun {
   readonly fleetWrites: number;
   readonly fleetWritesByKind: Record<string, number>;
   readonly services: Service[];
-  readonly endpoints: Endpoints[];
+  /** The mirrors' address objects: EndpointSlices or Endpoints, per `mode`. */
+  readonly addresses: KubeObject[];
 }
 
-/** Starts a fleet of K clusters × S services and the controller; resolves when every mirror is right. */
-export async function converge(clusters: number, services: number): Promise<ConvergeRun> {
+/**
+ * Starts a fleet of K clusters × S services and the controller with `--endpoints-api`
+ * `mode`; resolves when every mirror is right.
+ */
+export async function converge(clusters: number, services: number, mode: BenchMode): Promise<ConvergeRun> {
   const fleet = await Fleet.start(["remote"]);
   try {
     await shapeRemote(fleet, "remote", { services, clusters, gatewayIp: GATEWAY_IP });
     const client = localAdminClient(fleet);
     const mirrors = clusters * services;
-    const writesBefore = await fleet.localWriteCount();
     const kindsBefore = await localWritesByKind(fleet);
     globalThis.gc?.();
     const started = Date.now();
-    progress(`cold convergence: ${clusters} clusters × ${services} services, controller starting`);
+    progress(`cold convergence (${mode}): ${clusters} clusters × ${services} services, controller starting`);
     const supervisor = fleet.startInProcess({
+      endpointsApi: mode,
       logLevel: "silent",
       writeQps: 0,
       writeConcurrency: WRITE_CONCURRENCY,
@@ -76,19 +90,19 @@ export async function converge(clusters: number, services: number): Promise<Conv
     let firstMirrorMs: number | null = null;
     let reported = started;
     let svcs: Service[] = [];
-    let eps: Endpoints[] = [];
+    let addresses: KubeObject[] = [];
     for (;;) {
-      [svcs, eps] = await Promise.all([
+      [svcs, addresses] = await Promise.all([
         listAll<Service>(client, "/api/v1/services", MIRROR_SELECTOR),
-        listAll<Endpoints>(client, "/api/v1/endpoints", MIRROR_SELECTOR),
+        listAll<KubeObject>(client, addressesPath(mode), MIRROR_SELECTOR),
       ]);
       if (firstMirrorMs === null && svcs.length > 0) firstMirrorMs = Date.now() - started;
       const okSvc = svcs.filter((s) => serviceHasPort(s, 80)).length;
-      const okEp = eps.filter((e) => endpointsPointAt(e, GATEWAY_IP)).length;
+      const okEp = addresses.filter((a) => addressesPointAt(mode, a, GATEWAY_IP)).length;
       if (okSvc === mirrors && okEp === mirrors) break;
       if (Date.now() - reported > 10_000) {
         reported = Date.now();
-        progress(`converging: ${okSvc} Services, ${okEp} Endpoints right of ${mirrors}`);
+        progress(`converging (${mode}): ${okSvc} Services, ${okEp} ${mode} right of ${mirrors}`);
       }
       if (Date.now() - started > 1_800_000) throw new Error(`not converged: ${okSvc}/${okEp} of ${mirrors}`);
       await sleep(250);
@@ -96,10 +110,11 @@ export async function converge(clusters: number, services: number): Promise<Conv
     const convergeMs = Date.now() - started;
     const syncedMs = await syncedP;
     await waitWriterIdle(supervisor);
-    const fleetWrites = (await fleet.localWriteCount()) - writesBefore;
     const fleetWritesByKind = diffCounts(await localWritesByKind(fleet), kindsBefore);
+    const fleetWrites = Object.values(fleetWritesByKind).reduce((a, b) => a + b, 0);
     client.close();
     return {
+      mode,
       fleet,
       supervisor,
       mirrors,
@@ -109,7 +124,7 @@ export async function converge(clusters: number, services: number): Promise<Conv
       fleetWrites,
       fleetWritesByKind,
       services: svcs,
-      endpoints: eps,
+      addresses,
     };
   } catch (error) {
     await fleet.stop();
@@ -117,11 +132,23 @@ export async function converge(clusters: number, services: number): Promise<Conv
   }
 }
 
-/** The bare-client limit: the same objects, into fresh namespaces, with the same concurrency. */
-export async function bareCreate(fleet: Fleet, services: readonly Service[], endpoints: readonly Endpoints[]) {
-  const client = localAdminClient(fleet);
+/** The Service (in the same namespace) an address object belongs to: the slice's label, or the Endpoints' own name. */
+function addressService(mode: BenchMode, obj: KubeObject): string {
+  const name = mode === "endpoints" ? obj.metadata.name : obj.metadata.labels?.[SERVICE_NAME_LABEL];
+  return `${obj.metadata.namespace}/${name}`;
+}
+
+/**
+ * The bare-client limit: the same objects, into fresh namespaces, with the same
+ * concurrency. A slice is created after its Service and owned by it, as the controller
+ * does (it needs the Service's uid).
+ */
+export async function bareCreate(run: Pick<ConvergeRun, "fleet" | "mode" | "services" | "addresses">) {
+  const { mode } = run;
+  const client = localAdminClient(run.fleet);
   try {
-    const epByKey = new Map(endpoints.map((e) => [`${e.metadata.namespace}/${e.metadata.name}`, e]));
+    const epByKey = new Map(run.addresses.map((e) => [addressService(mode, e), e]));
+    const services = run.services;
     const namespaces = [...new Set(services.map((s) => s.metadata.namespace ?? "default"))];
     const started = Date.now();
     await runPool(namespaces, WRITE_CONCURRENCY, async (ns) => {
@@ -129,9 +156,17 @@ export async function bareCreate(fleet: Fleet, services: readonly Service[], end
     });
     await runPool(services, WRITE_CONCURRENCY, async (svc) => {
       const ns = `bare-${svc.metadata.namespace ?? "default"}`;
-      await client.request("POST", collectionPath("services", ns), { body: copyForCreate(svc, ns) });
+      const created = await client.request<Service>("POST", collectionPath("services", ns), {
+        body: copyForCreate(svc, ns),
+      });
       const ep = epByKey.get(`${svc.metadata.namespace}/${svc.metadata.name}`);
-      if (ep) await client.request("POST", collectionPath("endpoints", ns), { body: copyForCreate(ep, ns) });
+      if (!ep) throw new Error(`no ${mode} object for mirror ${svc.metadata.namespace}/${svc.metadata.name}`);
+      const body = copyForCreate(ep, ns);
+      if (mode === "endpointslices") {
+        const owner = { apiVersion: "v1", kind: "Service", name: svc.metadata.name, uid: created.metadata.uid };
+        body["metadata"] = { ...(body["metadata"] as object), ownerReferences: [{ ...owner, controller: true }] };
+      }
+      await client.request("POST", collectionPath(mode, ns), { body });
     });
     return { bareMs: Date.now() - started, namespaces: namespaces.length };
   } finally {
@@ -148,33 +183,9 @@ export async function runColdConvergence(opts: BenchOptions): Promise<ScenarioRe
       ];
   const rows: Record<string, unknown>[] = [];
   for (const size of sizes) {
-    const run = await converge(size.clusters, size.services);
-    try {
-      await run.supervisor.stop();
-      const writesBeforeBare = await run.fleet.localWriteCount();
-      const bare = await bareCreate(run.fleet, run.services, run.endpoints);
-      const bareWrites = (await run.fleet.localWriteCount()) - writesBeforeBare;
-      rows.push({
-        clusters: size.clusters,
-        servicesPerCluster: size.services,
-        mirrors: run.mirrors,
-        convergeMs: run.convergeMs,
-        firstMirrorMs: run.firstMirrorMs,
-        allSyncedMs: run.syncedMs,
-        bareMs: bare.bareMs,
-        ratio: round(bare.bareMs / run.convergeMs, 3),
-        fleetWrites: run.fleetWrites,
-        fleetWritesByKind: JSON.stringify(run.fleetWritesByKind),
-        writesPerMirror: round(run.fleetWrites / run.mirrors, 3),
-        bareWrites,
-        mirrorsPerSecond: round(run.mirrors / (run.convergeMs / 1000), 1),
-        bareMirrorsPerSecond: round(run.mirrors / (bare.bareMs / 1000), 1),
-      });
-    } finally {
-      await run.fleet.stop();
-    }
+    for (const mode of BENCH_MODES) rows.push(await convergeAndBare(size, mode));
   }
-  printTable("cold convergence (ratio = bare-client time / fleet-mirror time)", rows);
+  printTable("cold convergence, both --endpoints-api modes (ratio = bare-client time / fleet-mirror time)", rows);
   writeResult(opts.out, "cold-convergence", {
     smoke: opts.smoke,
     writeConcurrency: WRITE_CONCURRENCY,
@@ -182,16 +193,56 @@ export async function runColdConvergence(opts: BenchOptions): Promise<ScenarioRe
     pollIntervalMs: 250,
     runs: rows,
   });
-  const main = rows[0];
-  const ratio = main?.["ratio"];
-  const wpm = main?.["writesPerMirror"];
+  const figures = (mode: BenchMode) => {
+    const main = rows.find((r) => r["endpointsApi"] === mode);
+    const ratio = main?.["ratio"];
+    const wpm = main?.["writesPerMirror"];
+    return [typeof ratio === "number" ? ratio : null, typeof wpm === "number" ? wpm : null] as const;
+  };
+  const [ratio, wpm] = figures("endpointslices");
+  const [ratioEp, wpmEp] = figures("endpoints");
   return {
     result: { runs: rows },
     summary: opts.smoke
       ? {}
       : {
-          cold_converge_ratio: typeof ratio === "number" ? ratio : null,
-          writes_per_mirror: typeof wpm === "number" ? wpm : null,
+          cold_converge_ratio: ratio,
+          writes_per_mirror: wpm,
+          cold_converge_ratio_endpoints_mode: ratioEp,
+          writes_per_mirror_endpoints_mode: wpmEp,
         },
   };
+}
+
+/** One size in one mode: the controller's convergence, then the bare client's on the same API server. */
+async function convergeAndBare(
+  size: { clusters: number; services: number },
+  mode: BenchMode,
+): Promise<Record<string, unknown>> {
+  const run = await converge(size.clusters, size.services, mode);
+  try {
+    await run.supervisor.stop();
+    const writesBeforeBare = await localWrites(run.fleet);
+    const bare = await bareCreate(run);
+    const bareWrites = (await localWrites(run.fleet)) - writesBeforeBare;
+    return {
+      endpointsApi: mode,
+      clusters: size.clusters,
+      servicesPerCluster: size.services,
+      mirrors: run.mirrors,
+      convergeMs: run.convergeMs,
+      firstMirrorMs: run.firstMirrorMs,
+      allSyncedMs: run.syncedMs,
+      bareMs: bare.bareMs,
+      ratio: round(bare.bareMs / run.convergeMs, 3),
+      fleetWrites: run.fleetWrites,
+      fleetWritesByKind: JSON.stringify(run.fleetWritesByKind),
+      writesPerMirror: round(run.fleetWrites / run.mirrors, 3),
+      bareWrites,
+      mirrorsPerSecond: round(run.mirrors / (run.convergeMs / 1000), 1),
+      bareMirrorsPerSecond: round(run.mirrors / (bare.bareMs / 1000), 1),
+    };
+  } finally {
+    await run.fleet.stop();
+  }
 }

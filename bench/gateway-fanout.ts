@@ -1,26 +1,32 @@
 /**
  * Gateway fan-out: one gateway IP change on a remote that K clusters point at, with S
  * exported Services behind that gateway (K × S = 2 000 mirrors; smoke: 2 × 10). The
- * clock runs from the remote status write until a watch on the local mirror Endpoints
- * has seen every one of them point at the new IP.
+ * clock runs from the remote status write until a watch on the local mirror address
+ * objects (the `<mirror>-ipv4` EndpointSlices in the default mode, the Endpoints in
+ * `endpoints` mode) has seen every one of them point at the new IP. Both modes run side
+ * by side, EndpointSlices first, each on a fresh world shaped the same.
  *
  * The limit: a bare client making the same writes on identical objects (copies of the
- * 2 000 mirror Services and Endpoints in a fresh namespace, created untimed) with the
- * same concurrency (16): per mirror, one PUT of the Endpoints to the new IP, then one
- * PUT of the Service with its new `mirror.linkerd.io/remote-gateway-resource-version`
- * annotation (SPEC §3: the Service carries the gateway's resourceVersion, so a gateway
- * change rewrites both objects of every mirror). ratio = bare time / fleet-mirror time.
+ * 2 000 mirror Services and address objects of that mode in a fresh namespace, created
+ * untimed, a slice owned by its Service copy) with the same concurrency (16): per
+ * mirror, one PUT of the slice or Endpoints to the new IP, then one PUT of the Service
+ * with its new `mirror.linkerd.io/remote-gateway-resource-version` annotation (SPEC §3:
+ * the Service carries the gateway's resourceVersion, so a gateway change rewrites both
+ * objects of every mirror). ratio = bare time / fleet-mirror time.
  */
-import { REMOTE_GATEWAY_RESOURCE_VERSION } from "../src/core/labels.ts";
-import type { Endpoints, Service } from "../src/core/objects.ts";
+import { REMOTE_GATEWAY_RESOURCE_VERSION, SERVICE_NAME_LABEL } from "../src/core/labels.ts";
+import type { EndpointSlice, Endpoints, KubeObject, Service } from "../src/core/objects.ts";
 import { converge, WRITE_CONCURRENCY } from "./cold-convergence.ts";
 import {
+  addressesPath,
+  addressesPointAt,
+  BENCH_MODES,
+  type BenchMode,
   type BenchOptions,
   CountingWatch,
   collectionPath,
   copyForCreate,
   diffCounts,
-  endpointsPointAt,
   ensureLocalNamespace,
   GATEWAY_PORT,
   localAdminClient,
@@ -37,21 +43,50 @@ const NEW_IP = "198.18.0.99";
 
 export async function runGatewayFanout(opts: BenchOptions): Promise<ScenarioResult> {
   const size = opts.smoke ? { clusters: 2, services: 10 } : { clusters: 20, services: 100 };
-  const run = await converge(size.clusters, size.services);
+  const rows: Awaited<ReturnType<typeof fanoutOnce>>[] = [];
+  for (const mode of BENCH_MODES) rows.push(await fanoutOnce(size, mode));
+  printTable("gateway fan-out, both --endpoints-api modes (ratio = bare-client time / fleet-mirror time)", rows);
+  writeResult(opts.out, "gateway-fanout", { smoke: opts.smoke, writeConcurrency: WRITE_CONCURRENCY, runs: rows });
+  const ratio = (mode: BenchMode) => rows.find((r) => r.endpointsApi === mode)?.ratio ?? null;
+  return {
+    result: { runs: rows },
+    summary: opts.smoke
+      ? {}
+      : { gateway_fanout_ratio: ratio("endpointslices"), gateway_fanout_ratio_endpoints_mode: ratio("endpoints") },
+  };
+}
+
+/** The new address list of a copied address object: the one gateway endpoint at NEW_IP. */
+function pointedAtNewIp(mode: BenchMode, obj: KubeObject): Endpoints | EndpointSlice {
+  if (mode === "endpoints") {
+    const ep = obj as Endpoints;
+    return {
+      ...ep,
+      subsets: [{ addresses: [{ ip: NEW_IP }], ports: ep.subsets?.[0]?.ports ?? [{ port: GATEWAY_PORT }] }],
+    };
+  }
+  const slice = obj as EndpointSlice;
+  const conditions = { ready: true, serving: true, terminating: false };
+  return { ...slice, endpoints: [{ addresses: [NEW_IP], conditions }] };
+}
+
+async function fanoutOnce(size: { clusters: number; services: number }, mode: BenchMode) {
+  const run = await converge(size.clusters, size.services, mode);
   const { fleet, supervisor } = run;
   const client = localAdminClient(fleet);
   try {
-    const watch = new CountingWatch<Endpoints>(client, "/api/v1/endpoints", (ep) => endpointsPointAt(ep, NEW_IP));
+    const watch = new CountingWatch<KubeObject>(client, addressesPath(mode), (obj) =>
+      addressesPointAt(mode, obj, NEW_IP),
+    );
     await watch.start();
-    const writesBefore = await fleet.localWriteCount();
     const kindsBefore = await localWritesByKind(fleet);
     const started = Date.now();
     await fleet.setGatewayIngress("remote", [{ ip: NEW_IP }]);
     await watch.until(run.mirrors);
     const fleetMs = Date.now() - started;
     await waitWriterIdle(supervisor);
-    const fleetWrites = (await fleet.localWriteCount()) - writesBefore;
     const fleetWritesByKind = diffCounts(await localWritesByKind(fleet), kindsBefore);
+    const fleetWrites = Object.values(fleetWritesByKind).reduce((a, b) => a + b, 0);
     await watch.stop();
     await supervisor.stop();
 
@@ -59,30 +94,35 @@ export async function runGatewayFanout(opts: BenchOptions): Promise<ScenarioResu
     const ns = "bare-fanout";
     await ensureLocalNamespace(client, ns);
     const services = new Map(run.services.map((svc) => [svc.metadata.name, svc]));
-    const copies: { endpoints: Endpoints; service: Service }[] = [];
-    await runPool(run.endpoints, WRITE_CONCURRENCY, async (ep) => {
-      const svc = services.get(ep.metadata.name);
-      if (!svc) throw new Error(`no mirror Service for Endpoints ${ep.metadata.name}`);
-      const [endpoints, service] = await Promise.all([
-        client.request<Endpoints>("POST", collectionPath("endpoints", ns), { body: copyForCreate(ep, ns) }),
-        client.request<Service>("POST", collectionPath("services", ns), { body: copyForCreate(svc, ns) }),
-      ]);
-      copies.push({ endpoints, service });
+    const copies: { addresses: KubeObject; service: Service }[] = [];
+    await runPool(run.addresses, WRITE_CONCURRENCY, async (obj) => {
+      const mirror = mode === "endpoints" ? obj.metadata.name : obj.metadata.labels?.[SERVICE_NAME_LABEL];
+      const svc = mirror === undefined ? undefined : services.get(mirror);
+      if (!svc) throw new Error(`no mirror Service for ${mode} ${obj.metadata.name}`);
+      const service = await client.request<Service>("POST", collectionPath("services", ns), {
+        body: copyForCreate(svc, ns),
+      });
+      const body = copyForCreate(obj, ns);
+      if (mode === "endpointslices") {
+        const owner = { apiVersion: "v1", kind: "Service", name: svc.metadata.name, uid: service.metadata.uid };
+        body["metadata"] = { ...(body["metadata"] as object), ownerReferences: [{ ...owner, controller: true }] };
+      }
+      const addresses = await client.request<KubeObject>("POST", collectionPath(mode, ns), { body });
+      copies.push({ addresses, service });
     });
     const bareStarted = Date.now();
-    await runPool(copies, WRITE_CONCURRENCY, async ({ endpoints: ep, service: svc }) => {
-      const body = {
-        ...ep,
-        subsets: [{ addresses: [{ ip: NEW_IP }], ports: ep.subsets?.[0]?.ports ?? [{ port: GATEWAY_PORT }] }],
-      };
-      await client.request("PUT", `${collectionPath("endpoints", ns)}/${ep.metadata.name}`, { body });
+    await runPool(copies, WRITE_CONCURRENCY, async ({ addresses, service: svc }) => {
+      await client.request("PUT", `${collectionPath(mode, ns)}/${addresses.metadata.name}`, {
+        body: pointedAtNewIp(mode, addresses),
+      });
       const annotations = { ...svc.metadata.annotations, [REMOTE_GATEWAY_RESOURCE_VERSION]: "bare-client" };
       await client.request("PUT", `${collectionPath("services", ns)}/${svc.metadata.name}`, {
         body: { ...svc, metadata: { ...svc.metadata, annotations } },
       });
     });
     const bareMs = Date.now() - bareStarted;
-    const row = {
+    return {
+      endpointsApi: mode,
       clusters: size.clusters,
       servicesPerCluster: size.services,
       mirrors: run.mirrors,
@@ -93,9 +133,6 @@ export async function runGatewayFanout(opts: BenchOptions): Promise<ScenarioResu
       fleetWritesByKind: JSON.stringify(fleetWritesByKind),
       writesPerMirror: round(fleetWrites / run.mirrors, 3),
     };
-    printTable("gateway fan-out (ratio = bare-client time / fleet-mirror time)", [row]);
-    writeResult(opts.out, "gateway-fanout", { smoke: opts.smoke, writeConcurrency: WRITE_CONCURRENCY, ...row });
-    return { result: row, summary: opts.smoke ? {} : { gateway_fanout_ratio: row.ratio } };
   } finally {
     client.close();
     await fleet.stop();

@@ -9,8 +9,9 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, release, totalmem } from "node:os";
 import { join } from "node:path";
-import { MIRRORED_SERVICE } from "../src/core/labels.ts";
-import type { Endpoints, KubeObject, Service } from "../src/core/objects.ts";
+import { sliceName } from "../src/core/endpoint-slices.ts";
+import { MANAGED_BY_FLEET_MIRROR, MANAGED_BY_LABEL, MIRRORED_SERVICE } from "../src/core/labels.ts";
+import type { EndpointSlice, Endpoints, KubeObject, Service } from "../src/core/objects.ts";
 import { KubeClient } from "../src/kube/client.ts";
 import { Watcher } from "../src/kube/watcher.ts";
 import type { Supervisor } from "../src/supervisor/supervisor.ts";
@@ -45,6 +46,14 @@ export interface ScenarioResult {
 }
 
 export const MIRROR_SELECTOR = `${MIRRORED_SERVICE}=true`;
+
+/**
+ * The `--endpoints-api` modes every scenario runs side by side, the default
+ * (EndpointSlices, SPEC §9) first, then Endpoints (SPEC §3), each in a world of its own
+ * shaped the same. (`both`, a migration setting, writes the two and is not benched.)
+ */
+export const BENCH_MODES = ["endpointslices", "endpoints"] as const;
+export type BenchMode = (typeof BENCH_MODES)[number];
 export const GATEWAY_PORT = 4143;
 
 export function machine(): Machine {
@@ -223,20 +232,28 @@ export async function listAll<T>(client: KubeClient, path: string, labelSelector
 }
 
 /**
- * Local write requests by `VERB resource` (services, endpoints, namespaces), from the
- * local API server's own `apiserver_request_total`; subtract two of them for a breakdown.
+ * Local write requests by `VERB resource` (services, endpoints, endpointslices,
+ * namespaces), from the local API server's own `apiserver_request_total`; subtract two
+ * of them for a breakdown. Slices count in both modes: in Endpoints mode a slice write
+ * would be the built-in EndpointSliceMirroring controller's, which the mirror Endpoints'
+ * skip-mirror label keeps at zero.
  */
 export async function localWritesByKind(fleet: Fleet): Promise<Record<string, number>> {
   const counts: Record<string, number> = {};
   for (const line of (await fleet.localMetrics()).split("\n")) {
     if (!line.startsWith("apiserver_request_total{")) continue;
     const verb = /verb="([A-Z]+)"/.exec(line)?.[1];
-    const resource = /resource="(services|endpoints|namespaces)"/.exec(line)?.[1];
+    const resource = /resource="(services|endpoints|endpointslices|namespaces)"/.exec(line)?.[1];
     if (!verb || !resource || !["POST", "PUT", "PATCH", "DELETE"].includes(verb)) continue;
     const key = `${verb} ${resource}`;
     counts[key] = (counts[key] ?? 0) + Number(line.slice(line.lastIndexOf(" ") + 1));
   }
   return counts;
+}
+
+/** The local writes of `localWritesByKind`, summed. */
+export async function localWrites(fleet: Fleet): Promise<number> {
+  return Object.values(await localWritesByKind(fleet)).reduce((a, b) => a + b, 0);
 }
 
 export function diffCounts(after: Record<string, number>, before: Record<string, number>): Record<string, number> {
@@ -262,6 +279,39 @@ export function endpointsPointAt(ep: Endpoints | undefined, ip: string): boolean
     subset.addresses[0]?.ip === ip &&
     subset.ports?.some((p) => p.port === GATEWAY_PORT) === true
   );
+}
+
+/**
+ * Whether `slice` is the right IPv4 slice of mirror `mirror` (SPEC §9): fleet-mirror's
+ * `managed-by`, one ready endpoint at exactly `ip`, GATEWAY_PORT among its ports.
+ */
+export function slicePointsAt(slice: EndpointSlice | undefined, mirror: string, ip: string): boolean {
+  const endpoint = slice?.endpoints?.[0];
+  return (
+    slice?.metadata.name === sliceName(mirror, "ipv4") &&
+    slice.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY_FLEET_MIRROR &&
+    slice.addressType === "IPv4" &&
+    slice.endpoints?.length === 1 &&
+    endpoint?.addresses.length === 1 &&
+    endpoint.addresses[0] === ip &&
+    endpoint.conditions?.ready === true &&
+    slice.ports?.some((p) => p.port === GATEWAY_PORT) === true
+  );
+}
+
+/** The mirror a slice belongs to: its `<mirror>-ipv4` name less the suffix. */
+export function sliceMirror(slice: EndpointSlice): string {
+  return slice.metadata.name.replace(/-ipv[46]$/, "");
+}
+
+/**
+ * Whether a mirror's address object (Endpoints, or its IPv4 slice) points at exactly
+ * `ip`:GATEWAY_PORT, in the mode that wrote it.
+ */
+export function addressesPointAt(mode: BenchMode, obj: KubeObject | undefined, ip: string): boolean {
+  return mode === "endpoints"
+    ? endpointsPointAt(obj as Endpoints | undefined, ip)
+    : obj !== undefined && slicePointsAt(obj as EndpointSlice, sliceMirror(obj as EndpointSlice), ip);
 }
 
 /**
@@ -358,6 +408,13 @@ export function ensureLocalNamespace(client: KubeClient, name: string): Promise<
   return client.request("POST", "/api/v1/namespaces", { body: { metadata: { name } } });
 }
 
-export function collectionPath(kind: "services" | "endpoints", namespace: string): string {
-  return `/api/v1/namespaces/${namespace}/${kind}`;
+export function collectionPath(kind: "services" | "endpoints" | "endpointslices", namespace: string): string {
+  return kind === "endpointslices"
+    ? `/apis/discovery.k8s.io/v1/namespaces/${namespace}/endpointslices`
+    : `/api/v1/namespaces/${namespace}/${kind}`;
+}
+
+/** The cluster-wide collection of a mirror's address objects in `mode`. */
+export function addressesPath(mode: BenchMode): string {
+  return mode === "endpoints" ? "/api/v1/endpoints" : "/apis/discovery.k8s.io/v1/endpointslices";
 }

@@ -13,14 +13,18 @@
  * (fleet_mirror_thread_heap_used_bytes). No GC is forced: the figure is what a Pod's
  * memory limit has to hold.
  *
- * Thread mode (one thread per cluster, the default) at K = 50 and 200; packed mode
- * (--max-threads 8) at K = 200 (the placement trade-off side by side) and K = 1000.
+ * Thread mode (one thread per cluster, the default) at K = 50 and 200, each in both
+ * `--endpoints-api` modes side by side (EndpointSlices first); packed mode
+ * (--max-threads 8) at K = 200 (the placement trade-off side by side) and K = 1000, in
+ * the default EndpointSlices mode only (the K = 1000 run alone takes minutes).
  */
 import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import type { AdminStatus } from "../src/admin/source.ts";
 import { type ControllerProcess, Fleet } from "../test/helpers/fleet.ts";
 import {
+  BENCH_MODES,
+  type BenchMode,
   type BenchOptions,
   mb,
   printTable,
@@ -40,6 +44,7 @@ const WRITE_ARGS = ["--write-qps", "0", "--write-concurrency", "16"];
 
 type Row = {
   readonly mode: string;
+  readonly endpointsApi: BenchMode;
   readonly clusters: number;
   readonly servicesPerCluster: number;
   readonly threads: number | null;
@@ -150,7 +155,14 @@ async function baselineRss(fleet: Fleet, args: readonly string[]): Promise<numbe
   }
 }
 
-async function measure(mode: string, clusters: number, args: readonly string[]): Promise<Row> {
+async function measure(
+  mode: string,
+  endpointsApi: BenchMode,
+  clusters: number,
+  placementArgs: readonly string[],
+): Promise<Row> {
+  const args = [...placementArgs, "--endpoints-api", endpointsApi];
+  progress(`memory: ${mode}, ${endpointsApi}, ${clusters} clusters`);
   const fleet = await Fleet.start(["remote"]);
   try {
     const baseline = await baselineRss(fleet, args);
@@ -172,6 +184,7 @@ async function measure(mode: string, clusters: number, args: readonly string[]):
       const used = await actorHeaps(admin);
       return {
         mode,
+        endpointsApi,
         clusters,
         servicesPerCluster: SERVICES,
         threads: used.length,
@@ -195,6 +208,7 @@ async function measure(mode: string, clusters: number, args: readonly string[]):
 function notMeasured(mode: string, clusters: number, note: string): Row {
   return {
     mode,
+    endpointsApi: "endpointslices",
     clusters,
     servicesPerCluster: SERVICES,
     threads: null,
@@ -214,26 +228,30 @@ export async function runMemory(opts: BenchOptions): Promise<ScenarioResult> {
   const rows: Row[] = [];
   const save = () => writeResult(opts.out, "memory", { smoke: opts.smoke, entry: "dist/src/main.js run", runs: rows });
   for (const k of opts.memoryClusters ?? (opts.smoke ? [5] : [50, 200])) {
-    rows.push(await measure("thread", k, []));
-    save();
+    for (const endpointsApi of BENCH_MODES) {
+      rows.push(await measure("thread", endpointsApi, k, []));
+      save();
+    }
   }
   const packedArgs = ["--max-threads", String(PACKED_THREADS)];
   if (opts.skipPacked) {
     rows.push(notMeasured("packed", 1000, "skipped (--skip-packed)"));
   } else if (opts.smoke) {
-    rows.push(await measure(`packed(${PACKED_THREADS})`, 20, packedArgs));
+    rows.push(await measure(`packed(${PACKED_THREADS})`, "endpointslices", 20, packedArgs));
   } else {
     // The same 200 clusters packed, side by side with thread mode: the placement trade-off.
-    if (!opts.memoryClusters) rows.push(await measure(`packed(${PACKED_THREADS})`, 200, packedArgs));
+    if (!opts.memoryClusters) rows.push(await measure(`packed(${PACKED_THREADS})`, "endpointslices", 200, packedArgs));
     save();
-    rows.push(await measure(`packed(${PACKED_THREADS})`, 1000, packedArgs));
+    rows.push(await measure(`packed(${PACKED_THREADS})`, "endpointslices", 1000, packedArgs));
   }
   printTable(
-    "memory and startup (fleet-mirror run from dist/; RSS of the process; per cluster = (RSS − baseline) / K)",
+    "memory and startup (fleet-mirror run from dist/; RSS of the process; per cluster = (RSS − baseline) / K; packed rows in the default endpointslices mode only)",
     rows,
   );
   save();
-  const k200 = rows.find((r) => r.mode === "thread" && r.clusters === 200);
+  const k200 = (api: BenchMode) =>
+    rows.find((r) => r.mode === "thread" && r.endpointsApi === api && r.clusters === 200);
+  const seconds = (row: Row | undefined) => (row?.allSyncedMs == null ? null : round(row.allSyncedMs / 1000, 2));
   const packed1000 = rows.find((r) => r.mode.startsWith("packed") && r.clusters === 1000);
   // sync_200_clusters_s is the default placement's (one thread per cluster); the packed
   // figure for the same 200 clusters is in memory.json and SUMMARY.md's notes.
@@ -242,8 +260,10 @@ export async function runMemory(opts: BenchOptions): Promise<ScenarioResult> {
     summary: opts.smoke
       ? {}
       : {
-          rss_mb_per_cluster_thread_mode: k200?.perClusterRssMb ?? null,
-          sync_200_clusters_s: k200?.allSyncedMs == null ? null : round(k200.allSyncedMs / 1000, 2),
+          rss_mb_per_cluster_thread_mode: k200("endpointslices")?.perClusterRssMb ?? null,
+          sync_200_clusters_s: seconds(k200("endpointslices")),
+          rss_mb_per_cluster_thread_mode_endpoints_mode: k200("endpoints")?.perClusterRssMb ?? null,
+          sync_200_clusters_s_endpoints_mode: seconds(k200("endpoints")),
           rss_total_mb_packed_1000: packed1000?.rssMb ?? null,
         },
   };

@@ -10,6 +10,10 @@
  * bench/results, or a temporary directory with --smoke. `--summary-only` rebuilds the
  * summary from the scenario files already in --out (scenarios run one by one). Benchmarks measure;
  * they never fail on a missed target. Run them on a quiet machine.
+ *
+ * Scenarios run in both `--endpoints-api` modes side by side: a plain summary key is the
+ * default (EndpointSlices) mode's figure, `<key>_endpoints_mode` the same figure in
+ * `endpoints` mode, with the same target.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -34,26 +38,40 @@ const SCENARIOS: Readonly<Record<string, (opts: BenchOptions) => Promise<Scenari
 
 const SUMMARY_KEYS = [
   "cold_converge_ratio",
+  "cold_converge_ratio_endpoints_mode",
   "writes_per_mirror",
+  "writes_per_mirror_endpoints_mode",
   "rss_mb_per_cluster_thread_mode",
+  "rss_mb_per_cluster_thread_mode_endpoints_mode",
   "rss_total_mb_packed_1000",
   "sync_200_clusters_s",
+  "sync_200_clusters_s_endpoints_mode",
   "restart_writes",
+  "restart_writes_endpoints_mode",
   "steady_p99_ms",
+  "steady_p99_ms_endpoints_mode",
   "gateway_fanout_ratio",
+  "gateway_fanout_ratio_endpoints_mode",
   "remote_recovery_s",
 ] as const;
 
 /** The issue's targets, for SUMMARY.md: [comparison, bound, unit]. */
 const TARGETS: Readonly<Record<(typeof SUMMARY_KEYS)[number], readonly [">=" | "<=" | "==", number, string]>> = {
   cold_converge_ratio: [">=", 0.8, "× bare client"],
+  cold_converge_ratio_endpoints_mode: [">=", 0.8, "× bare client"],
   writes_per_mirror: ["<=", 2, "writes"],
+  writes_per_mirror_endpoints_mode: ["<=", 2, "writes"],
   rss_mb_per_cluster_thread_mode: ["<=", 16, "MB"],
+  rss_mb_per_cluster_thread_mode_endpoints_mode: ["<=", 16, "MB"],
   rss_total_mb_packed_1000: ["<=", 2048, "MB"],
   sync_200_clusters_s: ["<=", 15, "s"],
+  sync_200_clusters_s_endpoints_mode: ["<=", 15, "s"],
   restart_writes: ["==", 0, "writes"],
+  restart_writes_endpoints_mode: ["==", 0, "writes"],
   steady_p99_ms: ["<=", 250, "ms"],
+  steady_p99_ms_endpoints_mode: ["<=", 250, "ms"],
   gateway_fanout_ratio: [">=", 0.8, "× bare client"],
+  gateway_fanout_ratio_endpoints_mode: [">=", 0.8, "× bare client"],
   remote_recovery_s: ["<=", 5, "s"],
 };
 
@@ -92,7 +110,10 @@ function writeSummary(out: string, summary: Record<string, number | null>, note:
 
 /**
  * The summary keys from the per-scenario JSON files already in `out` (for scenarios run
- * one by one); a key is null when its file or value is missing.
+ * one by one); a key is null when its file or value is missing. A scenario file holds
+ * `runs[]`, one row per size and `endpointsApi` mode; a file from before the modes ran
+ * side by side (a flat result, or rows without `endpointsApi`) was measured in
+ * `endpoints` mode and fills only the `_endpoints_mode` keys.
  */
 export function summaryFromResults(out: string): Record<string, number | null> {
   const read = (name: string): Record<string, unknown> | undefined => {
@@ -105,26 +126,37 @@ export function summaryFromResults(out: string): Record<string, number | null> {
   };
   const num = (value: unknown): number | null => (typeof value === "number" ? value : null);
   const rows = (data: Record<string, unknown> | undefined): Record<string, unknown>[] =>
-    Array.isArray(data?.["runs"]) ? (data["runs"] as Record<string, unknown>[]) : [];
+    data === undefined ? [] : Array.isArray(data["runs"]) ? (data["runs"] as Record<string, unknown>[]) : [data];
   const full = (data: Record<string, unknown> | undefined) => (data?.["smoke"] === false ? data : undefined);
-  const cold = rows(full(read("cold-convergence"))).find((r) => r["clusters"] === 50 && r["servicesPerCluster"] === 50);
-  const restart = full(read("restart"));
-  const steady = full(read("steady-latency"));
-  const latency = steady?.["latencyMs"] as { perMirror?: { p99?: unknown } } | undefined;
-  const fanout = full(read("gateway-fanout"));
+  const inMode = (mode: string) => (r: Record<string, unknown>) => (r["endpointsApi"] ?? "endpoints") === mode;
+  const cold = rows(full(read("cold-convergence"))).filter(
+    (r) => r["clusters"] === 50 && r["servicesPerCluster"] === 50,
+  );
+  const restart = rows(full(read("restart")));
+  const steady = rows(full(read("steady-latency")));
+  const p99 = (row: Record<string, unknown> | undefined) =>
+    num((row?.["latencyMs"] as { perMirror?: { p99?: unknown } } | undefined)?.perMirror?.p99);
+  const fanout = rows(full(read("gateway-fanout")));
   const memory = rows(full(read("memory")));
-  const k200 = memory.find((r) => r["mode"] === "thread" && r["clusters"] === 200);
+  const k200 = memory.filter((r) => r["mode"] === "thread" && r["clusters"] === 200);
   const packed = memory.find((r) => String(r["mode"]).startsWith("packed") && r["clusters"] === 1000);
-  const synced = num(k200?.["allSyncedMs"]);
+  const seconds = (row: Record<string, unknown> | undefined) => {
+    const ms = num(row?.["allSyncedMs"]);
+    return ms === null ? null : Math.round(ms / 10) / 100;
+  };
+  const figures = (mode: string, suffix: string) => ({
+    [`cold_converge_ratio${suffix}`]: num(cold.find(inMode(mode))?.["ratio"]),
+    [`writes_per_mirror${suffix}`]: num(cold.find(inMode(mode))?.["writesPerMirror"]),
+    [`rss_mb_per_cluster_thread_mode${suffix}`]: num(k200.find(inMode(mode))?.["perClusterRssMb"]),
+    [`sync_200_clusters_s${suffix}`]: seconds(k200.find(inMode(mode))),
+    [`restart_writes${suffix}`]: num(restart.find(inMode(mode))?.["localWritesAfterRestart"]),
+    [`steady_p99_ms${suffix}`]: p99(steady.find(inMode(mode))),
+    [`gateway_fanout_ratio${suffix}`]: num(fanout.find(inMode(mode))?.["ratio"]),
+  });
   return {
-    cold_converge_ratio: num(cold?.["ratio"]),
-    writes_per_mirror: num(cold?.["writesPerMirror"]),
-    rss_mb_per_cluster_thread_mode: num(k200?.["perClusterRssMb"]),
+    ...figures("endpointslices", ""),
+    ...figures("endpoints", "_endpoints_mode"),
     rss_total_mb_packed_1000: num(packed?.["rssMb"]),
-    sync_200_clusters_s: synced === null ? null : Math.round(synced / 10) / 100,
-    restart_writes: num(restart?.["localWritesAfterRestart"]),
-    steady_p99_ms: num(latency?.perMirror?.p99),
-    gateway_fanout_ratio: num(fanout?.["ratio"]),
     remote_recovery_s: num(full(read("remote-recovery"))?.["remoteRecoveryS"]),
   };
 }
@@ -205,4 +237,5 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+// Imported by the unit tests for summaryFromResults: run only as the entry point.
+if (import.meta.main) await main();

@@ -15,14 +15,23 @@
  * write load is rate × K/R mirror changes per second; when that exceeds what the local
  * API server accepts (see the bare-client rate of cold-convergence), latency measures
  * the backlog, not the controller.
+ *
+ * Both `--endpoints-api` modes run side by side, EndpointSlices first, each on a fresh
+ * world shaped the same; latency is observed on the mirror Services (a port change,
+ * export and unexport show there in either mode), the local writes per mode are counted
+ * by resource.
  */
 import { mirrorName } from "../src/core/naming.ts";
 import type { Service } from "../src/core/objects.ts";
 import { Watcher } from "../src/kube/watcher.ts";
 import { Fleet } from "../test/helpers/fleet.ts";
 import {
+  BENCH_MODES,
+  type BenchMode,
   type BenchOptions,
+  diffCounts,
   localAdminClient,
+  localWritesByKind,
   MIRROR_SELECTOR,
   percentile,
   printTable,
@@ -60,7 +69,49 @@ interface RemoteState {
   readonly idle: string[];
 }
 
+interface Stats {
+  readonly n: number;
+  readonly p50: number | null;
+  readonly p95: number | null;
+  readonly p99: number | null;
+  readonly max: number | null;
+}
+
 export async function runSteadyLatency(opts: BenchOptions): Promise<ScenarioResult> {
+  const runs: Record<string, unknown>[] = [];
+  const latencies: Record<string, unknown>[] = [];
+  const p99 = new Map<BenchMode, number | null>();
+  for (const mode of BENCH_MODES) {
+    const { row, perMirror, perChange } = await steadyOnce(opts, mode);
+    runs.push({ ...row, latencyMs: { perMirror, perRemoteChange: perChange } });
+    latencies.push(
+      { endpointsApi: mode, of: "mirror change", ...perMirror },
+      { endpointsApi: mode, of: "remote change (all fan-out)", ...perChange },
+    );
+    p99.set(mode, perMirror.p99);
+  }
+  printTable(
+    "steady state: remote change → local mirror visible, both --endpoints-api modes",
+    runs.map(({ latencyMs: _, ...row }) => row),
+  );
+  printTable("latency (ms)", latencies);
+  writeResult(opts.out, "steady-latency", { smoke: opts.smoke, mix: MIX, runs });
+  return {
+    result: { runs },
+    summary: opts.smoke
+      ? {}
+      : {
+          steady_p99_ms: p99.get("endpointslices") ?? null,
+          steady_p99_ms_endpoints_mode: p99.get("endpoints") ?? null,
+        },
+  };
+}
+
+/** One mode: a fresh world, the controller synced, the offered load, the latencies. */
+async function steadyOnce(
+  opts: BenchOptions,
+  mode: BenchMode,
+): Promise<{ row: Record<string, unknown>; perMirror: Stats; perChange: Stats }> {
   const remotes = opts.smoke ? ["r1"] : ["r1", "r2", "r3", "r4", "r5"];
   const clusters = opts.smoke ? 5 : 50;
   const servicesPerRemote = opts.smoke ? 5 : 20;
@@ -91,9 +142,15 @@ export async function runSteadyLatency(opts: BenchOptions): Promise<ScenarioResu
         idle: Array.from({ length: servicesPerRemote }, (_, s) => `svc-${s}`),
       });
     }
-    const supervisor = fleet.startInProcess({ logLevel: "silent", writeQps: 0, writeConcurrency: 16 });
+    const supervisor = fleet.startInProcess({
+      endpointsApi: mode,
+      logLevel: "silent",
+      writeQps: 0,
+      writeConcurrency: 16,
+    });
     await waitAllSynced(supervisor, clusters);
     await waitWriterIdle(supervisor);
+    const kindsBefore = await localWritesByKind(fleet);
 
     const pending = new Map<string, Pending>();
     const mirrorLatencies: number[] = [];
@@ -174,10 +231,12 @@ export async function runSteadyLatency(opts: BenchOptions): Promise<ScenarioResu
     while (pending.size > 0 && Date.now() < drainDeadline) await sleep(50);
     const unobserved = pending.size;
     await watcher.stop();
+    await waitWriterIdle(supervisor);
+    const writesByKind = diffCounts(await localWritesByKind(fleet), kindsBefore);
     await supervisor.stop();
 
     const changeLatencies = changes.flatMap((c) => (c.doneAt === undefined ? [] : [c.doneAt - c.t0]));
-    const stats = (values: number[]) => ({
+    const stats = (values: number[]): Stats => ({
       n: values.length,
       p50: percentile(values, 50),
       p95: percentile(values, 95),
@@ -187,6 +246,7 @@ export async function runSteadyLatency(opts: BenchOptions): Promise<ScenarioResu
     const perMirror = stats(mirrorLatencies);
     const perChange = stats(changeLatencies);
     const row = {
+      endpointsApi: mode,
       clusters,
       remotes: remotes.length,
       fanOut: perRemote,
@@ -198,19 +258,9 @@ export async function runSteadyLatency(opts: BenchOptions): Promise<ScenarioResu
       failedRequests: failures,
       skipped,
       unobservedMirrorChanges: unobserved,
+      localWritesByKind: JSON.stringify(writesByKind),
     };
-    printTable("steady state: remote change → local mirror visible", [row]);
-    printTable("latency (ms)", [
-      { of: "mirror change", ...perMirror },
-      { of: "remote change (all fan-out)", ...perChange },
-    ]);
-    writeResult(opts.out, "steady-latency", {
-      smoke: opts.smoke,
-      ...row,
-      mix: MIX,
-      latencyMs: { perMirror, perRemoteChange: perChange },
-    });
-    return { result: { ...row, perMirror, perChange }, summary: opts.smoke ? {} : { steady_p99_ms: perMirror.p99 } };
+    return { row, perMirror, perChange };
   } finally {
     client.close();
     await fleet.stop();
