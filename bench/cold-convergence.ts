@@ -14,7 +14,9 @@
  * Service then its slice (owned by that Service, as the controller's) or its Endpoints.
  * ratio = bare time / fleet-mirror time (1.0 = as fast as the API server allows).
  * Writes per mirror come from the local API server's own `apiserver_request_total`,
- * broken down by verb and resource (endpointslices vs endpoints).
+ * broken down by verb and resource (endpointslices vs endpoints); in endpoints mode the
+ * slices the built-in EndpointSliceMirroring controller derives are counted apart
+ * (`mirroringControllerWrites`), for fleet-mirror and the bare client alike.
  */
 import { SERVICE_NAME_LABEL } from "../src/core/labels.ts";
 import type { KubeObject, Service } from "../src/core/objects.ts";
@@ -32,7 +34,6 @@ import {
   ensureLocalNamespace,
   listAll,
   localAdminClient,
-  localWrites,
   localWritesByKind,
   MIRROR_SELECTOR,
   printTable,
@@ -43,6 +44,7 @@ import {
   serviceHasPort,
   shapeRemote,
   sleep,
+  splitWrites,
   waitAllSynced,
   waitWriterIdle,
   writeResult,
@@ -60,7 +62,10 @@ export interface ConvergeRun {
   readonly firstMirrorMs: number | null;
   readonly syncedMs: number;
   readonly fleetWrites: number;
+  /** All local writes while converging, by `VERB resource`. */
   readonly fleetWritesByKind: Record<string, number>;
+  /** The built-in EndpointSliceMirroring controller's slice writes (endpoints mode; see splitWrites). */
+  readonly mirroringControllerWrites: number;
   readonly services: Service[];
   /** The mirrors' address objects: EndpointSlices or Endpoints, per `mode`. */
   readonly addresses: KubeObject[];
@@ -111,7 +116,7 @@ export async function converge(clusters: number, services: number, mode: BenchMo
     const syncedMs = await syncedP;
     await waitWriterIdle(supervisor);
     const fleetWritesByKind = diffCounts(await localWritesByKind(fleet), kindsBefore);
-    const fleetWrites = Object.values(fleetWritesByKind).reduce((a, b) => a + b, 0);
+    const { fleetMirror: fleetWrites, mirroringController } = splitWrites(mode, fleetWritesByKind);
     client.close();
     return {
       mode,
@@ -123,6 +128,7 @@ export async function converge(clusters: number, services: number, mode: BenchMo
       syncedMs,
       fleetWrites,
       fleetWritesByKind,
+      mirroringControllerWrites: mirroringController,
       services: svcs,
       addresses,
     };
@@ -222,9 +228,9 @@ async function convergeAndBare(
   const run = await converge(size.clusters, size.services, mode);
   try {
     await run.supervisor.stop();
-    const writesBeforeBare = await localWrites(run.fleet);
+    const kindsBeforeBare = await localWritesByKind(run.fleet);
     const bare = await bareCreate(run);
-    const bareWrites = (await localWrites(run.fleet)) - writesBeforeBare;
+    const bareWrites = splitWrites(mode, diffCounts(await localWritesByKind(run.fleet), kindsBeforeBare)).fleetMirror;
     return {
       endpointsApi: mode,
       clusters: size.clusters,
@@ -238,6 +244,7 @@ async function convergeAndBare(
       fleetWrites: run.fleetWrites,
       fleetWritesByKind: JSON.stringify(run.fleetWritesByKind),
       writesPerMirror: round(run.fleetWrites / run.mirrors, 3),
+      mirroringControllerWrites: run.mirroringControllerWrites,
       bareWrites,
       mirrorsPerSecond: round(run.mirrors / (run.convergeMs / 1000), 1),
       bareMirrorsPerSecond: round(run.mirrors / (bare.bareMs / 1000), 1),

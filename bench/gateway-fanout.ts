@@ -35,6 +35,7 @@ import {
   round,
   runPool,
   type ScenarioResult,
+  splitWrites,
   waitWriterIdle,
   writeResult,
 } from "./harness.ts";
@@ -86,7 +87,7 @@ async function fanoutOnce(size: { clusters: number; services: number }, mode: Be
     const fleetMs = Date.now() - started;
     await waitWriterIdle(supervisor);
     const fleetWritesByKind = diffCounts(await localWritesByKind(fleet), kindsBefore);
-    const fleetWrites = Object.values(fleetWritesByKind).reduce((a, b) => a + b, 0);
+    const { fleetMirror: fleetWrites, mirroringController } = splitWrites(mode, fleetWritesByKind);
     await watch.stop();
     await supervisor.stop();
 
@@ -132,6 +133,7 @@ async function fanoutOnce(size: { clusters: number; services: number }, mode: Be
       fleetWrites,
       fleetWritesByKind: JSON.stringify(fleetWritesByKind),
       writesPerMirror: round(fleetWrites / run.mirrors, 3),
+      mirroringControllerWrites: mirroringController,
     };
   } finally {
     client.close();

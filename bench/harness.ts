@@ -234,9 +234,7 @@ export async function listAll<T>(client: KubeClient, path: string, labelSelector
 /**
  * Local write requests by `VERB resource` (services, endpoints, endpointslices,
  * namespaces), from the local API server's own `apiserver_request_total`; subtract two
- * of them for a breakdown. Slices count in both modes: in Endpoints mode a slice write
- * would be the built-in EndpointSliceMirroring controller's, which the mirror Endpoints'
- * skip-mirror label keeps at zero.
+ * of them for a breakdown (`diffCounts`), split it by writer with `splitWrites`.
  */
 export async function localWritesByKind(fleet: Fleet): Promise<Record<string, number>> {
   const counts: Record<string, number> = {};
@@ -251,9 +249,25 @@ export async function localWritesByKind(fleet: Fleet): Promise<Record<string, nu
   return counts;
 }
 
-/** The local writes of `localWritesByKind`, summed. */
-export async function localWrites(fleet: Fleet): Promise<number> {
-  return Object.values(await localWritesByKind(fleet)).reduce((a, b) => a + b, 0);
+/**
+ * A write breakdown split by writer. In `endpoints` mode fleet-mirror writes no
+ * EndpointSlice (SPEC §9), while the built-in EndpointSliceMirroring controller derives
+ * one from every mirror Endpoints, as in a real cluster: those slice writes are the
+ * mirroring controller's, counted apart. In `endpointslices` mode every counted write is
+ * fleet-mirror's (a mirror Service has no selector and there are no mirror Endpoints to
+ * mirror, so no built-in controller writes for it).
+ */
+export function splitWrites(
+  mode: BenchMode,
+  byKind: Readonly<Record<string, number>>,
+): { fleetMirror: number; mirroringController: number } {
+  let fleetMirror = 0;
+  let mirroringController = 0;
+  for (const [kind, n] of Object.entries(byKind)) {
+    if (mode === "endpoints" && kind.endsWith(" endpointslices")) mirroringController += n;
+    else fleetMirror += n;
+  }
+  return { fleetMirror, mirroringController };
 }
 
 export function diffCounts(after: Record<string, number>, before: Record<string, number>): Record<string, number> {

@@ -1,0 +1,141 @@
+/**
+ * `summaryFromResults` (bench/run.ts): the summary keys from scenario files on disk. The
+ * scenarios write one row per `--endpoints-api` mode; the plain keys are the default
+ * (endpointslices) mode's, `<key>_endpoints_mode` the endpoints mode's. Files from
+ * before the side-by-side runs (flat results, rows without `endpointsApi`) were
+ * measured in endpoints mode.
+ */
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, describe, it } from "node:test";
+import { summaryFromResults } from "../../bench/run.ts";
+
+const dirs: string[] = [];
+after(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+/** A results directory holding `files` (scenario name → JSON body). */
+function resultsDir(files: Readonly<Record<string, unknown>>): string {
+  const dir = mkdtempSync(join(tmpdir(), "bench-summary-"));
+  dirs.push(dir);
+  for (const [name, body] of Object.entries(files)) writeFileSync(join(dir, `${name}.json`), JSON.stringify(body));
+  return dir;
+}
+
+const latency = (p99: number) => ({ perMirror: { n: 10, p50: 1, p95: 2, p99, max: p99 + 1 } });
+
+/** One full run's files in the side-by-side shape: slices figures, then endpoints figures. */
+const sideBySide = {
+  "cold-convergence": {
+    smoke: false,
+    runs: [
+      { endpointsApi: "endpointslices", clusters: 50, servicesPerCluster: 50, ratio: 1.1, writesPerMirror: 2 },
+      { endpointsApi: "endpoints", clusters: 50, servicesPerCluster: 50, ratio: 0.9, writesPerMirror: 2.01 },
+      { endpointsApi: "endpointslices", clusters: 200, servicesPerCluster: 25, ratio: 5, writesPerMirror: 5 },
+      { endpointsApi: "endpoints", clusters: 200, servicesPerCluster: 25, ratio: 6, writesPerMirror: 6 },
+    ],
+  },
+  restart: {
+    smoke: false,
+    runs: [
+      { endpointsApi: "endpointslices", localWritesAfterRestart: 0 },
+      { endpointsApi: "endpoints", localWritesAfterRestart: 3 },
+    ],
+  },
+  "steady-latency": {
+    smoke: false,
+    runs: [
+      { endpointsApi: "endpointslices", latencyMs: latency(120) },
+      { endpointsApi: "endpoints", latencyMs: latency(180) },
+    ],
+  },
+  "gateway-fanout": {
+    smoke: false,
+    runs: [
+      { endpointsApi: "endpointslices", ratio: 0.95 },
+      { endpointsApi: "endpoints", ratio: 0.85 },
+    ],
+  },
+  memory: {
+    smoke: false,
+    runs: [
+      { mode: "thread", endpointsApi: "endpointslices", clusters: 50, perClusterRssMb: 99, allSyncedMs: 99_000 },
+      { mode: "thread", endpointsApi: "endpoints", clusters: 50, perClusterRssMb: 98, allSyncedMs: 98_000 },
+      { mode: "thread", endpointsApi: "endpointslices", clusters: 200, perClusterRssMb: 14.5, allSyncedMs: 12_345 },
+      { mode: "thread", endpointsApi: "endpoints", clusters: 200, perClusterRssMb: 15.5, allSyncedMs: 13_456 },
+      { mode: "packed(8)", endpointsApi: "endpointslices", clusters: 1000, rssMb: 640.5 },
+    ],
+  },
+  "remote-recovery": { smoke: false, remoteRecoveryS: 1.5 },
+};
+
+describe("summaryFromResults", () => {
+  it("reads each mode's row: plain keys are endpointslices, _endpoints_mode keys are endpoints", () => {
+    const summary = summaryFromResults(resultsDir(sideBySide));
+    assert.deepEqual(
+      Object.fromEntries(Object.entries(summary).sort(([a], [b]) => a.localeCompare(b))),
+      Object.fromEntries(
+        Object.entries({
+          cold_converge_ratio: 1.1,
+          cold_converge_ratio_endpoints_mode: 0.9,
+          writes_per_mirror: 2,
+          writes_per_mirror_endpoints_mode: 2.01,
+          rss_mb_per_cluster_thread_mode: 14.5,
+          rss_mb_per_cluster_thread_mode_endpoints_mode: 15.5,
+          sync_200_clusters_s: 12.35,
+          sync_200_clusters_s_endpoints_mode: 13.46,
+          restart_writes: 0,
+          restart_writes_endpoints_mode: 3,
+          steady_p99_ms: 120,
+          steady_p99_ms_endpoints_mode: 180,
+          gateway_fanout_ratio: 0.95,
+          gateway_fanout_ratio_endpoints_mode: 0.85,
+          rss_total_mb_packed_1000: 640.5,
+          remote_recovery_s: 1.5,
+        }).sort(([a], [b]) => a.localeCompare(b)),
+      ),
+    );
+  });
+
+  it("takes files from before the side-by-side runs as endpoints mode: only the _endpoints_mode keys", () => {
+    const summary = summaryFromResults(
+      resultsDir({
+        "cold-convergence": {
+          smoke: false,
+          runs: [{ clusters: 50, servicesPerCluster: 50, ratio: 1.09, writesPerMirror: 2 }],
+        },
+        restart: { smoke: false, localWritesAfterRestart: 0 },
+        "steady-latency": { smoke: false, latencyMs: latency(211) },
+        "gateway-fanout": { smoke: false, ratio: 0.938 },
+        memory: { smoke: false, runs: [{ mode: "thread", clusters: 200, perClusterRssMb: 15.3, allSyncedMs: 56_110 }] },
+      }),
+    );
+    assert.equal(summary["cold_converge_ratio"], null);
+    assert.equal(summary["cold_converge_ratio_endpoints_mode"], 1.09);
+    assert.equal(summary["writes_per_mirror"], null);
+    assert.equal(summary["writes_per_mirror_endpoints_mode"], 2);
+    assert.equal(summary["restart_writes"], null);
+    assert.equal(summary["restart_writes_endpoints_mode"], 0);
+    assert.equal(summary["steady_p99_ms"], null);
+    assert.equal(summary["steady_p99_ms_endpoints_mode"], 211);
+    assert.equal(summary["gateway_fanout_ratio"], null);
+    assert.equal(summary["gateway_fanout_ratio_endpoints_mode"], 0.938);
+    assert.equal(summary["rss_mb_per_cluster_thread_mode"], null);
+    assert.equal(summary["rss_mb_per_cluster_thread_mode_endpoints_mode"], 15.3);
+    assert.equal(summary["sync_200_clusters_s_endpoints_mode"], 56.11);
+  });
+
+  it("gives null, never a guess, for smoke files and missing files", () => {
+    const smoke = Object.fromEntries(
+      Object.entries(sideBySide).map(([name, body]) => [name, { ...body, smoke: true }]),
+    );
+    for (const dir of [resultsDir(smoke), resultsDir({})]) {
+      const summary = summaryFromResults(dir);
+      assert.ok(Object.keys(summary).length >= 16);
+      for (const [key, value] of Object.entries(summary)) assert.equal(value, null, key);
+    }
+  });
+});
