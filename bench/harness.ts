@@ -253,9 +253,10 @@ export async function localWritesByKind(fleet: Fleet): Promise<Record<string, nu
  * A write breakdown split by writer. In `endpoints` mode fleet-mirror writes no
  * EndpointSlice (SPEC §9), while the built-in EndpointSliceMirroring controller derives
  * one from every mirror Endpoints, as in a real cluster: those slice writes are the
- * mirroring controller's, counted apart. In `endpointslices` mode every counted write is
- * fleet-mirror's (a mirror Service has no selector and there are no mirror Endpoints to
- * mirror, so no built-in controller writes for it).
+ * mirroring controller's, counted apart. In `endpointslices` mode every create and
+ * update is fleet-mirror's (a mirror Service has no selector and there are no mirror
+ * Endpoints to mirror); only the garbage collector's DELETE of a deleted mirror's owned
+ * slices is not, and the scenarios that report this split delete no mirror.
  */
 export function splitWrites(
   mode: BenchMode,
