@@ -139,7 +139,10 @@ export function summaryFromResults(out: string): Record<string, number | null> {
   const fanout = rows(full(read("gateway-fanout")));
   const memory = rows(full(read("memory")));
   const k200 = memory.filter((r) => r["mode"] === "thread" && r["clusters"] === 200);
-  const packed = memory.find((r) => String(r["mode"]).startsWith("packed") && r["clusters"] === 1000);
+  // Packed K = 1000 runs in the default mode only.
+  const packed = memory
+    .filter(inMode("endpointslices"))
+    .find((r) => String(r["mode"]).startsWith("packed") && r["clusters"] === 1000);
   const seconds = (row: Record<string, unknown> | undefined) => {
     const ms = num(row?.["allSyncedMs"]);
     return ms === null ? null : Math.round(ms / 10) / 100;

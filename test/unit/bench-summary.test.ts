@@ -110,7 +110,13 @@ describe("summaryFromResults", () => {
         restart: { smoke: false, localWritesAfterRestart: 0 },
         "steady-latency": { smoke: false, latencyMs: latency(211) },
         "gateway-fanout": { smoke: false, ratio: 0.938 },
-        memory: { smoke: false, runs: [{ mode: "thread", clusters: 200, perClusterRssMb: 15.3, allSyncedMs: 56_110 }] },
+        memory: {
+          smoke: false,
+          runs: [
+            { mode: "thread", clusters: 200, perClusterRssMb: 15.3, allSyncedMs: 56_110 },
+            { mode: "packed(8)", clusters: 1000, rssMb: 642.5 },
+          ],
+        },
       }),
     );
     assert.equal(summary["cold_converge_ratio"], null);
@@ -126,6 +132,8 @@ describe("summaryFromResults", () => {
     assert.equal(summary["rss_mb_per_cluster_thread_mode"], null);
     assert.equal(summary["rss_mb_per_cluster_thread_mode_endpoints_mode"], 15.3);
     assert.equal(summary["sync_200_clusters_s_endpoints_mode"], 56.11);
+    // The packed K = 1000 key is the default mode's only: an endpoints-mode run is not it.
+    assert.equal(summary["rss_total_mb_packed_1000"], null);
   });
 
   it("gives null, never a guess, for smoke files and missing files", () => {
