@@ -29,6 +29,7 @@ import {
   type BenchMode,
   type BenchOptions,
   collectionPath,
+  copyAddressesForCreate,
   copyForCreate,
   diffCounts,
   ensureLocalNamespace,
@@ -167,11 +168,7 @@ export async function bareCreate(run: Pick<ConvergeRun, "fleet" | "mode" | "serv
       });
       const ep = epByKey.get(`${svc.metadata.namespace}/${svc.metadata.name}`);
       if (!ep) throw new Error(`no ${mode} object for mirror ${svc.metadata.namespace}/${svc.metadata.name}`);
-      const body = copyForCreate(ep, ns);
-      if (mode === "endpointslices") {
-        const owner = { apiVersion: "v1", kind: "Service", name: svc.metadata.name, uid: created.metadata.uid };
-        body["metadata"] = { ...(body["metadata"] as object), ownerReferences: [{ ...owner, controller: true }] };
-      }
+      const body = copyAddressesForCreate(mode, ep, ns, { name: svc.metadata.name, uid: created.metadata.uid });
       await client.request("POST", collectionPath(mode, ns), { body });
     });
     return { bareMs: Date.now() - started, namespaces: namespaces.length };

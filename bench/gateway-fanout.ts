@@ -25,6 +25,7 @@ import {
   type BenchOptions,
   CountingWatch,
   collectionPath,
+  copyAddressesForCreate,
   copyForCreate,
   diffCounts,
   ensureLocalNamespace,
@@ -103,11 +104,7 @@ async function fanoutOnce(size: { clusters: number; services: number }, mode: Be
       const service = await client.request<Service>("POST", collectionPath("services", ns), {
         body: copyForCreate(svc, ns),
       });
-      const body = copyForCreate(obj, ns);
-      if (mode === "endpointslices") {
-        const owner = { apiVersion: "v1", kind: "Service", name: svc.metadata.name, uid: service.metadata.uid };
-        body["metadata"] = { ...(body["metadata"] as object), ownerReferences: [{ ...owner, controller: true }] };
-      }
+      const body = copyAddressesForCreate(mode, obj, ns, { name: svc.metadata.name, uid: service.metadata.uid });
       const addresses = await client.request<KubeObject>("POST", collectionPath(mode, ns), { body });
       copies.push({ addresses, service });
     });

@@ -419,6 +419,23 @@ export function copyForCreate<T extends KubeObject>(obj: T, namespace: string): 
   return copy;
 }
 
+/**
+ * A copy of a mirror's address object (`mode`'s Endpoints or slice) fit for a POST into
+ * `namespace`, next to the copy of its Service whose uid is `serviceUid`: a slice is
+ * owned by its Service, as the controller writes it (SPEC §9).
+ */
+export function copyAddressesForCreate(
+  mode: BenchMode,
+  obj: KubeObject,
+  namespace: string,
+  service: { name: string; uid: string | undefined },
+): Record<string, unknown> {
+  const copy = copyForCreate(obj, namespace);
+  if (mode === "endpoints") return copy;
+  const owner = { apiVersion: "v1", kind: "Service", name: service.name, uid: service.uid, controller: true };
+  return { ...copy, metadata: { ...(copy["metadata"] as object), ownerReferences: [owner] } };
+}
+
 export function ensureLocalNamespace(client: KubeClient, name: string): Promise<unknown> {
   return client.request("POST", "/api/v1/namespaces", { body: { metadata: { name } } });
 }

@@ -5,7 +5,13 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { addressesPointAt, GATEWAY_PORT, slicePointsAt, splitWrites } from "../../bench/harness.ts";
+import {
+  addressesPointAt,
+  copyAddressesForCreate,
+  GATEWAY_PORT,
+  slicePointsAt,
+  splitWrites,
+} from "../../bench/harness.ts";
 import type { EndpointSlice, Endpoints } from "../../src/core/objects.ts";
 
 const IP = "198.18.0.10";
@@ -66,5 +72,31 @@ describe("splitWrites", () => {
 
   it("counts every write as fleet-mirror's in endpointslices mode", () => {
     assert.deepEqual(splitWrites("endpointslices", byKind), { fleetMirror: 76, mirroringController: 0 });
+  });
+});
+
+describe("copyAddressesForCreate", () => {
+  const service = { name: "svc-0-c0", uid: "uid-of-the-copy" };
+
+  it("makes a slice copy owned by its Service copy, in the new namespace, keeping labels and content", () => {
+    const original = slice();
+    const withServerFields = { ...original, metadata: { ...original.metadata, uid: "old", resourceVersion: "9" } };
+    const copy = copyAddressesForCreate("endpointslices", withServerFields, "bare-bench", service);
+    assert.deepEqual(copy["metadata"], {
+      name: "svc-0-c0-ipv4",
+      namespace: "bare-bench",
+      labels: original.metadata.labels,
+      ownerReferences: [
+        { apiVersion: "v1", kind: "Service", name: "svc-0-c0", uid: "uid-of-the-copy", controller: true },
+      ],
+    });
+    assert.deepEqual(copy["endpoints"], original.endpoints);
+    assert.deepEqual(copy["ports"], original.ports);
+  });
+
+  it("adds no owner to Endpoints (their name ties them to the Service)", () => {
+    const ep: Endpoints = { metadata: { name: "svc-0-c0", namespace: "bench", uid: "old" }, subsets: [] };
+    const copy = copyAddressesForCreate("endpoints", ep, "bare-bench", service);
+    assert.deepEqual(copy["metadata"], { name: "svc-0-c0", namespace: "bare-bench" });
   });
 });
