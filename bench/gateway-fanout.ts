@@ -81,11 +81,20 @@ async function fanoutOnce(size: { clusters: number; services: number }, mode: Be
       addressesPointAt(mode, obj, NEW_IP),
     );
     await watch.start();
+    // The Service write of a mirror may follow its address write after the writer was
+    // idle for a moment: the writes are counted once every Service carries the new
+    // gateway resourceVersion too.
+    const serviceWatch = new CountingWatch<Service>(client, "/api/v1/services", () => false);
+    await serviceWatch.start();
     const kindsBefore = await localWritesByKind(fleet);
     const started = Date.now();
-    await fleet.setGatewayIngress("remote", [{ ip: NEW_IP }]);
+    const gateway = await fleet.setGatewayIngress("remote", [{ ip: NEW_IP }]);
+    const version = gateway.metadata?.resourceVersion;
+    serviceWatch.expect((svc) => svc.metadata.annotations?.[REMOTE_GATEWAY_RESOURCE_VERSION] === version);
     await watch.until(run.mirrors);
     const fleetMs = Date.now() - started;
+    await serviceWatch.until(run.mirrors);
+    await serviceWatch.stop();
     await waitWriterIdle(supervisor);
     const fleetWritesByKind = diffCounts(await localWritesByKind(fleet), kindsBefore);
     const { fleetMirror: fleetWrites, mirroringController } = splitWrites(mode, fleetWritesByKind);
