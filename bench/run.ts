@@ -16,6 +16,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { runColdConvergence } from "./cold-convergence.ts";
+import { runFailover } from "./failover.ts";
 import { runGatewayFanout } from "./gateway-fanout.ts";
 import { type BenchOptions, machineString, type ScenarioResult } from "./harness.ts";
 import { runMemory } from "./memory.ts";
@@ -30,6 +31,7 @@ const SCENARIOS: Readonly<Record<string, (opts: BenchOptions) => Promise<Scenari
   "gateway-fanout": runGatewayFanout,
   memory: runMemory,
   "remote-recovery": runRemoteRecovery,
+  failover: runFailover,
 };
 
 const SUMMARY_KEYS = [
@@ -42,6 +44,7 @@ const SUMMARY_KEYS = [
   "steady_p99_ms",
   "gateway_fanout_ratio",
   "remote_recovery_s",
+  "failover_s",
 ] as const;
 
 /** The issue's targets, for SUMMARY.md: [comparison, bound, unit]. */
@@ -55,6 +58,8 @@ const TARGETS: Readonly<Record<(typeof SUMMARY_KEYS)[number], readonly [">=" | "
   steady_p99_ms: ["<=", 250, "ms"],
   gateway_fanout_ratio: [">=", 0.8, "× bare client"],
   remote_recovery_s: ["<=", 5, "s"],
+  // 3 × the default probe period (3 s) + 1 s.
+  failover_s: ["<=", 3 * 3 + 1, "s"],
 };
 
 function verdict(key: (typeof SUMMARY_KEYS)[number], value: number | null): string {
@@ -126,6 +131,7 @@ export function summaryFromResults(out: string): Record<string, number | null> {
     steady_p99_ms: num(latency?.perMirror?.p99),
     gateway_fanout_ratio: num(fanout?.["ratio"]),
     remote_recovery_s: num(full(read("remote-recovery"))?.["remoteRecoveryS"]),
+    failover_s: num(full(read("failover"))?.["failoverS"]),
   };
 }
 

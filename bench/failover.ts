@@ -1,0 +1,261 @@
+/**
+ * Gateway failover (SPEC §10, §11): how long after a gateway stops answering every one of
+ * its endpoints is not ready everywhere, in its mirrors' EndpointSlices AND the fleet-wide
+ * Services' slices; and how long after it answers again they are all ready.
+ *
+ * World: R remote API servers (each registered once), G probed gateways per remote
+ * (`gateway/gw-<i>`, an `mc-probe` port, the default probe period 3 s, one ingress
+ * address each in 203.0.113.0/24 made local for the run), one exported Service
+ * `bench/svc-<i>` per gateway; the even ones are also fleet-wide members
+ * (`mirror.linkerd.io/federated: member`), so `svc-<i>-federated` holds the gateway
+ * addresses of every remote. Every pair is answered by a real HTTP server in a child
+ * process (probe-servers.ts). The controller runs in-process in its default
+ * `endpointslices` mode.
+ *
+ * Once every address is ready in every slice holding it (and every pair was probed),
+ * F gateways spread over the remotes stop (their servers close: connections refused) at
+ * one recorded instant, taken just before the command goes out (an upper bound). A local
+ * watch on the slices (not polling) records when each of them is not ready in every
+ * slice holding it: per gateway p50/max; `failover_s` = the max. Then they answer again:
+ * the same until ready everywhere (recovery). Every endpoint of a healthy gateway that
+ * turned not ready meanwhile is counted (expected 0).
+ *
+ * Needs CAP_NET_ADMIN (the route); without it the scenario records null with the reason.
+ */
+import type { V1ServicePort } from "@kubernetes/client-node";
+import { makeLocal } from "../sandbox/local-addresses.ts";
+import { FEDERATED_LABEL } from "../src/core/federated.ts";
+import {
+  GATEWAY_NAME,
+  GATEWAY_NS,
+  GATEWAY_PORT_NAME,
+  MANAGED_BY_FLEET_MIRROR,
+  MANAGED_BY_LABEL,
+} from "../src/core/labels.ts";
+import type { EndpointSlice } from "../src/core/objects.ts";
+import { PROBE_PORT_NAME } from "../src/core/probe-spec.ts";
+import { Watcher } from "../src/kube/watcher.ts";
+import { Fleet } from "../test/helpers/fleet.ts";
+import { eventually } from "../test/helpers/kube.ts";
+import { EndpointReadiness, latencySummary } from "./endpoint-readiness.ts";
+import {
+  type BenchOptions,
+  GATEWAY_PORT,
+  localAdminClient,
+  MIRROR_SELECTOR,
+  printTable,
+  progress,
+  runPool,
+  type ScenarioResult,
+  waitAllSynced,
+  waitWriterIdle,
+  writeResult,
+} from "./harness.ts";
+import { ProbeServers } from "./probe-servers.ts";
+
+const NAMESPACE = "bench";
+const GATEWAY_NAMESPACE = "gateway";
+/** Apart from the ports the tests' probe servers use, so a bench next to a test never collides. */
+const PROBE_PORT = 4281;
+/** The default probe period (no annotation): the target is 3 × period + 1 s. */
+const PERIOD_S = 3;
+const WAIT_MS = 60_000;
+
+interface Gateway {
+  readonly cluster: string;
+  readonly name: string;
+  readonly address: string;
+  /** Its Service is a fleet-wide member: its address is in two slices (mirror and fleet-wide). */
+  readonly member: boolean;
+}
+
+/** Gateway i of remote r: 203.0.113.(100 r + i + 1), so at most 2 × 100 fit the range. */
+function gatewaysOf(remotes: readonly string[], perRemote: number): Gateway[] {
+  return remotes.flatMap((cluster, r) =>
+    Array.from({ length: perRemote }, (_, i) => ({
+      cluster,
+      name: `gw-${i}`,
+      address: `203.0.113.${100 * r + i + 1}`,
+      member: i % 2 === 0,
+    })),
+  );
+}
+
+/** `count` gateways taken round-robin over the remotes, members and non-members alike. */
+function spread(gateways: readonly Gateway[], remotes: readonly string[], count: number): Gateway[] {
+  const picked: Gateway[] = [];
+  for (let i = 0; picked.length < count; i++)
+    for (const cluster of remotes) {
+      const gateway = gateways.filter((g) => g.cluster === cluster)[i];
+      if (gateway && picked.length < count) picked.push(gateway);
+    }
+  return picked;
+}
+
+async function shape(fleet: Fleet, gateways: readonly Gateway[]): Promise<void> {
+  for (const remote of fleet.remotes) {
+    await fleet.ensureNamespace(remote, GATEWAY_NAMESPACE);
+    await fleet.ensureNamespace(remote, NAMESPACE);
+  }
+  const ports: V1ServicePort[] = [
+    { name: GATEWAY_PORT_NAME, port: GATEWAY_PORT, protocol: "TCP" },
+    { name: PROBE_PORT_NAME, port: PROBE_PORT, protocol: "TCP" },
+  ];
+  await runPool(gateways, 8, async (g) => {
+    const api = fleet.api(g.cluster);
+    await api.createNamespacedService({
+      namespace: GATEWAY_NAMESPACE,
+      body: { metadata: { name: g.name }, spec: { type: "LoadBalancer", ports } },
+    });
+    await fleet.setGatewayIngress(g.cluster, [{ ip: g.address }], { namespace: GATEWAY_NAMESPACE, name: g.name });
+    await api.createNamespacedService({
+      namespace: NAMESPACE,
+      body: {
+        metadata: {
+          name: `svc-${g.name.slice(3)}`,
+          annotations: { [GATEWAY_NAME]: g.name, [GATEWAY_NS]: GATEWAY_NAMESPACE },
+          ...(g.member ? { labels: { [FEDERATED_LABEL]: "member" } } : {}),
+        },
+        spec: { ports: [{ name: "http", port: 80, targetPort: 8080, protocol: "TCP" }], selector: { app: "web" } },
+      },
+    });
+  });
+  for (const remote of fleet.remotes) await fleet.register(remote);
+}
+
+/**
+ * Resolves with the instant (Date.now()) each address became ready or not ready in every
+ * slice holding it (as many as it should have), checked on every watch event; an address
+ * that never does within `timeoutMs` maps to undefined.
+ */
+function whenEverywhere(
+  watcher: Watcher<EndpointSlice>,
+  readiness: EndpointReadiness,
+  gateways: readonly Gateway[],
+  ready: boolean,
+  timeoutMs: number,
+): Promise<Map<string, number | undefined>> {
+  const done = new Map<string, number | undefined>(gateways.map((g) => [g.address, undefined]));
+  return new Promise((resolve) => {
+    const check = (): void => {
+      const now = Date.now();
+      for (const g of gateways)
+        if (done.get(g.address) === undefined && readiness.everywhere(g.address, ready, g.member ? 2 : 1))
+          done.set(g.address, now);
+      if ([...done.values()].every((at) => at !== undefined)) finish();
+    };
+    const timer = setTimeout(() => finish(), timeoutMs);
+    const finish = (): void => {
+      clearTimeout(timer);
+      watcher.off("change", check);
+      resolve(done);
+    };
+    // Registered after the scenario's own listener: readiness is up to date when it runs.
+    watcher.on("change", check);
+    check();
+  });
+}
+
+export async function runFailover(opts: BenchOptions): Promise<ScenarioResult> {
+  const remotes = ["east", "west"];
+  const perRemote = opts.smoke ? 5 : 100;
+  const failing = opts.smoke ? 2 : 10;
+  const gateways = gatewaysOf(remotes, perRemote);
+  const sizes = { gateways: gateways.length, clusters: remotes.length, failing, periodS: PERIOD_S };
+  let route: Awaited<ReturnType<typeof makeLocal>>;
+  try {
+    route = await makeLocal("203.0.113.0/24");
+  } catch (error) {
+    const note = `not measured: ${(error as Error).message} (needs CAP_NET_ADMIN)`;
+    progress(`failover: ${note}`);
+    writeResult(opts.out, "failover", { smoke: opts.smoke, ...sizes, failoverS: null, note });
+    return { result: { note }, summary: opts.smoke ? {} : { failover_s: null } };
+  }
+  const servers = await ProbeServers.start(gateways.map((g) => ({ address: g.address, port: PROBE_PORT })));
+  const fleet = await Fleet.start(remotes);
+  const watcher = new Watcher<EndpointSlice>({
+    client: localAdminClient(fleet),
+    path: `/apis/discovery.k8s.io/v1/namespaces/${NAMESPACE}/endpointslices`,
+    labelSelector: `${MIRROR_SELECTOR},${MANAGED_BY_LABEL}=${MANAGED_BY_FLEET_MIRROR}`,
+    pageSize: 5000,
+  });
+  const controller = fleet.startInProcess({ endpointsApi: "endpointslices" });
+  try {
+    progress(`failover: ${gateways.length} probed gateways over ${remotes.length} clusters`);
+    await shape(fleet, gateways);
+    const readiness = new EndpointReadiness();
+    const down = new Set<string>();
+    let healthyTurnedNotReady = 0;
+    watcher.on("change", (key, _previous, current) => {
+      for (const address of readiness.update(key, current ? (current.endpoints ?? null) : undefined))
+        if (!down.has(address)) healthyTurnedNotReady += 1;
+    });
+    const listed = new Promise<void>((resolve) => watcher.once("listed", () => resolve()));
+    watcher.start();
+    await listed;
+    await waitAllSynced(controller, remotes.length);
+    await waitWriterIdle(controller);
+    const ready = await whenEverywhere(watcher, readiness, gateways, true, 300_000);
+    const unready = gateways.filter((g) => ready.get(g.address) === undefined).map((g) => g.address);
+    if (unready.length > 0) throw new Error(`never ready everywhere: ${unready.join(", ")}`);
+    await eventually(
+      "every gateway probed",
+      async () => ((await servers.probed()) === gateways.length ? true : undefined),
+      60_000,
+      500,
+    );
+    const slices = watcher.size;
+    const victims = spread(gateways, remotes, failing);
+    for (const g of victims) down.add(g.address);
+    progress(`failover: stopping ${victims.length} gateways`);
+    const failoverWait = whenEverywhere(watcher, readiness, victims, false, WAIT_MS);
+    const stoppedAt = Date.now();
+    await servers.setMode([...down], "stopped");
+    const failedOver = await failoverWait;
+    const failover = latencySummary(stoppedAt, failedOver);
+    progress("failover: answering again");
+    const recoveryWait = whenEverywhere(watcher, readiness, victims, true, WAIT_MS);
+    const restartedAt = Date.now();
+    await servers.setMode([...down], "ok");
+    const recovered = await recoveryWait;
+    const recovery = latencySummary(restartedAt, recovered);
+    const perGateway = victims.map((g) => {
+      const off = failedOver.get(g.address);
+      const on = recovered.get(g.address);
+      return {
+        cluster: g.cluster,
+        gateway: g.name,
+        address: g.address,
+        member: g.member,
+        failoverS: off === undefined ? null : (off - stoppedAt) / 1000,
+        recoveryS: on === undefined ? null : (on - restartedAt) / 1000,
+      };
+    });
+    printTable(`failover (${failing} of ${gateways.length} gateways stop; period ${PERIOD_S} s; local watch)`, [
+      { phase: "stop → not ready everywhere", ...failover },
+      { phase: "answer → ready everywhere", ...recovery },
+    ]);
+    const failoverS = failover.missing === 0 ? failover.maxS : null;
+    const result = {
+      smoke: opts.smoke,
+      ...sizes,
+      stopMode: "stopped (connections refused)",
+      slices,
+      targetS: 3 * PERIOD_S + 1,
+      failoverS,
+      failover,
+      recovery,
+      healthyTurnedNotReady,
+      perGateway,
+      ...(failover.missing > 0 ? { note: `${failover.missing} gateways not failed over within ${WAIT_MS} ms` } : {}),
+    };
+    writeResult(opts.out, "failover", result);
+    return { result, summary: opts.smoke ? {} : { failover_s: failoverS } };
+  } finally {
+    await watcher.stop();
+    await controller.stop();
+    await fleet.stop();
+    await servers.stop();
+    await route.release();
+  }
+}
