@@ -200,7 +200,7 @@ export async function runFailover(opts: BenchOptions): Promise<ScenarioResult> {
     if (unready.length > 0) throw new Error(`never ready everywhere: ${unready.join(", ")}`);
     await eventually(
       "every gateway probed",
-      async () => ((await servers.probed()) === gateways.length ? true : undefined),
+      async () => ((await servers.probed()).pairs === gateways.length ? true : undefined),
       60_000,
       500,
     );

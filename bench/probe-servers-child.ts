@@ -28,8 +28,10 @@ async function handle(command: ProbeServersCommand): Promise<ProbeServersReply> 
       return { id: command.id, ok: true };
     }
     case "probed": {
-      // Pairs probed at least once (any path).
-      return { id: command.id, ok: true, probed: servers.filter((s) => s.received > 0).length };
+      // Pairs probed at least once, and requests received in all (any path).
+      let received = 0;
+      for (const server of servers) received += server.received;
+      return { id: command.id, ok: true, probed: servers.filter((s) => s.received > 0).length, received };
     }
     default: {
       const never: never = command;

@@ -23,7 +23,7 @@ export type ProbeServersCommand =
   | { readonly id: number; readonly op: "probed" };
 
 export type ProbeServersReply =
-  | { readonly id: number; readonly ok: true; readonly probed?: number }
+  | { readonly id: number; readonly ok: true; readonly probed?: number; readonly received?: number }
   | { readonly id: number; readonly ok: false; readonly error: string };
 
 /** A command before the handle numbers it. */
@@ -72,10 +72,10 @@ export class ProbeServers {
     await this.#send({ op: "mode", addresses, mode });
   }
 
-  /** How many pairs have received at least one probe. */
-  async probed(): Promise<number> {
+  /** How many pairs have received at least one probe, and how many requests all pairs received so far. */
+  async probed(): Promise<{ pairs: number; requests: number }> {
     const reply = await this.#send({ op: "probed" });
-    return reply.ok ? (reply.probed ?? 0) : 0;
+    return reply.ok ? { pairs: reply.probed ?? 0, requests: reply.received ?? 0 } : { pairs: 0, requests: 0 };
   }
 
   async stop(): Promise<void> {

@@ -20,6 +20,7 @@ import { runFailover } from "./failover.ts";
 import { runGatewayFanout } from "./gateway-fanout.ts";
 import { type BenchOptions, machineString, type ScenarioResult } from "./harness.ts";
 import { runMemory } from "./memory.ts";
+import { runProbeCpu } from "./probe-cpu.ts";
 import { runRemoteRecovery } from "./remote-recovery.ts";
 import { runRestart } from "./restart.ts";
 import { runSteadyLatency } from "./steady-latency.ts";
@@ -32,6 +33,7 @@ const SCENARIOS: Readonly<Record<string, (opts: BenchOptions) => Promise<Scenari
   memory: runMemory,
   "remote-recovery": runRemoteRecovery,
   failover: runFailover,
+  "probe-cpu": runProbeCpu,
 };
 
 const SUMMARY_KEYS = [
@@ -45,6 +47,7 @@ const SUMMARY_KEYS = [
   "gateway_fanout_ratio",
   "remote_recovery_s",
   "failover_s",
+  "probe_cpu_ratio",
 ] as const;
 
 /** The issue's targets, for SUMMARY.md: [comparison, bound, unit]. */
@@ -60,6 +63,7 @@ const TARGETS: Readonly<Record<(typeof SUMMARY_KEYS)[number], readonly [">=" | "
   remote_recovery_s: ["<=", 5, "s"],
   // 3 × the default probe period (3 s) + 1 s.
   failover_s: ["<=", 3 * 3 + 1, "s"],
+  probe_cpu_ratio: ["<=", 1.5, "× bare client"],
 };
 
 function verdict(key: (typeof SUMMARY_KEYS)[number], value: number | null): string {
@@ -132,6 +136,7 @@ export function summaryFromResults(out: string): Record<string, number | null> {
     gateway_fanout_ratio: num(fanout?.["ratio"]),
     remote_recovery_s: num(full(read("remote-recovery"))?.["remoteRecoveryS"]),
     failover_s: num(full(read("failover"))?.["failoverS"]),
+    probe_cpu_ratio: num(full(read("probe-cpu"))?.["ratio"]),
   };
 }
 
