@@ -17,8 +17,10 @@
  * one recorded instant, taken just before the command goes out (an upper bound). A local
  * watch on the slices (not polling) records when each of them is not ready in every
  * slice holding it: per gateway p50/max; `failover_s` = the max. Then they answer again:
- * the same until ready everywhere (recovery). Every endpoint of a healthy gateway that
- * turned not ready meanwhile is counted (expected 0).
+ * the same until ready everywhere (recovery). Then F other gateways hang (accept, never
+ * answer), timed the same way: each failed probe then lasts its timeout (= the period),
+ * so expect about one period more. Every endpoint of a healthy gateway that turned not
+ * ready meanwhile is counted (expected 0).
  *
  * Needs CAP_NET_ADMIN (the route); without it the scenario records null with the reason.
  */
@@ -205,49 +207,58 @@ export async function runFailover(opts: BenchOptions): Promise<ScenarioResult> {
       500,
     );
     const slices = watcher.size;
-    const victims = spread(gateways, remotes, failing);
-    for (const g of victims) down.add(g.address);
-    progress(`failover: stopping ${victims.length} gateways`);
-    const failoverWait = whenEverywhere(watcher, readiness, victims, false, WAIT_MS);
-    const stoppedAt = Date.now();
-    await servers.setMode([...down], "stopped");
-    const failedOver = await failoverWait;
-    const failover = latencySummary(stoppedAt, failedOver);
-    progress("failover: answering again");
-    const recoveryWait = whenEverywhere(watcher, readiness, victims, true, WAIT_MS);
-    const restartedAt = Date.now();
-    await servers.setMode([...down], "ok");
-    const recovered = await recoveryWait;
-    const recovery = latencySummary(restartedAt, recovered);
-    const perGateway = victims.map((g) => {
-      const off = failedOver.get(g.address);
-      const on = recovered.get(g.address);
+    const spreadOut = spread(gateways, remotes, 2 * failing);
+    /** `victims` stop answering the way `mode` says, then answer again; both timed from a local watch. */
+    const phase = async (mode: "stopped" | "hang", victims: readonly Gateway[]) => {
+      for (const g of victims) down.add(g.address);
+      const addresses = victims.map((g) => g.address);
+      progress(`failover: ${victims.length} gateways ${mode}`);
+      const failoverWait = whenEverywhere(watcher, readiness, victims, false, WAIT_MS);
+      const stoppedAt = Date.now();
+      await servers.setMode(addresses, mode);
+      const failedOver = await failoverWait;
+      progress("failover: answering again");
+      const recoveryWait = whenEverywhere(watcher, readiness, victims, true, WAIT_MS);
+      const restartedAt = Date.now();
+      await servers.setMode(addresses, "ok");
+      const recovered = await recoveryWait;
+      const seconds = (at: number | undefined, from: number) => (at === undefined ? null : (at - from) / 1000);
       return {
-        cluster: g.cluster,
-        gateway: g.name,
-        address: g.address,
-        member: g.member,
-        failoverS: off === undefined ? null : (off - stoppedAt) / 1000,
-        recoveryS: on === undefined ? null : (on - restartedAt) / 1000,
+        mode,
+        failover: latencySummary(stoppedAt, failedOver),
+        recovery: latencySummary(restartedAt, recovered),
+        perGateway: victims.map((g) => ({
+          cluster: g.cluster,
+          gateway: g.name,
+          address: g.address,
+          member: g.member,
+          failoverS: seconds(failedOver.get(g.address), stoppedAt),
+          recoveryS: seconds(recovered.get(g.address), restartedAt),
+        })),
       };
-    });
-    printTable(`failover (${failing} of ${gateways.length} gateways stop; period ${PERIOD_S} s; local watch)`, [
-      { phase: "stop → not ready everywhere", ...failover },
-      { phase: "answer → ready everywhere", ...recovery },
+    };
+    // Connections refused first (the gateway is gone: failover_s), then gateways that
+    // accept and never answer (every probe waits out its timeout, which equals the period).
+    const stopped = await phase("stopped", spreadOut.slice(0, failing));
+    const hung = await phase("hang", spreadOut.slice(failing));
+    printTable(`failover (${failing} of ${gateways.length} gateways at a time; period ${PERIOD_S} s; local watch)`, [
+      { phase: "refused → not ready everywhere", ...stopped.failover },
+      { phase: "answer → ready everywhere", ...stopped.recovery },
+      { phase: "hang → not ready everywhere", ...hung.failover },
+      { phase: "answer → ready everywhere", ...hung.recovery },
     ]);
-    const failoverS = failover.missing === 0 ? failover.maxS : null;
+    progress(`failover: ${healthyTurnedNotReady} endpoints of healthy gateways turned not ready`);
+    const failoverS = stopped.failover.missing === 0 ? stopped.failover.maxS : null;
+    const missing = stopped.failover.missing + hung.failover.missing;
     const result = {
       smoke: opts.smoke,
       ...sizes,
-      stopMode: "stopped (connections refused)",
       slices,
       targetS: 3 * PERIOD_S + 1,
       failoverS,
-      failover,
-      recovery,
       healthyTurnedNotReady,
-      perGateway,
-      ...(failover.missing > 0 ? { note: `${failover.missing} gateways not failed over within ${WAIT_MS} ms` } : {}),
+      phases: [stopped, hung],
+      ...(missing > 0 ? { note: `${missing} gateways not failed over within ${WAIT_MS} ms` } : {}),
     };
     writeResult(opts.out, "failover", result);
     return { result, summary: opts.smoke ? {} : { failover_s: failoverS } };
