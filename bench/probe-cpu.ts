@@ -129,12 +129,17 @@ async function bareWindow(pairs: readonly ProbePair[], seconds: number, servers:
     const started = reply("started");
     child.send({ op: "start", pairs, path: DEFAULT_PROBE_PATH, periodMs: PERIOD_MS } satisfies BareProberCommand);
     await started;
+    const answered = async (): Promise<number> => {
+      const stats = reply("stats");
+      child.send({ op: "stats" } satisfies BareProberCommand);
+      const counted = await stats;
+      return counted.op === "stats" ? counted.ok : 0;
+    };
     await sleep(PERIOD_MS);
+    const before = await answered();
     const window = await cpuWindow(child.pid ?? 0, seconds, servers);
-    const stats = reply("stats");
-    child.send({ op: "stats" } satisfies BareProberCommand);
-    const counted = await stats;
-    return { ...window, answered: counted.op === "stats" ? counted.ok : null };
+    // 2xx answers the client saw in the window: every probe it made should be one.
+    return { ...window, answered: (await answered()) - before };
   } finally {
     if (child.exitCode === null) {
       const exited = new Promise((resolve) => child.once("exit", resolve));
