@@ -18,7 +18,9 @@
  * 3. the controller stopped, the bare client (bare-prober.ts, its own process) probing
  *    the same pairs, path and period, after one period of warm-up.
  * `probe_cpu_ratio` = (CPU/s on − CPU/s off) / CPU/s of the bare client. The probes each
- * window made are counted by the servers (the same instrument for both).
+ * window made are counted by the servers (the same instrument for both). Each window
+ * also splits the CPU by thread name (/proc/<pid>/task), to show where the controller
+ * spends what the bare client does not (actor thread, main thread, GC helpers).
  *
  * Needs CAP_NET_ADMIN (the route); without it the scenario records null with the reason.
  */
@@ -41,7 +43,7 @@ import {
 } from "./harness.ts";
 import { startController, waitStatus, writerIdle } from "./memory.ts";
 import { type ProbePair, ProbeServers } from "./probe-servers.ts";
-import { processCpuSeconds } from "./process-cpu.ts";
+import { processCpuSeconds, threadCpuSeconds } from "./process-cpu.ts";
 
 const NAMESPACE = "bench";
 const GATEWAY_NAMESPACE = "gateway";
@@ -52,6 +54,8 @@ const SETTLE_MS = 3_000;
 
 interface Window {
   readonly cpuS: number;
+  /** CPU-seconds by thread name (threads alive at both ends of the window). */
+  readonly threads?: Readonly<Record<string, number>>;
   readonly wallS: number;
   /** Requests the probe servers received during the window. */
   readonly probes: number;
@@ -60,13 +64,20 @@ interface Window {
 /** CPU-seconds `pid` uses over `seconds` of wall time, and the probes the servers saw meanwhile. */
 async function cpuWindow(pid: number, seconds: number, servers: ProbeServers): Promise<Window> {
   const before = (await servers.probed()).requests;
+  const threads0 = threadCpuSeconds(pid);
   const cpu0 = processCpuSeconds(pid);
   const wall0 = performance.now();
   await sleep(seconds * 1000);
   const cpu1 = processCpuSeconds(pid);
+  const threads1 = threadCpuSeconds(pid);
   const wallS = (performance.now() - wall0) / 1000;
   const probes = (await servers.probed()).requests - before;
-  return { cpuS: round(cpu1 - cpu0, 2), wallS: round(wallS, 2), probes };
+  const threads: Record<string, number> = {};
+  for (const [name, s1] of threads1) {
+    const used = round(s1 - (threads0.get(name) ?? 0), 2);
+    if (used > 0) threads[name] = used;
+  }
+  return { cpuS: round(cpu1 - cpu0, 2), wallS: round(wallS, 2), probes, threads };
 }
 
 const perSecond = (w: Window): number => w.cpuS / w.wallS;
@@ -209,7 +220,14 @@ export async function runProbeCpu(opts: BenchOptions): Promise<ScenarioResult> {
       { process: "controller, probing on", ...on, cpuPercentOfOneCore: round(100 * perSecond(on), 1) },
       { process: "bare node http client", ...bare, cpuPercentOfOneCore: round(100 * perSecond(bare), 1) },
     ];
-    printTable(`probe-cpu (${pairs.length} pairs every ${PERIOD_MS / 1000} s; ratio = (on − off) / bare)`, rows);
+    printTable(
+      `probe-cpu (${pairs.length} pairs every ${PERIOD_MS / 1000} s; ratio = (on − off) / bare)`,
+      rows.map(({ threads: _threads, ...row }) => row),
+    );
+    printTable(
+      "probe-cpu: CPU-seconds by thread (name cut at 15 characters)",
+      rows.map((r) => ({ process: r.process, ...r.threads })),
+    );
     progress(`probe-cpu: ratio ${ratio}`);
     const result = {
       smoke: opts.smoke,

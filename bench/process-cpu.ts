@@ -3,7 +3,7 @@
  * every thread of the process (not of its children), in seconds.
  */
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 
 /**
  * utime + stime, in clock ticks, from the text of /proc/<pid>/stat. The command name
@@ -27,4 +27,26 @@ let ticksPerSecond: number | undefined;
 export function processCpuSeconds(pid: number): number {
   ticksPerSecond ??= Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
   return statCpuTicks(readFileSync(`/proc/${pid}/stat`, "utf8")) / ticksPerSecond;
+}
+
+/**
+ * CPU-seconds of each live thread of process `pid` so far, summed by thread name (Linux
+ * `comm`, cut at 15 characters: `MainThread`, `V8Worker`, a worker thread's `name`...).
+ * A thread that exited is no longer counted: the sum may be below processCpuSeconds().
+ */
+export function threadCpuSeconds(pid: number): Map<string, number> {
+  processCpuSeconds(pid); // sets ticksPerSecond
+  const byName = new Map<string, number>();
+  for (const task of readdirSync(`/proc/${pid}/task`)) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/task/${task}/stat`, "utf8");
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") continue; // exited meanwhile
+      throw error;
+    }
+    const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+    byName.set(name, (byName.get(name) ?? 0) + statCpuTicks(stat) / (ticksPerSecond ?? 100));
+  }
+  return byName;
 }

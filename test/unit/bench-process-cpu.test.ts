@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { processCpuSeconds, statCpuTicks } from "../../bench/process-cpu.ts";
+import { processCpuSeconds, statCpuTicks, threadCpuSeconds } from "../../bench/process-cpu.ts";
 
 describe("statCpuTicks", () => {
   it("adds utime and stime (fields 14 and 15), counted after the command name", () => {
@@ -26,5 +26,18 @@ describe("processCpuSeconds", () => {
     while (performance.now() < until) spin += 1;
     assert.ok(spin > 0);
     assert.ok(processCpuSeconds(process.pid) > before);
+  });
+});
+
+describe("threadCpuSeconds", () => {
+  it("sums this process's CPU by thread name, the main thread's growing while it computes", () => {
+    const before = threadCpuSeconds(process.pid).get("MainThread") ?? 0;
+    const until = performance.now() + 100;
+    while (performance.now() < until);
+    const after = threadCpuSeconds(process.pid);
+    assert.ok((after.get("MainThread") ?? 0) > before);
+    let sum = 0;
+    for (const seconds of after.values()) sum += seconds;
+    assert.ok(sum <= processCpuSeconds(process.pid) + 0.02, "threads never add up to more than the process");
   });
 });
