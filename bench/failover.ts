@@ -173,16 +173,22 @@ export async function runFailover(opts: BenchOptions): Promise<ScenarioResult> {
     writeResult(opts.out, "failover", { smoke: opts.smoke, ...sizes, failoverS: null, note });
     return { result: { note }, summary: opts.smoke ? {} : { failover_s: null } };
   }
-  const servers = await ProbeServers.start(gateways.map((g) => ({ address: g.address, port: PROBE_PORT })));
-  const fleet = await Fleet.start(remotes);
-  const watcher = new Watcher<EndpointSlice>({
-    client: localAdminClient(fleet),
-    path: `/apis/discovery.k8s.io/v1/namespaces/${NAMESPACE}/endpointslices`,
-    labelSelector: `${MIRROR_SELECTOR},${MANAGED_BY_LABEL}=${MANAGED_BY_FLEET_MIRROR}`,
-    pageSize: 5000,
-  });
-  const controller = fleet.startInProcess({ endpointsApi: "endpointslices" });
+  // Undone last first, whatever step failed.
+  const cleanups: (() => Promise<unknown>)[] = [() => route.release()];
   try {
+    const servers = await ProbeServers.start(gateways.map((g) => ({ address: g.address, port: PROBE_PORT })));
+    cleanups.push(() => servers.stop());
+    const fleet = await Fleet.start(remotes);
+    cleanups.push(() => fleet.stop());
+    const controller = fleet.startInProcess({ endpointsApi: "endpointslices" });
+    cleanups.push(() => controller.stop());
+    const watcher = new Watcher<EndpointSlice>({
+      client: localAdminClient(fleet),
+      path: `/apis/discovery.k8s.io/v1/namespaces/${NAMESPACE}/endpointslices`,
+      labelSelector: `${MIRROR_SELECTOR},${MANAGED_BY_LABEL}=${MANAGED_BY_FLEET_MIRROR}`,
+      pageSize: 5000,
+    });
+    cleanups.push(() => watcher.stop());
     progress(`failover: ${gateways.length} probed gateways over ${remotes.length} clusters`);
     await shape(fleet, gateways);
     const readiness = new EndpointReadiness();
@@ -263,10 +269,6 @@ export async function runFailover(opts: BenchOptions): Promise<ScenarioResult> {
     writeResult(opts.out, "failover", result);
     return { result, summary: opts.smoke ? {} : { failover_s: failoverS } };
   } finally {
-    await watcher.stop();
-    await controller.stop();
-    await fleet.stop();
-    await servers.stop();
-    await route.release();
+    for (const cleanup of cleanups.reverse()) await cleanup();
   }
 }

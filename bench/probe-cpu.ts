@@ -174,9 +174,13 @@ export async function runProbeCpu(opts: BenchOptions): Promise<ScenarioResult> {
     writeResult(opts.out, "probe-cpu", { smoke: opts.smoke, ...sizes, ratio: null, note });
     return { result: { note }, summary: opts.smoke ? {} : { probe_cpu_ratio: null } };
   }
-  const servers = await ProbeServers.start(pairs);
-  const fleet = await Fleet.start(["remote"]);
+  // Undone last first, whatever step failed.
+  const cleanups: (() => Promise<unknown>)[] = [() => route.release()];
   try {
+    const servers = await ProbeServers.start(pairs);
+    cleanups.push(() => servers.stop());
+    const fleet = await Fleet.start(["remote"]);
+    cleanups.push(() => fleet.stop());
     progress(`probe-cpu: ${pairs.length} address:port pairs, windows of ${seconds} s`);
     await shape(fleet, addresses);
     const [proc, admin] = await startController(fleet, ["--endpoints-api", "endpointslices"]);
@@ -241,8 +245,6 @@ export async function runProbeCpu(opts: BenchOptions): Promise<ScenarioResult> {
     writeResult(opts.out, "probe-cpu", result);
     return { result, summary: opts.smoke ? {} : { probe_cpu_ratio: ratio } };
   } finally {
-    await fleet.stop();
-    await servers.stop();
-    await route.release();
+    for (const cleanup of cleanups.reverse()) await cleanup();
   }
 }
