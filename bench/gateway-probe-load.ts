@@ -3,14 +3,14 @@
  * and its event-loop delay while it probes 1 000 gateway addresses, each answering 200,
  * or each accepting and never answering (every probe a timeout).
  *
- * The probe servers run in a child process (their CPU is not counted), on 250 addresses
- * of 198.51.100.0/24 made local for the run (sandbox/local-addresses.ts) × 4 ports.
+ * The probe servers run in a child process (probe-servers.ts: their CPU is not counted), on
+ * 250 addresses of 198.51.100.0/24 made local for the run (sandbox/local-addresses.ts) × 4
+ * ports. The whole controller's probing CPU against a bare client is the probe-cpu
+ * scenario of `npm run bench`; this probe isolates one actor's thread and its event loop.
  * Nothing leaves the machine. Needs CAP_NET_ADMIN for the route.
  *
  *   node bench/gateway-probe-load.ts [--seconds 20] [--period 1] [--mode ok|hang]
  */
-import { fork } from "node:child_process";
-import { createServer } from "node:http";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import { makeLocal } from "../sandbox/local-addresses.ts";
@@ -18,21 +18,11 @@ import { systemClock } from "../src/core/clock.ts";
 import { silentLogger } from "../src/log.ts";
 import { GatewayProber } from "../workers/remote-cluster/gateway-prober.ts";
 import { httpProbe } from "../workers/remote-cluster/http-probe.ts";
+import { ProbeServers } from "./probe-servers.ts";
 
 const ADDRESSES = 250;
 const PORTS = [4191, 4192, 4193, 4194];
 const address = (i: number): string => `198.51.100.${i + 1}`;
-
-async function serve(mode: string): Promise<void> {
-  for (let i = 0; i < ADDRESSES; i++)
-    for (const port of PORTS) {
-      const server = createServer((_req, res) => {
-        if (mode === "ok") res.end("ok");
-      });
-      await new Promise<void>((resolve) => server.listen(port, address(i), resolve));
-    }
-  process.send?.("listening");
-}
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
@@ -40,14 +30,15 @@ async function main(): Promise<void> {
       seconds: { type: "string", default: "20" },
       period: { type: "string", default: "1" },
       mode: { type: "string", default: "ok" },
-      serve: { type: "string" },
     },
   });
-  if (values.serve) return serve(values.serve);
+  if (values.mode !== "ok" && values.mode !== "hang") throw new Error("--mode: ok or hang");
   const route = await makeLocal("198.51.100.0/24");
-  const child = fork(new URL(import.meta.url).pathname, ["--serve", values.mode], { stdio: "inherit" });
+  const addresses = Array.from({ length: ADDRESSES }, (_, i) => address(i));
+  let servers: ProbeServers | undefined;
   try {
-    await new Promise<void>((resolve) => child.once("message", () => resolve()));
+    servers = await ProbeServers.start(addresses.flatMap((a) => PORTS.map((port) => ({ address: a, port }))));
+    await servers.setMode(addresses, values.mode);
     const periodMs = Number(values.period) * 1000;
     let probes = 0;
     let changes = 0;
@@ -93,7 +84,7 @@ async function main(): Promise<void> {
     };
     process.stdout.write(`${JSON.stringify(row)}\n`);
   } finally {
-    child.kill();
+    await servers?.stop();
     await route.release();
   }
 }

@@ -83,7 +83,7 @@ async function adminStatus(admin: string): Promise<AdminStatus | undefined> {
 }
 
 /** Polls /status until `done` holds, every 500 ms: /status costs ~10 ms at K = 200, and polling must not load the controller being measured. */
-async function waitStatus(
+export async function waitStatus(
   proc: ControllerProcess,
   admin: string,
   what: string,
@@ -110,7 +110,7 @@ async function waitStatus(
   }
 }
 
-const writerIdle = (s: AdminStatus): boolean =>
+export const writerIdle = (s: AdminStatus): boolean =>
   s.writer?.ready === true && s.writer.queueDepth === 0 && s.writer.inFlight === 0;
 
 /** Used heap of every remote-cluster thread, from the process's /metrics. */
@@ -135,7 +135,7 @@ async function freePort(): Promise<number> {
 }
 
 /** `fleet-mirror run` from dist/ at warn level (info logs a line per mirror), and its admin URL. */
-async function startController(fleet: Fleet, args: readonly string[]): Promise<[ControllerProcess, string]> {
+export async function startController(fleet: Fleet, args: readonly string[]): Promise<[ControllerProcess, string]> {
   const port = await freePort();
   const proc = await fleet.startProcess(
     ["--log-level", "warn", "--admin-addr", `127.0.0.1:${port}`, ...WRITE_ARGS, ...args],

@@ -20,9 +20,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { runColdConvergence } from "./cold-convergence.ts";
+import { runFailover } from "./failover.ts";
 import { runGatewayFanout } from "./gateway-fanout.ts";
 import { type BenchOptions, machineString, type ScenarioResult } from "./harness.ts";
 import { runMemory } from "./memory.ts";
+import { runProbeCpu } from "./probe-cpu.ts";
 import { runRemoteRecovery } from "./remote-recovery.ts";
 import { runRestart } from "./restart.ts";
 import { runSteadyLatency } from "./steady-latency.ts";
@@ -34,6 +36,8 @@ const SCENARIOS: Readonly<Record<string, (opts: BenchOptions) => Promise<Scenari
   "gateway-fanout": runGatewayFanout,
   memory: runMemory,
   "remote-recovery": runRemoteRecovery,
+  failover: runFailover,
+  "probe-cpu": runProbeCpu,
 };
 
 const SUMMARY_KEYS = [
@@ -53,6 +57,8 @@ const SUMMARY_KEYS = [
   "gateway_fanout_ratio",
   "gateway_fanout_ratio_endpoints_mode",
   "remote_recovery_s",
+  "failover_s",
+  "probe_cpu_ratio",
 ] as const;
 
 /** The issue's targets, for SUMMARY.md: [comparison, bound, unit]. */
@@ -73,6 +79,9 @@ const TARGETS: Readonly<Record<(typeof SUMMARY_KEYS)[number], readonly [">=" | "
   gateway_fanout_ratio: [">=", 0.8, "× bare client"],
   gateway_fanout_ratio_endpoints_mode: [">=", 0.8, "× bare client"],
   remote_recovery_s: ["<=", 5, "s"],
+  // 3 × the default probe period (3 s) + 1 s.
+  failover_s: ["<=", 3 * 3 + 1, "s"],
+  probe_cpu_ratio: ["<=", 1.5, "× bare client"],
 };
 
 function verdict(key: (typeof SUMMARY_KEYS)[number], value: number | null): string {
@@ -161,6 +170,8 @@ export function summaryFromResults(out: string): Record<string, number | null> {
     ...figures("endpoints", "_endpoints_mode"),
     rss_total_mb_packed_1000: num(packed?.["rssMb"]),
     remote_recovery_s: num(full(read("remote-recovery"))?.["remoteRecoveryS"]),
+    failover_s: num(full(read("failover"))?.["failoverS"]),
+    probe_cpu_ratio: num(full(read("probe-cpu"))?.["ratio"]),
   };
 }
 
