@@ -4,9 +4,14 @@
  */
 import assert from "node:assert/strict";
 import { createServer, type Server } from "node:http";
-import type { AddressInfo, Socket } from "node:net";
+import { type AddressInfo, createServer as createTcpServer, type Socket } from "node:net";
 import { after, before, describe, it } from "node:test";
-import { httpProbe, type ProbeRequest } from "../../workers/remote-cluster/http-probe.ts";
+import {
+  httpProbe,
+  MAX_STATUS_LINE_BYTES,
+  type ProbeRequest,
+  parseStatusLine,
+} from "../../workers/remote-cluster/http-probe.ts";
 
 describe("HTTP gateway probe", () => {
   let server: Server;
@@ -119,5 +124,65 @@ describe("HTTP gateway probe", () => {
     assert.equal(!result.ok && result.reason, "error");
     assert.match(!result.ok ? result.message : "", /aborted/);
     await noSocketsLeft();
+  });
+  /** A raw TCP server answering every connection with `answer` (chunks written one by one). */
+  async function rawServer(answer: (socket: Socket) => void): Promise<{ port: number; close: () => Promise<void> }> {
+    const sockets = new Set<Socket>();
+    const raw = createTcpServer((socket) => {
+      sockets.add(socket);
+      socket.on("error", () => sockets.delete(socket));
+      socket.on("close", () => sockets.delete(socket));
+      socket.once("data", () => answer(socket));
+    });
+    await new Promise<void>((resolve) => raw.listen(0, "127.0.0.1", resolve));
+    return {
+      port: (raw.address() as AddressInfo).port,
+      close: async () => {
+        for (const socket of sockets) socket.destroy();
+        await new Promise((resolve) => raw.close(resolve));
+      },
+    };
+  }
+
+  it("reads a status line that arrives in several pieces", async () => {
+    const raw = await rawServer((socket) => {
+      socket.write("HTT");
+      setImmediate(() => socket.write("P/1.1 20"));
+      setTimeout(() => socket.write("4 No Content\r\n\r\n"), 20);
+    });
+    try {
+      const result = await probe("/ready", { port: raw.port });
+      assert.deepEqual(result.ok && result.status, 204);
+    } finally {
+      await raw.close();
+    }
+  });
+
+  it("fails with reason error on an answer that is not HTTP/1.x, a line too long, or a close before any status line", async () => {
+    const cases: readonly [string, (socket: Socket) => void, RegExp][] = [
+      ["not HTTP", (socket) => socket.end("SSH-2.0-OpenSSH\r\n"), /not an HTTP\/1\.x answer/],
+      ["too long", (socket) => socket.write("H".repeat(MAX_STATUS_LINE_BYTES + 10)), /status line longer than/],
+      ["closed", (socket) => socket.end(), /closed before a status line/],
+    ];
+    for (const [name, answer, message] of cases) {
+      const raw = await rawServer(answer);
+      try {
+        const result = await probe("/ready", { port: raw.port });
+        assert.equal(!result.ok && result.reason, "error", name);
+        assert.match(!result.ok ? result.message : "", message, name);
+      } finally {
+        await raw.close();
+      }
+    }
+  });
+
+  it("parses HTTP/1.0 and HTTP/1.1 status lines only", () => {
+    assert.equal(parseStatusLine("HTTP/1.1 200 OK"), 200);
+    assert.equal(parseStatusLine("HTTP/1.0 503 Service Unavailable"), 503);
+    assert.equal(parseStatusLine("HTTP/1.1 204"), 204);
+    assert.equal(parseStatusLine("HTTP/2 200"), undefined);
+    assert.equal(parseStatusLine("HTTP/1.1 2000 OK"), undefined);
+    assert.equal(parseStatusLine("http/1.1 200 OK"), undefined);
+    assert.equal(parseStatusLine(""), undefined);
   });
 });
