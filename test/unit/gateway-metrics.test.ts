@@ -12,7 +12,7 @@ import {
   EMPTY_WRITER_COUNTERS,
 } from "../../src/admin/counters.ts";
 import { createMetrics } from "../../src/admin/metrics.ts";
-import { healthCell, rowsFromAdmin, type StatusRow } from "../../src/cli/status.ts";
+import { healthCell, rowsFromAdmin, type StatusRow } from "../../src/cli/status-rows.ts";
 import {
   decodeFromRemoteActor,
   type GatewayProbeCounters,

@@ -297,8 +297,10 @@ export class LocalWriterActor {
       clusters[cluster] = { ...summary, blocked: blocked.get(cluster) ?? [] };
     }
     const warnings = this.#client.apiWarnings.total;
+    const federated = this.#reconciler.federatedStatus();
     return {
       ...this.#stats.report({ ready: this.#ready, queueDepth: this.#queue.len, clusters }),
+      ...(federated.length > 0 ? { federated } : {}),
       ...(warnings > 0 ? { apiWarnings: warnings } : {}),
     };
   }
