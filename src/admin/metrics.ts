@@ -14,7 +14,7 @@ import type { Leadership } from "../leader/leadership.ts";
 import { droppedLogLines } from "../log.ts";
 import type { LatencyHistogram } from "../protocol/messages.ts";
 import { WRITE_DURATION_BUCKETS } from "../protocol/messages.ts";
-import type { ClusterRow, FleetCounters, FleetStatus, ThreadHeap } from "../supervisor/status.ts";
+import type { ClusterRow, FleetCounters, FleetStatus, ThreadHeap } from "./fleet-view.ts";
 
 /** Heap statistics fetched for one scrape are reused by the other heap gauge within this time. */
 const HEAP_REUSE_MS = 500;

@@ -2,6 +2,8 @@
  * The pure part of `fleet-mirror status`: the rows (from the controller's admin status or
  * from the cluster objects) and the tables printed. No I/O: status.ts reads and calls these.
  */
+
+import type { ClusterRow } from "../admin/fleet-view.ts";
 import type { AdminStatus } from "../admin/source.ts";
 import { FEDERATED_LABEL } from "../core/federated.ts";
 import { CLUSTER_NAME, MIRRORED_SERVICE } from "../core/labels.ts";
@@ -10,7 +12,6 @@ import { annotatedClusters } from "../core/plan-federated.ts";
 import type { GatewayProbeStatus } from "../protocol/messages.ts";
 import { parseCredentialsSecret } from "../supervisor/registration.ts";
 import { computeRegistry } from "../supervisor/registry.ts";
-import type { ClusterRow } from "../supervisor/status.ts";
 import { formatAge, formatTable } from "./common.ts";
 /** One line of `status`, as printed and as emitted with `-o json|yaml`. */
 export interface StatusRow {

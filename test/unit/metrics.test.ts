@@ -8,6 +8,7 @@ import {
   EMPTY_CLUSTER_COUNTERS,
   EMPTY_WRITER_COUNTERS,
 } from "../../src/admin/counters.ts";
+import type { ClusterRow, FleetCounters, FleetStatus } from "../../src/admin/fleet-view.ts";
 import {
   clustersByState,
   countConflicts,
@@ -20,7 +21,6 @@ import { runAdminSource } from "../../src/admin/run-source.ts";
 import { checkText } from "../../src/admin/server.ts";
 import { alwaysLeading, type Leadership } from "../../src/leader/leadership.ts";
 import { WRITE_DURATION_BUCKETS } from "../../src/protocol/messages.ts";
-import type { ClusterRow, FleetCounters, FleetStatus } from "../../src/supervisor/status.ts";
 
 function row(cluster: string, state: string, mirrors = 0): ClusterRow {
   return {
