@@ -9,16 +9,10 @@ import {
   EMPTY_WRITER_COUNTERS,
 } from "../../src/admin/counters.ts";
 import type { ClusterRow, FleetCounters, FleetStatus } from "../../src/admin/fleet-view.ts";
-import {
-  clustersByState,
-  countConflicts,
-  createMetrics,
-  histogramValues,
-  type MetricsSource,
-  writeLabels,
-} from "../../src/admin/metrics.ts";
+import { createMetrics, type MetricsSource } from "../../src/admin/metrics.ts";
 import { runAdminSource } from "../../src/admin/run-source.ts";
 import { checkText } from "../../src/admin/server.ts";
+import { clustersByState, countConflicts, histogramValues, writeLabels } from "../../src/admin/snapshot-series.ts";
 import { alwaysLeading, type Leadership } from "../../src/leader/leadership.ts";
 import { WRITE_DURATION_BUCKETS } from "../../src/protocol/messages.ts";
 
