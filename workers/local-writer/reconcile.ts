@@ -11,17 +11,16 @@ import type { DesiredMirror } from "../../src/core/desired.ts";
 import { desiredSliceContents, sliceNames } from "../../src/core/endpoint-slices.ts";
 import { type ReductionSummary, reduceFederated, summarizeReduction } from "../../src/core/federated.ts";
 import { SERVICE_NAME_LABEL } from "../../src/core/labels.ts";
-import type { EndpointSlice, Endpoints, KubeObject, Namespace, Service } from "../../src/core/objects.ts";
-import { objectKey, splitKey } from "../../src/core/objects.ts";
 import {
   type Blocked,
   MIRROR_KINDS,
-  type MirrorPlan,
   type ObservedObject,
   objectPath,
-  planMirror,
   type WriteAction,
-} from "../../src/core/plan.ts";
+} from "../../src/core/mirror-kinds.ts";
+import type { EndpointSlice, Endpoints, KubeObject, Namespace, Service } from "../../src/core/objects.ts";
+import { objectKey, splitKey } from "../../src/core/objects.ts";
+import { type MirrorPlan, planMirror } from "../../src/core/plan.ts";
 import {
   annotatedClusters,
   type FederatedPlan,
