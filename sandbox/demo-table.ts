@@ -11,6 +11,7 @@
  * changed in the local cluster, as seen by the demo.
  */
 import type { CoreV1Api, DiscoveryV1Api } from "@kubernetes/client-node";
+import type { FleetStatus } from "../src/admin/fleet-view.ts";
 import { FEDERATED_LABEL } from "../src/core/federated.ts";
 import {
   CLUSTER_NAME,
@@ -20,7 +21,6 @@ import {
   SERVICE_NAME_LABEL,
 } from "../src/core/labels.ts";
 import type { GatewayStatus } from "../src/protocol/status.ts";
-import type { FleetStatus } from "../src/supervisor/status.ts";
 import type { Frame } from "./screen.ts";
 
 /** One address of a mirror's endpoints, `ip:port`, and whether it is ready (its gateway alive, SPEC §10). */

@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { parseArgs } from "node:util";
 import { DEFAULT_MEMBER_SELECTOR, type MemberSelector, parseMemberSelector } from "./core/federated.ts";
-import { ENDPOINTS_APIS, type EndpointsApi } from "./core/plan.ts";
+import { ENDPOINTS_APIS, type EndpointsApi } from "./core/mirror-kinds.ts";
 
 export interface Config {
   readonly kubeconfig: string | undefined;

@@ -16,7 +16,7 @@ Operating a fleet (docs/CLI.md):
   unlink    delete a cluster's credentials Secret (its mirrors go); --wait until they are gone
   export    export a remote Service through a gateway (sets the two gateway annotations)
   unexport  stop exporting a remote Service
-  status    one row per remote cluster: state, mirrors, last sync, restarts, gateway
+  status    one row per remote cluster (state, mirrors, last sync, restarts, gateway), one per fleet-wide Service
   check     pre-flight and health checks (✓/✗); exit 1 on any failure
 
 The sandbox fleet and demo (\`npm start\`) are not part of the controller: they live in

@@ -9,12 +9,17 @@
  * the clusters registered at that moment: a cluster that is gone has no series.
  * Own registry (never prom-client's global one), so tests and embedders can have several.
  */
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, collectDefaultMetrics, Gauge, Registry } from "prom-client";
 import type { Leadership } from "../leader/leadership.ts";
 import { droppedLogLines } from "../log.ts";
-import type { LatencyHistogram } from "../protocol/messages.ts";
-import { WRITE_DURATION_BUCKETS } from "../protocol/messages.ts";
-import type { ClusterRow, FleetCounters, FleetStatus, ThreadHeap } from "../supervisor/status.ts";
+import type { ClusterRow, FleetCounters, FleetStatus, ThreadHeap } from "./fleet-view.ts";
+import {
+  clustersByState,
+  countConflicts,
+  gatewayAddressValues,
+  SnapshotHistogram,
+  writeLabels,
+} from "./snapshot-series.ts";
 
 /** Heap statistics fetched for one scrape are reused by the other heap gauge within this time. */
 const HEAP_REUSE_MS = 500;
@@ -25,132 +30,6 @@ export interface MetricsSource {
   counters(): FleetCounters | undefined;
   leadership(): Leadership;
   threadHeaps(): Promise<readonly ThreadHeap[]>;
-}
-
-/** Every state a `ClusterRow` can have, so each is exported (as 0 when empty). */
-export const CLUSTER_STATES = [
-  "starting",
-  "syncing",
-  "synced",
-  "stale",
-  "failing",
-  "crash-loop",
-  "duplicate",
-  "invalid",
-] as const;
-
-/** Clusters by row state; states outside CLUSTER_STATES are counted under their own name. */
-export function clustersByState(fleet: FleetStatus | undefined): Map<string, number> {
-  const counts = new Map<string, number>(CLUSTER_STATES.map((s) => [s, 0]));
-  for (const row of fleet?.clusters ?? []) counts.set(row.state, (counts.get(row.state) ?? 0) + 1);
-  return counts;
-}
-
-/** `verb/Kind/result` keys of `WriterStatus.writes` as labels; malformed keys are skipped. */
-export function writeLabels(
-  key: string,
-): { readonly verb: string; readonly resource: string; readonly result: string } | undefined {
-  const [verb, kind, result, ...rest] = key.split("/");
-  if (!verb || !kind || !result || rest.length > 0) return undefined;
-  // The API's resource names (plural, lower case), as in apiserver_request_total.
-  const resource = kind === "Endpoints" ? "endpoints" : `${kind.toLowerCase()}s`;
-  return { verb, resource, result };
-}
-
-const CONFLICTS = new Set(["user-owned", "owned-by-other-cluster", "port-conflict"]);
-
-/**
- * Mirrors blocked by a user's object or by another cluster, and fleet-wide members left
- * out (a user's object holds the name, or their ports conflict, SPEC §11): problems of
- * the writer, one per cluster and key.
- */
-export function countConflicts(fleet: FleetStatus | undefined): number {
-  let n = 0;
-  for (const cluster of Object.values(fleet?.writer?.clusters ?? {}))
-    for (const b of cluster.blocked) if (CONFLICTS.has(b.reason)) n += 1;
-  return n;
-}
-
-type HistogramValue = { metricName: string; labels: Record<string, string | number>; value: number };
-
-/**
- * A histogram's exposition values (`_bucket{le}` cumulative, `_sum`, `_count`) from a
- * snapshot; `labels` are added to every value (a labelled histogram's series).
- */
-export function histogramValues(
-  name: string,
-  h: LatencyHistogram,
-  labels: Readonly<Record<string, string>> = {},
-): HistogramValue[] {
-  const values: HistogramValue[] = WRITE_DURATION_BUCKETS.map((le, i) => ({
-    metricName: `${name}_bucket`,
-    labels: { ...labels, le },
-    value: h.buckets[i] ?? 0,
-  }));
-  values.push({ metricName: `${name}_bucket`, labels: { ...labels, le: "+Inf" }, value: h.count });
-  values.push({ metricName: `${name}_sum`, labels: { ...labels }, value: h.sum });
-  values.push({ metricName: `${name}_count`, labels: { ...labels }, value: h.count });
-  return values;
-}
-
-/** The gateway liveness series of `fleet`: addresses alive and dead per probed gateway (SPEC §10). */
-export function gatewayAddressValues(
-  fleet: FleetStatus | undefined,
-): { labels: { cluster: string; gateway: string; state: "alive" | "dead" }; value: number }[] {
-  const out: { labels: { cluster: string; gateway: string; state: "alive" | "dead" }; value: number }[] = [];
-  for (const row of fleet?.clusters ?? []) {
-    for (const g of row.gateways) {
-      if (!g.probe) continue;
-      out.push({ labels: { cluster: row.cluster, gateway: g.key, state: "alive" }, value: g.probe.alive });
-      out.push({ labels: { cluster: row.cluster, gateway: g.key, state: "dead" }, value: g.probe.dead });
-    }
-  }
-  return out;
-}
-
-type Exposition = Awaited<ReturnType<Histogram<string>["get"]>>;
-
-/**
- * A histogram whose buckets are counted elsewhere (the writer thread) and read as a
- * cumulative snapshot at scrape time; `observe()` is never used. It extends prom-client's
- * Histogram so the registry takes it, and replaces what the registry reads from it.
- */
-class SnapshotHistogram extends Histogram<string> {
-  readonly #name: string;
-  readonly #help: string;
-  readonly #read: () => readonly { labels: Readonly<Record<string, string>>; histogram: LatencyHistogram }[];
-
-  /** `read` gives one snapshot per series (none: no series), each with its labels. */
-  constructor(
-    name: string,
-    help: string,
-    registry: Registry,
-    read: () => readonly { labels: Readonly<Record<string, string>>; histogram: LatencyHistogram }[],
-    labelNames: readonly string[] = [],
-  ) {
-    super({ name, help, buckets: [...WRITE_DURATION_BUCKETS], labelNames, registers: [registry] });
-    this.#name = name;
-    this.#help = help;
-    this.#read = read;
-  }
-
-  override async get(): Promise<Exposition> {
-    return this.getForPromString();
-  }
-
-  /** prom-client's text exposition calls this when present (it is not in its typings). */
-  async getForPromString(): Promise<Exposition> {
-    const series = this.#read();
-    return {
-      name: this.#name,
-      help: this.#help,
-      // The typings declare an enum; at run time prom-client writes this string as the TYPE.
-      type: "histogram" as unknown as Exposition["type"],
-      aggregator: "sum",
-      collect: () => undefined,
-      values: series.flatMap((s) => histogramValues(this.#name, s.histogram, s.labels)),
-    };
-  }
 }
 
 /** Builds the registry; every value is read from `source` when scraped. */

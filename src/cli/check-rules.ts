@@ -4,9 +4,11 @@
  * the ✓/✗ report. No I/O: check.ts reads the clusters and calls these.
  */
 import { sliceNames, sliceOwner } from "../core/endpoint-slices.ts";
+import { FEDERATED_LABEL, federatedName } from "../core/federated.ts";
 import { MIRRORED_SERVICE, ownerCluster } from "../core/labels.ts";
 import { mirrorName } from "../core/naming.ts";
 import { type KubeObject, objectKey, type Service } from "../core/objects.ts";
+import { isFederatedObject } from "../core/plan-federated.ts";
 import { parseRbacYaml } from "../kube/rbac-manifest.ts";
 
 export interface CheckResult {
@@ -87,14 +89,7 @@ export function nameConflicts(
   clusters: readonly { readonly cluster: string; readonly exported: readonly Service[] }[],
   local: LocalMirrorObjects,
 ): CheckResult[] {
-  const index = new Map<string, KubeObject>();
-  for (const [kind, list] of [
-    ["service", local.services],
-    ["endpoints", local.endpoints],
-    ["endpointslice", local.slices],
-  ] as const) {
-    for (const o of list) index.set(`${kind}/${objectKey(o.metadata)}`, o);
-  }
+  const index = indexLocal(local);
   const results: CheckResult[] = [];
   for (const { cluster, exported } of clusters) {
     for (const remote of exported) {
@@ -115,6 +110,74 @@ export function nameConflicts(
           message: `${kind}/${key} is needed for the mirror of ${remote.metadata.namespace ?? ""}/${remote.metadata.name} from ${cluster} but ${owner ? `is a mirror of cluster ${owner}` : `is not a mirror (no ${MIRRORED_SERVICE} label): a user's object`}`,
         });
       }
+    }
+  }
+  return results;
+}
+
+/** Every listed local object by `kind/namespace/name`. */
+function indexLocal(local: LocalMirrorObjects): Map<string, KubeObject> {
+  const index = new Map<string, KubeObject>();
+  for (const [kind, list] of [
+    ["service", local.services],
+    ["endpoints", local.endpoints],
+    ["endpointslice", local.slices],
+  ] as const) {
+    for (const o of list) index.set(`${kind}/${objectKey(o.metadata)}`, o);
+  }
+  return index;
+}
+
+const KIND_NAMES = { service: "Service", endpoints: "Endpoints", endpointslice: "EndpointSlice" } as const;
+
+/**
+ * Local objects holding a name a fleet-wide Service needs (SPEC §11) without being
+ * fleet-mirror's fleet-wide object (pure): the Service and Endpoints `<svc>-federated`
+ * and the slices `<svc>-federated-<cluster>-ipv4|ipv6` of each member cluster, for
+ * every member the remote clusters show. One result per object, naming the members
+ * that want it; the controller leaves such a name alone and reports it the same way.
+ */
+export function federatedNameConflicts(
+  clusters: readonly { readonly cluster: string; readonly members: readonly Service[] }[],
+  local: LocalMirrorObjects,
+): CheckResult[] {
+  const index = indexLocal(local);
+  // Fleet-wide key → member clusters → their remote Services, so each object is reported once.
+  const wanted = new Map<string, Map<string, string>>();
+  for (const { cluster, members } of clusters) {
+    for (const remote of members) {
+      const namespace = remote.metadata.namespace ?? "default";
+      const key = objectKey({ namespace, name: federatedName(remote.metadata.name) });
+      const byCluster = wanted.get(key) ?? new Map<string, string>();
+      byCluster.set(cluster, objectKey({ namespace, name: remote.metadata.name }));
+      wanted.set(key, byCluster);
+    }
+  }
+  const results: CheckResult[] = [];
+  for (const [key, byCluster] of [...wanted].sort(([a], [b]) => a.localeCompare(b))) {
+    const namespace = key.slice(0, key.indexOf("/"));
+    const name = key.slice(key.indexOf("/") + 1);
+    const memberClusters = [...byCluster.keys()].sort();
+    const needed = [
+      ...(["service", "endpoints"] as const).map((kind) => ({ kind, key, by: memberClusters })),
+      ...memberClusters.flatMap((cluster) =>
+        sliceNames(`${name}-${cluster}`).map((slice) => ({
+          kind: "endpointslice" as const,
+          key: `${namespace}/${slice}`,
+          by: [cluster],
+        })),
+      ),
+    ];
+    for (const need of needed) {
+      const found = index.get(`${need.kind}/${need.key}`);
+      if (!found || isFederatedObject(KIND_NAMES[need.kind], found)) continue;
+      const owner = ownerOf(need.kind, found);
+      const members = need.by.map((c) => `${byCluster.get(c)} from ${c}`).join(", ");
+      results.push({
+        section: "fleet-wide names",
+        ok: false,
+        message: `${need.kind}/${need.key} is needed for the fleet-wide Service ${key} (member ${members}) but ${owner ? `is a mirror of cluster ${owner}` : `is not fleet-mirror's (no ${MIRRORED_SERVICE} and ${FEDERATED_LABEL} labels): a user's object`}`,
+      });
     }
   }
   return results;

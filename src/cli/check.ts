@@ -9,12 +9,15 @@
  * - every registered remote: reachable and readable with the Secret's credentials, and
  *   every gateway its exported Services use usable (SPEC §2, hostnames resolved here);
  * - no local Service/Endpoints that a mirror would need but fleet-mirror does not own;
+ * - no local Service/Endpoints/EndpointSlice that a fleet-wide Service (SPEC §11) of the
+ *   members the remotes show would need but fleet-mirror does not own;
  * - no mirror labelled with a cluster that no Secret names.
  *
  * This file reads the clusters; check-rules.ts holds the pure rules and the report.
  */
 import { lookup } from "node:dns/promises";
 import { exportedGateway, viewGateway } from "../core/desired.ts";
+import { DEFAULT_MEMBER_SELECTOR, isMember, type MemberSelector, parseMemberSelector } from "../core/federated.ts";
 import { SECRET_TYPE } from "../core/labels.ts";
 import { type KubeObject, objectKey, type Secret, type Service } from "../core/objects.ts";
 import type { KubeClient } from "../kube/client.ts";
@@ -22,6 +25,7 @@ import { parseCredentialsSecret } from "../supervisor/registration.ts";
 import { computeRegistry, type RegisteredCluster } from "../supervisor/registry.ts";
 import {
   type CheckResult,
+  federatedNameConflicts,
   formatChecks,
   type LocalMirrorObjects,
   nameConflicts,
@@ -46,6 +50,8 @@ import {
   readRbacManifest,
   runCli,
   startProgress,
+  stringFlag,
+  UsageError,
   writeOut,
 } from "./common.ts";
 
@@ -53,6 +59,11 @@ const flags = {
   ...localFlags,
   ...outputFlag,
   timeout: { type: "string", default: "10s", description: "limit of each request to a remote cluster" },
+  "federated-selector": {
+    type: "string",
+    default: DEFAULT_MEMBER_SELECTOR,
+    description: "member label of fleet-wide Services, as the controller's flag of the same name",
+  },
   "allow-kubeconfig-file-paths": {
     type: "boolean",
     description: "validate Secrets as a controller started with the same flag does",
@@ -70,8 +81,11 @@ const help = commandHelp(
                       valid and names a cluster no other Secret names
   remote clusters     each is reachable and its Services readable with the Secret's
                       credentials; every gateway used by an exported Service is usable
-  name conflicts      no local Service/Endpoints that holds a mirror's name without
-                      being that cluster's mirror
+  name conflicts      no local Service/Endpoints/EndpointSlice that holds a mirror's
+                      name without being that cluster's mirror
+  fleet-wide names    no local Service/Endpoints/EndpointSlice that holds a name of a
+                      fleet-wide Service <svc>-federated (of the members the remotes
+                      show, by --federated-selector) without being fleet-mirror's
   orphans             no mirror labelled with a cluster that no Secret registers`,
   flags,
 );
@@ -135,11 +149,17 @@ async function resolveAll(hostnames: readonly string[]): Promise<Map<string, str
 
 interface RemoteFindings {
   readonly results: CheckResult[];
-  /** Exported Services (`namespace/name`), when the remote could be listed. */
+  /** Exported Services, when the remote could be listed. */
   readonly exported?: readonly Service[];
+  /** Members of fleet-wide Services, when the remote could be listed. */
+  readonly members?: readonly Service[];
 }
 
-async function checkRemote(cluster: RegisteredCluster, timeoutMs: number): Promise<RemoteFindings> {
+async function checkRemote(
+  cluster: RegisteredCluster,
+  selector: MemberSelector,
+  timeoutMs: number,
+): Promise<RemoteFindings> {
   const section = `remote cluster ${cluster.cluster}`;
   const client = cliClient(cluster.connection, timeoutMs);
   const results: CheckResult[] = [];
@@ -159,7 +179,12 @@ async function checkRemote(cluster: RegisteredCluster, timeoutMs: number): Promi
       const gw = exportedGateway(s);
       if (gw) users.set(`${gw.namespace}/${gw.name}`, (users.get(`${gw.namespace}/${gw.name}`) ?? 0) + 1);
     }
-    results.push({ section, ok: true, message: `${exported.length} exported Service(s)` });
+    const members = services.filter((s) => isMember(selector, s));
+    results.push({
+      section,
+      ok: true,
+      message: `${exported.length} exported Service(s), ${members.length} fleet-wide member(s)`,
+    });
     for (const [key, count] of [...users].sort(([a], [b]) => a.localeCompare(b))) {
       const gateway = byKey.get(key);
       const hostnames = (gateway?.status?.loadBalancer?.ingress ?? []).flatMap((i) =>
@@ -176,7 +201,7 @@ async function checkRemote(cluster: RegisteredCluster, timeoutMs: number): Promi
             : `gateway ${key} unusable: ${view.unusable} (${count} Service(s) without endpoints)`,
       });
     }
-    return { results, exported };
+    return { results, exported, members };
   } catch (error) {
     results.push({ section, ok: false, message: (error as Error).message });
     return { results };
@@ -191,6 +216,10 @@ async function runChecks(
 ): Promise<CheckResult[]> {
   const namespace = credentialsNamespace(values);
   const timeoutMs = durationFlag(values, "timeout", "10s");
+  const selectorText = stringFlag(values, "federated-selector") ?? DEFAULT_MEMBER_SELECTOR;
+  const selector = parseMemberSelector(selectorText);
+  if (typeof selector === "string")
+    throw new UsageError(`--federated-selector: ${JSON.stringify(selectorText)}: ${selector}`);
   const client = cliClient(localConnection(values), timeoutMs);
   const results: CheckResult[] = [];
   try {
@@ -257,7 +286,10 @@ async function runChecks(
 
     progress.update(`remote clusters (${registry.registered.size})`);
     const remotes = await Promise.all(
-      [...registry.registered.values()].map(async (reg) => ({ reg, found: await checkRemote(reg, timeoutMs) })),
+      [...registry.registered.values()].map(async (reg) => ({
+        reg,
+        found: await checkRemote(reg, selector, timeoutMs),
+      })),
     );
     remotes.sort((a, b) => a.reg.cluster.localeCompare(b.reg.cluster));
     for (const { found } of remotes) results.push(...found.results);
@@ -287,6 +319,15 @@ async function runChecks(
       ...(conflicts.length > 0
         ? conflicts
         : [{ section: "name conflicts", ok: true, message: "no local object holds a mirror's name" }]),
+    );
+    const fleetWide = federatedNameConflicts(
+      remotes.flatMap(({ reg, found }) => (found.members ? [{ cluster: reg.cluster, members: found.members }] : [])),
+      local,
+    );
+    results.push(
+      ...(fleetWide.length > 0
+        ? fleetWide
+        : [{ section: "fleet-wide names", ok: true, message: "no local object holds a fleet-wide Service's name" }]),
     );
     const orphans = unknownClusterMirrors(new Set(registry.keep), local);
     results.push(

@@ -1,27 +1,22 @@
 /**
- * `fleet-mirror status`: one row per remote cluster. Reads the running controller's
- * admin endpoint (`/status`, an AdminStatus); when none answers, builds the rows from
- * the cluster objects instead — credentials Secrets validated exactly as the controller
- * validates them, mirrors counted by the SPEC §3 labels — and says so.
+ * `fleet-mirror status`: one row per remote cluster, then one per fleet-wide Service
+ * (SPEC §11). Reads the running controller's admin endpoint (`/status`, an
+ * AdminStatus); when none answers, builds the rows from the cluster objects instead —
+ * credentials Secrets validated exactly as the controller validates them, mirrors
+ * counted by the SPEC §3 labels — and says so. status-rows.ts holds the pure rows and tables.
  */
 
 import type { AdminStatus } from "../admin/source.ts";
-import { CLUSTER_NAME, MIRRORED_SERVICE, SECRET_TYPE } from "../core/labels.ts";
+import { MIRRORED_SERVICE, SECRET_TYPE } from "../core/labels.ts";
 import type { Secret, Service } from "../core/objects.ts";
 import type { KubeClient } from "../kube/client.ts";
-import type { GatewayProbeStatus } from "../protocol/messages.ts";
-import { parseCredentialsSecret } from "../supervisor/registration.ts";
-import { computeRegistry } from "../supervisor/registry.ts";
-import type { ClusterRow } from "../supervisor/status.ts";
 import {
   type CommandDefinition,
   cliClient,
   commandHelp,
   credentialsNamespace,
   EXIT_OK,
-  formatAge,
   formatData,
-  formatTable,
   listAll,
   localConnection,
   localFlags,
@@ -32,6 +27,14 @@ import {
   writeErr,
   writeOut,
 } from "./common.ts";
+import {
+  federatedRowsFromAdmin,
+  federatedRowsFromObjects,
+  formatStatusTable,
+  rowsFromAdmin,
+  rowsFromObjects,
+  type StatusReport,
+} from "./status-rows.ts";
 
 export const DEFAULT_ADMIN_URL = "http://127.0.0.1:9999";
 
@@ -56,205 +59,18 @@ restarts of its actor, whether its gateways are usable, and their health: the pr
 gateways' addresses alive or dead (SPEC §10) and bad probe annotations (-o json|yaml
 gives each gateway's probe: port, path, period, dead addresses, last failure).
 
+Then one row per fleet-wide Service <svc>-federated (SPEC §11): its member clusters
+(a member marked "(kept)" is unknown since the controller's writer started and keeps
+its last part), its ready and not-ready addresses, and its conflicts (a user's object
+holding its name, a member whose ports differ).
+
 Reads the running controller's admin endpoint (--admin-url). When it does not answer,
 the rows are built from the cluster objects (credentials Secrets, mirror Services) and
 the output says "controller not reachable; from cluster objects": the state is then only
-valid/invalid/duplicate, and sync times, restarts and gateways are unknown.`,
+valid/invalid/duplicate, and sync times, restarts and gateways are unknown; fleet-wide
+Services show the members their annotation names, addresses and conflicts unknown.`,
   flags,
 );
-
-/** One line of `status`, as printed and as emitted with `-o json|yaml`. */
-export interface StatusRow {
-  readonly cluster: string;
-  readonly secret: string;
-  /** syncing / synced / stale / failing / crash-loop / starting / duplicate / invalid / registered */
-  readonly state: string;
-  readonly since?: string;
-  readonly reason?: string;
-  readonly mirrors: number;
-  readonly exportedServices?: number;
-  readonly lastSyncedAt?: string;
-  readonly restarts?: number;
-  /** Each gateway in use, why it is unusable, if it is, and its probe; absent when unknown. */
-  readonly gateways?: readonly {
-    readonly gateway: string;
-    readonly usable: boolean;
-    readonly reason?: string;
-    /** Present while the gateway is probed (SPEC §10). */
-    readonly probe?: GatewayProbeStatus;
-    readonly probeProblems?: readonly string[];
-  }[];
-  readonly problems?: readonly string[];
-}
-
-export interface StatusReport {
-  readonly source: "controller" | "cluster-objects";
-  /** Why the controller was not used (with source "cluster-objects"). */
-  readonly note?: string;
-  readonly leading?: boolean;
-  readonly clusters: readonly StatusRow[];
-}
-
-const iso = (ms: number | undefined): string | undefined => (ms === undefined ? undefined : new Date(ms).toISOString());
-
-/** Rows from the controller's own status (pure). */
-export function rowsFromAdmin(status: AdminStatus): StatusRow[] {
-  return (status.clusters ?? []).map((row: ClusterRow) => {
-    const since = iso(row.since);
-    const lastSyncedAt = iso(row.lastSyncedAt);
-    const problems = row.problems.map((p) => `${p.remote ?? p.key ?? ""}: ${p.reason}: ${p.message}`);
-    return {
-      cluster: row.cluster,
-      secret: row.secret,
-      state: row.state,
-      ...(since ? { since } : {}),
-      ...(row.reason ? { reason: row.reason } : {}),
-      mirrors: row.mirrors,
-      exportedServices: row.exportedServices,
-      ...(lastSyncedAt ? { lastSyncedAt } : {}),
-      restarts: row.restarts,
-      gateways: row.gateways.map((g) => ({
-        gateway: g.key,
-        usable: g.usable,
-        ...(g.reason ? { reason: g.reason } : {}),
-        ...(g.probe ? { probe: g.probe } : {}),
-        ...(g.probeProblems ? { probeProblems: g.probeProblems } : {}),
-      })),
-      ...(problems.length > 0 ? { problems } : {}),
-    };
-  });
-}
-
-/**
- * Rows from the cluster objects (pure): the Secrets go through the controller's own
- * parser and registry, so valid/duplicate/invalid mean what they mean to the controller;
- * mirrors are counted per cluster label. Mirrors of a cluster no Secret names get a row
- * of their own, state `unknown-cluster` (the controller deletes them once it runs).
- */
-export function rowsFromObjects(
-  secrets: readonly Secret[],
-  mirrors: readonly Service[],
-  options: { readonly allowFilePaths: boolean },
-): StatusRow[] {
-  const counts = new Map<string, number>();
-  for (const mirror of mirrors) {
-    const labels = mirror.metadata.labels;
-    const cluster = labels?.[CLUSTER_NAME];
-    if (labels?.[MIRRORED_SERVICE] !== "true" || !cluster) continue;
-    counts.set(cluster, (counts.get(cluster) ?? 0) + 1);
-  }
-  const registry = computeRegistry(
-    secrets.map((secret) => ({ secret, parsed: parseCredentialsSecret(secret, options) })),
-    new Map(),
-  );
-  const rows: StatusRow[] = [];
-  const named = new Set<string>();
-  for (const [cluster, reg] of registry.registered) {
-    named.add(cluster);
-    rows.push({ cluster, secret: reg.secretKey, state: "registered", mirrors: counts.get(cluster) ?? 0 });
-  }
-  for (const d of registry.duplicates) {
-    rows.push({
-      cluster: d.cluster,
-      secret: d.secretKey,
-      state: "duplicate",
-      reason: `cluster already registered by ${d.winner}`,
-      mirrors: 0,
-    });
-  }
-  for (const i of registry.invalid) {
-    if (i.cluster) named.add(i.cluster);
-    rows.push({
-      cluster: i.cluster ?? "",
-      secret: i.secretKey,
-      state: "invalid",
-      reason: `${i.reason}: ${i.message}`,
-      mirrors: i.cluster ? (counts.get(i.cluster) ?? 0) : 0,
-    });
-  }
-  for (const [cluster, count] of counts) {
-    if (named.has(cluster)) continue;
-    rows.push({
-      cluster,
-      secret: "",
-      state: "unknown-cluster",
-      reason: "mirrors of a cluster no credentials Secret registers",
-      mirrors: count,
-    });
-  }
-  rows.sort((a, b) =>
-    a.cluster === b.cluster ? a.secret.localeCompare(b.secret) : a.cluster.localeCompare(b.cluster),
-  );
-  return rows;
-}
-
-/** The STATE cell: `stale since 5m`, `failing: reason`, `invalid: reason`, or the state. */
-export function stateCell(row: StatusRow, now: number): string {
-  const age = row.since ? ` since ${formatAge(now - Date.parse(row.since))}` : "";
-  switch (row.state) {
-    case "stale":
-      return `stale${age}${row.reason ? `: ${row.reason}` : ""}`;
-    case "failing":
-    case "crash-loop":
-    case "invalid":
-      return `${row.state}${row.reason ? `: ${row.reason}` : ""}`;
-    case "syncing":
-      return `syncing${age}${row.reason ? `: ${row.reason}` : ""}`;
-    default:
-      return row.state;
-  }
-}
-
-function gatewayCell(row: StatusRow): string {
-  if (row.gateways === undefined) return "unknown";
-  if (row.gateways.length === 0) return "-";
-  const unusable = row.gateways.filter((g) => !g.usable);
-  if (unusable.length === 0) return "usable";
-  return unusable.map((g) => `${g.gateway} unusable${g.reason ? `: ${g.reason}` : ""}`).join("; ");
-}
-
-/**
- * The HEALTH cell: `-` when no gateway is probed, `alive` when every probed address is,
- * otherwise each gateway with dead addresses (`gw/gateway 1/2 dead`) or bad probe
- * annotations (`gw/gateway: probe problem`).
- */
-export function healthCell(row: StatusRow): string {
-  if (row.gateways === undefined) return "unknown";
-  const parts: string[] = [];
-  let probed = 0;
-  for (const g of row.gateways) {
-    if (g.probe) {
-      probed += 1;
-      if (g.probe.dead > 0) parts.push(`${g.gateway} ${g.probe.dead}/${g.probe.alive + g.probe.dead} dead`);
-    }
-    if (g.probeProblems && g.probeProblems.length > 0) parts.push(`${g.gateway}: probe problem`);
-  }
-  if (parts.length > 0) return parts.join("; ");
-  return probed > 0 ? "alive" : "-";
-}
-
-/** The table `status` prints (pure). */
-export function formatStatusTable(report: StatusReport, now: number): string {
-  const header =
-    report.source === "cluster-objects"
-      ? `controller not reachable; from cluster objects${report.note ? ` (${report.note})` : ""}\n`
-      : "";
-  if (report.clusters.length === 0) return `${header}No remote clusters registered.\n`;
-  const rows = report.clusters.map((r) => [
-    r.cluster || "(none)",
-    stateCell(r, now),
-    String(r.mirrors),
-    r.lastSyncedAt
-      ? `${formatAge(now - Date.parse(r.lastSyncedAt))} ago`
-      : report.source === "controller"
-        ? "never"
-        : "unknown",
-    r.restarts === undefined ? "unknown" : String(r.restarts),
-    gatewayCell(r),
-    healthCell(r),
-  ]);
-  return header + formatTable(["cluster", "state", "mirrors", "last sync", "restarts", "gateway", "health"], rows);
-}
 
 /**
  * GETs `<adminUrl>/status`. Resolves undefined with a reason when nothing usable
@@ -304,7 +120,12 @@ export async function statusReport(
   const admin = await fetchAdminStatus(adminUrl);
   if ("status" in admin) {
     if (admin.status.clusters !== undefined) {
-      return { source: "controller", leading: admin.status.leadership.leading, clusters: rowsFromAdmin(admin.status) };
+      return {
+        source: "controller",
+        leading: admin.status.leadership.leading,
+        clusters: rowsFromAdmin(admin.status),
+        federated: federatedRowsFromAdmin(admin.status),
+      };
     }
     // A standby replica has no fleet status: the objects are the next best thing.
     return fromObjects(
@@ -326,6 +147,7 @@ async function fromObjects(
       source: "cluster-objects",
       note,
       clusters: rowsFromObjects(secrets, mirrors, { allowFilePaths: values["allow-kubeconfig-file-paths"] === true }),
+      federated: federatedRowsFromObjects(mirrors),
     };
   } finally {
     client.close();

@@ -230,3 +230,24 @@ export function reduceFederated(input: ReduceInput): Reduction {
   const clusters = [...new Set([...parts.map((m) => m.cluster), ...kept])].sort();
   return { kind: "write", ports: first.ports, parts, kept, clusters, excluded };
 }
+
+/** What a reduction writes, in numbers: its member clusters and the addresses of its parts (SPEC §11). */
+export interface ReductionSummary {
+  /** Sorted; includes `kept`. Empty for `delete`. */
+  readonly clusters: readonly string[];
+  readonly kept: readonly string[];
+  readonly ready: number;
+  readonly notReady: number;
+}
+
+export function summarizeReduction(reduction: Reduction): ReductionSummary {
+  if (reduction.kind === "delete") return { clusters: [], kept: [], ready: 0, notReady: 0 };
+  if (reduction.kind === "wait") return { clusters: reduction.kept, kept: reduction.kept, ready: 0, notReady: 0 };
+  let ready = 0;
+  let notReady = 0;
+  for (const part of reduction.parts) {
+    notReady += part.notReadyAddresses.length;
+    ready += part.addresses.length - part.notReadyAddresses.length;
+  }
+  return { clusters: reduction.clusters, kept: reduction.kept, ready, notReady };
+}

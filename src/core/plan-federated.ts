@@ -32,17 +32,9 @@ import {
   SERVICE_NAME_LABEL,
   SKIP_MIRROR_LABEL,
 } from "./labels.ts";
+import type { Blocked, EndpointsApi, MirrorObjectKind, ObservedObject, WriteAction } from "./mirror-kinds.ts";
 import type { EndpointSlice, EndpointSubset, Endpoints, KubeObject, Service } from "./objects.ts";
-import {
-  type Blocked,
-  type EndpointsApi,
-  type MirrorObjectKind,
-  namespaceGate,
-  type ObservedObject,
-  serviceBody,
-  serviceMatches,
-  type WriteAction,
-} from "./plan.ts";
+import { namespaceGate, serviceBody, serviceMatches } from "./plan.ts";
 
 /** The labels every fleet-wide object carries (slices add the cluster of their part). */
 export const FEDERATED_LABELS: Readonly<Record<string, string>> = Object.freeze({

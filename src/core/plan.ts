@@ -4,7 +4,7 @@
  *
  * A mirror is a list of objects: its Service, its Endpoints, its EndpointSlices (one per
  * address family), each with a desired body, a "matches what was observed" check and an
- * ownership rule (MIRROR_KINDS). Which of them a mirror has depends on the endpoints API
+ * ownership rule (MIRROR_KINDS, mirror-kinds.ts). Which of them a mirror has depends on the endpoints API
  * mode (`--endpoints-api`); the plan creates, updates and deletes them all the same way.
  *
  * Guarantees (checked by unit tests):
@@ -25,8 +25,16 @@
  */
 import { mergeAnnotations, mirrorAnnotations, sortedLabels } from "./compare.ts";
 import type { DesiredMirror } from "./desired.ts";
-import { desiredSliceContents, sliceBody, sliceMatches, sliceOwner } from "./endpoint-slices.ts";
-import { CLUSTER_NAME, MIRRORED_SERVICE, ownerCluster, SKIP_MIRROR_LABEL } from "./labels.ts";
+import { desiredSliceContents, sliceBody, sliceMatches } from "./endpoint-slices.ts";
+import { CLUSTER_NAME, MIRRORED_SERVICE, SKIP_MIRROR_LABEL } from "./labels.ts";
+import {
+  type Blocked,
+  type EndpointsApi,
+  MIRROR_KINDS,
+  type MirrorObjectKind,
+  type ObservedObject,
+  type WriteAction,
+} from "./mirror-kinds.ts";
 import type {
   EndpointSlice,
   EndpointSubset,
@@ -36,79 +44,6 @@ import type {
   Service,
   ServicePort,
 } from "./objects.ts";
-
-/** Which API carries a mirror's addresses (SPEC §9, `--endpoints-api`). */
-export const ENDPOINTS_APIS = ["endpointslices", "endpoints", "both"] as const;
-export type EndpointsApi = (typeof ENDPOINTS_APIS)[number];
-
-export type MirrorObjectKind = "Service" | "Endpoints" | "EndpointSlice";
-
-export interface MirrorKindInfo {
-  readonly apiVersion: string;
-  /** The API prefix and plural resource name: `${prefix}/namespaces/<ns>/${resource}`. */
-  readonly prefix: string;
-  readonly resource: string;
-  /** The cluster that owns an object of this kind, or undefined when fleet-mirror does not (SPEC §5). */
-  readonly owner: (labels: Readonly<Record<string, string>> | undefined) => string | undefined;
-}
-
-/** The kinds of object a mirror is made of. */
-export const MIRROR_KINDS: Readonly<Record<MirrorObjectKind, MirrorKindInfo>> = {
-  Service: { apiVersion: "v1", prefix: "/api/v1", resource: "services", owner: ownerCluster },
-  Endpoints: { apiVersion: "v1", prefix: "/api/v1", resource: "endpoints", owner: ownerCluster },
-  EndpointSlice: {
-    apiVersion: "discovery.k8s.io/v1",
-    prefix: "/apis/discovery.k8s.io/v1",
-    resource: "endpointslices",
-    owner: sliceOwner,
-  },
-};
-
-/** The collection path of `kind` in `namespace`, or of one object when `name` is given. */
-export function objectPath(kind: MirrorObjectKind, namespace: string, name?: string): string {
-  const { prefix, resource } = MIRROR_KINDS[kind];
-  return `${prefix}/namespaces/${namespace}/${resource}${name === undefined ? "" : `/${name}`}`;
-}
-
-/** One local object of a mirror as observed (from a store, the mutation cache or a GET). */
-export interface ObservedObject {
-  readonly kind: MirrorObjectKind;
-  readonly object: KubeObject;
-}
-
-export type WriteAction =
-  | { readonly verb: "create"; readonly kind: "Namespace"; readonly name: string; readonly body: object }
-  | {
-      readonly verb: "create";
-      readonly kind: MirrorObjectKind;
-      readonly namespace: string;
-      readonly name: string;
-      readonly body: object;
-    }
-  | {
-      readonly verb: "update";
-      readonly kind: MirrorObjectKind;
-      readonly namespace: string;
-      readonly name: string;
-      /** The full object to PUT, carrying the observed resourceVersion (optimistic concurrency). */
-      readonly body: object;
-    }
-  | {
-      readonly verb: "delete";
-      readonly kind: MirrorObjectKind;
-      readonly namespace: string;
-      readonly name: string;
-      /** Precondition: only the object fleet-mirror observed as its own is deleted. */
-      readonly uid: string | undefined;
-      readonly cluster: string;
-    };
-
-export type BlockReason = "user-owned" | "owned-by-other-cluster" | "namespace-missing" | "excluded-namespace";
-
-export interface Blocked {
-  readonly reason: BlockReason;
-  readonly message: string;
-}
 
 export interface MirrorPlan {
   readonly actions: readonly WriteAction[];

@@ -44,6 +44,7 @@ export {
   CLUSTER_SYNC_STATES,
   type ClusterStatus,
   type ClusterSyncState,
+  type FederatedServiceStatus,
   type GatewayProbeCounters,
   type GatewayProbeStatus,
   type GatewayStatus,

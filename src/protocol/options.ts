@@ -3,7 +3,7 @@
  * options, fault kinds and Event requests. Types and schemas from one definition.
  */
 import * as v from "valibot";
-import { ENDPOINTS_APIS } from "../core/plan.ts";
+import { ENDPOINTS_APIS } from "../core/mirror-kinds.ts";
 import { count, type DeepReadonly, finite, name } from "./codec.ts";
 
 const nonNegative = v.pipe(finite, v.minValue(0, "must be >= 0"));

@@ -119,6 +119,21 @@ export const WriterClusterStatusSchema = v.object({
 });
 export type WriterClusterStatus = DeepReadonly<v.InferOutput<typeof WriterClusterStatusSchema>>;
 
+/**
+ * One fleet-wide Service as the writer last reduced it (SPEC §11): its member clusters
+ * (sorted; those in `kept` are unknown since a writer start and keep their observed
+ * part) and the addresses of the parts it writes, ready and not ready. Its conflicts are
+ * in the member clusters' `blocked`.
+ */
+export const FederatedServiceStatusSchema = v.object({
+  key: v.string(),
+  clusters: v.array(v.string()),
+  kept: v.array(v.string()),
+  ready: count,
+  notReady: count,
+});
+export type FederatedServiceStatus = DeepReadonly<v.InferOutput<typeof FederatedServiceStatusSchema>>;
+
 export const WriterStatusSchema = v.object({
   ready: v.boolean(),
   queueDepth: count,
@@ -129,6 +144,8 @@ export const WriterStatusSchema = v.object({
   /** Latency of every write request (the API call only, not the rate-limit wait). */
   writeDuration: LatencyHistogramSchema,
   clusters: v.record(v.string(), WriterClusterStatusSchema),
+  /** Fleet-wide Services by key order (absent: none). */
+  federated: v.exactOptional(v.array(FederatedServiceStatusSchema)),
   lastError: v.exactOptional(SerializedErrorSchema),
   /** `Warning` headers the local API server sent since the writer started (absent: none). */
   apiWarnings: v.exactOptional(count),

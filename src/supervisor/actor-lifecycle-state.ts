@@ -10,7 +10,9 @@
 import type { SerializedError } from "../protocol/errors.ts";
 import type { RegisteredCluster } from "./registry.ts";
 import type { RestartPolicy } from "./restart-policy.ts";
-import type { ActorPhase } from "./status.ts";
+
+/** Where one cluster's actor is in its lifecycle (see actor-lifecycle.ts). */
+export type ActorPhase = "queued" | "starting" | "running" | "stopping" | "backoff" | "crash-loop";
 
 export interface LifecycleSettings {
   /** 0: a thread of its own per incarnation; N > 0: N shared thread slots (placement.ts). */

@@ -12,12 +12,12 @@ import {
   EMPTY_CLUSTER_COUNTERS,
   type WriterCounters,
 } from "../admin/counters.ts";
+import type { ClusterRow, FleetCounters } from "../admin/fleet-view.ts";
 import type { MirrorProblem } from "../core/desired.ts";
 import { describeError } from "../protocol/errors.ts";
 import type { ClusterStatus, WriterStatus } from "../protocol/messages.ts";
 import type { LifecycleState } from "./actor-lifecycle-state.ts";
 import type { RegistryState } from "./registry.ts";
-import type { ClusterRow, FleetCounters } from "./status.ts";
 
 interface ClusterBook {
   epoch: number;

@@ -18,6 +18,14 @@
  */
 import { MessageChannel, type Worker } from "node:worker_threads";
 import { EventEmitter } from "eventemitter3";
+import {
+  type FleetCounters,
+  type FleetStatus,
+  type FleetView,
+  mainThreadHeap,
+  type ThreadHeap,
+  type WriterHealth,
+} from "../admin/fleet-view.ts";
 import type { Config } from "../config.ts";
 import { KubeClient } from "../kube/client.ts";
 import type { ConnectionSpec } from "../kube/connection.ts";
@@ -28,14 +36,6 @@ import { FleetStatusBook } from "./fleet-status.ts";
 import type { RegistryState } from "./registry.ts";
 import { RegistryController } from "./registry-controller.ts";
 import { DEFAULT_RESTART_POLICY, type RestartPolicy } from "./restart-policy.ts";
-import {
-  type FleetCounters,
-  type FleetStatus,
-  type FleetView,
-  mainThreadHeap,
-  type ThreadHeap,
-  type WriterHealth,
-} from "./status.ts";
 import { WriterRunner } from "./writer-runner.ts";
 
 /** A heap statistics request a thread does not answer within this time is left out. */

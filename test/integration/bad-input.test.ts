@@ -25,6 +25,7 @@ import type { V1Secret } from "@kubernetes/client-node";
 import { type FaultProxy, startFaultProxyFor } from "../../sandbox/fault-proxy.ts";
 import { renderKubeconfig } from "../../sandbox/kubeconfig.ts";
 import { createCa } from "../../sandbox/pki.ts";
+import type { ClusterRow } from "../../src/admin/fleet-view.ts";
 import {
   CLUSTER_NAME,
   GATEWAY_NAME,
@@ -35,7 +36,6 @@ import {
   SECRET_TYPE,
 } from "../../src/core/labels.ts";
 import { createLogger } from "../../src/log.ts";
-import type { ClusterRow } from "../../src/supervisor/status.ts";
 import { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { CONTROLLER_NAMESPACE, Fleet } from "../helpers/fleet.ts";
 import { eventually, sleep, statusCode } from "../helpers/kube.ts";

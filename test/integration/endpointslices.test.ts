@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { DiscoveryV1Api, type V1EndpointSlice } from "@kubernetes/client-node";
-import type { EndpointsApi } from "../../src/core/plan.ts";
+import type { EndpointsApi } from "../../src/core/mirror-kinds.ts";
 import type { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { CONTROLLER_NAMESPACE, Fleet } from "../helpers/fleet.ts";
 import { eventually, statusCode } from "../helpers/kube.ts";

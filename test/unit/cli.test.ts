@@ -21,7 +21,7 @@ import {
 } from "../../src/cli/common.ts";
 import { remoteIdentity } from "../../src/cli/link-identity.ts";
 import { credentialsSecret, remoteKubeconfigText } from "../../src/cli/link-secret.ts";
-import { formatStatusTable, rowsFromAdmin, rowsFromObjects, stateCell } from "../../src/cli/status.ts";
+import { formatStatusTable, rowsFromAdmin, rowsFromObjects, stateCell } from "../../src/cli/status-rows.ts";
 import { CLUSTER_NAME, GATEWAY_NAME, GATEWAY_NS, MIRRORED_SERVICE } from "../../src/core/labels.ts";
 import type { KubeObject, Secret, Service } from "../../src/core/objects.ts";
 import { rbacManifestPath } from "../../src/kube/rbac-manifest.ts";
@@ -191,7 +191,7 @@ describe("status rows", () => {
       "stale since 3m: connect ECONNREFUSED",
     );
     assert.equal(
-      formatStatusTable({ source: "controller", clusters: rows }, NOW),
+      formatStatusTable({ source: "controller", clusters: rows, federated: [] }, NOW),
       [
         "CLUSTER   STATE                                  MIRRORS   LAST SYNC   RESTARTS   GATEWAY                                           HEALTH",
         "east      synced                                 3         5s ago      1          usable                                            -",
@@ -220,7 +220,10 @@ describe("status rows", () => {
         ["ghost", "", "unknown-cluster", 1],
       ],
     );
-    const table = formatStatusTable({ source: "cluster-objects", note: "ECONNREFUSED", clusters: rows }, NOW);
+    const table = formatStatusTable(
+      { source: "cluster-objects", note: "ECONNREFUSED", clusters: rows, federated: [] },
+      NOW,
+    );
     assert.match(table, /^controller not reachable; from cluster objects \(ECONNREFUSED\)\nCLUSTER/);
     assert.match(table, /\neast\s+registered\s+1\s+unknown\s+unknown\s+unknown\s+unknown\n/);
   });

@@ -8,6 +8,7 @@ import {
   parseMemberSelector,
   type ReduceInput,
   reduceFederated,
+  summarizeReduction,
 } from "../../src/core/federated.ts";
 import type { Service } from "../../src/core/objects.ts";
 import { deepFreeze } from "../helpers/freeze.ts";
@@ -241,5 +242,36 @@ describe("reduceFederated", () => {
       ["east"],
     );
     assert.deepEqual(result.kept, ["west"]);
+  });
+});
+
+describe("summarizeReduction", () => {
+  it("counts the written parts' addresses, ready and not ready; kept clusters are named, not counted", () => {
+    const north = deepFreeze({
+      ...member("north"),
+      addresses: ["203.0.113.7", "203.0.113.8"],
+      notReadyAddresses: ["203.0.113.8"],
+    });
+    const summary = summarizeReduction(
+      reduceFederated(input([member("east"), north], { unknown: new Set(["west"]), observedClusters: ["west"] })),
+    );
+    assert.deepEqual(summary, { clusters: ["east", "north", "west"], kept: ["west"], ready: 2, notReady: 1 });
+  });
+
+  it("a member left out for its ports adds no addresses; wait and delete write none", () => {
+    const other = member("west", [{ name: "http", protocol: "TCP", port: 81 }]);
+    assert.deepEqual(summarizeReduction(reduceFederated(input([member("east"), other]))), {
+      clusters: ["east"],
+      kept: [],
+      ready: 1,
+      notReady: 0,
+    });
+    assert.deepEqual(summarizeReduction({ kind: "wait", kept: ["east"] }), {
+      clusters: ["east"],
+      kept: ["east"],
+      ready: 0,
+      notReady: 0,
+    });
+    assert.deepEqual(summarizeReduction({ kind: "delete" }), { clusters: [], kept: [], ready: 0, notReady: 0 });
   });
 });

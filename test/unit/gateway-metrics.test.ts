@@ -11,14 +11,14 @@ import {
   EMPTY_CLUSTER_COUNTERS,
   EMPTY_WRITER_COUNTERS,
 } from "../../src/admin/counters.ts";
+import type { ClusterRow, FleetCounters, FleetStatus } from "../../src/admin/fleet-view.ts";
 import { createMetrics } from "../../src/admin/metrics.ts";
-import { healthCell, rowsFromAdmin, type StatusRow } from "../../src/cli/status.ts";
+import { healthCell, rowsFromAdmin, type StatusRow } from "../../src/cli/status-rows.ts";
 import {
   decodeFromRemoteActor,
   type GatewayProbeCounters,
   WRITE_DURATION_BUCKETS,
 } from "../../src/protocol/messages.ts";
-import type { ClusterRow, FleetCounters, FleetStatus } from "../../src/supervisor/status.ts";
 
 const probes = (timeouts: number, answered: number): GatewayProbeCounters => ({
   failures: { timeout: timeouts, refused: 0, status: 0, error: 0 },

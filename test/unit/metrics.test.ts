@@ -8,19 +8,13 @@ import {
   EMPTY_CLUSTER_COUNTERS,
   EMPTY_WRITER_COUNTERS,
 } from "../../src/admin/counters.ts";
-import {
-  clustersByState,
-  countConflicts,
-  createMetrics,
-  histogramValues,
-  type MetricsSource,
-  writeLabels,
-} from "../../src/admin/metrics.ts";
+import type { ClusterRow, FleetCounters, FleetStatus } from "../../src/admin/fleet-view.ts";
+import { createMetrics, type MetricsSource } from "../../src/admin/metrics.ts";
 import { runAdminSource } from "../../src/admin/run-source.ts";
 import { checkText } from "../../src/admin/server.ts";
+import { clustersByState, countConflicts, histogramValues, writeLabels } from "../../src/admin/snapshot-series.ts";
 import { alwaysLeading, type Leadership } from "../../src/leader/leadership.ts";
 import { WRITE_DURATION_BUCKETS } from "../../src/protocol/messages.ts";
-import type { ClusterRow, FleetCounters, FleetStatus } from "../../src/supervisor/status.ts";
 
 function row(cluster: string, state: string, mirrors = 0): ClusterRow {
   return {

@@ -6,8 +6,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { type FederatedMember, type Reduction, reduceFederated } from "../../src/core/federated.ts";
+import type { EndpointsApi, ObservedObject, WriteAction } from "../../src/core/mirror-kinds.ts";
 import type { KubeObject } from "../../src/core/objects.ts";
-import type { EndpointsApi, ObservedObject, WriteAction } from "../../src/core/plan.ts";
 import { type FederatedPlanInput, federatedSubsets, planFederated } from "../../src/core/plan-federated.ts";
 import { deepFreeze } from "../helpers/freeze.ts";
 

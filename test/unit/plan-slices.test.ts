@@ -8,15 +8,9 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { DesiredMirror } from "../../src/core/desired.ts";
 import { addressFamily } from "../../src/core/endpoint-slices.ts";
+import type { EndpointsApi, ObservedObject, WriteAction } from "../../src/core/mirror-kinds.ts";
 import type { EndpointSlice, Endpoints, Service } from "../../src/core/objects.ts";
-import {
-  type EndpointsApi,
-  type MirrorPlan,
-  type ObservedObject,
-  type PlanInput,
-  planMirror,
-  type WriteAction,
-} from "../../src/core/plan.ts";
+import { type MirrorPlan, type PlanInput, planMirror } from "../../src/core/plan.ts";
 import { deepFreeze } from "../helpers/freeze.ts";
 
 const LABELS = {

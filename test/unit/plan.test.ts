@@ -5,14 +5,9 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { type DesiredMirror, endpointIpProblem, viewGateway } from "../../src/core/desired.ts";
+import type { ObservedObject, WriteAction } from "../../src/core/mirror-kinds.ts";
 import type { Endpoints, Service } from "../../src/core/objects.ts";
-import {
-  type MirrorPlan,
-  type ObservedObject,
-  type PlanInput,
-  planMirror,
-  type WriteAction,
-} from "../../src/core/plan.ts";
+import { type MirrorPlan, type PlanInput, planMirror } from "../../src/core/plan.ts";
 import { deepFreeze } from "../helpers/freeze.ts";
 
 const LABELS = {

@@ -427,6 +427,17 @@ const malformed: { decode: (value: unknown) => unknown; message: unknown; error:
   },
   {
     decode: decodeFromWriter,
+    message: {
+      type: "writer.status",
+      status: {
+        ...writerStatus,
+        federated: [{ key: "shop/web-federated", clusters: ["east"], kept: [], ready: -1, notReady: 0 }],
+      },
+    },
+    error: "writer.status: status.federated[0].ready: must be >= 0",
+  },
+  {
+    decode: decodeFromWriter,
     message: { type: "writer.status", status: { ...writerStatus, lastError: { name: "E", message: 1 } } },
     error: "writer.status: status.lastError.message: expected string but received 1",
   },

@@ -5,8 +5,9 @@
  * (DesiredStore, fed by the desired channels), and reconciles local keys through one
  * work queue: desired ⊕ observed → planMirror (pure) → rate-limited writes.
  * This file wires the parts; each part does one job:
- *   desired-channels.ts (batches in, acks out), desired-store.ts, reconcile.ts,
- *   write-executor.ts, mutation-cache.ts, event-recorder.ts, fence.ts, status.ts.
+ *   local-stores.ts (the watched local objects), desired-channels.ts (batches in, acks
+ *   out), desired-store.ts, reconcile.ts, write-executor.ts, mutation-cache.ts,
+ *   event-recorder.ts, fence.ts, status.ts.
  *
  * Guarantees:
  * - per-key ordering: the queue never hands out a key that is in flight, and a key
@@ -20,16 +21,13 @@
  * - status is published every second whatever the local API does.
  */
 import { type Clock, systemClock } from "../../src/core/clock.ts";
-import { sliceMirrorName, sliceOwner } from "../../src/core/endpoint-slices.ts";
-import { MANAGED_BY_FLEET_MIRROR, MANAGED_BY_LABEL, MIRRORED_SERVICE, ownerCluster } from "../../src/core/labels.ts";
-import type { EndpointSlice, Endpoints, KubeObject, Namespace, Service } from "../../src/core/objects.ts";
-import { objectKey, splitKey } from "../../src/core/objects.ts";
-import { isFederatedObject } from "../../src/core/plan-federated.ts";
+import type { KubeObject } from "../../src/core/objects.ts";
+import { splitKey } from "../../src/core/objects.ts";
 import { TokenBucket } from "../../src/core/rate-limit.ts";
 import { runWorkers, WorkQueue } from "../../src/core/workqueue.ts";
 import { KubeApiError, KubeClient } from "../../src/kube/client.ts";
 import type { ConnectionSpec } from "../../src/kube/connection.ts";
-import { Watcher, type WatchFailure } from "../../src/kube/watcher.ts";
+import type { WatchFailure } from "../../src/kube/watcher.ts";
 import type { Logger } from "../../src/log.ts";
 import { describeError, serializeError } from "../../src/protocol/errors.ts";
 import type {
@@ -43,6 +41,7 @@ import { type ActorPort, DesiredChannels } from "./desired-channels.ts";
 import { DesiredStore } from "./desired-store.ts";
 import { EventRecorder } from "./event-recorder.ts";
 import { WriteFence } from "./fence.ts";
+import { LocalStores, sliceMirrorKey } from "./local-stores.ts";
 import { type MirrorKind, MutationCache } from "./mutation-cache.ts";
 import { MirrorReconciler } from "./reconcile.ts";
 import { WriterStats } from "./status.ts";
@@ -60,19 +59,6 @@ export interface WriterDeps {
   readonly clock?: Clock;
 }
 
-const MIRROR_SELECTOR = `${MIRRORED_SERVICE}=true`;
-/**
- * Only slices that can be ours are held in memory (not every slice of the cluster). A
- * slice under a mirror's name that this selector hides (a user's) is still found: its
- * create answers AlreadyExists, and the name is then looked up (SPEC §5).
- */
-const SLICE_SELECTOR = `${MIRRORED_SERVICE}=true,${MANAGED_BY_LABEL}=${MANAGED_BY_FLEET_MIRROR}`;
-
-/** The key of the mirror a slice belongs to (its `kubernetes.io/service-name`), or undefined. */
-function sliceMirrorKey(slice: KubeObject | undefined): string | undefined {
-  const mirror = slice ? sliceMirrorName(slice) : undefined;
-  return slice && mirror ? objectKey({ namespace: slice.metadata.namespace, name: mirror }) : undefined;
-}
 const STATUS_INTERVAL_MS = 1_000;
 
 export class LocalWriterActor {
@@ -80,10 +66,7 @@ export class LocalWriterActor {
   readonly #ports: WriterPorts;
   readonly #log: Logger;
   readonly #client: KubeClient;
-  readonly #services: Watcher<Service>;
-  readonly #endpoints: Watcher<Endpoints>;
-  readonly #slices: Watcher<EndpointSlice>;
-  readonly #namespaces: Watcher<Namespace>;
+  readonly #stores: LocalStores;
   readonly #desired = new DesiredStore();
   readonly #queue: WorkQueue<string>;
   readonly #stats = new WriterStats();
@@ -106,29 +89,8 @@ export class LocalWriterActor {
     this.#ports = ports;
     this.#log = deps.logger;
     this.#client = new KubeClient(connection, { userAgent: "fleet-mirror/local-writer", logger: deps.logger });
-    this.#services = new Watcher<Service>({
-      client: this.#client,
-      path: "/api/v1/services",
-      expectedKind: "Service",
-      labelSelector: MIRROR_SELECTOR,
-    });
-    this.#endpoints = new Watcher<Endpoints>({
-      client: this.#client,
-      path: "/api/v1/endpoints",
-      expectedKind: "Endpoints",
-      labelSelector: MIRROR_SELECTOR,
-    });
-    this.#slices = new Watcher<EndpointSlice>({
-      client: this.#client,
-      path: "/apis/discovery.k8s.io/v1/endpointslices",
-      expectedKind: "EndpointSlice",
-      labelSelector: SLICE_SELECTOR,
-    });
-    this.#namespaces = new Watcher<Namespace>({
-      client: this.#client,
-      path: "/api/v1/namespaces",
-      expectedKind: "Namespace",
-    });
+    const stores = new LocalStores(this.#client);
+    this.#stores = stores;
     this.#queue = new WorkQueue<string>({ itemBackoff: { initialMs: 100, maxMs: 5 * 60_000 }, clock });
     this.#fence = new WriteFence(options.fenced === true, clock, this.#log);
     this.#cache = new MutationCache(clock);
@@ -154,10 +116,10 @@ export class LocalWriterActor {
     });
     this.#reconciler = new MirrorReconciler({
       desired: this.#desired,
-      services: this.#services,
-      endpoints: this.#endpoints,
-      slices: this.#slices,
-      namespaces: this.#namespaces,
+      services: stores.services,
+      endpoints: stores.endpoints,
+      slices: stores.slices,
+      namespaces: stores.namespaces,
       cache: this.#cache,
       executor: this.#executor,
       client: this.#client,
@@ -188,20 +150,20 @@ export class LocalWriterActor {
       this.#cache.watched(kind, key, current);
       this.#enqueue(key);
     };
-    this.#services.on("change", (key, _previous, current) => onMirrorChange("Service", key, current));
-    this.#endpoints.on("change", (key, _previous, current) => onMirrorChange("Endpoints", key, current));
+    stores.services.on("change", (key, _previous, current) => onMirrorChange("Service", key, current));
+    stores.endpoints.on("change", (key, _previous, current) => onMirrorChange("Endpoints", key, current));
     // A slice is cached under its own key, and its mirror's key is reconciled.
-    this.#slices.on("change", (key, previous, current) => {
+    stores.slices.on("change", (key, previous, current) => {
       this.#cache.watched("EndpointSlice", key, current);
       const mirrorKey = sliceMirrorKey(current) ?? sliceMirrorKey(previous);
       if (mirrorKey) this.#enqueue(mirrorKey);
     });
-    this.#namespaces.on("change", (name) => {
+    stores.namespaces.on("change", (name) => {
       this.#executor.namespaceSeen(name);
       for (const key of this.#desired.keys()) if (key.startsWith(`${name}/`)) this.#enqueue(key);
       for (const key of this.#desired.federatedKeys()) if (key.startsWith(`${name}/`)) this.#enqueue(key);
     });
-    for (const watcher of [this.#services, this.#endpoints, this.#slices, this.#namespaces]) {
+    for (const watcher of stores.all) {
       watcher.on("listed", () => {
         // A relist delivered every key it changed ("change" above); what it did not
         // deliver and is old is the watch's truth again.
@@ -218,10 +180,7 @@ export class LocalWriterActor {
   }
 
   start(): void {
-    this.#services.start();
-    this.#endpoints.start();
-    this.#slices.start();
-    this.#namespaces.start();
+    this.#stores.start();
     this.#events.start();
     this.#statusTimer = setInterval(() => {
       this.#cache.sweep();
@@ -256,7 +215,7 @@ export class LocalWriterActor {
       this.#log.info({ clusters: dropped }, "clusters unregistered: their mirrors will be deleted");
     for (const cluster of this.#channels.clusters()) if (!keep.includes(cluster)) this.#channels.close(cluster);
     // Mirrors of clusters the writer never heard of (removed while fleet-mirror was down).
-    for (const { key, owner } of this.#observedMirrors()) if (!keep.includes(owner)) this.#enqueue(key);
+    for (const { key, owner } of this.#stores.observedMirrors()) if (!keep.includes(owner)) this.#enqueue(key);
   }
 
   /** Records a Kubernetes Event (see EventRecorder); resolves once sent, dropped or found a duplicate. */
@@ -281,7 +240,7 @@ export class LocalWriterActor {
     const unsent = this.#events.stop();
     if (unsent > 0) this.#log.info({ events: unsent }, "stopping: pending Kubernetes Events not sent");
     await this.#workers;
-    await Promise.all([this.#services.stop(), this.#endpoints.stop(), this.#slices.stop(), this.#namespaces.stop()]);
+    await this.#stores.stop();
     this.#channels.closeAll();
     this.#client.close();
   }
@@ -297,8 +256,10 @@ export class LocalWriterActor {
       clusters[cluster] = { ...summary, blocked: blocked.get(cluster) ?? [] };
     }
     const warnings = this.#client.apiWarnings.total;
+    const federated = this.#reconciler.federatedStatus();
     return {
       ...this.#stats.report({ ready: this.#ready, queueDepth: this.#queue.len, clusters }),
+      ...(federated.length > 0 ? { federated } : {}),
       ...(warnings > 0 ? { apiWarnings: warnings } : {}),
     };
   }
@@ -307,7 +268,7 @@ export class LocalWriterActor {
 
   #maybeReady(): void {
     if (this.#ready || this.#stopped) return;
-    const watchers = [this.#services, this.#endpoints, this.#slices, this.#namespaces];
+    const watchers = this.#stores.all;
     if (!watchers.every((w) => w.hasSynced)) return;
     this.#ready = true;
     this.#workers = runWorkers(
@@ -361,40 +322,18 @@ export class LocalWriterActor {
   #resyncAll(): void {
     for (const key of this.#desired.keys()) this.#enqueue(key);
     for (const key of this.#desired.federatedKeys()) this.#enqueue(key);
-    for (const key of this.#services.keys()) this.#enqueue(key);
-    for (const key of this.#endpoints.keys()) this.#enqueue(key);
-    for (const slice of this.#slices.values()) {
-      const key = sliceMirrorKey(slice);
-      if (key) this.#enqueue(key);
-    }
-  }
-
-  /** Every observed local mirror object with its mirror's key and owning cluster. */
-  *#observedMirrors(): Generator<{ key: string; owner: string }> {
-    for (const watcher of [this.#services, this.#endpoints]) {
-      for (const object of watcher.values()) {
-        const owner = ownerCluster(object.metadata.labels);
-        if (owner)
-          yield { key: objectKey({ namespace: object.metadata.namespace, name: object.metadata.name }), owner };
-      }
-    }
-    for (const slice of this.#slices.values()) {
-      const owner = sliceOwner(slice.metadata.labels);
-      const key = sliceMirrorKey(slice);
-      if (owner && key) yield { key, owner };
-    }
+    for (const key of this.#stores.observedKeys()) this.#enqueue(key);
   }
 
   /** Enqueues every observed local mirror (any of its objects) labelled as `cluster`'s. */
   #enqueueMirrorsOf(cluster: string): void {
-    for (const { key, owner } of this.#observedMirrors()) if (owner === cluster) this.#enqueue(key);
+    for (const { key, owner } of this.#stores.observedMirrors()) if (owner === cluster) this.#enqueue(key);
   }
 
   /** Enqueues every fleet-wide key: those with members, and our fleet-wide Services observed (SPEC §11). */
   #enqueueFederated(): void {
     for (const key of this.#desired.federatedKeys()) this.#enqueue(key);
-    for (const service of this.#services.values())
-      if (isFederatedObject("Service", service)) this.#enqueue(objectKey(service.metadata));
+    for (const key of this.#stores.federatedServiceKeys()) this.#enqueue(key);
   }
 
   #enqueue(key: string): void {

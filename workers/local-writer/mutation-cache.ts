@@ -16,8 +16,8 @@
  *   409 Conflict or a 404 on a delete), never a wrong write.
  */
 import type { Clock } from "../../src/core/clock.ts";
+import type { MirrorObjectKind } from "../../src/core/mirror-kinds.ts";
 import type { KubeObject } from "../../src/core/objects.ts";
-import type { MirrorObjectKind } from "../../src/core/plan.ts";
 
 /** Entries are keyed by kind and object key (a slice by its own key, not its mirror's). */
 export type MirrorKind = MirrorObjectKind;

@@ -9,19 +9,18 @@
 
 import type { DesiredMirror } from "../../src/core/desired.ts";
 import { desiredSliceContents, sliceNames } from "../../src/core/endpoint-slices.ts";
-import { reduceFederated } from "../../src/core/federated.ts";
+import { type ReductionSummary, reduceFederated, summarizeReduction } from "../../src/core/federated.ts";
 import { SERVICE_NAME_LABEL } from "../../src/core/labels.ts";
-import type { EndpointSlice, Endpoints, KubeObject, Namespace, Service } from "../../src/core/objects.ts";
-import { objectKey, splitKey } from "../../src/core/objects.ts";
 import {
   type Blocked,
   MIRROR_KINDS,
-  type MirrorPlan,
   type ObservedObject,
   objectPath,
-  planMirror,
   type WriteAction,
-} from "../../src/core/plan.ts";
+} from "../../src/core/mirror-kinds.ts";
+import type { EndpointSlice, Endpoints, KubeObject, Namespace, Service } from "../../src/core/objects.ts";
+import { objectKey, splitKey } from "../../src/core/objects.ts";
+import { type MirrorPlan, planMirror } from "../../src/core/plan.ts";
 import {
   annotatedClusters,
   type FederatedPlan,
@@ -31,7 +30,7 @@ import {
 import type { ReconcileResult } from "../../src/core/workqueue.ts";
 import { KubeApiError, type KubeClient } from "../../src/kube/client.ts";
 import type { Logger } from "../../src/log.ts";
-import type { EventRequest, WriterOptions } from "../../src/protocol/messages.ts";
+import type { EventRequest, FederatedServiceStatus, WriterOptions } from "../../src/protocol/messages.ts";
 import type { DesiredStore } from "./desired-store.ts";
 import type { MutationCache } from "./mutation-cache.ts";
 import type { WriteExecutor } from "./write-executor.ts";
@@ -82,6 +81,8 @@ export class MirrorReconciler {
   readonly #blocked = new Map<string, Blocked & { cluster: string }>();
   /** Fleet-wide keys → member cluster → why its member is not (wholly) written (SPEC §11). */
   readonly #fleetProblems = new Map<string, Map<string, { reason: string; message: string }>>();
+  /** Fleet-wide keys → their last reduction, for status; a key goes when its reduction deletes. */
+  readonly #fleetSummaries = new Map<string, ReductionSummary>();
 
   constructor(deps: ReconcilerDeps) {
     this.#deps = deps;
@@ -225,6 +226,16 @@ export class MirrorReconciler {
     return out;
   }
 
+  /**
+   * Every fleet-wide Service the writer reduced and did not delete, by key; a blocked one
+   * (its name held by a user's object) lists its members with no addresses written.
+   */
+  federatedStatus(): FederatedServiceStatus[] {
+    return [...this.#fleetSummaries]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([key, s]) => ({ key, clusters: [...s.clusters], kept: [...s.kept], ready: s.ready, notReady: s.notReady }));
+  }
+
   // -------------------------------------------------------------------------------
   // Fleet-wide Services (SPEC §11): one key reduced from every member cluster's state.
 
@@ -240,6 +251,7 @@ export class MirrorReconciler {
     for (let pass = 0; ; pass++) {
       const { plan, observed, members } = await this.#planFederated(key);
       if (plan.blocked) {
+        this.#fleetSummaries.set(key, { clusters: members, kept: [], ready: 0, notReady: 0 });
         this.#setFleetProblems(
           key,
           new Map(
@@ -277,6 +289,8 @@ export class MirrorReconciler {
       registrationKnown: store.registrationKnown,
       observedClusters: service && isFederatedObject("Service", service) ? annotatedClusters(service) : [],
     });
+    if (reduction.kind === "delete") this.#fleetSummaries.delete(key);
+    else this.#fleetSummaries.set(key, summarizeReduction(reduction));
     const observed: ObservedObject[] = [];
     if (service) observed.push({ kind: "Service", object: service });
     if (endpoints) observed.push({ kind: "Endpoints", object: endpoints });

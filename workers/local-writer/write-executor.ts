@@ -13,8 +13,8 @@
  * instead of racing it (each racer would cost a rejected POST).
  */
 import type { DesiredMirror } from "../../src/core/desired.ts";
+import { type Blocked, MIRROR_KINDS, objectPath, type WriteAction } from "../../src/core/mirror-kinds.ts";
 import { type KubeObject, objectKey } from "../../src/core/objects.ts";
-import { type Blocked, MIRROR_KINDS, objectPath, type WriteAction } from "../../src/core/plan.ts";
 import type { TokenBucket } from "../../src/core/rate-limit.ts";
 import type { ReconcileResult } from "../../src/core/workqueue.ts";
 import { KubeApiError, type KubeClient } from "../../src/kube/client.ts";

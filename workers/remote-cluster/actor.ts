@@ -10,8 +10,9 @@
  *
  * Parts: gateway-index.ts (which Services use which gateway), hostnames.ts +
  * resolver.ts (gateway hostnames, off libuv's pool), gateway-health.ts +
- * gateway-prober.ts + http-probe.ts (gateway health, SPEC §10), desired-sender.ts + credits.ts (batches and flow control
- * to the writer); this file wires them to the watcher and reports status.
+ * gateway-prober.ts + http-probe.ts (gateway health, SPEC §10), desired-sender.ts +
+ * credits.ts (batches and flow control to the writer), status-state.ts (the sync state
+ * and when a status is due); this file wires them to the watcher and reports status.
  *
  * Fault containment: every callback the actor registers runs under its guard, so an
  * exception in this actor's handling is reported through `ports.onFault` as this
@@ -41,6 +42,7 @@ import { exportGatewayOf, GatewayIndex } from "./gateway-index.ts";
 import { HostnameCache } from "./hostnames.ts";
 import { httpProbe, type Probe } from "./http-probe.ts";
 import { createResolver, type Resolver } from "./resolver.ts";
+import { StatusThrottle, SyncTracker } from "./status-state.ts";
 
 export type { DesiredPort, FlowState } from "./desired-sender.ts";
 export type { Probe } from "./http-probe.ts";
@@ -85,17 +87,8 @@ export class RemoteClusterActor {
 
   #resolveTimer: NodeJS.Timeout | undefined;
   #statusTimer: NodeJS.Timeout | undefined;
-  #statusDirty = true;
-  /** A probe finished since the last status (its counters changed). */
-  #probeCountersDirty = false;
-  #publishedAt = 0;
-  /** `apiWarnings` in the last status published. */
-  #publishedWarnings = 0;
-  #state: ClusterSyncState = "starting";
-  #since = Date.now();
-  #lastSyncedAt: number | undefined;
-  #lastFailure: WatchFailure | undefined;
-  readonly #failuresByReason: Record<string, number> = {};
+  readonly #publish = new StatusThrottle(PROBE_COUNTERS_INTERVAL_MS);
+  readonly #sync = new SyncTracker(Date.now());
   #stopped = false;
   #faulted = false;
 
@@ -137,12 +130,8 @@ export class RemoteClusterActor {
       lookupHostname: this.#hostnames.lookup,
       guard: (fn) => this.#guard(fn),
       livenessChanged: (gatewayKey) => this.#livenessChanged(gatewayKey),
-      probed: () => {
-        this.#probeCountersDirty = true;
-      },
-      problemsChanged: () => {
-        this.#statusDirty = true;
-      },
+      probed: () => this.#publish.markProbed(),
+      problemsChanged: () => this.#publish.markDirty(),
     });
     this.#sender = new DesiredSender({
       cluster: init.cluster,
@@ -155,9 +144,7 @@ export class RemoteClusterActor {
       deadAddresses: (gatewayKey) => this.#health.deadAddresses(gatewayKey),
       log: deps.logger,
       guard: (fn) => this.#guard(fn),
-      statusChanged: () => {
-        this.#statusDirty = true;
-      },
+      statusChanged: () => this.#publish.markDirty(),
     });
     this.#watcher.on(
       "change",
@@ -177,7 +164,7 @@ export class RemoteClusterActor {
     this.#watcher.on(
       "watching",
       this.#guard(() => {
-        if (this.#state === "stale") this.#setState("synced");
+        if (this.#sync.state === "stale") this.#setState("synced");
       }),
     );
   }
@@ -282,12 +269,12 @@ export class RemoteClusterActor {
       const gateway = this.#watcher.get(gatewayKey);
       if (gateway) this.#resolveHostnames(gateway);
     }
-    if (this.#state === "stale") this.#setState("synced");
+    if (this.#sync.state === "stale") this.#setState("synced");
     this.#sender.scheduleFlush();
   }
 
   #onListed(): void {
-    this.#lastSyncedAt = Date.now();
+    this.#sync.listed(Date.now());
     this.#setState("synced");
     for (const gatewayKey of this.#gateways.gateways()) {
       const gateway = this.#watcher.get(gatewayKey);
@@ -299,13 +286,12 @@ export class RemoteClusterActor {
   }
 
   #onFailure(failure: WatchFailure): void {
-    this.#lastFailure = failure;
-    this.#failuresByReason[failure.reason] = (this.#failuresByReason[failure.reason] ?? 0) + 1;
+    this.#sync.failed(failure);
     // Before the first list the cluster is still syncing; afterwards the data we hold
     // may be outdated: stale since the first failure, until the watch delivers again.
     // A skipped object of the wrong kind does not interrupt the watch: still live.
-    if (this.#state === "synced" && failure.reason !== "wrong-kind") this.#setState("stale");
-    this.#statusDirty = true;
+    if (this.#sync.state === "synced" && failure.reason !== "wrong-kind") this.#setState("stale");
+    this.#publish.markDirty();
     this.#log.warn(
       { failure },
       `remote API ${failure.phase} failed: ${failure.message}; retrying in ${failure.retryInMs} ms`,
@@ -351,7 +337,7 @@ export class RemoteClusterActor {
   /** An address of gateway `key` became dead or alive: the mirrors using it are recomputed. */
   #livenessChanged(key: string): void {
     for (const user of this.#gateways.usersOf(key)) this.#sender.markDirty(user);
-    this.#statusDirty = true;
+    this.#publish.markDirty();
     this.#sender.scheduleFlush();
   }
 
@@ -359,12 +345,9 @@ export class RemoteClusterActor {
   // Status
 
   #setState(state: ClusterSyncState): void {
-    if (this.#state !== state) {
-      this.#state = state;
-      this.#since = Date.now();
+    if (this.#sync.enter(state, Date.now()))
       this.#log.info({ state }, `cluster ${this.#init.cluster.name} is ${state}`);
-    }
-    this.#statusDirty = true;
+    this.#publish.markDirty();
     this.#publishStatus();
   }
 
@@ -383,16 +366,12 @@ export class RemoteClusterActor {
     return {
       cluster: this.#init.cluster.name,
       epoch: this.#init.epoch,
-      state: this.#state,
-      since: this.#since,
-      ...(this.#lastSyncedAt !== undefined ? { lastSyncedAt: this.#lastSyncedAt } : {}),
+      ...this.#sync.report(),
       exportedServices: this.#gateways.exportedCount,
       mirrors: this.#sender.mirrors,
       problems: this.#sender.problems(),
-      ...(this.#lastFailure ? { lastFailure: { ...this.#lastFailure } } : {}),
       gateways,
       watch: { ...this.#watcher.stats },
-      failuresByReason: { ...this.#failuresByReason },
       ...(Object.keys(gatewayProbes).length > 0 ? { gatewayProbes } : {}),
       ...(apiWarnings > 0 ? { apiWarnings } : {}),
     };
@@ -401,12 +380,7 @@ export class RemoteClusterActor {
   #publishStatus(): void {
     if (this.#stopped) return;
     // A warning counted since the last status is news too.
-    const countersDue = this.#probeCountersDirty && Date.now() - this.#publishedAt >= PROBE_COUNTERS_INTERVAL_MS;
-    if (!this.#statusDirty && !countersDue && this.#client.apiWarnings.total === this.#publishedWarnings) return;
-    this.#statusDirty = false;
-    this.#probeCountersDirty = false;
-    this.#publishedAt = Date.now();
-    this.#publishedWarnings = this.#client.apiWarnings.total;
+    if (!this.#publish.take(Date.now(), this.#client.apiWarnings.total)) return;
     this.#ports.supervisor({ type: "actor.status", status: this.status() });
   }
 }

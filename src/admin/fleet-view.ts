@@ -1,14 +1,11 @@
 /**
  * The supervisor's status and counters as data: what the admin server, the metrics,
  * `fleet-mirror status` and the demo read. Types only (and the main thread's heap), so
- * readers import them without importing the Supervisor.
+ * readers import them without importing the Supervisor, which implements FleetView.
  */
 import { getHeapStatistics } from "node:v8";
-import type { ClusterCounters, WriterCounters } from "../admin/counters.ts";
 import type { ClusterStatus, WriterStatus } from "../protocol/messages.ts";
-
-/** Where one cluster's actor is in its lifecycle (see actor-lifecycle.ts). */
-export type ActorPhase = "queued" | "starting" | "running" | "stopping" | "backoff" | "crash-loop";
+import type { ClusterCounters, WriterCounters } from "./counters.ts";
 
 export interface ClusterRow {
   readonly cluster: string;
@@ -30,7 +27,7 @@ export interface ClusterRow {
   }[];
 }
 
-/** Counters that never go down across restarts (see src/admin/counters.ts). */
+/** Counters that never go down across restarts (see counters.ts). */
 export interface FleetCounters {
   /** Registered clusters only: a cluster that is gone has no counters. */
   readonly clusters: ReadonlyMap<string, ClusterCounters & { readonly restarts: number }>;

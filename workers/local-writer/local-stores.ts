@@ -1,0 +1,102 @@
+/**
+ * The local writer's view of the local cluster: four watched stores, label-selected so
+ * that only objects that can be fleet-mirror's are held in memory (mirror Services and
+ * Endpoints, fleet-mirror's EndpointSlices), plus every Namespace. Read-only: the stores
+ * have one writer each, their watch. The actor routes their changes to its queue; the
+ * reconciler reads them.
+ */
+import { sliceMirrorName, sliceOwner } from "../../src/core/endpoint-slices.ts";
+import { MANAGED_BY_FLEET_MIRROR, MANAGED_BY_LABEL, MIRRORED_SERVICE, ownerCluster } from "../../src/core/labels.ts";
+import type { EndpointSlice, Endpoints, KubeObject, Namespace, Service } from "../../src/core/objects.ts";
+import { objectKey } from "../../src/core/objects.ts";
+import { isFederatedObject } from "../../src/core/plan-federated.ts";
+import type { KubeClient } from "../../src/kube/client.ts";
+import { Watcher } from "../../src/kube/watcher.ts";
+
+const MIRROR_SELECTOR = `${MIRRORED_SERVICE}=true`;
+/**
+ * Only slices that can be ours are held in memory (not every slice of the cluster). A
+ * slice under a mirror's name that this selector hides (a user's) is still found: its
+ * create answers AlreadyExists, and the name is then looked up (SPEC §5).
+ */
+const SLICE_SELECTOR = `${MIRRORED_SERVICE}=true,${MANAGED_BY_LABEL}=${MANAGED_BY_FLEET_MIRROR}`;
+
+/** The key of the mirror a slice belongs to (its `kubernetes.io/service-name`), or undefined. */
+export function sliceMirrorKey(slice: KubeObject | undefined): string | undefined {
+  const mirror = slice ? sliceMirrorName(slice) : undefined;
+  return slice && mirror ? objectKey({ namespace: slice.metadata.namespace, name: mirror }) : undefined;
+}
+
+export class LocalStores {
+  readonly services: Watcher<Service>;
+  readonly endpoints: Watcher<Endpoints>;
+  readonly slices: Watcher<EndpointSlice>;
+  readonly namespaces: Watcher<Namespace>;
+
+  constructor(client: KubeClient) {
+    this.services = new Watcher<Service>({
+      client,
+      path: "/api/v1/services",
+      expectedKind: "Service",
+      labelSelector: MIRROR_SELECTOR,
+    });
+    this.endpoints = new Watcher<Endpoints>({
+      client,
+      path: "/api/v1/endpoints",
+      expectedKind: "Endpoints",
+      labelSelector: MIRROR_SELECTOR,
+    });
+    this.slices = new Watcher<EndpointSlice>({
+      client,
+      path: "/apis/discovery.k8s.io/v1/endpointslices",
+      expectedKind: "EndpointSlice",
+      labelSelector: SLICE_SELECTOR,
+    });
+    this.namespaces = new Watcher<Namespace>({ client, path: "/api/v1/namespaces", expectedKind: "Namespace" });
+  }
+
+  /** The four watchers, in start order. */
+  get all(): readonly Watcher<KubeObject>[] {
+    return [this.services, this.endpoints, this.slices, this.namespaces] as readonly Watcher<KubeObject>[];
+  }
+
+  start(): void {
+    for (const watcher of this.all) watcher.start();
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.all.map((watcher) => watcher.stop()));
+  }
+
+  /** The key of every observed mirror object (a slice by its mirror's key); keys may repeat. */
+  *observedKeys(): Generator<string> {
+    yield* this.services.keys();
+    yield* this.endpoints.keys();
+    for (const slice of this.slices.values()) {
+      const key = sliceMirrorKey(slice);
+      if (key) yield key;
+    }
+  }
+
+  /** Every observed local mirror object with its mirror's key and owning cluster. */
+  *observedMirrors(): Generator<{ key: string; owner: string }> {
+    for (const watcher of [this.services, this.endpoints] as const) {
+      for (const object of watcher.values()) {
+        const owner = ownerCluster(object.metadata.labels);
+        if (owner)
+          yield { key: objectKey({ namespace: object.metadata.namespace, name: object.metadata.name }), owner };
+      }
+    }
+    for (const slice of this.slices.values()) {
+      const owner = sliceOwner(slice.metadata.labels);
+      const key = sliceMirrorKey(slice);
+      if (owner && key) yield { key, owner };
+    }
+  }
+
+  /** The keys of fleet-mirror's fleet-wide Services observed (SPEC §11). */
+  *federatedServiceKeys(): Generator<string> {
+    for (const service of this.services.values())
+      if (isFederatedObject("Service", service)) yield objectKey(service.metadata);
+  }
+}
