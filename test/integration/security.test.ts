@@ -288,6 +288,10 @@ describe("security and faults", () => {
 
     const second = await startController();
     try {
+      // The first controller may have finished every write before it exited, so the mirrors
+      // alone do not show that the second one is up: wait for its own sync, which also
+      // means its signal handlers are installed before it is stopped.
+      await second.waitForLog("cluster east is synced");
       const uids = await waitForConverged(ns);
       assert.equal(uids.size, 50);
     } finally {
