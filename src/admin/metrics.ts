@@ -174,6 +174,17 @@ export function createMetrics(source: MetricsSource): Registry {
     },
   );
   labelled(
+    "gauge",
+    "fleet_mirror_gateway_probe_config_invalid",
+    "Bad probe annotations or mc-probe port of each gateway in use (SPEC §10), each replaced by its default; 0 series: none.",
+    ["cluster", "gateway"],
+    (set) => {
+      for (const row of source.fleet()?.clusters ?? [])
+        for (const g of row.gateways)
+          if (g.probeProblems?.length) set({ cluster: row.cluster, gateway: g.key }, g.probeProblems.length);
+    },
+  );
+  labelled(
     "counter",
     "fleet_mirror_gateway_probe_failures_total",
     "Failed gateway probes by reason: timeout, refused, status (an answer outside 2xx), error.",

@@ -2,8 +2,8 @@
  * Status and counters of the fleet, aggregated from what the actors and the writer
  * report: one `ClusterStatus` per cluster (its current incarnation's latest), the
  * counters of the incarnations that ended (so totals never go down), and the problems
- * already reported (so a MirrorSkipped Event is sent when a problem appears, not again
- * when an actor restarts and finds the same problem).
+ * already reported (so a MirrorSkipped or InvalidProbeConfig Event is sent when a problem
+ * appears, not again when an actor restarts and finds the same problem).
  */
 import {
   addClusterCounters,
@@ -25,9 +25,30 @@ interface ClusterBook {
   counterBase: ClusterCounters;
   /** `remote/reason` of the problems in the last listed status of any incarnation. */
   problems: ReadonlySet<string>;
+  /** `gateway\nproblem` of the probe problems in the last listed status of any incarnation. */
+  probeProblems: ReadonlySet<string>;
 }
 
 const problemKey = (p: MirrorProblem): string => `${p.remote}/${p.reason}`;
+
+/** A gateway's bad probe annotation or port (SPEC §10), with the fallback taken. */
+export interface ProbeConfigProblem {
+  /** The gateway, `namespace/name`. */
+  readonly gateway: string;
+  readonly problem: string;
+}
+
+/** What a status brought that was not reported yet. */
+export interface NewProblems {
+  readonly mirrors: readonly MirrorProblem[];
+  readonly probeConfig: readonly ProbeConfigProblem[];
+}
+
+const NOTHING_NEW: NewProblems = { mirrors: [], probeConfig: [] };
+
+const probeProblemsOf = (status: ClusterStatus): ProbeConfigProblem[] =>
+  status.gateways.flatMap((g) => (g.probeProblems ?? []).map((problem) => ({ gateway: g.key, problem })));
+const probeKey = (p: ProbeConfigProblem): string => `${p.gateway}\n${p.problem}`;
 
 export class FleetStatusBook {
   readonly #clusters = new Map<string, ClusterBook>();
@@ -41,6 +62,7 @@ export class FleetStatusBook {
         status: undefined,
         counterBase: EMPTY_CLUSTER_COUNTERS,
         problems: new Set(),
+        probeProblems: new Set(),
       });
       return;
     }
@@ -54,14 +76,17 @@ export class FleetStatusBook {
    * last listed status, whichever incarnation sent it. A status sent before the
    * incarnation first listed says nothing about problems and changes nothing.
    */
-  update(status: ClusterStatus): readonly MirrorProblem[] {
+  update(status: ClusterStatus): NewProblems {
     const book = this.#clusters.get(status.cluster);
-    if (!book || book.epoch !== status.epoch) return [];
+    if (!book || book.epoch !== status.epoch) return NOTHING_NEW;
     book.status = status;
-    if (status.lastSyncedAt === undefined) return [];
-    const fresh = status.problems.filter((p) => !book.problems.has(problemKey(p)));
+    if (status.lastSyncedAt === undefined) return NOTHING_NEW;
+    const mirrors = status.problems.filter((p) => !book.problems.has(problemKey(p)));
     book.problems = new Set(status.problems.map(problemKey));
-    return fresh;
+    const probes = probeProblemsOf(status);
+    const probeConfig = probes.filter((p) => !book.probeProblems.has(probeKey(p)));
+    book.probeProblems = new Set(probes.map(probeKey));
+    return { mirrors, probeConfig };
   }
 
   /** Drops what is kept about clusters no longer registered. */

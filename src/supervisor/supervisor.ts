@@ -124,7 +124,8 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
       },
       onStatus: (status) => {
         const secretKey = this.#actors.state.actors.get(status.cluster)?.registration.secretKey;
-        for (const problem of this.#book.update(status)) {
+        const fresh = this.#book.update(status);
+        for (const problem of fresh.mirrors) {
           // A remote Service that cannot be mirrored (SPEC §3): a Warning Event on its cluster's Secret.
           if (secretKey)
             this.#registry.secretEvent(
@@ -132,6 +133,16 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
               "Warning",
               "MirrorSkipped",
               `cluster ${status.cluster}: remote Service ${problem.remote} is not mirrored (${problem.reason}): ${problem.message}`,
+            );
+        }
+        for (const { gateway, problem } of fresh.probeConfig) {
+          // A bad probe annotation or port (SPEC §10): the problem names it, its value and the fallback.
+          if (secretKey)
+            this.#registry.secretEvent(
+              secretKey,
+              "Warning",
+              "InvalidProbeConfig",
+              `cluster ${status.cluster}: gateway ${gateway}: ${problem}`,
             );
         }
         this.emit("status");

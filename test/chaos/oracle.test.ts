@@ -142,4 +142,52 @@ describe("chaos oracle", () => {
     const random = mulberry32(1);
     assert.ok(Array.from({ length: 100 }, random).every((x) => x >= 0 && x < 1));
   });
+
+  it("expects a probed gateway's dead addresses not ready, and an unprobed gateway's ready (SPEC §10)", () => {
+    const dead = new Set(["198.18.0.20"]);
+    const probed: RemoteService = {
+      ...gateway,
+      spec: { ports: [...(gateway.spec?.ports ?? []), { name: "mc-probe", protocol: "TCP", port: 4191 }] },
+    };
+    const subsets = (gw: RemoteService) =>
+      expectedMirrors([east([gw, exported("shop", "web")])], { deadAddresses: dead }).get("shop/web-east")?.endpoints
+        ?.subsets;
+    assert.deepEqual(subsets(probed)?.[0]?.addresses, ["198.18.0.10", "notReady:198.18.0.20"]);
+    assert.deepEqual(subsets(gateway)?.[0]?.addresses, ["198.18.0.10", "198.18.0.20"], "not probed: alive");
+    const portZero: RemoteService = {
+      ...gateway,
+      spec: { ports: [...(gateway.spec?.ports ?? []), { name: "mc-probe", protocol: "TCP", port: 0 }] },
+    };
+    assert.deepEqual(subsets(portZero)?.[0]?.addresses, ["198.18.0.10", "198.18.0.20"], "port 0: not probed");
+    // actualMirrors writes a not-ready address the same way.
+    const actual = actualMirrors(
+      [],
+      [
+        {
+          metadata: { namespace: "shop", name: "web-east" },
+          subsets: [{ addresses: [{ ip: "198.18.0.10" }], notReadyAddresses: [{ ip: "198.18.0.20" }] }],
+        },
+      ],
+    );
+    assert.deepEqual(actual.get("shop/web-east")?.endpoints?.subsets[0]?.addresses, subsets(probed)?.[0]?.addresses);
+  });
+
+  it("with probe addresses, draws every gateway IP from them and has addresses die and recover", () => {
+    const pool = ["203.0.113.241", "203.0.113.242", "203.0.113.243"];
+    const steps = new Schedule({ seed: 7, clusters: ["east", "west"], proxies: true, probeAddresses: pool }).take(300);
+    const ips = steps.flatMap((s) => (s.kind === "gateway-ips" || s.kind === "gateway-create" ? s.ips : []));
+    assert.ok(ips.length > 0 && ips.every((ip) => pool.includes(ip)), ips.join());
+    const dead = new Set<string>();
+    for (const s of steps) {
+      if (s.kind === "probe-fail") {
+        assert.ok(!dead.has(s.address), `${s.address} dies only while alive`);
+        dead.add(s.address);
+      } else if (s.kind === "probe-recover") {
+        assert.ok(dead.delete(s.address), `${s.address} recovers only while dead`);
+      }
+    }
+    assert.ok(steps.some((s) => s.kind === "probe-fail") && steps.some((s) => s.kind === "probe-recover"));
+    const unprobed = new Schedule({ seed: 7, clusters: ["east", "west"], proxies: true }).take(300);
+    assert.ok(!unprobed.some((s) => s.kind === "probe-fail" || s.kind === "probe-recover"));
+  });
 });

@@ -89,6 +89,11 @@ export interface OracleOptions {
   readonly excludedNamespaces?: readonly string[];
   /** `namespace/name` keys held locally by objects fleet-mirror does not own (SPEC §5). */
   readonly userHeld?: ReadonlySet<string>;
+  /**
+   * Gateway addresses whose probe has failed long enough (SPEC §10): on a probed gateway
+   * they are endpoints that are not ready. Absent: every address answers.
+   */
+  readonly deadAddresses?: ReadonlySet<string>;
 }
 
 export function mirrorKey(namespace: string, name: string): string {
@@ -115,13 +120,24 @@ function mirrorAnnotations(annotations: Readonly<Record<string, string>> | undef
   return kept;
 }
 
-/** SPEC §2: a gateway is usable with ≥ 1 ingress entry and a port named incoming-port. */
-function gatewayEndpoints(gateway: RemoteService | undefined): { ips: string[]; port: number } | undefined {
+/**
+ * SPEC §2: a gateway is usable with ≥ 1 ingress entry and a port named incoming-port.
+ * SPEC §10: a gateway with a port `mc-probe` numbered 1–65535 is probed; its dead
+ * addresses are not ready (`notReady:<ip>`, as `actualMirrors` writes them). The list
+ * is sorted as `actualMirrors` sorts it.
+ */
+function gatewayEndpoints(
+  gateway: RemoteService | undefined,
+  dead: ReadonlySet<string>,
+): { ips: string[]; port: number } | undefined {
   if (!gateway) return undefined;
   const port = gateway.spec?.ports?.find((p) => p.name === "incoming-port");
   const ips = (gateway.status?.loadBalancer?.ingress ?? []).flatMap((i) => (i.ip ? [i.ip] : []));
   if (!port || ips.length === 0) return undefined;
-  return { ips: [...new Set(ips)].sort(), port: port.port };
+  const probe = gateway.spec?.ports?.find((p) => p.name === "mc-probe");
+  const probed = probe !== undefined && probe.port >= 1 && probe.port <= 65_535;
+  const shown = [...new Set(ips)].map((ip) => (probed && dead.has(ip) ? `notReady:${ip}` : ip));
+  return { ips: shown.sort(), port: port.port };
 }
 
 /** SPEC §2–§5: the mirrors that must exist locally once things are quiet. */
@@ -163,7 +179,7 @@ export function expectedMirrors(remotes: readonly RemoteCluster[], options: Orac
       const endpointsAnnotations: Record<string, string> = { [REMOTE_SVC_FQ_NAME]: fqName };
       const identity = gateway?.metadata?.annotations?.[GATEWAY_IDENTITY];
       if (identity) endpointsAnnotations[REMOTE_GATEWAY_IDENTITY] = identity;
-      const usable = gatewayEndpoints(gateway);
+      const usable = gatewayEndpoints(gateway, options.deadAddresses ?? new Set());
       expected.set(key, {
         namespace,
         name: mirrorName,

@@ -2,10 +2,14 @@
  * The chaos run (issue "Survive faults"): three remote clusters behind fault-injecting
  * proxies, the controller as a separate process, and a seeded schedule of remote changes
  * interleaved with faults (cut/stalled/failing watches and requests, API server restarts,
- * controller kill -9 and SIGTERM). Once the faults stop, it asserts:
+ * controller kill -9 and SIGTERM), and gateways dying and recovering: every gateway has an
+ * `mc-probe` port answered by real probe servers (`probes.ts`) that steps stop, make fail
+ * and restore (without CAP_NET_ADMIN the run says so and goes on unprobed). Once the
+ * faults stop, it asserts:
  *
- * - the local mirrors equal the independent oracle (`oracle.ts`) within `settleMs` —
- *   this is also the proof that no key is stuck;
+ * - the local mirrors equal the independent oracle (`oracle.ts`) within `settleMs`, each
+ *   endpoint ready or not as its address's probe server answers or not — this is also
+ *   the proof that no key is stuck;
  * - the mirrors of Services exported throughout the run were never deleted (same uids);
  * - objects fleet-mirror does not own were never written (same resourceVersions);
  * - the controller exited 0 on every SIGTERM.
@@ -24,11 +28,14 @@ import { renderKubeconfig } from "../../sandbox/kubeconfig.ts";
 import { CONTROLLER_NAMESPACE, type ControllerProcess, Fleet } from "../helpers/fleet.ts";
 import { statusCode } from "../helpers/kube.ts";
 import { actualMirrors, diffMirrors, expectedMirrors, mirrorKey, type RemoteCluster } from "./oracle.ts";
+import { ChaosProbes } from "./probes.ts";
 import { describeStep, GATEWAYS, type GatewayRef, type PortSpec, Schedule, type Step } from "./schedule.ts";
 
 const GATEWAY_NAME = "mirror.linkerd.io/gateway-name";
 const GATEWAY_NS = "mirror.linkerd.io/gateway-ns";
 const GATEWAY_IDENTITY = "mirror.linkerd.io/gateway-identity";
+/** A short probe period, so that an address is dead 3 failed probes (≈ 3 s) after it dies. */
+const PROBE_PERIOD = "mirror.linkerd.io/probe-period";
 const MIRROR_SELECTOR = "mirror.linkerd.io/mirrored-service=true";
 
 export const CHAOS_CLUSTERS = ["east", "west", "north"] as const;
@@ -119,6 +126,8 @@ class ChaosRun {
   readonly steps: string[] = [];
   controller: ControllerProcess | undefined;
   controllerRestarts = 0;
+  /** The gateways' probe servers; undefined: the run is unprobed. */
+  probes: ChaosProbes | undefined;
   /** Output of the controller incarnations that ended, most recent last. */
   readonly pastOutputs: string[] = [];
 
@@ -307,8 +316,16 @@ class ChaosRun {
         return;
       case "gateway-port":
         await this.#patch(step.cluster, step.gateway.namespace, step.gateway.name, (svc) => {
-          if (svc.spec) svc.spec.ports = [{ name: step.portName, port: step.port, protocol: "TCP" }];
+          const probe = svc.spec?.ports?.find((p) => p.name === "mc-probe");
+          if (svc.spec)
+            svc.spec.ports = [{ name: step.portName, port: step.port, protocol: "TCP" }, ...(probe ? [probe] : [])];
         });
+        return;
+      case "probe-fail":
+        await this.probes?.fail(step.address, step.how);
+        return;
+      case "probe-recover":
+        await this.probes?.recover(step.address);
         return;
       case "gateway-delete":
         await retrying(`delete gateway ${step.cluster}:${step.gateway.name}`, () =>
@@ -488,8 +505,20 @@ class ChaosRun {
         this.fleet.api(cluster).createNamespacedService({
           namespace: gateway.namespace,
           body: {
-            metadata: { name: gateway.name, ...(identity ? { annotations: { [GATEWAY_IDENTITY]: identity } } : {}) },
-            spec: { type: "LoadBalancer", ports: [{ name: "incoming-port", port, protocol: "TCP" }] },
+            metadata: {
+              name: gateway.name,
+              annotations: {
+                ...(identity ? { [GATEWAY_IDENTITY]: identity } : {}),
+                ...(this.probes ? { [PROBE_PERIOD]: "1" } : {}),
+              },
+            },
+            spec: {
+              type: "LoadBalancer",
+              ports: [
+                { name: "incoming-port", port, protocol: "TCP" },
+                ...(this.probes ? [{ name: "mc-probe", port: this.probes.port, protocol: "TCP" }] : []),
+              ],
+            },
           },
         }),
       ),
@@ -518,15 +547,26 @@ class ChaosRun {
   }
 
   /** The oracle's diff against the local state now (empty = equal). */
-  async diff(userHeld: ReadonlySet<string>): Promise<{ lines: string[]; mirrors: number }> {
-    const expected = expectedMirrors(await this.remoteState(), { userHeld });
+  async diff(userHeld: ReadonlySet<string>): Promise<{ lines: string[]; mirrors: number; notReady: number }> {
+    const deadAddresses = this.probes?.deadAddresses() ?? new Set<string>();
+    const expected = expectedMirrors(await this.remoteState(), { userHeld, deadAddresses });
     const local = await this.localState();
-    return { lines: diffMirrors(expected, actualMirrors(local.services, local.endpoints)), mirrors: expected.size };
+    // Endpoints the oracle expects not ready: how much of gateway health the check covered.
+    let notReady = 0;
+    for (const mirror of expected.values())
+      for (const subset of mirror.endpoints?.subsets ?? [])
+        notReady += subset.addresses.filter((a) => a.startsWith("notReady:")).length;
+    return {
+      lines: diffMirrors(expected, actualMirrors(local.services, local.endpoints)),
+      mirrors: expected.size,
+      notReady,
+    };
   }
 
   async stopAll(): Promise<void> {
     await this.stopController("SIGKILL").catch(() => undefined);
     for (const proxy of this.proxies.values()) await proxy.stop().catch(() => undefined);
+    await this.probes?.stop().catch(() => undefined);
   }
 }
 
@@ -630,13 +670,23 @@ async function runSeeded(options: ChaosOptions): Promise<ChaosReport> {
   };
 
   try {
-    // -- setup: gateways, stable and held exports, user objects, proxies, the controller --
+    // -- setup: probe servers, gateways, stable and held exports, user objects, proxies, the controller --
+    const probes = await ChaosProbes.start();
+    if (probes instanceof ChaosProbes) {
+      run.probes = probes;
+      log(probes.describe());
+    } else {
+      run.notes.push(`gateways not probed: ${probes.unavailable}`);
+      log(`gateways not probed (no gateway dies in this run): ${probes.unavailable}`);
+    }
+    const probeAddresses = run.probes?.addresses ?? [];
     for (const [i, cluster] of CHAOS_CLUSTERS.entries()) {
       for (const [g, gateway] of GATEWAYS.entries()) {
+        const slot = i * GATEWAYS.length + g;
         await run.createGateway(
           cluster,
           gateway,
-          [`198.18.0.${10 * (i + 1) + g}`],
+          [probeAddresses[slot % Math.max(1, probeAddresses.length)] ?? `198.18.0.${10 * (i + 1) + g}`],
           4143,
           `${gateway.name}.${cluster}.identity`,
         );
@@ -717,6 +767,7 @@ async function runSeeded(options: ChaosOptions): Promise<ChaosReport> {
       seed,
       clusters: CHAOS_CLUSTERS,
       proxies: true,
+      probeAddresses,
       ...(options.heavyWeight !== undefined ? { heavyWeight: options.heavyWeight } : {}),
       ...(options.faultShare !== undefined ? { faultShare: options.faultShare } : {}),
     });
@@ -746,7 +797,7 @@ async function runSeeded(options: ChaosOptions): Promise<ChaosReport> {
     if (final.lines.length > 0) {
       fail(`local state did not equal the oracle within ${settleMs} ms`, `-- diff --\n${final.lines.join("\n")}`);
     }
-    log(`converged to ${final.mirrors} mirrors in ${settledInMs} ms`);
+    log(`converged to ${final.mirrors} mirrors (${final.notReady} endpoints not ready) in ${settledInMs} ms`);
 
     const deleted: string[] = [];
     for (const [key, uid] of stableUids) {

@@ -24,8 +24,10 @@ export function mulberry32(seed: number): () => number {
  * The seed of the short chaos run in `npm test`: a constant, so the suite's input is the
  * same on every run and every day (a failure there is a regression, not a new schedule).
  * New schedules come from `npm run test:chaos`, which draws a random seed each run.
+ * Chosen because its 20 steps, when probed, have gateway addresses die in each of the
+ * three ways and some recover.
  */
-export const NPM_TEST_SEED = 20261203;
+export const NPM_TEST_SEED = 20261221;
 
 export interface PortSpec {
   readonly name?: string;
@@ -115,6 +117,13 @@ export type RemoteStep =
       readonly portName: string;
     }
   | { readonly kind: "gateway-delete"; readonly cluster: string; readonly gateway: GatewayRef }
+  /**
+   * A gateway address dies (probes on): its probe server stops (refused), answers 503
+   * or accepts and never answers; every gateway at that address is affected.
+   */
+  | { readonly kind: "probe-fail"; readonly address: string; readonly how: ProbeFailure }
+  /** A dead gateway address answers its probes again. */
+  | { readonly kind: "probe-recover"; readonly address: string }
   | {
       readonly kind: "gateway-create";
       readonly cluster: string;
@@ -123,6 +132,9 @@ export type RemoteStep =
       readonly port: number;
       readonly identity: string;
     };
+
+export const PROBE_FAILURES = ["stop", "unavailable", "hang"] as const;
+export type ProbeFailure = (typeof PROBE_FAILURES)[number];
 
 export type FaultStep =
   | { readonly kind: "cut-watches"; readonly cluster: string }
@@ -184,6 +196,12 @@ export interface ScheduleOptions {
   readonly faultShare?: number;
   /** Weight of the slow faults (API server restarts, controller restarts). Default 1. */
   readonly heavyWeight?: number;
+  /**
+   * Gateway addresses with a probe server (SPEC §10): when given, every gateway IP is
+   * drawn from them and the schedule has addresses die and recover. Empty or absent:
+   * no probing (the IPs are arbitrary documentation addresses).
+   */
+  readonly probeAddresses?: readonly string[];
 }
 
 /**
@@ -196,6 +214,8 @@ export class Schedule {
   readonly #options: ScheduleOptions;
   readonly #services = new Map<string, ModelService[]>();
   readonly #gateways = new Map<string, ModelGateway>();
+  /** Probe addresses whose server is made to fail (the model; the oracle reads the servers). */
+  readonly #deadAddresses = new Set<string>();
   #counter = 0;
 
   constructor(options: ScheduleOptions) {
@@ -245,6 +265,11 @@ export class Schedule {
   #ips(): string[] {
     const count = this.#int(1, 3);
     const ips = new Set<string>();
+    const pool = this.#options.probeAddresses ?? [];
+    if (pool.length > 0) {
+      while (ips.size < Math.min(count, pool.length)) ips.add(this.#pick(pool));
+      return [...ips];
+    }
     const prefixes = ["198.18.0", "198.51.100", "203.0.113"];
     while (ips.size < count) ips.add(`${this.#pick(prefixes)}.${this.#int(1, 254)}`);
     return [...ips];
@@ -293,6 +318,7 @@ export class Schedule {
     const services = this.#services.get(cluster) ?? [];
     const exported = services.filter((s) => s.exported);
     const unexported = services.filter((s) => !s.exported);
+    const alive = (this.#options.probeAddresses ?? []).filter((a) => !this.#deadAddresses.has(a));
     const kind = this.#weighted<RemoteStep["kind"]>([
       [services.length < 4 ? 6 : 2, "export-new"],
       [exported.length > 0 ? 2 : 0, "unexport"],
@@ -306,6 +332,9 @@ export class Schedule {
       [1, "gateway-identity"],
       [1, "gateway-port"],
       [0.5, "gateway-delete"],
+      // Last, so that a run without probes draws exactly the steps it drew before they existed.
+      [alive.length > 0 ? 3 : 0, "probe-fail"],
+      [this.#deadAddresses.size > 0 ? 2 : 0, "probe-recover"],
     ]);
     switch (kind) {
       case "export-new": {
@@ -349,6 +378,16 @@ export class Schedule {
           ports: this.#ports(),
           gateway: this.#gatewayRef(),
         };
+      }
+      case "probe-fail": {
+        const address = this.#pick(alive);
+        this.#deadAddresses.add(address);
+        return { kind, address, how: this.#pick(PROBE_FAILURES) };
+      }
+      case "probe-recover": {
+        const address = this.#pick([...this.#deadAddresses].sort());
+        this.#deadAddresses.delete(address);
+        return { kind, address };
       }
       case "tamper-local": {
         const s = this.#pick(exported);

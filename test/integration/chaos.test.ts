@@ -1,8 +1,9 @@
 /**
  * The short chaos run (issue "Survive faults"): ≈ 20 seeded steps of remote changes and
  * faults against three remote clusters behind fault-injecting proxies, with the
- * controller as a separate process that is killed and restarted; then the local mirrors
- * must equal the independent oracle, stable mirrors keep their uids, and user-owned
+ * controller as a separate process that is killed and restarted, and gateways whose
+ * probe servers die and recover; then the local mirrors must equal the independent
+ * oracle (each endpoint ready or not), stable mirrors keep their uids, and user-owned
  * objects are never written. The seed is a constant (`NPM_TEST_SEED`), or `CHAOS_SEED`;
  * it is printed, and every failure message starts with it. The long run, with a random
  * seed each time: `npm run test:chaos -- --minutes N`.

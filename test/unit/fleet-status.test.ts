@@ -1,6 +1,7 @@
 /**
- * The status book: MirrorSkipped is reported when a problem appears, not again when a
- * restarted actor finds the same problem; counters never go down across incarnations.
+ * The status book: MirrorSkipped and InvalidProbeConfig are reported when a problem
+ * appears, not again when a restarted actor finds the same problem; counters never go
+ * down across incarnations.
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
@@ -8,7 +9,11 @@ import type { MirrorProblem } from "../../src/core/desired.ts";
 import type { ClusterStatus } from "../../src/protocol/messages.ts";
 import { FleetStatusBook } from "../../src/supervisor/fleet-status.ts";
 
-function status(epoch: number, problems: string[], opts: { listed?: boolean; lists?: number } = {}): ClusterStatus {
+function status(
+  epoch: number,
+  problems: string[],
+  opts: { listed?: boolean; lists?: number; probeProblems?: Record<string, string[]> } = {},
+): ClusterStatus {
   return {
     cluster: "east",
     epoch,
@@ -20,7 +25,11 @@ function status(epoch: number, problems: string[], opts: { listed?: boolean; lis
     problems: problems.map(
       (remote): MirrorProblem => ({ cluster: "east", remote, reason: "no-ports", message: "no ports" }),
     ),
-    gateways: [],
+    gateways: Object.entries(opts.probeProblems ?? {}).map(([key, probeProblems]) => ({
+      key,
+      usable: true,
+      ...(probeProblems.length > 0 ? { probeProblems } : {}),
+    })),
     watch: { lists: opts.lists ?? 1, watchesStarted: 1, failures: 0, relistsOnGone: 0 },
     failuresByReason: {},
   };
@@ -32,9 +41,9 @@ describe("fleet status book", () => {
   it("reports a problem when it appears, not on every status that still has it", () => {
     const book = new FleetStatusBook();
     book.incarnationStarted("east", 1);
-    assert.deepEqual(remotes(book.update(status(1, ["ns/a"]))), ["ns/a"]);
-    assert.deepEqual(remotes(book.update(status(1, ["ns/a"]))), []);
-    assert.deepEqual(remotes(book.update(status(1, ["ns/a", "ns/b"]))), ["ns/b"]);
+    assert.deepEqual(remotes(book.update(status(1, ["ns/a"])).mirrors), ["ns/a"]);
+    assert.deepEqual(remotes(book.update(status(1, ["ns/a"])).mirrors), []);
+    assert.deepEqual(remotes(book.update(status(1, ["ns/a", "ns/b"])).mirrors), ["ns/b"]);
   });
 
   it("a restarted actor that finds the same problems reports nothing new, even after statuses sent before it listed", () => {
@@ -42,9 +51,9 @@ describe("fleet status book", () => {
     book.incarnationStarted("east", 1);
     book.update(status(1, ["ns/a"]));
     book.incarnationStarted("east", 2);
-    assert.deepEqual(remotes(book.update(status(2, [], { listed: false }))), []);
-    assert.deepEqual(remotes(book.update(status(2, ["ns/a"]))), []);
-    assert.deepEqual(remotes(book.update(status(1, ["ns/z"]))), [], "an older incarnation's status is ignored");
+    assert.deepEqual(remotes(book.update(status(2, [], { listed: false })).mirrors), []);
+    assert.deepEqual(remotes(book.update(status(2, ["ns/a"])).mirrors), []);
+    assert.deepEqual(remotes(book.update(status(1, ["ns/z"])).mirrors), [], "an older incarnation's status is ignored");
   });
 
   it("a problem that went away and comes back is reported again", () => {
@@ -52,6 +61,21 @@ describe("fleet status book", () => {
     book.incarnationStarted("east", 1);
     book.update(status(1, ["ns/a"]));
     book.update(status(1, []));
-    assert.deepEqual(remotes(book.update(status(1, ["ns/a"]))), ["ns/a"]);
+    assert.deepEqual(remotes(book.update(status(1, ["ns/a"])).mirrors), ["ns/a"]);
+  });
+
+  it("reports a gateway's bad probe config when it appears, once per problem, and not again after a restart", () => {
+    const book = new FleetStatusBook();
+    const probes = (problems: string[]) => ({ probeProblems: { "gw/gateway": problems } });
+    const fresh = (s: ClusterStatus) => book.update(s).probeConfig.map((p) => `${p.gateway}: ${p.problem}`);
+    book.incarnationStarted("east", 1);
+    assert.deepEqual(fresh(status(1, [], { listed: false, ...probes(["period"]) })), [], "not before the first list");
+    assert.deepEqual(fresh(status(1, [], probes(["period"]))), ["gw/gateway: period"]);
+    assert.deepEqual(fresh(status(1, [], probes(["period"]))), [], "not on every status");
+    assert.deepEqual(fresh(status(1, [], probes(["period", "path"]))), ["gw/gateway: path"]);
+    book.incarnationStarted("east", 2);
+    assert.deepEqual(fresh(status(2, [], probes(["period", "path"]))), [], "a restarted actor finds the same");
+    assert.deepEqual(fresh(status(2, [], probes([]))), []);
+    assert.deepEqual(fresh(status(2, [], probes(["period"]))), ["gw/gateway: period"], "gone and back: again");
   });
 });

@@ -101,7 +101,7 @@ describe("gateway health in an actor's status", () => {
 });
 
 describe("gateway health metrics", () => {
-  it("export addresses by liveness, failures by reason and a latency histogram per gateway", async () => {
+  it("export addresses by liveness, bad probe config, failures by reason and a latency histogram per gateway", async () => {
     const row: ClusterRow = {
       cluster: "east",
       secret: "fleet-mirror/east",
@@ -116,6 +116,7 @@ describe("gateway health metrics", () => {
           probe: { port: 4191, path: "/ready", periodSeconds: 3, alive: 2, dead: 1, deadAddresses: ["198.51.100.3"] },
         },
         { key: "gw/unprobed", usable: true },
+        { key: "gw/bad", usable: true, probeProblems: ["bad period", "bad path"] },
       ],
       problems: [],
     };
@@ -135,6 +136,12 @@ describe("gateway health metrics", () => {
     assert.match(text, /^fleet_mirror_gateway_addresses\{cluster="east",gateway="gw\/gateway",state="alive"\} 2$/m);
     assert.match(text, /^fleet_mirror_gateway_addresses\{cluster="east",gateway="gw\/gateway",state="dead"\} 1$/m);
     assert.doesNotMatch(text, /gateway="gw\/unprobed"/, "a gateway that is not probed has no liveness series");
+    assert.match(text, /^fleet_mirror_gateway_probe_config_invalid\{cluster="east",gateway="gw\/bad"\} 2$/m);
+    assert.doesNotMatch(
+      text,
+      /^fleet_mirror_gateway_probe_config_invalid\{[^}]*gateway="gw\/gateway"/m,
+      "a gateway without probe problems has no series",
+    );
     assert.match(
       text,
       /^fleet_mirror_gateway_probe_failures_total\{cluster="east",gateway="gw\/gateway",reason="timeout"\} 7$/m,

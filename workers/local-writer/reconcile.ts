@@ -278,7 +278,8 @@ export class MirrorReconciler {
     const namespaceExists = this.#deps.namespaces.get(namespace) !== undefined;
     // Our stores hold only labelled objects: a user's Service or Endpoints of the name
     // is looked up before the fleet-wide Service is created (SPEC §5, §11).
-    if (members.size > 0 && !service && namespaceExists) {
+    const creating = members.size > 0 && !service && namespaceExists;
+    if (creating) {
       service = await this.#getUnlabelled<Service>("Service", key);
       endpoints ??= await this.#getUnlabelled<Endpoints>("Endpoints", key);
     }
@@ -304,7 +305,15 @@ export class MirrorReconciler {
           sliceKeys.add(objectKey({ namespace, name: sliceName }));
     for (const sliceKey of sliceKeys) {
       const slice = cache.observed("EndpointSlice", sliceKey, this.#deps.slices.get(sliceKey));
-      if (slice) observed.push({ kind: "EndpointSlice", object: slice });
+      // A user's slice under a part's name is invisible to the labelled store: looked up
+      // before the Service is created, so the fleet-wide Service is blocked as a whole
+      // and never written next to it (SPEC §11).
+      const found =
+        slice ??
+        (creating && !service && options.endpointsApi !== "endpoints"
+          ? await this.#getUnlabelled<EndpointSlice>("EndpointSlice", sliceKey)
+          : undefined);
+      if (found) observed.push({ kind: "EndpointSlice", object: found });
     }
     const plan = planFederated({
       namespace,
