@@ -21,7 +21,7 @@ import { ProbeServer } from "../../sandbox/probe-server.ts";
 import { createMetrics } from "../../src/admin/metrics.ts";
 import { PROBE_PATH, PROBE_PERIOD } from "../../src/core/probe-spec.ts";
 import { createLogger } from "../../src/log.ts";
-import type { ClusterRow } from "../../src/supervisor/status.ts";
+import type { ClusterRow } from "../../src/admin/fleet-view.ts";
 import { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { Fleet } from "../helpers/fleet.ts";
 import { eventually, objectIdentity, statusCode } from "../helpers/kube.ts";
