@@ -70,6 +70,8 @@ const sideBySide = {
     ],
   },
   "remote-recovery": { smoke: false, remoteRecoveryS: 1.5 },
+  failover: { smoke: false, failoverS: 7.25 },
+  "probe-cpu": { smoke: false, ratio: 1.01 },
 };
 
 describe("summaryFromResults", () => {
@@ -95,6 +97,8 @@ describe("summaryFromResults", () => {
           gateway_fanout_ratio_endpoints_mode: 0.85,
           rss_total_mb_packed_1000: 640.5,
           remote_recovery_s: 1.5,
+          failover_s: 7.25,
+          probe_cpu_ratio: 1.01,
         }).sort(([a], [b]) => a.localeCompare(b)),
       ),
     );
