@@ -74,6 +74,19 @@ export type WriteAction =
       readonly cluster: string;
     };
 
+/** The delete of an observed object, preconditioned on its uid; `cluster` names whose write it is. */
+export function deleteAction(observed: ObservedObject, cluster: string): WriteAction {
+  const { metadata } = observed.object;
+  return {
+    verb: "delete",
+    kind: observed.kind,
+    namespace: metadata.namespace ?? "",
+    name: metadata.name,
+    uid: metadata.uid,
+    cluster,
+  };
+}
+
 export type BlockReason = "user-owned" | "owned-by-other-cluster" | "namespace-missing" | "excluded-namespace";
 
 export interface Blocked {

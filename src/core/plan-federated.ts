@@ -32,7 +32,14 @@ import {
   SERVICE_NAME_LABEL,
   SKIP_MIRROR_LABEL,
 } from "./labels.ts";
-import type { Blocked, EndpointsApi, MirrorObjectKind, ObservedObject, WriteAction } from "./mirror-kinds.ts";
+import {
+  type Blocked,
+  deleteAction,
+  type EndpointsApi,
+  type MirrorObjectKind,
+  type ObservedObject,
+  type WriteAction,
+} from "./mirror-kinds.ts";
 import type { EndpointSlice, EndpointSubset, Endpoints, KubeObject, Service } from "./objects.ts";
 import { namespaceGate, serviceBody, serviceMatches } from "./plan.ts";
 
@@ -172,16 +179,9 @@ function endpointsBody(
   return { ...(observed ?? {}), apiVersion: "v1", kind: "Endpoints", metadata, subsets: federatedSubsets(parts) };
 }
 
-function deleteAction(observed: ObservedObject): WriteAction {
-  const { metadata } = observed.object;
-  return {
-    verb: "delete",
-    kind: observed.kind,
-    namespace: metadata.namespace ?? "",
-    name: metadata.name,
-    uid: metadata.uid,
-    cluster: metadata.labels?.[CLUSTER_NAME] ?? "",
-  };
+/** A fleet-wide object's delete is the write of the member cluster its label names. */
+function deleteFederated(observed: ObservedObject): WriteAction {
+  return deleteAction(observed, observed.object.metadata.labels?.[CLUSTER_NAME] ?? "");
 }
 
 function ownershipConflict(input: FederatedPlanInput): Blocked | undefined {
@@ -205,7 +205,7 @@ export function planFederated(input: FederatedPlanInput): FederatedPlan {
   if (reduction.kind === "delete") {
     // Slices and Endpoints before the Service (reconcile orders deletes that way too).
     const ordered = [...owned.filter((o) => o.kind !== "Service"), ...owned.filter((o) => o.kind === "Service")];
-    return { actions: ordered.map(deleteAction) };
+    return { actions: ordered.map(deleteFederated) };
   }
   const gate = namespaceGate(input, input.namespace, reduction.parts[0]?.cluster ?? "", () => ownershipConflict(input));
   if ("blocked" in gate) return { actions: [], blocked: gate.blocked };
@@ -258,7 +258,7 @@ export function planFederated(input: FederatedPlanInput): FederatedPlan {
         if (!observed)
           writes.push({ verb: "create", ...target, body: sliceBody(part, content, uid, undefined, input.name) });
         else if (observed.addressType !== content.addressType)
-          deletes.push(deleteAction({ kind: "EndpointSlice", object: observed }));
+          deletes.push(deleteFederated({ kind: "EndpointSlice", object: observed }));
         else if (!sliceMatches(part, content, uid, observed, input.name))
           writes.push({ verb: "update", ...target, body: sliceBody(part, content, uid, observed, input.name) });
       }
@@ -272,7 +272,7 @@ export function planFederated(input: FederatedPlanInput): FederatedPlan {
     if (observed.kind === "EndpointSlice" && cluster !== undefined && reduction.kept.includes(cluster)) continue;
     // Only slices of this Service (a slice found under a wanted name may be another's).
     if (observed.kind === "EndpointSlice" && metadata.labels?.[SERVICE_NAME_LABEL] !== input.name) continue;
-    deletes.push(deleteAction(observed));
+    deletes.push(deleteFederated(observed));
   }
   // As for a mirror: a new Service first; an existing one gets its addresses first.
   const serviceWrites = writes.filter((a) => a.kind === "Service");

@@ -29,6 +29,7 @@ import { desiredSliceContents, sliceBody, sliceMatches } from "./endpoint-slices
 import { CLUSTER_NAME, MIRRORED_SERVICE, SKIP_MIRROR_LABEL } from "./labels.ts";
 import {
   type Blocked,
+  deleteAction,
   type EndpointsApi,
   MIRROR_KINDS,
   type MirrorObjectKind,
@@ -232,18 +233,6 @@ function desiredObjects(desired: DesiredMirror, mode: EndpointsApi, serviceUid: 
     }
   }
   return objects;
-}
-
-function deleteAction(observed: ObservedObject, cluster: string): WriteAction {
-  const { metadata } = observed.object;
-  return {
-    verb: "delete",
-    kind: observed.kind,
-    namespace: metadata.namespace ?? "",
-    name: metadata.name,
-    uid: metadata.uid,
-    cluster,
-  };
 }
 
 function planAbsent(input: PlanInput): MirrorPlan {
