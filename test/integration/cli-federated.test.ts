@@ -9,7 +9,6 @@
  * One fleet for the whole file; the tests run in order and each leaves the fleet healthy.
  */
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -17,35 +16,13 @@ import { after, before, describe, it } from "node:test";
 import { DiscoveryV1Api, type V1ServicePort } from "@kubernetes/client-node";
 import type { AdminStatus } from "../../src/admin/source.ts";
 import type { FederatedServiceStatus } from "../../src/protocol/messages.ts";
+import { type CliResult, cli, show } from "../helpers/cli.ts";
 import { CONTROLLER_NAMESPACE, type ControllerProcess, Fleet } from "../helpers/fleet.ts";
 import { eventually } from "../helpers/kube.ts";
 
-const MAIN = new URL("../../src/main.ts", import.meta.url).pathname;
 const MEMBER = { "mirror.linkerd.io/federated": "member" };
 const GATEWAYS: Record<string, string> = { east: "198.18.1.1", west: "198.18.2.1" };
 const HTTP: V1ServicePort[] = [{ name: "http", port: 80, targetPort: 8080, protocol: "TCP" }];
-
-interface CliResult {
-  readonly code: number;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-/** Runs `fleet-mirror <args>` as a child process, without any ambient kubeconfig. */
-function cli(args: readonly string[]): Promise<CliResult> {
-  const env = { ...process.env };
-  delete env["KUBECONFIG"];
-  delete env["POD_NAMESPACE"];
-  env["HOME"] = tmpdir();
-  return new Promise((resolve) => {
-    execFile(process.execPath, [MAIN, ...args], { env, timeout: 120_000 }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === "number" ? error.code : 1) : 0;
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
-const show = (r: CliResult): string => `exit ${r.code}\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}`;
 
 describe("check and status for fleet-wide Services", () => {
   let fleet: Fleet;

@@ -9,7 +9,6 @@
  * shown to pass on a healthy fleet and to fail on each single fault.
  */
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -20,33 +19,11 @@ import { CLUSTER_NAME, GATEWAY_NAME, GATEWAY_NS, MIRRORED_SERVICE, SECRET_TYPE }
 import type { Secret } from "../../src/core/objects.ts";
 import { mintServiceAccountToken } from "../../src/kube/service-account.ts";
 import { parseCredentialsSecret } from "../../src/supervisor/registration.ts";
+import { type CliResult, cli, show } from "../helpers/cli.ts";
 import { CONTROLLER_NAMESPACE, type ControllerProcess, Fleet } from "../helpers/fleet.ts";
 import { coreApi, eventually, kubeConfigFromString, statusCode } from "../helpers/kube.ts";
 
-const MAIN = new URL("../../src/main.ts", import.meta.url).pathname;
 const COMMANDS = ["link", "unlink", "export", "unexport", "status", "check"];
-
-interface CliResult {
-  readonly code: number;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-/** Runs `fleet-mirror <args>` as a child process, without any ambient kubeconfig. */
-function cli(args: readonly string[]): Promise<CliResult> {
-  const env = { ...process.env };
-  delete env["KUBECONFIG"];
-  delete env["POD_NAMESPACE"];
-  env["HOME"] = tmpdir();
-  return new Promise((resolve) => {
-    execFile(process.execPath, [MAIN, ...args], { env, timeout: 120_000 }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === "number" ? error.code : 1) : 0;
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
-const show = (r: CliResult): string => `exit ${r.code}\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}`;
 
 describe("the operator CLI", () => {
   let fleet: Fleet;
