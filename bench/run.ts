@@ -54,6 +54,8 @@ const SUMMARY_KEYS = [
   "restart_writes_endpoints_mode",
   "steady_p99_ms",
   "steady_p99_ms_endpoints_mode",
+  "steady_p99_ratio",
+  "steady_p99_ratio_endpoints_mode",
   "gateway_fanout_ratio",
   "gateway_fanout_ratio_endpoints_mode",
   "remote_recovery_s",
@@ -76,6 +78,8 @@ const TARGETS: Readonly<Record<(typeof SUMMARY_KEYS)[number], readonly [">=" | "
   restart_writes_endpoints_mode: ["==", 0, "writes"],
   steady_p99_ms: ["<=", 250, "ms"],
   steady_p99_ms_endpoints_mode: ["<=", 250, "ms"],
+  steady_p99_ratio: ["<=", 1.5, "× bare client's p99"],
+  steady_p99_ratio_endpoints_mode: ["<=", 1.5, "× bare client's p99"],
   gateway_fanout_ratio: [">=", 0.8, "× bare client"],
   gateway_fanout_ratio_endpoints_mode: [">=", 0.8, "× bare client"],
   remote_recovery_s: ["<=", 5, "s"],
@@ -163,6 +167,7 @@ export function summaryFromResults(out: string): Record<string, number | null> {
     [`sync_200_clusters_s${suffix}`]: seconds(k200.find(inMode(mode))),
     [`restart_writes${suffix}`]: num(restart.find(inMode(mode))?.["localWritesAfterRestart"]),
     [`steady_p99_ms${suffix}`]: p99(steady.find(inMode(mode))),
+    [`steady_p99_ratio${suffix}`]: num(steady.find(inMode(mode))?.["p99Ratio"]),
     [`gateway_fanout_ratio${suffix}`]: num(fanout.find(inMode(mode))?.["ratio"]),
   });
   return {

@@ -48,8 +48,8 @@ const sideBySide = {
   "steady-latency": {
     smoke: false,
     runs: [
-      { endpointsApi: "endpointslices", latencyMs: latency(120) },
-      { endpointsApi: "endpoints", latencyMs: latency(180) },
+      { endpointsApi: "endpointslices", latencyMs: latency(120), p99Ratio: 1.2 },
+      { endpointsApi: "endpoints", latencyMs: latency(180), p99Ratio: 1.6 },
     ],
   },
   "gateway-fanout": {
@@ -93,6 +93,8 @@ describe("summaryFromResults", () => {
           restart_writes_endpoints_mode: 3,
           steady_p99_ms: 120,
           steady_p99_ms_endpoints_mode: 180,
+          steady_p99_ratio: 1.2,
+          steady_p99_ratio_endpoints_mode: 1.6,
           gateway_fanout_ratio: 0.95,
           gateway_fanout_ratio_endpoints_mode: 0.85,
           rss_total_mb_packed_1000: 640.5,
@@ -131,6 +133,8 @@ describe("summaryFromResults", () => {
     assert.equal(summary["restart_writes_endpoints_mode"], 0);
     assert.equal(summary["steady_p99_ms"], null);
     assert.equal(summary["steady_p99_ms_endpoints_mode"], 211);
+    // Runs from before the bare client have no ratio: not measured, never invented.
+    assert.equal(summary["steady_p99_ratio_endpoints_mode"], null);
     assert.equal(summary["gateway_fanout_ratio"], null);
     assert.equal(summary["gateway_fanout_ratio_endpoints_mode"], 0.938);
     assert.equal(summary["rss_mb_per_cluster_thread_mode"], null);
