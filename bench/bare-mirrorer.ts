@@ -16,10 +16,13 @@ import { desiredSliceContents, sliceBody } from "../src/core/endpoint-slices.ts"
 import type { Service } from "../src/core/objects.ts";
 import { endpointsBody, serviceBody } from "../src/core/plan.ts";
 import type { KubeClient } from "../src/kube/client.ts";
-import { KubeApiError } from "../src/kube/errors.ts";
+import { KubeApiError, KubeTransportError } from "../src/kube/errors.ts";
 import { Watcher } from "../src/kube/watcher.ts";
 import type { Fleet } from "../test/helpers/fleet.ts";
-import { GATEWAY_PORT, runPool } from "./harness.ts";
+import { GATEWAY_PORT, runPool, sleep } from "./harness.ts";
+
+/** Tries of one request that the API server turned away for load (429, 5xx) or a broken connection. */
+const MAX_TRIES = 20;
 
 /** The label every bare mirror carries (the observer selects on it). */
 export const BARE_MIRROR_LABEL = "bench.fleet-mirror.io/bare-mirror";
@@ -49,6 +52,10 @@ export class BareMirrorer {
   readonly #chains = new Map<string, Promise<void>>();
   failures = 0;
   writes = 0;
+  /** Requests sent again after a 429, a 5xx or a broken connection, as any client must. */
+  retries = 0;
+  /** The first failures by message, for the report. */
+  readonly failureSamples: string[] = [];
 
   constructor(opts: {
     local: KubeClient;
@@ -107,8 +114,9 @@ export class BareMirrorer {
       const name = `${service.metadata.name}-${cluster}`;
       const previous = this.#chains.get(name) ?? Promise.resolve();
       const next = previous.then(() =>
-        (outcome.kind === "mirror" ? this.#write(outcome.mirror) : this.#delete(name)).catch(() => {
+        (outcome.kind === "mirror" ? this.#write(outcome.mirror) : this.#delete(name)).catch((error: unknown) => {
           this.failures++;
+          if (this.failureSamples.length < 5) this.failureSamples.push(String(error));
         }),
       );
       this.#chains.set(name, next);
@@ -126,10 +134,10 @@ export class BareMirrorer {
     const base = `/api/v1/namespaces/${this.#namespace}/services`;
     this.writes++;
     const service = before
-      ? await this.#local.request<Service>("PUT", `${base}/${desired.name}`, {
+      ? await this.#request<Service>("PUT", `${base}/${desired.name}`, {
           body: serviceBody(desired, before.service),
         })
-      : await this.#local.request<Service>("POST", base, { body: serviceBody(desired) });
+      : await this.#request<Service>("POST", base, { body: serviceBody(desired) });
     if (before) {
       this.#written.set(desired.name, { ...before, service });
       return;
@@ -137,14 +145,14 @@ export class BareMirrorer {
     const addressNames: string[] = [];
     if (this.#mode === "endpoints") {
       this.writes++;
-      await this.#local.request("POST", `/api/v1/namespaces/${this.#namespace}/endpoints`, {
+      await this.#request("POST", `/api/v1/namespaces/${this.#namespace}/endpoints`, {
         body: endpointsBody(desired),
       });
       addressNames.push(`endpoints/${desired.name}`);
     } else {
       for (const content of desiredSliceContents(desired)) {
         this.writes++;
-        await this.#local.request("POST", `/apis/discovery.k8s.io/v1/namespaces/${this.#namespace}/endpointslices`, {
+        await this.#request("POST", `/apis/discovery.k8s.io/v1/namespaces/${this.#namespace}/endpointslices`, {
           body: sliceBody(desired, content, service.metadata.uid ?? ""),
         });
         addressNames.push(`endpointslices/${content.name}`);
@@ -153,19 +161,36 @@ export class BareMirrorer {
     this.#written.set(desired.name, { service, addressNames });
   }
 
+  /** One request, sent again while the API server sheds load or the connection breaks. */
+  async #request<T>(method: "POST" | "PUT" | "DELETE", path: string, options: { body?: object } = {}): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.#local.request<T>(method, path, options);
+      } catch (error) {
+        const transient =
+          error instanceof KubeTransportError ||
+          (error instanceof KubeApiError && (error.status === 429 || error.status >= 500));
+        if (!transient || attempt >= MAX_TRIES) throw error;
+        this.retries++;
+        const after = error instanceof KubeApiError ? error.retryAfterSeconds : undefined;
+        await sleep(after !== undefined ? after * 1000 : 50 * attempt);
+      }
+    }
+  }
+
   async #delete(name: string): Promise<void> {
     const before = this.#written.get(name);
     if (!before) return;
     this.#written.delete(name);
     this.writes++;
-    await this.#local.request("DELETE", `/api/v1/namespaces/${this.#namespace}/services/${name}`);
+    await this.#request("DELETE", `/api/v1/namespaces/${this.#namespace}/services/${name}`);
     for (const address of before.addressNames) {
       const path = address.startsWith("endpointslices/")
         ? `/apis/discovery.k8s.io/v1/namespaces/${this.#namespace}/${address}`
         : `/api/v1/namespaces/${this.#namespace}/${address}`;
       this.writes++;
       // The garbage collector may have deleted the owned slice first.
-      await this.#local.request("DELETE", path).catch(tolerate(404));
+      await this.#request("DELETE", path).catch(tolerate(404));
     }
   }
 }

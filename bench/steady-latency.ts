@@ -190,7 +190,13 @@ async function steadyOnce(opts: BenchOptions, mode: BenchMode): Promise<ModeResu
       durationS,
       ...ours.row,
       localWritesByKind: JSON.stringify(writesByKind),
-      bare: JSON.stringify({ ...theirs.row, writes: bare.writes - bareWritesBefore, failedWrites: bare.failures }),
+      bare: JSON.stringify({
+        ...theirs.row,
+        writes: bare.writes - bareWritesBefore,
+        retries: bare.retries,
+        failedWrites: bare.failures,
+        failures: bare.failureSamples,
+      }),
     };
     return {
       row,
