@@ -94,6 +94,11 @@ export class ReplicaMembership extends EventEmitter<{ view: [ReplicaView] }> {
     return this.#view;
   }
 
+  /** The record of Lease `name` as last listed, with when it was first seen unchanged. */
+  observation(name: string): Observation | undefined {
+    return this.#observations.get(name);
+  }
+
   /** `namespace/name` of this replica's membership Lease. */
   get lease(): string {
     return `${this.#o.namespace}/${this.#ownName}`;
