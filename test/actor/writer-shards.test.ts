@@ -147,7 +147,7 @@ describe("the writer sharded across replicas", () => {
     const { reconciler, requests, hold, clock } = world();
     hold(DEAD);
     assert.deepEqual(await reconciler.reconcile("shop/web-east"), { kind: "done" });
-    assert.deepEqual(requests, [], "east's shard is not held: not even read");
+    assert.equal(requests.length, 0, "east's shard is not held: not even read");
     hold(EAST);
     clock.advance(3_000);
     assert.deepEqual(await reconciler.reconcile("shop/web-east"), { kind: "requeue-after", ms: FENCE_RECHECK_MS });
