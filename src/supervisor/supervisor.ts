@@ -279,9 +279,12 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
    */
   setShards(held: ReadonlyMap<number, number>): Promise<void> {
     if (this.#ownership.shards <= 1) return Promise.resolve();
-    this.#ownership = { shards: this.#ownership.shards, held: new Set(held.keys()) };
+    const before = this.#ownership.held;
+    const changed = before.size !== held.size || [...held.keys()].some((shard) => !before.has(shard));
+    if (changed) this.#ownership = { shards: this.#ownership.shards, held: new Set(held.keys()) };
     const fenced = this.#writer.setShards([...held].map(([shard, writableUntil]) => ({ shard, writableUntil })));
-    if (!this.#stopping) this.#dispatchRegistrations(this.#registry.registry);
+    // A renewal only moves deadlines: the actors change only with the held set.
+    if (changed && !this.#stopping) this.#dispatchRegistrations(this.#registry.registry);
     return fenced;
   }
 
