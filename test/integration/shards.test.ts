@@ -139,6 +139,17 @@ describe("sharding across replicas (three controller processes, six shards)", ()
       for (const id of ["replica-a", "replica-b", "replica-c"]) await start(id);
       const byShard = await waitForEvenHolders(["replica-a", "replica-b", "replica-c"]);
       await Promise.all(CLUSTERS.map((c) => fleet.waitForMirror(NS, `web-${c}`, () => true, TIMEOUT_MS)));
+      // Every replica lists every Secret, but only the cluster's host reports its registration.
+      for (const cluster of CLUSTERS) {
+        await fleet.waitForSecretEvent(`cluster-credentials-${cluster}`, "ClusterRegistered");
+        const events = await fleet.secretEvents(`cluster-credentials-${cluster}`, "ClusterRegistered");
+        assert.equal(
+          events.length,
+          1,
+          `${cluster}: ${events.map((e) => e.source?.host ?? e.reportingInstance).join(",")}`,
+        );
+        assert.equal(events[0]?.count ?? 1, 1);
+      }
       for (const replica of replicas) {
         const view = await sharding(replica);
         const mine = byShard.flatMap((h, shard) => (h === replica.identity ? [shard] : []));
