@@ -10,6 +10,7 @@ import { CLUSTER_NAME, MIRRORED_SERVICE } from "../core/labels.ts";
 import type { Secret, Service } from "../core/objects.ts";
 import { annotatedClusters } from "../core/plan-federated.ts";
 import type { GatewayProbeStatus } from "../protocol/messages.ts";
+import type { PlacementStatus } from "../supervisor/default-placement.ts";
 import { parseCredentialsSecret } from "../supervisor/registration.ts";
 import { computeRegistry } from "../supervisor/registry.ts";
 import { formatAge, formatTable } from "./common.ts";
@@ -58,6 +59,14 @@ export interface StatusReport {
   readonly leading?: boolean;
   readonly clusters: readonly StatusRow[];
   readonly federated: readonly FederatedRow[];
+  /** The controller's placement of actors on threads (source "controller" only). */
+  readonly placement?: PlacementStatus;
+}
+
+/** "placement: packed, 8 actor threads, blast radius 25 clusters (auto: …)". */
+export function placementLine(p: PlacementStatus): string {
+  const radius = `blast radius ${p.blastRadius} cluster${p.blastRadius === 1 ? "" : "s"}`;
+  return `placement: ${p.mode}, ${p.threads} actor thread${p.threads === 1 ? "" : "s"}, ${radius} (${p.reason})\n`;
 }
 
 const iso = (ms: number | undefined): string | undefined => (ms === undefined ? undefined : new Date(ms).toISOString());
@@ -271,5 +280,6 @@ export function formatStatusTable(report: StatusReport, now: number): string {
     healthCell(r),
   ]);
   const clusters = formatTable(["cluster", "state", "mirrors", "last sync", "restarts", "gateway", "health"], rows);
-  return header + clusters + (federated ? `\n${federated}` : "");
+  const placement = report.placement ? `\n${placementLine(report.placement)}` : "";
+  return header + clusters + placement + (federated ? `\n${federated}` : "");
 }

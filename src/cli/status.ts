@@ -125,6 +125,7 @@ export async function statusReport(
         leading: admin.status.leadership.leading,
         clusters: rowsFromAdmin(admin.status),
         federated: federatedRowsFromAdmin(admin.status),
+        ...(admin.status.placement ? { placement: admin.status.placement } : {}),
       };
     }
     // A standby replica has no fleet status: the objects are the next best thing.

@@ -5,6 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { createMetrics } from "../../src/admin/metrics.ts";
+import { formatStatusTable } from "../../src/cli/status-rows.ts";
 import { transition } from "../../src/supervisor/actor-lifecycle.ts";
 import {
   initialLifecycleState,
@@ -12,7 +14,13 @@ import {
   type LifecycleSettings,
   type LifecycleState,
 } from "../../src/supervisor/actor-lifecycle-state.ts";
-import { autoBudget, COSTS, placementStatus, RULE } from "../../src/supervisor/default-placement.ts";
+import {
+  autoBudget,
+  COSTS,
+  type PlacementStatus,
+  placementStatus,
+  RULE,
+} from "../../src/supervisor/default-placement.ts";
 import type { RegisteredCluster } from "../../src/supervisor/registry.ts";
 
 const MIB = 2 ** 20;
@@ -185,5 +193,53 @@ describe("default placement in the actor lifecycle", () => {
 
   it("no cluster: blast radius 0", () => {
     assert.equal(placementStatus("auto", undefined, initialLifecycleState(AUTO)).blastRadius, 0);
+  });
+});
+
+describe("default placement in /metrics", () => {
+  const metricsOf = (placement: PlacementStatus | undefined) =>
+    createMetrics({
+      fleet: () => placement && { secretsListed: true, writer: undefined, writerRestarts: 0, clusters: [], placement },
+      counters: () => undefined,
+      leadership: () => ({ enabled: false, leading: placement !== undefined, identity: "me" }),
+      threadHeaps: async () => [],
+    }).metrics();
+
+  it("shows the threads, the blast radius, the slots and the setting and mode in force", async () => {
+    const d = new Driver();
+    d.step(registrations(names(7).map((c) => reg(c))));
+    const text = await metricsOf(placementStatus("auto", BUDGET, d.state));
+    assert.match(text, /^fleet_mirror_placement_threads 2$/m);
+    assert.match(text, /^fleet_mirror_placement_blast_radius_clusters 4$/m);
+    assert.match(text, /^fleet_mirror_placement_packed_threads 2$/m);
+    assert.match(text, /^fleet_mirror_placement_info\{setting="auto",mode="packed"\} 1$/m);
+  });
+
+  it("a standby (no controller runs) has no actor thread and no placement in force", async () => {
+    const text = await metricsOf(undefined);
+    assert.match(text, /^fleet_mirror_placement_threads 0$/m);
+    assert.match(text, /^fleet_mirror_placement_blast_radius_clusters 0$/m);
+    assert.doesNotMatch(text, /^fleet_mirror_placement_info\{/m);
+  });
+});
+
+describe("default placement in `fleet-mirror status`", () => {
+  it("prints the mode, the threads, the blast radius and why under the clusters", () => {
+    const d = new Driver();
+    d.step(registrations(names(7).map((c) => reg(c))));
+    const placement = placementStatus("auto", BUDGET, d.state);
+    const table = formatStatusTable(
+      {
+        source: "controller",
+        clusters: [{ cluster: "c0", secret: "fleet-mirror/c0", state: "synced", mirrors: 0, problems: [] }],
+        federated: [],
+        placement,
+      },
+      0,
+    );
+    assert.match(
+      table,
+      /^placement: packed, 2 actor threads, blast radius 4 clusters \(auto: 7 clusters > 3 → packed on 2 threads \(2 CPUs\)\)$/m,
+    );
   });
 });
