@@ -60,6 +60,23 @@ describe("default placement: the thread budget", () => {
     assert.deepEqual([small.isolatedUpTo, small.threads], [2, 2]);
   });
 
+  it("gives the examples docs/CLI.md shows (threads and blast radius per Pod and fleet)", () => {
+    const examples = [
+      { cpus: 2, limit: undefined, clusters: 3, packed: false, threads: 3, radius: 1 },
+      { cpus: 2, limit: undefined, clusters: 50, packed: true, threads: 2, radius: 25 },
+      { cpus: 8, limit: GIB, clusters: 200, packed: true, threads: 8, radius: 25 },
+      { cpus: 16, limit: 512 * MIB, clusters: 200, packed: true, threads: 10, radius: 20 },
+      { cpus: 8, limit: 256 * MIB, clusters: 10, packed: true, threads: 2, radius: 5 },
+    ];
+    for (const e of examples) {
+      const budget = autoBudget({ cpus: e.cpus, memoryLimitBytes: e.limit });
+      const packed = e.clusters > budget.isolatedUpTo;
+      assert.equal(packed, e.packed, JSON.stringify(e));
+      assert.equal(packed ? budget.threads : e.clusters, e.threads, JSON.stringify(e));
+      assert.equal(packed ? Math.ceil(e.clusters / budget.threads) : 1, e.radius, JSON.stringify(e));
+    }
+  });
+
   it("a limit too small for even one more thread still gives one packed thread, never none", () => {
     const tiny = autoBudget({ cpus: 4, memoryLimitBytes: 64 * MIB });
     assert.deepEqual([tiny.isolatedUpTo, tiny.threads], [1, 1]);
