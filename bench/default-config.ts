@@ -55,7 +55,21 @@ type Row = {
   readonly cpuByThread: string;
   readonly rssMb: number;
   readonly peakRssMb: number;
+  /** V8 heap used per thread once idle (the process's /metrics), MB: where the RSS above the isolates goes. */
+  readonly heapUsedMb: string;
 };
+
+/** `thread MB, …` from the process's fleet_mirror_thread_heap_used_bytes. */
+async function heapsByThread(admin: string): Promise<string> {
+  const res = await fetch(`${admin}/metrics`, { signal: AbortSignal.timeout(30_000) });
+  if (!res.ok) throw new Error(`GET ${admin}/metrics: ${res.status}`);
+  const heaps: string[] = [];
+  for (const line of (await res.text()).split("\n")) {
+    const m = /^fleet_mirror_thread_heap_used_bytes\{thread="([^"]*)"\} (\S+)$/.exec(line);
+    if (m?.[1] && m[2]) heaps.push(`${m[1]} ${mb(Number(m[2]))}`);
+  }
+  return heaps.join(", ");
+}
 
 const allSynced = (clusters: number) => (s: AdminStatus) =>
   (s.clusters ?? []).length === clusters && (s.clusters ?? []).every((r) => r.state === "synced");
@@ -92,6 +106,7 @@ async function runOnce(
     await sleep(SETTLE_MS);
     const { rss, peak } = processRss(pid);
     const placement = (await adminStatus(admin))?.placement;
+    const heapUsedMb = await heapsByThread(admin);
     return {
       phase,
       endpointsApi,
@@ -108,6 +123,7 @@ async function runOnce(
       cpuByThread: byThread.map(([name, s]) => `${name} ${round(s, 2)}`).join(", "),
       rssMb: mb(rss),
       peakRssMb: mb(peak),
+      heapUsedMb,
     };
   } finally {
     await proc.stop();
