@@ -5,13 +5,13 @@
  * `status` and /metrics.
  *
  * The rule (docs/DESIGN.md §1 "Placement"):
- * - `threads` = min(max(MIN_THREADS, CPUs × THREADS_PER_CPU), MAX_THREADS), and never
- *   more than the memory budget allows: threads may take at most THREAD_MEMORY_SHARE of
+ * - `threads` = min(max(minThreads, CPUs × threadsPerCpu), maxThreads), and never
+ *   more than the memory budget allows: threads may take at most threadMemoryShare of
  *   what the memory limit leaves above the base process (the other part is for the
  *   clusters' watch state, the writer's mirrors and GC headroom; it also leaves room
  *   for the moment a growing fleet switches to packed while its first threads still
  *   run, see below). At least 1.
- * - `isolatedUpTo` = max(ISOLATED_MIN, threads), bounded by the same memory budget: up
+ * - `isolatedUpTo` = max(isolatedMin, threads), bounded by the same memory budget: up
  *   to that many registered clusters, every cluster has a thread of its own, one per
  *   incarnation (as `--max-threads 0`); the blast radius is 1.
  * - beyond it, the actors are packed over `threads` threads (as `--max-threads N`): a
@@ -144,20 +144,20 @@ export function placementStatus(
   const common = { setting, mode, clusters, threads: state.threads.size } as const;
   const largestSlot = packed ? Math.max(0, ...slotSizes(state.slots, slots)) : 0;
   const blastRadius = clusters === 0 ? 0 : Math.max(1, largestSlot);
-  const f = { setting, slots, clusters };
   const n = (k: number, what: string) => `${k} ${what}${k === 1 ? "" : "s"}`;
-  if (f.setting === "isolated")
+  if (setting === "isolated")
     return { ...common, packedThreads: null, blastRadius, reason: "--max-threads 0: a thread per cluster" };
-  if (f.setting === "fixed")
+  if (setting === "fixed")
     return {
       ...common,
-      packedThreads: f.slots,
+      packedThreads: slots,
       blastRadius,
-      reason: `--max-threads ${f.slots}: a thread per cluster up to ${f.slots} clusters, then ${n(f.slots, "shared thread")}`,
+      reason: `--max-threads ${slots}: a thread per cluster up to ${slots} clusters, then ${n(slots, "shared thread")}`,
     };
   const auto = budget ?? { isolatedUpTo: 0, threads: 1, basis: "" };
+  // Packed with fewer clusters than the threshold: the fleet grew past it, then shrank.
   const reason = packed
-    ? `auto: ${n(f.clusters, "cluster")}${f.clusters > auto.isolatedUpTo ? " >" : ", once more than"} ${auto.isolatedUpTo} → packed on ${n(f.slots, "thread")} (${auto.basis})`
-    : `auto: ${n(f.clusters, "cluster")} ≤ ${auto.isolatedUpTo} → a thread per cluster; more are packed on ${n(auto.threads, "thread")} (${auto.basis})`;
-  return { ...common, packedThreads: packed ? f.slots : null, blastRadius, reason };
+    ? `auto: ${n(clusters, "cluster")}${clusters > auto.isolatedUpTo ? " >" : ", once more than"} ${auto.isolatedUpTo} → packed on ${n(slots, "thread")} (${auto.basis})`
+    : `auto: ${n(clusters, "cluster")} ≤ ${auto.isolatedUpTo} → a thread per cluster; more are packed on ${n(auto.threads, "thread")} (${auto.basis})`;
+  return { ...common, packedThreads: packed ? slots : null, blastRadius, reason };
 }
