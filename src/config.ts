@@ -26,10 +26,12 @@ export interface Config {
   readonly maxConcurrentStarts: number;
   readonly actorMaxOldGenerationMb: number;
   /**
-   * Placement of remote-cluster actors: 0 (default) = one thread per cluster; N > 0 =
-   * one thread per cluster up to N clusters, then actors are packed evenly over N threads.
+   * Placement of remote-cluster actors: "auto" (default) = sized to the CPUs and the
+   * memory limit (src/supervisor/default-placement.ts); 0 = one thread per cluster,
+   * always; N > 0 = one thread per cluster up to N clusters, then actors are packed
+   * evenly over N threads.
    */
-  readonly maxThreads: number;
+  readonly maxThreads: number | "auto";
   readonly allowKubeconfigFilePaths: boolean;
   readonly blockedRecheckMs: number;
   /** Which API carries a mirror's addresses: EndpointSlices, Endpoints, or both (SPEC §9). */
@@ -190,8 +192,9 @@ export const runFlags = {
   },
   "max-threads": {
     type: "string",
-    default: "0",
-    description: "actor threads at most: one per cluster up to N, then clusters share them (0: one per cluster)",
+    default: "auto",
+    description:
+      "actor threads at most: one per cluster up to N, then clusters share them (0: one per cluster; auto: sized to CPUs and memory limit)",
   },
   "allow-kubeconfig-file-paths": {
     type: "boolean",
@@ -295,6 +298,17 @@ export function parseHostPort(text: string, flag: string): { readonly host: stri
   return { host: match[1] ?? match[2] ?? "", port };
 }
 
+/** `auto` (the default placement) or a whole number of threads (0: one per cluster). */
+function parseMaxThreads(text: string): number | "auto" {
+  if (text === "auto") return "auto";
+  try {
+    return parseNumericFlag("max-threads", text);
+  } catch (error) {
+    if (error instanceof ConfigError) throw new ConfigError(`${error.message}, or auto (the default)`);
+    throw error;
+  }
+}
+
 function parseEndpointsApi(text: string): EndpointsApi {
   const mode = ENDPOINTS_APIS.find((m) => m === text);
   if (mode === undefined)
@@ -342,7 +356,7 @@ export function parseRunConfig(argv: readonly string[], env: NodeJS.ProcessEnv =
     logFile: typeof values["log-file"] === "string" ? values["log-file"] : undefined,
     maxConcurrentStarts: parseNumericFlag("max-concurrent-starts", str("max-concurrent-starts")),
     actorMaxOldGenerationMb: parseNumericFlag("actor-max-old-space-mb", str("actor-max-old-space-mb")),
-    maxThreads: parseNumericFlag("max-threads", str("max-threads")),
+    maxThreads: parseMaxThreads(str("max-threads")),
     allowKubeconfigFilePaths: values["allow-kubeconfig-file-paths"] === true,
     blockedRecheckMs: parseNumericFlag("blocked-recheck-period", str("blocked-recheck-period")),
     endpointsApi: parseEndpointsApi(str("endpoints-api")),

@@ -5,6 +5,7 @@
  */
 import { getHeapStatistics } from "node:v8";
 import type { ClusterStatus, WriterStatus } from "../protocol/messages.ts";
+import type { PlacementStatus } from "../supervisor/default-placement.ts";
 import type { ClusterCounters, WriterCounters } from "./counters.ts";
 
 export interface ClusterRow {
@@ -39,6 +40,8 @@ export interface FleetStatus {
   readonly writer: WriterStatus | undefined;
   readonly writerRestarts: number;
   readonly clusters: readonly ClusterRow[];
+  /** Where the actors run: mode, threads, blast radius, and why (default-placement.ts). */
+  readonly placement?: PlacementStatus;
 }
 
 /** Heap of one thread of this process (bytes). */

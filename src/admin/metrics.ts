@@ -12,6 +12,7 @@
 import { Counter, collectDefaultMetrics, Gauge, Registry } from "prom-client";
 import type { Leadership } from "../leader/leadership.ts";
 import { droppedLogLines } from "../log.ts";
+import type { PlacementStatus } from "../supervisor/default-placement.ts";
 import type { ClusterRow, FleetCounters, FleetStatus, ThreadHeap } from "./fleet-view.ts";
 import {
   clustersByState,
@@ -302,6 +303,34 @@ export function createMetrics(source: MetricsSource): Registry {
     "fleet_mirror_log_lines_dropped_total",
     "Log lines dropped because the log destination (a pipe nobody reads, a slow disk) did not take them in time.",
     droppedLogLines,
+  );
+
+  // The placement in force (default-placement.ts); a standby has 0 threads and no info series.
+  const placementGauge = (name: string, help: string, value: (p: PlacementStatus) => number): void =>
+    labelled("gauge", name, help, [], (set) => {
+      const placement = source.fleet()?.placement;
+      if (placement) set({}, value(placement));
+    });
+  placementGauge("fleet_mirror_placement_threads", "Remote-cluster actor threads alive now.", (p) => p.threads);
+  placementGauge(
+    "fleet_mirror_placement_blast_radius_clusters",
+    "The most clusters that share one actor thread's fate (heap exhaustion, a spinning event loop); 1 with a thread per cluster.",
+    (p) => p.blastRadius,
+  );
+  placementGauge(
+    "fleet_mirror_placement_packed_threads",
+    "Shared actor thread slots once packed; 0 while every cluster has a thread of its own.",
+    (p) => p.packedThreads ?? 0,
+  );
+  labelled(
+    "gauge",
+    "fleet_mirror_placement_info",
+    "1 for the placement in force: setting (auto, isolated = --max-threads 0, fixed = --max-threads N) and mode (isolated, packed).",
+    ["setting", "mode"],
+    (set) => {
+      const placement = source.fleet()?.placement;
+      if (placement) set({ setting: placement.setting, mode: placement.mode }, 1);
+    },
   );
 
   // Both heap gauges are read in one scrape: one request per thread serves both.

@@ -10,6 +10,7 @@ import { LeaderElector } from "../leader/elector.ts";
 import { alwaysLeading } from "../leader/leadership.ts";
 import { ShardCoordinator } from "../leader/shard-coordinator.ts";
 import { createLogger, type Logger } from "../log.ts";
+import { readHostLimits } from "../supervisor/host-limits.ts";
 import { Supervisor } from "../supervisor/supervisor.ts";
 import { untilSignal } from "./signals.ts";
 
@@ -73,10 +74,12 @@ export async function runCommand(argv: readonly string[]): Promise<number> {
   let admin: AdminServer | undefined;
   if (config.adminAddr !== "")
     admin = await startAdminServer({ addr: config.adminAddr, logger, source, registry: createMetrics(source) });
+  // Read once: the default placement is sized to them for every leadership term alike.
+  const hostLimits = readHostLimits(logger);
   let stopping = false;
   const startController = (): void => {
     if (stopping || supervisor) return;
-    supervisor = new Supervisor({ config, localConnection, logger, writeFence: leaseClient !== undefined });
+    supervisor = new Supervisor({ config, localConnection, logger, writeFence: leaseClient !== undefined, hostLimits });
     // The writer enforces the renew deadline itself: should this (main) thread stall
     // and neither renew nor exit, writing stops before another replica can lead.
     if (elector) supervisor.setWriteDeadline(writeDeadline(elector.writableForMs()));

@@ -12,6 +12,7 @@ import { annotatedClusters } from "../core/plan-federated.ts";
 import { shardOf, shardOfLeaseName } from "../core/shards.ts";
 import type { ShardingView } from "../leader/leadership.ts";
 import type { GatewayProbeStatus } from "../protocol/messages.ts";
+import type { PlacementStatus } from "../supervisor/default-placement.ts";
 import { parseCredentialsSecret } from "../supervisor/registration.ts";
 import { computeRegistry } from "../supervisor/registry.ts";
 import { formatAge, formatTable } from "./common.ts";
@@ -75,6 +76,8 @@ export interface StatusReport {
   readonly shards?: readonly ShardRow[];
   /** Why the shards could not be read, when they could not. */
   readonly shardsNote?: string;
+  /** The controller's placement of actors on threads (source "controller" only). */
+  readonly placement?: PlacementStatus;
 }
 
 const clustersOfShard = (clusters: readonly string[], shard: number, shards: number): string[] =>
@@ -130,6 +133,12 @@ export function formatShardTable(rows: readonly ShardRow[], now: number): string
       String(r.clusters.length),
     ]),
   );
+}
+
+/** "placement: packed, 8 actor threads, blast radius 25 clusters (auto: …)". */
+export function placementLine(p: PlacementStatus): string {
+  const radius = `blast radius ${p.blastRadius} cluster${p.blastRadius === 1 ? "" : "s"}`;
+  return `placement: ${p.mode}, ${p.threads} actor thread${p.threads === 1 ? "" : "s"}, ${radius} (${p.reason})\n`;
 }
 
 const iso = (ms: number | undefined): string | undefined => (ms === undefined ? undefined : new Date(ms).toISOString());
@@ -346,5 +355,6 @@ export function formatStatusTable(report: StatusReport, now: number): string {
     healthCell(r),
   ]);
   const clusters = formatTable(["cluster", "state", "mirrors", "last sync", "restarts", "gateway", "health"], rows);
-  return header + clusters + (federated ? `\n${federated}` : "") + shards;
+  const placement = report.placement ? `\n${placementLine(report.placement)}` : "";
+  return header + clusters + placement + (federated ? `\n${federated}` : "") + shards;
 }

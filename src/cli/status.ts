@@ -151,6 +151,7 @@ export async function statusReport(
               ),
             }
           : {}),
+        ...(admin.status.placement ? { placement: admin.status.placement } : {}),
       };
     }
     // A standby replica has no fleet status: the objects are the next best thing.

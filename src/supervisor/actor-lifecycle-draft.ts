@@ -20,6 +20,7 @@ export class LifecycleDraft {
   readonly actors: Map<string, ActorRecord>;
   readonly incarnations: Map<number, Incarnation>;
   readonly threads: Map<number, ThreadRecord>;
+  packedSlots: number;
   slots: Map<string, number>;
   readonly slotThreads: Map<number, number>;
   startQueue: string[];
@@ -33,6 +34,7 @@ export class LifecycleDraft {
     this.actors = new Map(s.actors);
     this.incarnations = new Map(s.incarnations);
     this.threads = new Map(s.threads);
+    this.packedSlots = s.packedSlots;
     this.slots = new Map(s.slots);
     this.slotThreads = new Map(s.slotThreads);
     this.startQueue = [...s.startQueue];
@@ -47,6 +49,7 @@ export class LifecycleDraft {
       actors: this.actors,
       incarnations: this.incarnations,
       threads: this.threads,
+      packedSlots: this.packedSlots,
       slots: this.slots,
       slotThreads: this.slotThreads,
       startQueue: this.startQueue,
@@ -114,7 +117,7 @@ export class LifecycleDraft {
   }
 
   usableThreadFor(cluster: string): ThreadRecord | undefined {
-    if (this.settings.maxThreads <= 0) return undefined;
+    if (this.packedSlots <= 0) return undefined;
     const slot = this.slots.get(cluster);
     const id = slot === undefined ? undefined : this.slotThreads.get(slot);
     const thread = id === undefined ? undefined : this.threads.get(id);
@@ -147,7 +150,7 @@ export class LifecycleDraft {
   }
 
   spawn(cluster: string): number {
-    const packed = this.settings.maxThreads > 0;
+    const packed = this.packedSlots > 0;
     const slot = packed ? this.slots.get(cluster) : undefined;
     const id = this.nextThread;
     this.nextThread += 1;
@@ -164,7 +167,7 @@ export class LifecycleDraft {
     });
     if (slot !== undefined) this.slotThreads.set(slot, id);
     // A shared thread's heap limit grows with the actors it is expected to host.
-    const actorsExpected = packed ? Math.max(1, Math.ceil(this.actors.size / this.settings.maxThreads)) : 1;
+    const actorsExpected = packed ? Math.max(1, Math.ceil(this.actors.size / this.packedSlots)) : 1;
     this.effects.push({ type: "spawn-thread", thread: id, name, actorsExpected });
     return id;
   }

@@ -17,6 +17,12 @@ export type ActorPhase = "queued" | "starting" | "running" | "stopping" | "backo
 export interface LifecycleSettings {
   /** 0: a thread of its own per incarnation; N > 0: N shared thread slots (placement.ts). */
   readonly maxThreads: number;
+  /**
+   * The default placement (default-placement.ts), with `maxThreads` 0: a thread per
+   * incarnation while at most `isolatedUpTo` clusters are registered; the first time
+   * more are, `threads` shared slots from then on (no running actor moves for it).
+   */
+  readonly auto?: { readonly isolatedUpTo: number; readonly threads: number };
   /** Threads starting at once (spawning dozens at once exhausts file descriptors). */
   readonly maxConcurrentStarts: number;
   readonly policy: RestartPolicy;
@@ -78,6 +84,12 @@ export interface LifecycleState {
   /** By epoch: current and stopping incarnations, on a thread. */
   readonly incarnations: ReadonlyMap<number, Incarnation>;
   readonly threads: ReadonlyMap<number, ThreadRecord>;
+  /**
+   * Shared thread slots in use: `settings.maxThreads`, or with `settings.auto` 0 until
+   * the fleet first grows past `isolatedUpTo`, then `auto.threads` (never back to 0).
+   * 0: a thread of its own per incarnation.
+   */
+  readonly packedSlots: number;
   /** Packed mode: cluster → slot, and each slot's current thread. */
   readonly slots: ReadonlyMap<string, number>;
   readonly slotThreads: ReadonlyMap<number, number>;
@@ -161,6 +173,7 @@ export function initialLifecycleState(settings: LifecycleSettings): LifecycleSta
     actors: new Map(),
     incarnations: new Map(),
     threads: new Map(),
+    packedSlots: settings.maxThreads,
     slots: new Map(),
     slotThreads: new Map(),
     startQueue: [],

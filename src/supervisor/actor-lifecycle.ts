@@ -116,7 +116,18 @@ function registrations(
   elsewhere: ReadonlySet<string> = new Set(),
 ): void {
   if (d.shuttingDown) return;
-  if (d.settings.maxThreads > 0) d.slots = placeClusters(registered.keys(), d.slots, d.settings.maxThreads);
+  const auto = d.settings.auto;
+  if (auto && d.packedSlots === 0 && registered.size > auto.isolatedUpTo) {
+    // Once, and for good until restart: the running actors keep their own threads
+    // until they restart for a reason of their own; every start from now on is packed.
+    d.packedSlots = Math.max(1, auto.threads);
+    d.log(
+      "info",
+      { clusters: registered.size, isolatedUpTo: auto.isolatedUpTo, threads: d.packedSlots },
+      `${registered.size} clusters registered, more than ${auto.isolatedUpTo}: actors are packed on ${d.packedSlots} threads from now on (running actors keep their threads until they restart)`,
+    );
+  }
+  if (d.packedSlots > 0) d.slots = placeClusters(registered.keys(), d.slots, d.packedSlots);
   for (const [cluster, registration] of registered) {
     const actor = d.actors.get(cluster);
     if (!actor) {

@@ -38,7 +38,15 @@ import type { ConnectionSpec } from "../kube/connection.ts";
 import type { Logger } from "../log.ts";
 import type { ActorFaultKind, ToRemoteActor } from "../protocol/messages.ts";
 import { ActorRunner } from "./actor-runner.ts";
+import {
+  type AutoBudget,
+  autoBudget,
+  type HostLimits,
+  placementSetting,
+  placementStatus,
+} from "./default-placement.ts";
 import { FleetStatusBook } from "./fleet-status.ts";
+import { readHostLimits } from "./host-limits.ts";
 import type { RegisteredCluster, RegistryState } from "./registry.ts";
 import { RegistryController } from "./registry-controller.ts";
 import { DEFAULT_RESTART_POLICY, type RestartPolicy } from "./restart-policy.ts";
@@ -66,6 +74,11 @@ export interface SupervisorOptions {
    * it, and nothing at or after the latest deadline (see `writer.fence`).
    */
   readonly writeFence?: boolean;
+  /**
+   * The CPUs and memory limit the default placement (`maxThreads` "auto") is sized to,
+   * read once at start; default: read from this process (host-limits.ts).
+   */
+  readonly hostLimits?: HostLimits;
 }
 
 export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }> implements FleetView {
@@ -76,6 +89,8 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
   readonly #actors: ActorRunner;
   readonly #writer: WriterRunner;
   readonly #book = new FleetStatusBook();
+  /** The thread budget of the default placement; undefined with an explicit `--max-threads`. */
+  readonly #autoBudget: AutoBudget | undefined;
   #stopping = false;
   #ownership: ShardOwnership;
 
@@ -113,11 +128,19 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
           }
         : {}),
     });
+    this.#autoBudget =
+      config.maxThreads === "auto" ? autoBudget(options.hostLimits ?? readHostLimits(logger)) : undefined;
+    if (this.#autoBudget)
+      logger.info(
+        { isolatedUpTo: this.#autoBudget.isolatedUpTo, threads: this.#autoBudget.threads },
+        `placement: a thread per cluster up to ${this.#autoBudget.isolatedUpTo} clusters, beyond that packed on ${this.#autoBudget.threads} threads (${this.#autoBudget.basis})`,
+      );
     this.#actors = new ActorRunner({
       config,
       logger,
       settings: {
-        maxThreads: config.maxThreads,
+        maxThreads: config.maxThreads === "auto" ? 0 : config.maxThreads,
+        ...(this.#autoBudget ? { auto: this.#autoBudget } : {}),
         maxConcurrentStarts: config.maxConcurrentStarts,
         policy: this.#policy,
         stopTimeoutMs: STOP_TIMEOUT_MS,
@@ -200,6 +223,11 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
       writer: this.#writer.status,
       writerRestarts: this.#writer.state.restarts,
       clusters: this.#book.rows(this.#actors.state, this.#registry.registry, this.#writer.status),
+      placement: placementStatus(
+        placementSetting(this.#options.config.maxThreads),
+        this.#autoBudget,
+        this.#actors.state,
+      ),
     };
   }
 

@@ -52,7 +52,10 @@ describe("registering remote clusters through credentials Secrets", () => {
     fleet = await Fleet.start(["east", "west"]);
     await fleet.createGateway("east", { ingress: [{ ip: "198.18.0.10" }] });
     await fleet.createGateway("west", { ingress: [{ ip: "198.51.100.20" }] });
-    controller = fleet.startInProcess();
+    // A thread per cluster (--max-threads 0): these tests follow each actor incarnation
+    // by its own thread, and this suite registers more clusters than the default
+    // placement keeps on threads of their own (test/integration/default-placement.test.ts).
+    controller = fleet.startInProcess({ maxThreads: 0 });
   });
   after(async () => {
     process.off("worker", trackWorker);

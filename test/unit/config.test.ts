@@ -32,7 +32,7 @@ const BAD_VALUES: Record<string, { readonly bad: readonly string[]; readonly all
   "write-burst": { bad: ["0", "1.5", "-3", "", "100001"], allowed: /1 to 100000/ },
   "max-concurrent-starts": { bad: ["0", "1.5", "", "257"], allowed: /1 to 256/ },
   "actor-max-old-space-mb": { bad: ["15", "96.5", "96MB", "", "65537"], allowed: /16 to 65536/ },
-  "max-threads": { bad: ["-1", "1.5", "", "1025"], allowed: /0 \(one per cluster\) to 1024/ },
+  "max-threads": { bad: ["-1", "1.5", "", "1025", "Auto"], allowed: /0 \(one per cluster\) to 1024, or auto/ },
   shards: { bad: ["0", "-1", "2.5", "", "1025"], allowed: /1 \(not sharded\) to 1024/ },
   "admin-addr": { bad: [":65536", ":99999", "127.0.0.1:-1", "127.0.0.1", ":http"], allowed: /port 0 to 65535/ },
   "leader-election-lease-duration": { bad: ["0", "500ms", "25h", "soon"], allowed: /1s to 24h/ },
@@ -85,6 +85,7 @@ describe("run's numeric flags", () => {
       ["max-threads", "0"],
       ["max-threads", "1024"],
       ["shards", "1"],
+      ["max-threads", "auto"],
       ["blocked-recheck-period", "100ms"],
       ["blocked-recheck-period", "24h"],
       ["resync-period", "1s"],
@@ -116,6 +117,20 @@ describe("run's numeric flags", () => {
     assert.equal(result.status, 2, result.stderr);
     assert.match(result.stderr, /^fleet-mirror run: --write-concurrency: "2\.5" /);
     assert.match(result.stderr, /1 to 256/);
+  });
+});
+
+describe("--max-threads", () => {
+  it("defaults to auto (the default placement); 0 and N stay numbers, as before", () => {
+    const parse = (argv: string[]) => {
+      const config = parseRunConfig(argv, {});
+      assert.ok(config !== "help");
+      return config.maxThreads;
+    };
+    assert.equal(parse([]), "auto");
+    assert.equal(parse(["--max-threads", "auto"]), "auto");
+    assert.equal(parse(["--max-threads", "0"]), 0);
+    assert.equal(parse(["--max-threads", "8"]), 8);
   });
 });
 
