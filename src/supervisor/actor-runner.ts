@@ -32,7 +32,7 @@ import { spawnWorker } from "./worker-entry.ts";
  * of the remote-cluster actor: 19.4 MB → 15.5 MB each (bench/HISTORY.md). An actor
  * holds one cluster's Services; its short-lived garbage (watch lines) is small.
  */
-const ACTOR_YOUNG_GENERATION_MB = 4;
+export const ACTOR_YOUNG_GENERATION_MB = 4;
 const MAX_YOUNG_GENERATION_MB = 48;
 
 export interface ActorRunnerOptions {
