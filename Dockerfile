@@ -3,8 +3,9 @@
 #   docker build -t ghcr.io/fleet-mirror/fleet-mirror:0.1.0 .
 #
 # Three stages: `build` compiles the TypeScript with the dev dependencies (exactly what
-# `npm run build` does for src/ and workers/: tsc -p tsconfig.image.json -> dist/src, dist/workers;
-# the sandbox/ tools and the demo stay out of the image); `deps`
+# `npm run build` does for src/ and workers/: tsc -p tsconfig.image.json -> dist/src, dist/workers,
+# then scripts/bundle-entries.ts writes each thread entry as one bundled file over its
+# dist/workers/<kind>/entry.js; the sandbox/ tools and the demo stay out of the image); `deps`
 # installs the production dependencies only; `run` holds dist/ and those, runs as uid
 # 65532 (the uid deploy/deployment.yaml sets) and needs no writable root filesystem.
 # No HEALTHCHECK: Kubernetes probes /healthz and /readyz on the admin port instead.
@@ -24,7 +25,8 @@ RUN npm ci --ignore-scripts --no-audit --no-fund && rm -f node_modules/.bin/node
 COPY tsconfig.json tsconfig.image.json ./
 COPY src ./src
 COPY workers ./workers
-RUN npx tsc -p tsconfig.image.json
+COPY scripts/bundle-entries.ts ./scripts/bundle-entries.ts
+RUN npx tsc -p tsconfig.image.json && node scripts/bundle-entries.ts dist
 
 FROM ${NODE_IMAGE} AS deps
 WORKDIR /app

@@ -74,9 +74,9 @@ const TARGETS: Readonly<Record<(typeof SUMMARY_KEYS)[number], readonly [">=" | "
   cold_converge_ratio_endpoints_mode: [">=", 0.8, "× bare client"],
   writes_per_mirror: ["<=", 2, "writes"],
   writes_per_mirror_endpoints_mode: ["<=", 2, "writes"],
-  rss_mb_per_cluster_thread_mode: ["<=", 16, "MB"],
-  rss_mb_per_cluster_thread_mode_endpoints_mode: ["<=", 16, "MB"],
-  rss_total_mb_packed_1000: ["<=", 2048, "MB"],
+  rss_mb_per_cluster_thread_mode: ["<=", 10, "MB"],
+  rss_mb_per_cluster_thread_mode_endpoints_mode: ["<=", 10, "MB"],
+  rss_total_mb_packed_1000: ["<=", 400, "MB"],
   sync_200_clusters_s: ["<=", 15, "s"],
   sync_200_clusters_s_endpoints_mode: ["<=", 15, "s"],
   // One thread per cluster (--max-threads 0), no longer the default: shown against the default's bound.

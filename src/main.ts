@@ -3,6 +3,10 @@
 // First, and alone among static imports: signals are recorded from here on, while
 // the commands' heavy modules load (see cli/signals.ts).
 import "./cli/signals.ts";
+import { enableThreadCompileCache } from "./cli/compile-cache.ts";
+
+// Before any command's modules load, so they and every thread's entry use the cache.
+enableThreadCompileCache();
 
 const usage = `fleet-mirror — mirrors Services from many remote Kubernetes clusters into one local cluster
 

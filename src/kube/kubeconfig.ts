@@ -3,13 +3,31 @@
  * may authenticate only with a bearer token or inline client certificate data; `exec`,
  * `auth-provider` and every file path are refused unless the caller allows file paths
  * explicitly. Nothing here ever runs a program, and files are read only under that flag.
- * Loads @kubernetes/client-node (YAML and kubeconfig model): call it from the main
- * thread only, never from an actor thread.
+ *
+ * The kubeconfig model is @kubernetes/client-node's own (`newClusters`, `newContexts`,
+ * `newUsers`: the entries `KubeConfig.loadFromString` builds, invalid ones filtered the
+ * same way), imported from its module alone: the package's index (and `KubeConfig`)
+ * loads its whole generated API, ≈ 75 MB of RSS in the main thread of every Pod
+ * (docs/DESIGN.md §8, "Cheaper threads"). YAML is js-yaml's, as client-node's is. Call it
+ * from the main thread only, never from an actor thread.
  */
 import { createPrivateKey, X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { KubeConfig, loadYaml } from "@kubernetes/client-node";
+import {
+  type Cluster,
+  type Context,
+  newClusters,
+  newContexts,
+  newUsers,
+  type User,
+} from "@kubernetes/client-node/dist/config_types.js";
+import { load as loadYaml } from "js-yaml";
 import type { ConnectionAuth, ConnectionSpec } from "./connection.ts";
+
+/** The entry named `name` (client-node's `findObject` for model entries), or null. */
+function named<T extends { readonly name: string }>(entries: readonly T[], name: unknown): T | null {
+  return entries.find((entry) => entry.name === name) ?? null;
+}
 
 /** Why a kubeconfig cannot be used. */
 export type KubeconfigProblem =
@@ -68,7 +86,9 @@ export function connectionFromKubeconfig(text: string, options: ParseOptions, co
   if (text.trim().length === 0) throw new InvalidKubeconfig("kubeconfig-unparsable", "kubeconfig is empty");
   let raw: unknown;
   try {
-    raw = loadYaml<unknown>(text);
+    raw = loadYaml(text);
+    // client-node's loadYaml refused an empty document with this message; kept.
+    if (!raw) throw new Error("Failed to load YAML");
   } catch (error) {
     throw new InvalidKubeconfig(
       "kubeconfig-unparsable",
@@ -76,18 +96,23 @@ export function connectionFromKubeconfig(text: string, options: ParseOptions, co
     );
   }
   if (!isRecord(raw)) throw new InvalidKubeconfig("kubeconfig-unparsable", "kubeconfig is not a YAML mapping");
-  const kc = new KubeConfig();
+  let clusters: Cluster[];
+  let contexts: Context[];
+  let users: User[];
   try {
-    kc.loadFromString(text, { onInvalidEntry: "filter" });
+    const filter = { onInvalidEntry: "filter" } as const;
+    clusters = newClusters(raw["clusters"], filter);
+    contexts = newContexts(raw["contexts"], filter);
+    users = newUsers(raw["users"], filter);
   } catch (error) {
     throw new InvalidKubeconfig(
       "kubeconfig-unparsable",
       `kubeconfig is not a valid kubeconfig: ${(error as Error).message}`,
     );
   }
-  const contextName = context ?? kc.getCurrentContext();
+  const contextName: unknown = context ?? raw["current-context"];
   if (!contextName) {
-    const names = kc.getContexts().map((c) => c.name);
+    const names = contexts.map((c) => c.name);
     throw new InvalidKubeconfig(
       "kubeconfig-no-context",
       names.length > 1
@@ -97,9 +122,10 @@ export function connectionFromKubeconfig(text: string, options: ParseOptions, co
           : "kubeconfig has no current-context and no contexts",
     );
   }
-  const ctx = kc.getContextObject(contextName);
-  if (!ctx) throw new InvalidKubeconfig("kubeconfig-no-context", `kubeconfig's context ${contextName} does not exist`);
-  const cluster = kc.getCluster(ctx.cluster);
+  const ctx = named(contexts, contextName);
+  if (!ctx)
+    throw new InvalidKubeconfig("kubeconfig-no-context", `kubeconfig's context ${String(contextName)} does not exist`);
+  const cluster = named(clusters, ctx.cluster);
   if (!cluster)
     throw new InvalidKubeconfig(
       "kubeconfig-no-server",
@@ -142,7 +168,7 @@ export function connectionFromKubeconfig(text: string, options: ParseOptions, co
   else if (typeof rawCluster["certificate-authority"] === "string")
     caPem = readFileField(rawCluster["certificate-authority"], "certificate-authority");
 
-  const user = ctx.user ? kc.getUser(ctx.user) : null;
+  const user = ctx.user ? named(users, ctx.user) : null;
   let auth: ConnectionAuth;
   const tokenFile = rawUser["tokenFile"];
   if (user?.token) auth = { kind: "token", token: user.token };

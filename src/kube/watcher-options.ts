@@ -32,6 +32,12 @@ export interface WatcherOptions {
    * Objects without `kind` (list items usually) are accepted. Default: no check.
    */
   readonly expectedKind?: string;
+  /**
+   * Annotations removed from every object before it is stored (`storedForm` in
+   * watch-store.ts; `metadata.managedFields` is always removed). Only for a store whose
+   * objects are never written back. Default: none.
+   */
+  readonly dropAnnotations?: readonly string[];
 }
 
 /** The options with every default filled in. */
@@ -45,6 +51,7 @@ export interface ResolvedWatcherOptions {
   readonly backoff: BackoffOptions;
   readonly random: () => number;
   readonly expectedKind: string | undefined;
+  readonly dropAnnotations: readonly string[];
 }
 
 function positive(name: string, value: number): number {
@@ -71,5 +78,6 @@ export function resolveWatcherOptions(options: WatcherOptions): ResolvedWatcherO
     backoff: { ...WATCH_BACKOFF, initialMs, maxMs: Math.max(initialMs, maxMs) },
     random: options.random ?? Math.random,
     expectedKind: options.expectedKind,
+    dropAnnotations: options.dropAnnotations ?? [],
   };
 }

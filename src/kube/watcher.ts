@@ -8,7 +8,8 @@
  *
  * Guarantees:
  * - the store has one writer, this class; objects in it are shallow-frozen and never
- *   mutated; it is keyed by `objectKey(metadata)`;
+ *   mutated; it is keyed by `objectKey(metadata)`; they are stored without
+ *   `metadata.managedFields` and the `dropAnnotations` (`storedForm`, watch-store.ts);
  * - after every complete (paginated) list the store is swapped atomically, then `change`
  *   is emitted for every key added, changed (different resourceVersion) or removed
  *   compared with the previous contents, so deletions missed while disconnected surface;
@@ -29,7 +30,7 @@ import { type KubeObject, objectKey } from "../core/objects.ts";
 import type { KubeClient, Query, WatchEvent } from "./client.ts";
 import { KubeApiError } from "./errors.ts";
 import { classifyWatchError, type WatchFailure, WatchFault } from "./watch-fault.ts";
-import { type StoreChange, WatchStore } from "./watch-store.ts";
+import { type StoreChange, storedForm, WatchStore } from "./watch-store.ts";
 import { resolveWatcherOptions, type WatcherOptions } from "./watcher-options.ts";
 
 export type { WatchFailure } from "./watch-fault.ts";
@@ -71,6 +72,7 @@ export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>
   readonly #backoff: BackoffOptions;
   readonly #random: () => number;
   readonly #expectedKind: string | undefined;
+  readonly #dropAnnotations: readonly string[];
 
   readonly #store = new WatchStore<T>();
   #hasSynced = false;
@@ -99,6 +101,7 @@ export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>
     this.#backoff = resolved.backoff;
     this.#random = resolved.random;
     this.#expectedKind = resolved.expectedKind;
+    this.#dropAnnotations = resolved.dropAnnotations;
   }
 
   /** Starts listing and watching. Idempotent; a stopped watcher stays stopped. */
@@ -355,10 +358,13 @@ export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>
     return true;
   }
 
-  /** Checks the minimum an object needs to be stored (metadata.name); throws a `decode`-class fault otherwise. */
+  /**
+   * Checks the minimum an object needs to be stored (metadata.name); throws a
+   * `decode`-class fault otherwise. Returns the object in its stored form (`storedForm`).
+   */
   #accept(value: unknown, what: string): T {
     if (isRecord(value) && isRecord(value["metadata"]) && typeof value["metadata"]["name"] === "string") {
-      return value as unknown as T;
+      return storedForm(value as unknown as T, this.#dropAnnotations);
     }
     throw new WatchFault("invalid-object", `${this.path}: ${what} has no metadata.name`);
   }

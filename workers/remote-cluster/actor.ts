@@ -28,6 +28,7 @@ import { isMember, memberGateway } from "../../src/core/federated.ts";
 import { objectKey, type Service } from "../../src/core/objects.ts";
 import { KubeClient } from "../../src/kube/client.ts";
 import type { ConnectionSpec } from "../../src/kube/connection.ts";
+import { LAST_APPLIED_CONFIGURATION } from "../../src/kube/watch-store.ts";
 import { Watcher, type WatchFailure } from "../../src/kube/watcher.ts";
 import type { Logger } from "../../src/log.ts";
 import type {
@@ -116,6 +117,8 @@ export class RemoteClusterActor {
       client: this.#client,
       path: "/api/v1/services",
       expectedKind: "Service",
+      // A JSON copy of the whole Service, often its largest field; this store is never written back.
+      dropAnnotations: [LAST_APPLIED_CONFIGURATION],
       ...(init.options.watchInactivityTimeoutMs ? { inactivityTimeoutMs: init.options.watchInactivityTimeoutMs } : {}),
     });
     this.#hostnames = new HostnameCache(deps.resolve ?? createResolver(), deps.logger, (hostname) =>

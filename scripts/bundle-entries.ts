@@ -1,0 +1,57 @@
+/**
+ * One pre-bundled ESM file per thread entry: `npm run build` (after `tsc`) writes
+ * dist/workers/<kind>/entry.js as a single file holding the entry, every module of src/
+ * and workers/ it imports, and the npm packages it uses (pino, valibot, eventemitter3),
+ * over the per-module file tsc wrote there. `src/supervisor/worker-entry.ts` resolves the
+ * same path either way, so nothing else changes; tests that run the entries from the
+ * TypeScript sources keep the module graph.
+ *
+ * Why: a thread that loads ~100 modules one by one resolves, reads, compiles and links
+ * each (and keeps a module record per file); one file is read and compiled once. Measured
+ * in docs/DESIGN.md §8 ("Cheaper threads").
+ *
+ * The bundle imports nothing at run time but Node's built-in modules (test/unit/thread-bundles.test.ts
+ * checks it). CommonJS packages inside it (pino) call `require` for built-ins, which an
+ * ES module does not have: the banner makes one with `createRequire`.
+ *
+ *   node scripts/bundle-entries.ts [outdir=dist]
+ */
+import { fileURLToPath } from "node:url";
+import { build, type Metafile } from "esbuild";
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+
+/** The thread entries, relative to the repository root; the bundles keep these paths under `outdir`. */
+export const THREAD_ENTRIES = ["workers/remote-cluster/entry.ts", "workers/local-writer/entry.ts"] as const;
+
+const REQUIRE_BANNER =
+  "import { createRequire as __fleetMirrorCreateRequire } from 'node:module';\n" +
+  "const require = __fleetMirrorCreateRequire(import.meta.url);";
+
+/** Bundles every thread entry into `outdir` (absolute, or relative to the repository root). */
+export async function bundleEntries(outdir: string): Promise<Metafile> {
+  const result = await build({
+    absWorkingDir: ROOT,
+    entryPoints: [...THREAD_ENTRIES],
+    outbase: ".",
+    outdir,
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node24",
+    // Stack traces of the image point into the TypeScript sources (with --enable-source-maps).
+    sourcemap: "linked",
+    banner: { js: REQUIRE_BANNER },
+    metafile: true,
+    logLevel: "warning",
+  });
+  return result.metafile;
+}
+
+if (import.meta.main) {
+  const outdir = process.argv[2] ?? "dist";
+  const metafile = await bundleEntries(outdir);
+  for (const [file, output] of Object.entries(metafile.outputs)) {
+    if (file.endsWith(".js")) process.stdout.write(`${file}: ${Math.round(output.bytes / 1024)} kB\n`);
+  }
+}

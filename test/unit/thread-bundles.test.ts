@@ -1,0 +1,114 @@
+/**
+ * The pre-bundled thread entries (`npm run build`, scripts/bundle-entries.ts): each is
+ * one file that needs nothing at run time but Node's built-in modules, and runs as its
+ * thread. The bundles are written to a temporary directory outside the repository, so
+ * a bundle that still imported a package or a module of src/ would fail to load there.
+ */
+import assert from "node:assert/strict";
+import { once } from "node:events";
+import { mkdtempSync, rmSync } from "node:fs";
+import { isBuiltin } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { pathToFileURL } from "node:url";
+import { MessageChannel, Worker } from "node:worker_threads";
+import type { Metafile } from "esbuild";
+import { bundleEntries, THREAD_ENTRIES } from "../../scripts/bundle-entries.ts";
+import { decodeFromRemoteActor, decodeFromWriter, type ToRemoteActor } from "../../src/protocol/messages.ts";
+
+/** The first message of `worker` that `match` accepts; rejects if the thread exits first. */
+function nextMessage(worker: Worker, match: (m: { type?: unknown }) => boolean): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const onMessage = (m: { type?: unknown }): void => {
+      if (!match(m)) return;
+      worker.off("message", onMessage);
+      resolve(m);
+    };
+    worker.on("message", onMessage);
+    worker.once("exit", (code) => reject(new Error(`thread exited (code ${code}) before the expected message`)));
+    worker.once("error", reject);
+  });
+}
+
+describe("bundled thread entries", () => {
+  let dir = "";
+  let metafile: Metafile;
+  const workers: Worker[] = [];
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), "fleet-mirror-bundles-"));
+    metafile = await bundleEntries(dir);
+  });
+  after(async () => {
+    await Promise.all(workers.map((w) => w.terminate()));
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const bundle = (entry: string): URL => pathToFileURL(join(dir, entry.replace(/\.ts$/, ".js")));
+
+  it("each entry is one file that imports only Node's built-in modules", () => {
+    const outputs = Object.entries(metafile.outputs).filter(([file]) => file.endsWith(".js"));
+    assert.equal(outputs.length, THREAD_ENTRIES.length);
+    for (const [file, output] of outputs) {
+      const runtime = output.imports.filter((i) => i.external).map((i) => i.path);
+      assert.deepEqual(
+        runtime.filter((path) => !isBuiltin(path)),
+        [],
+        `${file} imports at run time`,
+      );
+      // The packages the threads use are inside the bundle, not loaded beside it.
+      const inputs = Object.keys(output.inputs);
+      for (const name of ["pino", "valibot"])
+        assert.ok(
+          inputs.some((i) => i.startsWith(`node_modules/${name}/`)),
+          `${file} holds ${name}`,
+        );
+    }
+  });
+
+  it("the bundled remote-cluster entry starts an actor (actor.ready) and stops it (actor.stopped)", async () => {
+    const worker = new Worker(bundle("workers/remote-cluster/entry.ts"), { stdout: true, stderr: true });
+    workers.push(worker);
+    const { port1, port2 } = new MessageChannel();
+    const init: ToRemoteActor = {
+      type: "actor.init",
+      cluster: { name: "east", domain: "cluster.local", excludedNamespaces: [] },
+      epoch: 1,
+      connection: { server: "https://127.0.0.1:1", auth: { kind: "anonymous" } },
+      options: {
+        resolvePeriodMs: 60_000,
+        maxInFlight: 2,
+        batchDelayMs: 10,
+        logLevel: "info",
+        memberSelector: { key: "mirror.linkerd.io/federated", value: "member" },
+      },
+      writerPort: port1,
+    };
+    worker.postMessage(init, [port1]);
+    const ready = decodeFromRemoteActor(await nextMessage(worker, (m) => m.type !== "actor.status"));
+    assert.deepEqual(ready, { type: "actor.ready", cluster: "east", epoch: 1 });
+    worker.postMessage({ type: "actor.stop", cluster: "east" });
+    const stopped = decodeFromRemoteActor(await nextMessage(worker, (m) => m.type === "actor.stopped"));
+    assert.deepEqual(stopped, { type: "actor.stopped", cluster: "east", epoch: 1 });
+    port2.close();
+    // The thread ends once its last actor stopped; its log lines (pino, bundled) came out whole.
+    const [code] = await once(worker, "exit");
+    assert.equal(code, 0);
+  });
+
+  it("the bundled local-writer entry reports a message that does not decode and stops on writer.stop", async () => {
+    const worker = new Worker(bundle("workers/local-writer/entry.ts"), { stdout: true, stderr: true });
+    workers.push(worker);
+    let output = "";
+    worker.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+      output += chunk;
+    });
+    worker.postMessage({ type: "writer.clusters", keep: "east" });
+    worker.postMessage({ type: "writer.stop" });
+    const stopped = decodeFromWriter(await nextMessage(worker, (m) => m.type === "writer.stopped"));
+    assert.equal(stopped.type, "writer.stopped");
+    await once(worker, "exit");
+    const line = JSON.parse(output.split("\n")[0] ?? "") as { msg?: unknown; err?: { message?: unknown } };
+    assert.equal(line.msg, "protocol error: message dropped");
+    assert.match(String(line.err?.message), /^writer\.clusters: keep: /);
+  });
+});
