@@ -56,13 +56,19 @@ export interface ControlPlaneOptions {
  * verb, which object, which response code; no bodies) for the writes fleet-mirror or its
  * tests make (create/update/patch/delete of Services, Endpoints, EndpointSlices,
  * Namespaces, Events, Leases, ServiceImports), and nothing else, so the log stays small
- * and cheap to read. Only the ResponseComplete stage is kept: one line per write, with
- * its response code.
+ * and cheap to read. Lease writes keep their bodies (RequestResponse): the holder each
+ * write left in the Lease is the server's own history of who held what, and when. Only
+ * the ResponseComplete stage is kept: one line per write, with its response code.
  */
 export const AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived", "ResponseStarted"]
 rules:
+  - level: RequestResponse
+    verbs: ["create", "update", "patch", "delete"]
+    resources:
+      - group: "coordination.k8s.io"
+        resources: ["leases"]
   - level: Metadata
     verbs: ["create", "update", "patch", "delete", "deletecollection"]
     resources:

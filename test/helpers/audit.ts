@@ -41,10 +41,15 @@ export interface AuditedWrite {
   readonly name: string;
   /** The response's HTTP status (201, 200, 409, 403, ...); 0 when the server recorded none. */
   readonly code: number;
-  /** When the server received the request (epoch ms, the server's clock: this machine's). */
+  /** When the server received the request (epoch ms with a microsecond fraction; the server's clock: this machine's). */
   readonly receivedAt: number;
   /** Whether the request was a dry run (`dryRun=All`): audited, but nothing was stored. */
   readonly dryRun: boolean;
+  /**
+   * For a Lease write the server answered with the Lease: the holder it left there ("" when
+   * released). Undefined for every other write, and for a rejected one.
+   */
+  readonly leaseHolder: string | undefined;
 }
 
 /** A write that changed or meant to change state: 2xx, not a dry run. */
@@ -66,6 +71,18 @@ interface RawEvent {
   };
   readonly responseStatus?: { readonly code?: number };
   readonly requestReceivedTimestamp?: string;
+  readonly responseObject?: { readonly kind?: string; readonly spec?: { readonly holderIdentity?: string } };
+}
+
+/**
+ * An RFC 3339 time with up to nine fractional digits as epoch ms, keeping the
+ * microseconds as a fraction: writes a millisecond apart must still be ordered.
+ */
+export function parseMicroTime(text: string): number {
+  const match = /^(.*?)(?:\.(\d+))?Z$/.exec(text);
+  if (!match?.[1]) return Number.NaN;
+  const fraction = match[2] ?? "";
+  return Date.parse(`${match[1]}Z`) + Number(`0.${fraction || "0"}`) * 1_000;
 }
 
 /** Parses one audit line; undefined for anything that is not a complete ResponseComplete event. */
@@ -93,8 +110,12 @@ export function parseAuditLine(line: string): AuditedWrite | undefined {
     namespace: ref.namespace ?? "",
     name: ref.name ?? "",
     code: event.responseStatus?.code ?? 0,
-    receivedAt: Date.parse(event.requestReceivedTimestamp ?? ""),
+    receivedAt: parseMicroTime(event.requestReceivedTimestamp ?? ""),
     dryRun: new URLSearchParams(query).getAll("dryRun").includes("All"),
+    leaseHolder:
+      ref.resource === "leases" && event.responseObject?.kind === "Lease"
+        ? (event.responseObject.spec?.holderIdentity ?? "")
+        : undefined,
   };
 }
 

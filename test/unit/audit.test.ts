@@ -41,8 +41,9 @@ describe("audit log parsing", () => {
       namespace: "shop",
       name: "web-east",
       code: 201,
-      receivedAt: Date.parse("2026-12-03T12:00:00.123Z"),
+      receivedAt: Date.parse("2026-12-03T12:00:00.123Z") + 0.456,
       dryRun: false,
+      leaseHolder: undefined,
     });
   });
 
@@ -56,6 +57,27 @@ describe("audit log parsing", () => {
     );
     assert.equal(write?.identity, "fleet-admin");
     assert.equal(write?.resource, "services/status");
+  });
+
+  it("reads the holder a Lease write left in the Lease, and orders writes by microseconds", () => {
+    const lease = {
+      objectRef: { resource: "leases", namespace: "fleet-mirror", name: "fleet-mirror-shard-3" },
+      verb: "update",
+      responseStatus: { code: 200 },
+    };
+    const renewed = parseAuditLine(
+      event({ ...lease, responseObject: { kind: "Lease", spec: { holderIdentity: "r-1" } } }),
+    );
+    assert.equal(renewed?.leaseHolder, "r-1");
+    const released = parseAuditLine(event({ ...lease, responseObject: { kind: "Lease", spec: {} } }));
+    assert.equal(released?.leaseHolder, "");
+    const conflict = parseAuditLine(
+      event({ ...lease, responseStatus: { code: 409 }, responseObject: { kind: "Status", code: 409 } }),
+    );
+    assert.equal(conflict?.leaseHolder, undefined);
+    const earlier = parseAuditLine(event({ requestReceivedTimestamp: "2026-12-03T12:00:00.123001Z" }));
+    const later = parseAuditLine(event({ requestReceivedTimestamp: "2026-12-03T12:00:00.123002Z" }));
+    assert.ok((earlier?.receivedAt ?? 0) < (later?.receivedAt ?? 0));
   });
 
   it("counts only ResponseComplete events with an object", () => {
