@@ -5,6 +5,14 @@
  * (its Service, Endpoints and EndpointSlices), decides which cluster owns the name,
  * plans with the pure `planMirror`, reports conflicts, and hands each write to the
  * write executor. It never learns why it was called (level-triggered).
+ *
+ * Sharded (`ownership`): a key is this replica's only when its shard is held: a
+ * mirror's shard is its owner cluster's (the cluster named by the observed objects'
+ * labels, else the claimant that wins the name), a fleet-wide Service's is
+ * `federatedShardOf` its key. A key of a shard not held is neither planned nor written
+ * (no create, no update, no delete: its holder does that); clusters of shards not held
+ * are left out of the claimants. Garbage collection of an unregistered cluster's
+ * mirrors is therefore done by the holder of that cluster's shard only.
  */
 
 import type { DesiredMirror } from "../../src/core/desired.ts";
@@ -27,6 +35,7 @@ import {
   isFederatedObject,
   planFederated,
 } from "../../src/core/plan-federated.ts";
+import { allShards, federatedShardOf, hostsCluster, type ShardOwnership, shardOf } from "../../src/core/shards.ts";
 import type { ReconcileResult } from "../../src/core/workqueue.ts";
 import { KubeApiError, type KubeClient } from "../../src/kube/client.ts";
 import type { Logger } from "../../src/log.ts";
@@ -56,6 +65,8 @@ export interface ReconcilerDeps {
   >;
   readonly log: Logger;
   readonly recordEvent: (event: EventRequest) => void;
+  /** The shards this replica holds, read at every plan. Default: not sharded (everything). */
+  readonly ownership?: () => ShardOwnership;
 }
 
 /**
@@ -89,16 +100,25 @@ export class MirrorReconciler {
   }
 
   async reconcile(key: string): Promise<ReconcileResult> {
-    if (this.#isFederated(key)) return this.#reconcileFederated(key);
+    if (this.#isFederated(key)) {
+      const ownership = this.#ownership();
+      const { namespace = "", name } = splitKey(key);
+      const shard = federatedShardOf(namespace, name, ownership.shards);
+      // Another replica's fleet-wide Service: not ours to write, not ours to report.
+      if (!ownership.held.has(shard)) return { kind: "done" };
+      return this.#reconcileFederated(key, shard);
+    }
     // A new mirror's slices need its Service's uid (their ownerReference): after the
     // Service is created, plan once more at once rather than wait for the watch.
     for (let pass = 0; ; pass++) {
-      const { plan, desired, observed } = await this.#plan(key);
+      const planned = await this.#plan(key);
+      if (planned === undefined) return { kind: "done" }; // a shard this replica does not hold
+      const { plan, desired, observed, shard } = planned;
       if (plan.blocked && desired) {
         this.block(key, desired.cluster, plan.blocked);
         return { kind: "requeue-after", ms: this.#deps.options.blockedRecheckMs };
       }
-      const outcome = await this.#apply(key, plan.actions, desired, observed);
+      const outcome = await this.#apply(key, plan.actions, desired, observed, shard);
       if (outcome) return outcome;
       if (pass > 0 || !this.#needsSecondPass(plan.actions)) return { kind: "done" };
     }
@@ -110,13 +130,14 @@ export class MirrorReconciler {
     actions: readonly WriteAction[],
     desired: DesiredMirror | undefined,
     observed: readonly ObservedObject[],
+    shard: number,
   ): Promise<ReconcileResult | undefined> {
     for (const action of deletesServiceLast(actions)) {
       const target =
         action.kind === "Namespace"
           ? undefined
           : observed.find((o) => o.kind === action.kind && o.object.metadata.name === action.name)?.object;
-      const outcome = await this.#deps.executor.apply(key, action, desired, target);
+      const outcome = await this.#deps.executor.apply(key, action, desired, target, shard);
       if (outcome) return outcome;
     }
     return undefined;
@@ -128,11 +149,23 @@ export class MirrorReconciler {
     return createdService && this.#deps.options.endpointsApi !== "endpoints";
   }
 
-  async #plan(
-    key: string,
-  ): Promise<{ plan: MirrorPlan; desired: ReturnType<DesiredStore["get"]>; observed: ObservedObject[] }> {
+  #ownership(): ShardOwnership {
+    return this.#deps.ownership?.() ?? allShards;
+  }
+
+  /** The plan of mirror `key`; undefined when its shard is not held here (nothing may be planned). */
+  async #plan(key: string): Promise<
+    | {
+        plan: MirrorPlan;
+        desired: ReturnType<DesiredStore["get"]>;
+        observed: ObservedObject[];
+        shard: number;
+      }
+    | undefined
+  > {
     const { desired: store, cache, options } = this.#deps;
-    const claimants = store.claimants(key);
+    const ownership = this.#ownership();
+    const claimants = store.claimants(key).filter((cluster) => hostsCluster(ownership, cluster));
     const { namespace, name } = splitKey(key);
     const observed: ObservedObject[] = [];
     const service = cache.observed("Service", key, this.#deps.services.get(key));
@@ -172,7 +205,11 @@ export class MirrorReconciler {
     // The current owner keeps the name; otherwise the first claimant in name order.
     let owner: string | undefined;
     for (const o of observed) owner ??= MIRROR_KINDS[o.kind].owner(o.object.metadata.labels);
+    // The owner's shard decides; with no owner, the claimant that would win it (only
+    // claimants of held shards are left, so another shard's claimant never counts here).
+    if (owner !== undefined && !hostsCluster(ownership, owner)) return undefined;
     const winner = owner && claimants.includes(owner) ? owner : claimants[0];
+    if (winner === undefined && owner === undefined && ownership.shards > 1) return undefined;
     const desired = winner ? store.get(winner, key) : undefined;
     const plan = planMirror({
       key,
@@ -192,7 +229,7 @@ export class MirrorReconciler {
       });
     }
     if (!plan.blocked && !claimants.some((c) => c !== winner)) this.#blocked.delete(key);
-    return { plan, desired, observed };
+    return { plan, desired, observed, shard: shardOf(owner ?? winner ?? "", ownership.shards) };
   }
 
   /** A mirror that is not written: logged (once per message) and reported as an Event. */
@@ -246,7 +283,7 @@ export class MirrorReconciler {
     return service !== undefined && isFederatedObject("Service", service);
   }
 
-  async #reconcileFederated(key: string): Promise<ReconcileResult> {
+  async #reconcileFederated(key: string, shard: number): Promise<ReconcileResult> {
     // As for a mirror: once the Service is created, its slices need its uid at once.
     for (let pass = 0; ; pass++) {
       const { plan, observed, members } = await this.#planFederated(key);
@@ -263,7 +300,7 @@ export class MirrorReconciler {
         );
         return { kind: "requeue-after", ms: this.#deps.options.blockedRecheckMs };
       }
-      const outcome = await this.#apply(key, plan.actions, undefined, observed);
+      const outcome = await this.#apply(key, plan.actions, undefined, observed, shard);
       if (outcome) return outcome;
       if (pass > 0 || !this.#needsSecondPass(plan.actions)) return { kind: "done" };
     }
