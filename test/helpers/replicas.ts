@@ -57,7 +57,7 @@ export interface ReplicaOptions {
   readonly proxied?: boolean;
 }
 
-/** The message of one pino JSON log line; undefined for anything else (e.g. a line still arriving). */
+/** One pino JSON log line, parsed; undefined for anything else (e.g. a line still arriving). */
 function logLine(line: string): Record<string, unknown> | undefined {
   if (!line.startsWith("{")) return undefined;
   try {
