@@ -5,6 +5,10 @@
  *
  * The writer learns the set of clusters to keep only after a complete Secret list
  * (`listed`), so mirrors are never collected on partial knowledge (SPEC §6).
+ *
+ * Sharded, every replica computes the same registry, but only the replica hosting a
+ * cluster reports it (`reportsFor`): one log line and one Event per change, not one per
+ * replica. A cluster gained later is reported then (`refresh`).
  */
 import type { Config } from "../config.ts";
 import { SECRET_TYPE } from "../core/labels.ts";
@@ -23,6 +27,11 @@ export interface RegistryControllerOptions {
   readonly logger: Logger;
   readonly onRegistry: (registry: RegistryState) => void;
   readonly sendEvent: (event: EventRequest) => void;
+  /**
+   * Whether this replica reports (logs and Events) the registration of `cluster` (or,
+   * for a Secret naming no cluster, of the Secret `secretKey`). Default: every one.
+   */
+  readonly reportsFor?: (cluster: string | undefined, secretKey: string) => boolean;
 }
 
 export class RegistryController {
@@ -66,6 +75,11 @@ export class RegistryController {
   async stop(): Promise<void> {
     this.#stopped = true;
     await this.#secrets.stop();
+  }
+
+  /** Computes the registry again (e.g. the clusters this replica reports changed). */
+  refresh(): void {
+    if (this.#secrets.hasSynced) this.#schedule();
   }
 
   /** An Event on the credentials Secret `secretKey`; nothing when the Secret is gone. */
@@ -116,6 +130,18 @@ export class RegistryController {
     return parsed;
   }
 
+  /** The part of `registry` this replica reports (all of it unless `reportsFor` says otherwise). */
+  #reportable(registry: RegistryState): RegistryState {
+    const reportsFor = this.#o.reportsFor;
+    if (!reportsFor) return registry;
+    return {
+      ...registry,
+      registered: new Map([...registry.registered].filter(([cluster, r]) => reportsFor(cluster, r.secretKey))),
+      duplicates: registry.duplicates.filter((d) => reportsFor(d.cluster, d.secretKey)),
+      invalid: registry.invalid.filter((i) => reportsFor(i.cluster, i.secretKey)),
+    };
+  }
+
   #reconcile(): void {
     const entries: SecretEntry[] = [];
     const seen = new Set<string>();
@@ -129,7 +155,7 @@ export class RegistryController {
     this.#registry = registry;
     this.#winners.clear();
     for (const [cluster, r] of registry.registered) this.#winners.set(cluster, r.secretUid);
-    const { reported, reports } = registryReports(this.#reported, registry, uids);
+    const { reported, reports } = registryReports(this.#reported, this.#reportable(registry), uids);
     this.#reported = reported;
     for (const r of reports) {
       this.#o.logger[r.log.level]({ secret: r.secretKey, cluster: r.cluster, ...r.log.fields }, r.log.message);

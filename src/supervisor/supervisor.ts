@@ -32,7 +32,7 @@ import {
   type WriterHealth,
 } from "../admin/fleet-view.ts";
 import type { Config } from "../config.ts";
-import { allShards, hostsCluster, type ShardOwnership } from "../core/shards.ts";
+import { allShards, hostsCluster, type ShardOwnership, shardOf } from "../core/shards.ts";
 import { KubeClient } from "../kube/client.ts";
 import type { ConnectionSpec } from "../kube/connection.ts";
 import type { Logger } from "../log.ts";
@@ -105,6 +105,13 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
       logger,
       onRegistry: (registry) => this.#onRegistry(registry),
       sendEvent: (event) => this.#writer.sendEvent(event),
+      // Sharded: a registration is reported by the replica hosting its cluster only.
+      ...(config.shards > 1
+        ? {
+            reportsFor: (cluster: string | undefined, secretKey: string) =>
+              this.#ownership.held.has(shardOf(cluster ?? secretKey, this.#ownership.shards)),
+          }
+        : {}),
     });
     this.#actors = new ActorRunner({
       config,
@@ -284,7 +291,10 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
     if (changed) this.#ownership = { shards: this.#ownership.shards, held: new Set(held.keys()) };
     const fenced = this.#writer.setShards([...held].map(([shard, writableUntil]) => ({ shard, writableUntil })));
     // A renewal only moves deadlines: the actors change only with the held set.
-    if (changed && !this.#stopping) this.#dispatchRegistrations(this.#registry.registry);
+    if (changed && !this.#stopping) {
+      this.#dispatchRegistrations(this.#registry.registry);
+      this.#registry.refresh(); // newly hosted clusters are reported by this replica now
+    }
     return fenced;
   }
 

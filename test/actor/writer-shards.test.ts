@@ -16,12 +16,15 @@ import { shardOf } from "../../src/core/shards.ts";
 import type { RequestOptions } from "../../src/kube/client.ts";
 import { KubeApiError } from "../../src/kube/errors.ts";
 import { silentLogger } from "../../src/log.ts";
+import type { FromWriter } from "../../src/protocol/messages.ts";
+import { LocalWriterActor } from "../../workers/local-writer/actor.ts";
 import { DesiredStore } from "../../workers/local-writer/desired-store.ts";
 import { FENCE_RECHECK_MS, WriteFence } from "../../workers/local-writer/fence.ts";
 import { MutationCache } from "../../workers/local-writer/mutation-cache.ts";
 import { MirrorReconciler } from "../../workers/local-writer/reconcile.ts";
 import { WriterStats } from "../../workers/local-writer/status.ts";
 import { WriteExecutor } from "../../workers/local-writer/write-executor.ts";
+import { batch, desiredMirror, FakeActorPort, WRITER_OPTIONS } from "./writer-harness.ts";
 
 const SHARDS = 6;
 
@@ -214,4 +217,42 @@ describe("the writer sharded across replicas", () => {
 
 it("the clusters of these tests are in different shards", () => {
   assert.notEqual(DEAD, EAST);
+});
+
+describe("the writer actor's held shards (writer.shards)", () => {
+  it("attaches and absorbs only clusters of held shards, forgets a dropped shard's clusters, ignores an older message, and answers each", async () => {
+    const sent: FromWriter[] = [];
+    const actor = new LocalWriterActor(
+      { server: "https://127.0.0.1:1", auth: { kind: "token", token: "t" } },
+      { ...WRITER_OPTIONS, fenced: true, shards: SHARDS },
+      { supervisor: (message) => sent.push(message) },
+      { logger: silentLogger() },
+    );
+    const fenced = () => sent.flatMap((m) => (m.type === "writer.shards-fenced" ? [m.seq] : []));
+    const early = new FakeActorPort();
+    actor.attach("east", 1, early);
+    assert.equal(early.closed, true, "a cluster of a shard not held is refused");
+
+    actor.setShards(1, [{ shard: EAST, writableUntil: Number.MAX_SAFE_INTEGER }]);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(fenced(), [1]);
+    const port = new FakeActorPort();
+    actor.attach("east", 2, port);
+    assert.equal(port.closed, false);
+    port.send(batch("east", 2, 1, { complete: true, upserts: [desiredMirror("east", "shop", "web")] }));
+    assert.deepEqual(port.acks.at(-1), { type: "desired.ack", cluster: "east", epoch: 2, seq: 1 });
+    assert.equal(actor.status().clusters["east"]?.complete, true);
+
+    actor.setShards(2, [{ shard: OTHER, writableUntil: Number.MAX_SAFE_INTEGER }]);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(port.closed, true, "the dropped shard's channel is closed");
+    assert.equal(actor.status().clusters["east"], undefined, "its desired state is forgotten");
+    assert.deepEqual([...actor.ownership.held], [OTHER]);
+
+    actor.setShards(1, [{ shard: EAST, writableUntil: Number.MAX_SAFE_INTEGER }]);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual([...actor.ownership.held], [OTHER], "an older message changes nothing");
+    assert.deepEqual(fenced(), [1, 2, 2]);
+    await actor.stop();
+  });
 });

@@ -158,6 +158,23 @@ describe("sharding across replicas (three controller processes, six shards)", ()
         for (const cluster of Object.keys(writer?.clusters ?? {}))
           assert.ok(expected.includes(cluster), `${replica.identity}'s writer holds ${cluster} of another shard`);
       }
+      // Every replica lists every Secret, but only the cluster's host reports its
+      // registration: a Secret added once the shards are settled gets one Event, not one
+      // per replica. (At start-up a shard may still move, and its new host reports again.)
+      const late = "c8";
+      assert.ok(!CLUSTERS.includes(late));
+      await fleet.register("east", { clusterName: late });
+      await fleet.waitForMirror(NS, `web-${late}`, () => true, TIMEOUT_MS);
+      await fleet.waitForSecretEvent(`cluster-credentials-${late}`, "ClusterRegistered");
+      const events = await fleet.secretEvents(`cluster-credentials-${late}`, "ClusterRegistered");
+      assert.equal(events.length, 1, `${events.length} ClusterRegistered Events for one new Secret`);
+      assert.equal(events[0]?.count ?? 1, 1);
+      // Unregistered: its mirror is collected (by the holder of its shard only, per the writer's rule).
+      await fleet.local.deleteNamespacedSecret({
+        namespace: CONTROLLER_NAMESPACE,
+        name: `cluster-credentials-${late}`,
+      });
+      await fleet.waitForNoMirror(NS, `web-${late}`, TIMEOUT_MS);
     });
   });
 

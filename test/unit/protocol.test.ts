@@ -195,6 +195,12 @@ const valid: { decode: (value: unknown) => unknown; message: unknown }[] = [
     },
   },
   { decode: decodeToWriter, message: { type: "writer.fence", writableUntil: 123_456.5 } },
+  {
+    decode: decodeToWriter,
+    message: { type: "writer.shards", seq: 3, held: [{ shard: 0, writableUntil: 123_456.5 }] },
+  },
+  { decode: decodeToWriter, message: { type: "writer.shards", seq: 4, held: [] } },
+  { decode: decodeFromWriter, message: { type: "writer.shards-fenced", seq: 4 } },
   { decode: decodeToWriter, message: { type: "writer.stop" } },
   { decode: decodeFromWriter, message: { type: "writer.ready" } },
   { decode: decodeFromWriter, message: { type: "writer.status", status: writerStatus } },
@@ -414,6 +420,16 @@ const malformed: { decode: (value: unknown) => unknown; message: unknown; error:
     decode: decodeToWriter,
     message: { type: "writer.fence", writableUntil: Number.NaN },
     error: "writer.fence: writableUntil: expected number but received NaN",
+  },
+  {
+    decode: decodeToWriter,
+    message: { type: "writer.shards", seq: 1, held: [{ shard: -1, writableUntil: 5 }] },
+    error: "writer.shards: held[0].shard: must be >= 0",
+  },
+  {
+    decode: decodeToWriter,
+    message: { type: "writer.shards", seq: 1, held: [{ shard: 2, writableUntil: Number.POSITIVE_INFINITY }] },
+    error: "writer.shards: held[0].writableUntil: Invalid finite",
   },
   {
     decode: decodeFromWriter,

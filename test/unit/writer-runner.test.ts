@@ -75,4 +75,49 @@ describe("writer runner", () => {
     second.emit("exit", 0);
     await stopped;
   });
+
+  it("sharded: a held-shards change resolves once the writer answers it is fenced, or exits; a new writer gets the latest", async () => {
+    const writers: FakeWriter[] = [];
+    const runner = new WriterRunner({
+      config: defaultConfig({ leaderElect: true, shards: 6 }),
+      local: { server: "https://127.0.0.1:1", auth: { kind: "token", token: "t" } },
+      logger: silentLogger(),
+      policy: { initialMs: 1, maxMs: 1, windowMs: 60_000, crashLoopAfter: 5, crashLoopRetryMs: 1 },
+      stopTimeoutMs: 1_000,
+      writeFence: true,
+      onReady: () => {},
+      onStatus: () => {},
+      spawn: () => {
+        const w = new FakeWriter();
+        writers.push(w);
+        return w as unknown as Worker;
+      },
+    });
+    runner.start();
+    const first = writers[0];
+    assert.ok(first);
+    const init = first.received[0];
+    assert.ok(init?.type === "writer.init" && init.options.shards === 6, "the writer learns S at init");
+    let settled = false;
+    const giving = runner.setShards([{ shard: 1, writableUntil: 50 }]).then(() => {
+      settled = true;
+    });
+    const sent = first.received.at(-1);
+    assert.ok(sent?.type === "writer.shards");
+    first.emit("message", { type: "writer.shards-fenced", seq: sent.seq - 1 });
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(settled, false, "an answer to an older message does not count");
+    first.emit("message", { type: "writer.shards-fenced", seq: sent.seq });
+    await giving;
+
+    const pending = runner.setShards([{ shard: 2, writableUntil: 60 }]);
+    first.emit("exit", 1);
+    await pending; // a writer that is gone has nothing in flight
+    const second = await eventually("a new writer", () => writers[1]);
+    const latest = second.received.find((m) => m.type === "writer.shards");
+    assert.deepEqual(latest?.type === "writer.shards" ? latest.held : undefined, [{ shard: 2, writableUntil: 60 }]);
+    const stopped = runner.stop();
+    second.emit("exit", 0);
+    await stopped;
+  });
 });
