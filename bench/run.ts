@@ -28,6 +28,7 @@ import { runMemory } from "./memory.ts";
 import { runProbeCpu } from "./probe-cpu.ts";
 import { runRemoteRecovery } from "./remote-recovery.ts";
 import { runRestart } from "./restart.ts";
+import { runSharded } from "./sharded.ts";
 import { runSteadyLatency } from "./steady-latency.ts";
 
 const SCENARIOS: Readonly<Record<string, (opts: BenchOptions) => Promise<ScenarioResult>>> = {
@@ -40,6 +41,7 @@ const SCENARIOS: Readonly<Record<string, (opts: BenchOptions) => Promise<Scenari
   failover: runFailover,
   "probe-cpu": runProbeCpu,
   "default-config": runDefaultConfig,
+  sharded: runSharded,
 };
 
 const SUMMARY_KEYS = [
@@ -66,6 +68,8 @@ const SUMMARY_KEYS = [
   "remote_recovery_s",
   "failover_s",
   "probe_cpu_ratio",
+  "sharded_converge_ratio",
+  "shard_failover_s",
 ] as const;
 
 /** The issue's targets, for SUMMARY.md: [comparison, bound, unit]. */
@@ -95,6 +99,10 @@ const TARGETS: Readonly<Record<(typeof SUMMARY_KEYS)[number], readonly [">=" | "
   // 3 × the default probe period (3 s) + 1 s.
   failover_s: ["<=", 3 * 3 + 1, "s"],
   probe_cpu_ratio: ["<=", 1.5, "× bare client"],
+  // One replica's cold-convergence time / three replicas' (--shards 12), same world.
+  sharded_converge_ratio: [">=", 0.9, "× one replica"],
+  // The default Lease duration (10 s) + 10 s.
+  shard_failover_s: ["<=", 10 + 10, "s"],
 };
 
 function verdict(key: (typeof SUMMARY_KEYS)[number], value: number | null): string {
@@ -188,6 +196,17 @@ export function summaryFromResults(out: string): Record<string, number | null> {
     remote_recovery_s: num(full(read("remote-recovery"))?.["remoteRecoveryS"]),
     failover_s: num(full(read("failover"))?.["failoverS"]),
     probe_cpu_ratio: num(full(read("probe-cpu"))?.["ratio"]),
+    ...shardedFigures(rows(full(read("sharded")))[0]),
+  };
+}
+
+/** The sharded scenario's summary keys from its row (bench/sharded.ts). */
+function shardedFigures(row: Record<string, unknown> | undefined): Record<string, number | null> {
+  const ratio = row?.["ratio"];
+  const movedMs = row?.["failoverMovedMs"];
+  return {
+    sharded_converge_ratio: typeof ratio === "number" ? ratio : null,
+    shard_failover_s: typeof movedMs === "number" ? Math.round(movedMs / 10) / 100 : null,
   };
 }
 

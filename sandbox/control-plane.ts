@@ -43,7 +43,47 @@ export interface ControlPlaneOptions {
    * where fleet-mirror writes.
    */
   readonly controllerManagers?: readonly string[];
+  /**
+   * Clusters (a subset of `clusters`) whose API server writes an audit log (see
+   * `AUDIT_POLICY`) to `SandboxCluster.auditLogPath`. Default: none, so that runs that
+   * never read it pay nothing.
+   */
+  readonly audit?: readonly string[];
 }
+
+/**
+ * The audit policy of a cluster named in `ControlPlaneOptions.audit`: Metadata (who, what
+ * verb, which object, which response code; no bodies) for the writes fleet-mirror or its
+ * tests make (create/update/patch/delete of Services, Endpoints, EndpointSlices,
+ * Namespaces, Events, Leases, ServiceImports), and nothing else, so the log stays small
+ * and cheap to read. Lease writes keep their bodies (RequestResponse): the holder each
+ * write left in the Lease is the server's own history of who held what, and when. Only
+ * the ResponseComplete stage is kept: one line per write, with its response code.
+ */
+export const AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived", "ResponseStarted"]
+rules:
+  - level: RequestResponse
+    verbs: ["create", "update", "patch", "delete"]
+    resources:
+      - group: "coordination.k8s.io"
+        resources: ["leases"]
+  - level: Metadata
+    verbs: ["create", "update", "patch", "delete", "deletecollection"]
+    resources:
+      - group: ""
+        resources: ["services", "services/status", "endpoints", "namespaces", "events"]
+      - group: "discovery.k8s.io"
+        resources: ["endpointslices"]
+      - group: "events.k8s.io"
+        resources: ["events"]
+      - group: "coordination.k8s.io"
+        resources: ["leases"]
+      - group: "multicluster.x-k8s.io"
+        resources: ["serviceimports"]
+  - level: None
+`;
 
 export interface SandboxCluster {
   readonly name: string;
@@ -57,6 +97,8 @@ export interface SandboxCluster {
   /** The same kubeconfig written to disk, for kubectl and `--kubeconfig`. */
   readonly adminKubeconfigPath: string;
   readonly etcdPrefix: string;
+  /** The API server's audit log (JSON lines), when the cluster is named in `ControlPlaneOptions.audit`. */
+  readonly auditLogPath?: string;
 }
 
 interface ClusterRuntime {
@@ -131,6 +173,10 @@ export class ControlPlane {
     for (const name of managed) {
       if (!names.has(name)) throw new Error(`controllerManagers names ${name}, which is not among the clusters`);
     }
+    const audited = new Set(options.audit ?? []);
+    for (const name of audited) {
+      if (!names.has(name)) throw new Error(`audit names ${name}, which is not among the clusters`);
+    }
     const binaries = await ensureControlPlaneBinaries();
     const controllerManagerBinary = managed.size > 0 ? await ensureControllerManager() : undefined;
     const ownsDir = options.dir === undefined;
@@ -162,6 +208,8 @@ export class ControlPlane {
     const saPublic = join(pki, "sa.pub");
     await writeFile(saPrivate, saKeys.privateKey.export({ type: "pkcs8", format: "pem" }));
     await writeFile(saPublic, saKeys.publicKey.export({ type: "spki", format: "pem" }));
+    const auditPolicyPath = join(dir, "audit-policy.yaml");
+    if (audited.size > 0) await writeFile(auditPolicyPath, AUDIT_POLICY);
 
     const etcdUrl = `http://127.0.0.1:${etcdPort}`;
     const etcd = new ManagedProcess(
@@ -208,6 +256,7 @@ export class ControlPlane {
             const adminKubeconfigPath = join(dir, `${name}.kubeconfig`);
             await writeFile(adminKubeconfigPath, adminKubeconfig, { mode: 0o600 });
             const etcdPrefix = `/clusters/${name}`;
+            const auditLogPath = audited.has(name) ? join(dir, "logs", `audit-${name}.log`) : undefined;
             const process = new ManagedProcess(
               `kube-apiserver-${name}`,
               binaries.kubeApiserver,
@@ -234,6 +283,20 @@ export class ControlPlane {
                 // The sandbox has no nodes or kubelets; keep start-up lean.
                 "--endpoint-reconciler-type=none",
                 "--v=0",
+                ...(auditLogPath
+                  ? [
+                      `--audit-policy-file=${auditPolicyPath}`,
+                      `--audit-log-path=${auditLogPath}`,
+                      // Blocking (the log backend's default, stated because readers rely on
+                      // it): a request's line is written before its handler returns, so a
+                      // write the client saw answered is in the file once a later marker
+                      // write is (test/helpers/audit.ts).
+                      "--audit-log-mode=blocking",
+                      "--audit-log-format=json",
+                      // Rotation would split the log a test reads from the start.
+                      "--audit-log-maxsize=0",
+                    ]
+                  : []),
               ],
               join(dir, "logs", `kube-apiserver-${name}.log`),
             );
@@ -245,6 +308,7 @@ export class ControlPlane {
               adminKubeconfig,
               adminKubeconfigPath,
               etcdPrefix,
+              ...(auditLogPath ? { auditLogPath } : {}),
             };
             plane.#abort.throwIfAborted();
             plane.#runtimes.set(name, { cluster, process, admin });

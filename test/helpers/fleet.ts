@@ -66,10 +66,20 @@ export class Fleet {
    * (which creates the controller's namespace and ServiceAccount) and mints the
    * controller's token.
    */
-  static async start(remotes: readonly string[] = ["east", "west"]): Promise<Fleet> {
+  static async start(
+    remotes: readonly string[] = ["east", "west"],
+    options: {
+      /** The local API server writes an audit log (read it with test/helpers/audit.ts). Default false. */
+      readonly audit?: boolean;
+    } = {},
+  ): Promise<Fleet> {
     // The local cluster runs the built-in controllers that act on mirrors (EndpointSlice
     // mirroring, namespace, garbage collector), as a real cluster does.
-    const plane = await ControlPlane.start({ clusters: ["local", ...remotes], controllerManagers: ["local"] });
+    const plane = await ControlPlane.start({
+      clusters: ["local", ...remotes],
+      controllerManagers: ["local"],
+      ...(options.audit ? { audit: ["local"] } : {}),
+    });
     const fleet = new Fleet(plane, remotes);
     try {
       const admin = fleet.kubeConfig("local");

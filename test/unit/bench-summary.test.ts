@@ -81,6 +81,7 @@ const sideBySide = {
   "remote-recovery": { smoke: false, remoteRecoveryS: 1.5 },
   failover: { smoke: false, failoverS: 7.25 },
   "probe-cpu": { smoke: false, ratio: 1.01 },
+  sharded: { smoke: false, runs: [{ ratio: 0.93, failoverMovedMs: 14_567, failoverAllMs: 15_000 }] },
 };
 
 describe("summaryFromResults", () => {
@@ -113,6 +114,9 @@ describe("summaryFromResults", () => {
           remote_recovery_s: 1.5,
           failover_s: 7.25,
           probe_cpu_ratio: 1.01,
+          sharded_converge_ratio: 0.93,
+          // The moved clusters' figure, in seconds: the others never stopped.
+          shard_failover_s: 14.57,
         }).sort(([a], [b]) => a.localeCompare(b)),
       ),
     );

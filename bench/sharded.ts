@@ -1,0 +1,288 @@
+/**
+ * Sharding across replicas (`--shards`), with real `fleet-mirror run` processes (the
+ * TypeScript sources, as the tests start them; each its own Pod and Pod-bound token, see
+ * test/helpers/replicas.ts):
+ *
+ * - `sharded_converge_ratio`: cold convergence of one world (R remote API servers, K
+ *   cluster names spread over them, S exported Services each: K × S mirrors) by ONE
+ *   replica (`--leader-elect`, today's HA Deployment) and then, every mirror deleted,
+ *   by THREE replicas with `--shards 12`; ratio = one-replica time / three-replica time
+ *   (≥ 0.9: sharding costs nothing). Both run with `--write-qps 0` and `--max-threads 4`
+ *   per replica, so the bound is the local API server's write rate, which the replicas
+ *   share, not a client-side limit each replica would have for itself (at the default
+ *   50 writes/s, three replicas would simply have three times the budget). The clock runs
+ *   from the spawn of the processes until every mirror Service and its EndpointSlice is
+ *   right (a label-selected list every 500 ms).
+ * - `shard_failover_s`: the three replicas converged and settled (shards spread evenly),
+ *   kill -9 of the one holding the most shards; at the same instant a new Service is
+ *   exported from every remote. The figure is the time until the new Service's mirror
+ *   exists in every cluster of the killed replica's shards: the shards were taken over
+ *   (after the Lease duration, the product default), their clusters synced and their
+ *   writes flowing again. Target: the Lease duration + 10 s.
+ *
+ * Default timings (`defaultConfig()`), default `--endpoints-api` (EndpointSlices).
+ */
+import { fileURLToPath } from "node:url";
+import { CoordinationV1Api } from "@kubernetes/client-node";
+import { applyRbacYaml } from "../sandbox/rbac.ts";
+import { defaultConfig } from "../src/config.ts";
+import { SERVICE_NAME_LABEL } from "../src/core/labels.ts";
+import type { KubeObject, Service } from "../src/core/objects.ts";
+import { shardLeaseName, shardOf } from "../src/core/shards.ts";
+import type { KubeClient } from "../src/kube/client.ts";
+import { CONTROLLER_NAMESPACE, Fleet } from "../test/helpers/fleet.ts";
+import { type Replica, Replicas } from "../test/helpers/replicas.ts";
+import {
+  addressesPath,
+  addressesPointAt,
+  type BenchOptions,
+  collectionPath,
+  listAll,
+  localAdminClient,
+  MIRROR_SELECTOR,
+  printTable,
+  progress,
+  round,
+  runPool,
+  type ScenarioResult,
+  serviceHasPort,
+  shapeRemote,
+  sleep,
+  writeResult,
+} from "./harness.ts";
+
+const NAMESPACE = "bench";
+const GATEWAY_IP = "198.18.0.10";
+const SHARDS = 12;
+const COMMON_ARGS = ["--max-threads", "4", "--write-qps", "0", "--log-level", "warn"];
+const TIMEOUT_MS = 1_800_000;
+
+/** Counts of right mirrors (Service with port 80, slice pointing at the gateway) of `names` (all when omitted). */
+async function rightMirrors(client: KubeClient, names?: ReadonlySet<string>): Promise<number> {
+  const [services, slices] = await Promise.all([
+    listAll<Service>(client, "/api/v1/services", MIRROR_SELECTOR),
+    listAll<KubeObject>(client, addressesPath("endpointslices"), MIRROR_SELECTOR),
+  ]);
+  const wanted = (name: string | undefined) => names === undefined || names.has(name ?? "");
+  const okServices = new Set(
+    services.filter((s) => wanted(s.metadata.name) && serviceHasPort(s, 80)).map((s) => s.metadata.name),
+  );
+  const slicedServices = new Set(
+    slices
+      .filter((a) => addressesPointAt("endpointslices", a, GATEWAY_IP))
+      .map((a) => a.metadata.labels?.[SERVICE_NAME_LABEL]),
+  );
+  return [...okServices].filter((name) => slicedServices.has(name)).length;
+}
+
+/**
+ * Polls until `count()` reaches `expected`; returns ms since `started`. `first`, when
+ * given, gets the ms since `started` at which the count was first above 0.
+ */
+async function waitFor(
+  what: string,
+  expected: number,
+  count: () => Promise<number>,
+  started: number,
+  first?: (ms: number) => void,
+) {
+  let reported = Date.now();
+  let seen = false;
+  for (;;) {
+    const n = await count();
+    if (n > 0 && !seen) {
+      seen = true;
+      first?.(Date.now() - started);
+    }
+    if (n === expected) return Date.now() - started;
+    if (Date.now() - reported > 10_000) {
+      reported = Date.now();
+      progress(`${what}: ${n} of ${expected}`);
+    }
+    if (Date.now() - started > TIMEOUT_MS) throw new Error(`${what}: ${n} of ${expected} after ${TIMEOUT_MS} ms`);
+    await sleep(500);
+  }
+}
+
+/** Deletes every mirror Service (their slices go with them: owner references) and every Lease of the controller. */
+async function resetLocal(fleet: Fleet, client: KubeClient): Promise<void> {
+  const services = await listAll<Service>(client, "/api/v1/services", MIRROR_SELECTOR);
+  await runPool(services, 16, async (svc) => {
+    await client.request("DELETE", `${collectionPath("services", svc.metadata.namespace ?? "")}/${svc.metadata.name}`);
+  });
+  const leases = fleet.kubeConfig("local").makeApiClient(CoordinationV1Api);
+  await leases.deleteCollectionNamespacedLease({ namespace: CONTROLLER_NAMESPACE });
+  await waitFor(
+    "mirrors deleted",
+    0,
+    async () => (await listAll(client, "/api/v1/services", MIRROR_SELECTOR)).length,
+    Date.now(),
+  );
+  await waitFor(
+    "mirror slices collected",
+    0,
+    async () => (await listAll(client, addressesPath("endpointslices"), MIRROR_SELECTOR)).length,
+    Date.now(),
+  );
+}
+
+/** Shard → holder from the shard Leases. */
+async function holders(fleet: Fleet): Promise<string[]> {
+  const list = await fleet.kubeConfig("local").makeApiClient(CoordinationV1Api).listNamespacedLease({
+    namespace: CONTROLLER_NAMESPACE,
+  });
+  const byName = new Map(list.items.map((l) => [l.metadata?.name ?? "", l.spec?.holderIdentity ?? ""]));
+  return Array.from({ length: SHARDS }, (_, shard) => byName.get(shardLeaseName("fleet-mirror", shard)) ?? "");
+}
+
+async function waitForEvenHolders(fleet: Fleet, identities: readonly string[]): Promise<string[]> {
+  const started = Date.now();
+  for (;;) {
+    const h = await holders(fleet);
+    const counts = identities.map((id) => h.filter((x) => x === id).length);
+    const low = Math.floor(SHARDS / identities.length);
+    if (h.every((x) => identities.includes(x)) && counts.every((n) => n >= low && n <= low + 1)) return h;
+    if (Date.now() - started > TIMEOUT_MS) throw new Error(`shards not spread over ${identities}: ${h}`);
+    await sleep(250);
+  }
+}
+
+export async function runSharded(opts: BenchOptions): Promise<ScenarioResult> {
+  const size = opts.smoke
+    ? { remotes: ["east", "west"], clustersPerRemote: 6, services: 2 }
+    : { remotes: ["east", "west", "north"], clustersPerRemote: 100, services: 5 };
+  const clusters = size.remotes.length * size.clustersPerRemote;
+  const mirrors = clusters * size.services;
+  const defaults = defaultConfig({});
+  const fleet = await Fleet.start(size.remotes);
+  const replicas = new Replicas(fleet);
+  const client = localAdminClient(fleet);
+  try {
+    await applyRbacYaml(
+      fleet.kubeConfig("local"),
+      fileURLToPath(new URL("../deploy/sharded/rbac-shards.yaml", import.meta.url)),
+    );
+    const clusterNames = (
+      await Promise.all(
+        size.remotes.map((remote) =>
+          shapeRemote(fleet, remote, {
+            services: size.services,
+            clusters: size.clustersPerRemote,
+            gatewayIp: GATEWAY_IP,
+            namespace: NAMESPACE,
+            prefix: `${remote}-`,
+          }),
+        ),
+      )
+    ).flat();
+
+    progress(`sharded: one replica converging ${clusters} clusters × ${size.services} Services`);
+    let started = Date.now();
+    await replicas.add("solo", { args: ["--leader-elect", ...COMMON_ARGS] });
+    let oneFirstMs = 0;
+    const oneMs = await waitFor(
+      "one replica converging",
+      mirrors,
+      () => rightMirrors(client),
+      started,
+      (ms) => {
+        oneFirstMs = ms;
+      },
+    );
+    await replicas.get("solo").kill();
+    await resetLocal(fleet, client);
+
+    progress(`sharded: three replicas (--shards ${SHARDS}) converging the same world`);
+    const names = ["fm-0", "fm-1", "fm-2"];
+    const args = ["--leader-elect", "--shards", String(SHARDS), ...COMMON_ARGS];
+    started = Date.now();
+    await Promise.all(names.map((name) => replicas.add(name, { args })));
+    let threeFirstMs = 0;
+    const threeMs = await waitFor(
+      "three replicas converging",
+      mirrors,
+      () => rightMirrors(client),
+      started,
+      (ms) => {
+        threeFirstMs = ms;
+      },
+    );
+    const before = await waitForEvenHolders(fleet, names);
+
+    // kill -9 of the replica holding the most shards, and a new Service everywhere.
+    const victim: Replica = names
+      .map((name) => replicas.get(name))
+      .reduce((a, b) =>
+        before.filter((h) => h === b.name).length > before.filter((h) => h === a.name).length ? b : a,
+      );
+    const movedShards = before.flatMap((h, shard) => (h === victim.name ? [shard] : []));
+    const moved = clusterNames.filter((c) => movedShards.includes(shardOf(c, SHARDS)));
+    progress(`sharded: kill -9 of ${victim.name} (shards ${movedShards.join(",")}: ${moved.length} clusters)`);
+    const killed = Date.now();
+    await victim.kill();
+    const survivors = names.filter((n) => n !== victim.name);
+    // Polled beside the mirror waits; a failure here is reported as null, not thrown unobserved.
+    const heldAgain = waitForEvenHolders(fleet, survivors).then(
+      () => Date.now() - killed,
+      (error: unknown) => {
+        progress(`shards not spread over the survivors: ${error instanceof Error ? error.message : String(error)}`);
+        return null;
+      },
+    );
+    await Promise.all(size.remotes.map((remote) => fleet.createService(remote, NAMESPACE, "after-kill")));
+    const movedNames = new Set(moved.map((c) => `after-kill-${c}`));
+    const allNames = new Set(clusterNames.map((c) => `after-kill-${c}`));
+    const movedMs = await waitFor(
+      "moved clusters mirroring again",
+      moved.length,
+      () => rightMirrors(client, movedNames),
+      killed,
+    );
+    const allMs = await waitFor(
+      "every cluster mirroring the new Service",
+      clusters,
+      () => rightMirrors(client, allNames),
+      killed,
+    );
+    const takenMs = await heldAgain;
+
+    const row = {
+      clusters,
+      servicesPerCluster: size.services,
+      mirrors,
+      shards: SHARDS,
+      oneReplicaConvergeMs: oneMs,
+      threeReplicasConvergeMs: threeMs,
+      // Start-up (processes, threads, shard Leases) apart from the write phase after it.
+      oneReplicaFirstMirrorMs: oneFirstMs,
+      threeReplicasFirstMirrorMs: threeFirstMs,
+      ratio: round(oneMs / threeMs, 2),
+      leaseDurationMs: defaults.leaseDurationMs,
+      movedShards: movedShards.length,
+      movedClusters: moved.length,
+      failoverMovedMs: movedMs,
+      failoverAllMs: allMs,
+      shardsHeldAgainByMs: takenMs,
+    };
+    printTable("sharding: cold convergence 1 vs 3 replicas, and kill -9 of one of 3", [row]);
+    const result = {
+      smoke: opts.smoke,
+      writeQps: "unlimited",
+      maxThreadsPerReplica: 4,
+      entry: "src (TypeScript, as the tests)",
+      runs: [row],
+    };
+    writeResult(opts.out, "sharded", result);
+    return {
+      result,
+      summary: {
+        sharded_converge_ratio: row.ratio,
+        shard_failover_s: round(movedMs / 1_000, 2),
+      },
+    };
+  } finally {
+    client.close();
+    await replicas.stop();
+    await fleet.stop();
+  }
+}
