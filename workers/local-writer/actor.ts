@@ -21,9 +21,11 @@
  * - status is published every second whatever the local API does.
  */
 import { type Clock, systemClock } from "../../src/core/clock.ts";
+import { shardedFederatedProblem } from "../../src/core/federated-shards.ts";
 import type { KubeObject } from "../../src/core/objects.ts";
 import { splitKey } from "../../src/core/objects.ts";
 import { TokenBucket } from "../../src/core/rate-limit.ts";
+import { allShards, type ShardOwnership } from "../../src/core/shards.ts";
 import { runWorkers, WorkQueue } from "../../src/core/workqueue.ts";
 import { KubeApiError, KubeClient } from "../../src/kube/client.ts";
 import type { ConnectionSpec } from "../../src/kube/connection.ts";
@@ -57,6 +59,8 @@ export interface WriterDeps {
   readonly logger: Logger;
   /** Monotonic time for the fence, expiries and backoffs. Default `systemClock`. */
   readonly clock?: Clock;
+  /** The shards this replica holds at start (see `setOwnership`). Default `allShards`: not sharded. */
+  readonly ownership?: ShardOwnership;
 }
 
 const STATUS_INTERVAL_MS = 1_000;
@@ -82,12 +86,16 @@ export class LocalWriterActor {
   #statusTimer: NodeJS.Timeout | undefined;
   #stopped = false;
   #localApiFailing = false;
+  #ownership: ShardOwnership;
+  #shardedProblemLogged = false;
 
   constructor(connection: ConnectionSpec, options: WriterOptions, ports: WriterPorts, deps: WriterDeps) {
     const clock = deps.clock ?? systemClock;
     this.#options = options;
     this.#ports = ports;
     this.#log = deps.logger;
+    this.#ownership = deps.ownership ?? allShards;
+    this.#warnIfShardedEndpoints();
     this.#client = new KubeClient(connection, { userAgent: "fleet-mirror/local-writer", logger: deps.logger });
     const stores = new LocalStores(this.#client);
     this.#stores = stores;
@@ -126,6 +134,7 @@ export class LocalWriterActor {
       options,
       log: this.#log,
       recordEvent: (event) => void this.recordEvent(event),
+      ownership: () => this.#ownership,
     });
     this.#channels = new DesiredChannels({
       absorb: (batch) => {
@@ -216,6 +225,26 @@ export class LocalWriterActor {
     for (const cluster of this.#channels.clusters()) if (!keep.includes(cluster)) this.#channels.close(cluster);
     // Mirrors of clusters the writer never heard of (removed while fleet-mirror was down).
     for (const { key, owner } of this.#stores.observedMirrors()) if (!keep.includes(owner)) this.#enqueue(key);
+  }
+
+  /**
+   * The shards this replica holds now (`--shards`): fleet-wide Services are written by
+   * the replica holding their owning shard, each member cluster's part by the replica
+   * hosting that cluster (DESIGN §3 "Across shards"). Every fleet-wide key is reconciled
+   * again, so a shard taken over is written at once.
+   */
+  setOwnership(ownership: ShardOwnership): void {
+    this.#ownership = ownership;
+    this.#warnIfShardedEndpoints();
+    if (this.#ready) this.#resyncAll();
+  }
+
+  /** Said once in the log (and per member in status and Events, by the reconciler). */
+  #warnIfShardedEndpoints(): void {
+    const problem = shardedFederatedProblem(this.#ownership.shards, this.#options.endpointsApi);
+    if (!problem || this.#shardedProblemLogged) return;
+    this.#shardedProblemLogged = true;
+    this.#log.warn({ shards: this.#ownership.shards }, problem);
   }
 
   /** Records a Kubernetes Event (see EventRecorder); resolves once sent, dropped or found a duplicate. */

@@ -10,7 +10,8 @@
 import type { DesiredMirror } from "../../src/core/desired.ts";
 import { desiredSliceContents, sliceNames } from "../../src/core/endpoint-slices.ts";
 import { type ReductionSummary, reduceFederated, summarizeReduction } from "../../src/core/federated.ts";
-import { SERVICE_NAME_LABEL } from "../../src/core/labels.ts";
+import { memberFromPart, shardedFederatedProblem } from "../../src/core/federated-shards.ts";
+import { CLUSTER_NAME, SERVICE_NAME_LABEL } from "../../src/core/labels.ts";
 import {
   type Blocked,
   MIRROR_KINDS,
@@ -27,6 +28,7 @@ import {
   isFederatedObject,
   planFederated,
 } from "../../src/core/plan-federated.ts";
+import { allShards, hostsCluster, ownsFederated, type ShardOwnership } from "../../src/core/shards.ts";
 import type { ReconcileResult } from "../../src/core/workqueue.ts";
 import { KubeApiError, type KubeClient } from "../../src/kube/client.ts";
 import type { Logger } from "../../src/log.ts";
@@ -56,7 +58,18 @@ export interface ReconcilerDeps {
   >;
   readonly log: Logger;
   readonly recordEvent: (event: EventRequest) => void;
+  /** The shards this replica holds now, read at every fleet-wide reconcile. Default: `allShards` (not sharded). */
+  readonly ownership?: () => ShardOwnership;
 }
+
+/** A fleet-wide member not written because sharding and `--endpoints-api endpoints` do not go together. */
+const SHARDED_ENDPOINTS = "sharded-endpoints-api";
+
+/** The Warning Event of each fleet-wide problem reason (any other: a name conflict). */
+const FLEET_EVENT_REASONS: Readonly<Record<string, string>> = {
+  "port-conflict": "FederatedPortConflict",
+  [SHARDED_ENDPOINTS]: "FederatedNotSharded",
+};
 
 /**
  * The plan's actions, with the Service's delete last when the plan only deletes (a
@@ -239,11 +252,25 @@ export class MirrorReconciler {
   // -------------------------------------------------------------------------------
   // Fleet-wide Services (SPEC §11): one key reduced from every member cluster's state.
 
-  /** A fleet-wide key: some cluster holds a member of it, or our fleet-wide Service holds the name. */
+  /**
+   * A fleet-wide key: some cluster holds a member of it, our fleet-wide Service holds the
+   * name, or (fleet-wide names end in `-federated`) a fleet-wide part of it is observed:
+   * announced by a replica that does not own the Service, or left over.
+   */
   #isFederated(key: string): boolean {
     if (this.#deps.desired.members(key).size > 0) return true;
     const service = this.#deps.cache.observed("Service", key, this.#deps.services.get(key));
-    return service !== undefined && isFederatedObject("Service", service);
+    if (service !== undefined) return isFederatedObject("Service", service);
+    const { namespace, name } = splitKey(key);
+    if (!name.endsWith("-federated")) return false;
+    for (const slice of this.#deps.slices.values())
+      if (
+        slice.metadata.namespace === namespace &&
+        slice.metadata.labels?.[SERVICE_NAME_LABEL] === name &&
+        isFederatedObject("EndpointSlice", slice)
+      )
+        return true;
+    return false;
   }
 
   async #reconcileFederated(key: string): Promise<ReconcileResult> {
@@ -272,37 +299,72 @@ export class MirrorReconciler {
   async #planFederated(key: string): Promise<{ plan: FederatedPlan; observed: ObservedObject[]; members: string[] }> {
     const { desired: store, cache, options } = this.#deps;
     const { namespace = "", name } = splitKey(key);
-    const members = store.members(key);
+    const ownership = this.#deps.ownership?.() ?? allShards;
+    // Sharded (DESIGN §3 "Across shards"): this replica writes the Service only when it
+    // holds its owning shard, and the parts of the clusters it hosts; it learns the
+    // members of the clusters it does not host from their parts (the local API).
+    const sharded = ownership.shards > 1;
+    const hosts = (cluster: string): boolean => !sharded || hostsCluster(ownership, cluster);
+    const owner = !sharded || ownsFederated(ownership, namespace, name);
+    const unknown = new Set([...store.unknownClusters()].filter(hosts));
+    const hosted = new Map([...store.members(key)].filter(([cluster]) => hosts(cluster)));
+    const serviceSlices: EndpointSlice[] = [];
+    for (const slice of this.#deps.slices.values())
+      if (slice.metadata.namespace === namespace && slice.metadata.labels?.[SERVICE_NAME_LABEL] === name) {
+        const current = cache.observed("EndpointSlice", objectKey(slice.metadata), slice);
+        if (current) serviceSlices.push(current);
+      }
+    const members = new Map(hosted);
+    const partClusters = new Set<string>();
+    if (sharded)
+      for (const slice of serviceSlices) {
+        const cluster = slice.metadata.labels?.[CLUSTER_NAME];
+        if (cluster === undefined || !isFederatedObject("EndpointSlice", slice)) continue;
+        partClusters.add(cluster);
+        if (hosts(cluster) || members.has(cluster)) continue;
+        const member = memberFromPart(namespace, name, cluster, serviceSlices);
+        // A part that does not state its ports: its cluster is unknown until its host rewrites it.
+        if (member) members.set(cluster, member);
+        else unknown.add(cluster);
+      }
+    if (sharded) {
+      const problem = shardedFederatedProblem(ownership.shards, options.endpointsApi);
+      if (problem) {
+        const clusters = [...hosted.keys()].sort();
+        this.#setFleetProblems(key, new Map(clusters.map((c) => [c, { reason: SHARDED_ENDPOINTS, message: problem }])));
+        return { plan: { actions: [] }, observed: [], members: clusters };
+      }
+    }
     let service = cache.observed("Service", key, this.#deps.services.get(key));
     let endpoints = cache.observed("Endpoints", key, this.#deps.endpoints.get(key));
     const namespaceExists = this.#deps.namespaces.get(namespace) !== undefined;
     // Our stores hold only labelled objects: a user's Service or Endpoints of the name
-    // is looked up before the fleet-wide Service is created (SPEC §5, §11).
-    const creating = members.size > 0 && !service && namespaceExists;
+    // is looked up before the fleet-wide Service is created (SPEC §5, §11), and before
+    // a host that does not own it announces a part.
+    const creating = (owner ? members.size > 0 : hosted.size > 0) && !service && namespaceExists;
     if (creating) {
       service = await this.#getUnlabelled<Service>("Service", key);
-      endpoints ??= await this.#getUnlabelled<Endpoints>("Endpoints", key);
+      if (owner) endpoints ??= await this.#getUnlabelled<Endpoints>("Endpoints", key);
     }
+    const annotated = service && isFederatedObject("Service", service) ? annotatedClusters(service) : [];
     const reduction = reduceFederated({
       members,
       order: store.order(),
-      unknown: store.unknownClusters(),
+      unknown,
       registrationKnown: store.registrationKnown,
-      observedClusters: service && isFederatedObject("Service", service) ? annotatedClusters(service) : [],
+      observedClusters: [...annotated, ...partClusters],
     });
     if (reduction.kind === "delete") this.#fleetSummaries.delete(key);
     else this.#fleetSummaries.set(key, summarizeReduction(reduction));
     const observed: ObservedObject[] = [];
     if (service) observed.push({ kind: "Service", object: service });
     if (endpoints) observed.push({ kind: "Endpoints", object: endpoints });
-    const sliceKeys = new Set<string>();
-    for (const slice of this.#deps.slices.values())
-      if (slice.metadata.namespace === namespace && slice.metadata.labels?.[SERVICE_NAME_LABEL] === name)
-        sliceKeys.add(objectKey({ namespace, name: slice.metadata.name }));
-    if (reduction.kind === "write")
-      for (const part of reduction.parts)
-        for (const sliceName of sliceNames(`${name}-${part.cluster}`))
-          sliceKeys.add(objectKey({ namespace, name: sliceName }));
+    const sliceKeys = new Set<string>(serviceSlices.map((slice) => objectKey(slice.metadata)));
+    const hostedParts = [...hosted.values()].filter((m) => !unknown.has(m.cluster));
+    const written = sharded ? hostedParts : reduction.kind === "write" ? reduction.parts : [];
+    for (const part of written)
+      for (const sliceName of sliceNames(`${name}-${part.cluster}`))
+        sliceKeys.add(objectKey({ namespace, name: sliceName }));
     for (const sliceKey of sliceKeys) {
       const slice = cache.observed("EndpointSlice", sliceKey, this.#deps.slices.get(sliceKey));
       // A user's slice under a part's name is invisible to the labelled store: looked up
@@ -324,11 +386,12 @@ export class MirrorReconciler {
       namespaceExists,
       createNamespaces: options.createNamespaces,
       excludedNamespaces: options.excludedNamespaces,
+      ...(sharded ? { shard: { owner, hosts, members: hostedParts } } : {}),
     });
     if (!plan.blocked) {
       const problems = new Map<string, { reason: string; message: string }>();
-      if (reduction.kind === "write")
-        for (const e of reduction.excluded) problems.set(e.cluster, { reason: "port-conflict", message: e.message });
+      const excluded = plan.excluded ?? (reduction.kind === "write" ? reduction.excluded : []);
+      for (const e of excluded) problems.set(e.cluster, { reason: "port-conflict", message: e.message });
       this.#setFleetProblems(key, problems);
     }
     // A cluster's own mirror under a fleet-wide name (a cluster named "federated"): the
@@ -338,7 +401,7 @@ export class MirrorReconciler {
         reason: "owned-by-other-cluster",
         message: `mirror name ${key} is a fleet-wide Service's; cluster ${cluster}'s mirror is not written`,
       });
-    return { plan, observed, members: [...members.keys()].sort() };
+    return { plan, observed, members: [...(sharded ? hosted : members).keys()].sort() };
   }
 
   /** Replaces the problems of fleet-wide key `key`; a new message is logged and recorded as an Event. */
@@ -354,7 +417,7 @@ export class MirrorReconciler {
         this.#deps.recordEvent({
           involved: { kind: "Service", apiVersion: "v1", namespace, name },
           type: "Warning",
-          reason: p.reason === "port-conflict" ? "FederatedPortConflict" : "FederatedNameConflict",
+          reason: FLEET_EVENT_REASONS[p.reason] ?? "FederatedNameConflict",
           message: p.message,
         });
     }
