@@ -114,3 +114,46 @@ export function shardedFederatedProblem(shards: number, endpointsApi: EndpointsA
   if (shards <= 1 || endpointsApi !== "endpoints") return undefined;
   return `fleet-wide Services are not written with --shards ${shards} and --endpoints-api endpoints: one Endpoints object holds every member cluster's addresses and no replica hosts them all; use --endpoints-api endpointslices or both`;
 }
+
+export interface ShardedMembersInput {
+  readonly namespace: string;
+  /** `<svc>-federated` */
+  readonly name: string;
+  /** The known members of the clusters this replica hosts (its desired store). */
+  readonly hosted: ReadonlyMap<string, FederatedMember>;
+  /** The fleet-wide slices of the Service observed (any cluster's). */
+  readonly slices: readonly EndpointSlice[];
+  /** Whether this replica hosts `cluster`. */
+  readonly hosts: (cluster: string) => boolean;
+}
+
+export interface ShardedMembers {
+  /** The hosted members and those read from the parts of clusters this replica does not host. */
+  readonly members: ReadonlyMap<string, FederatedMember>;
+  /** Clusters not hosted here whose part states no readable ports: unknown, so kept. */
+  readonly unreadable: ReadonlySet<string>;
+  /** Every cluster with an observed part, hosted or not (their parts are "observed clusters" of the reduction). */
+  readonly partClusters: ReadonlySet<string>;
+}
+
+/**
+ * The members a sharded replica reduces a fleet-wide Service from: its hosted members
+ * (they win over their own parts, which may lag) and, for every other cluster with a
+ * part, the member that part states. Guarantee: the same observed parts give the same
+ * members of non-hosted clusters in every replica.
+ */
+export function shardedMembers(input: ShardedMembersInput): ShardedMembers {
+  const members = new Map(input.hosted);
+  const unreadable = new Set<string>();
+  const partClusters = new Set<string>();
+  for (const slice of input.slices) {
+    const cluster = slice.metadata.labels?.[CLUSTER_NAME];
+    if (cluster === undefined) continue;
+    partClusters.add(cluster);
+    if (input.hosts(cluster) || members.has(cluster) || unreadable.has(cluster)) continue;
+    const member = memberFromPart(input.namespace, input.name, cluster, input.slices);
+    if (member) members.set(cluster, member);
+    else unreadable.add(cluster);
+  }
+  return { members, unreadable, partClusters };
+}

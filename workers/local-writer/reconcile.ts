@@ -10,8 +10,8 @@
 import type { DesiredMirror } from "../../src/core/desired.ts";
 import { desiredSliceContents, sliceNames } from "../../src/core/endpoint-slices.ts";
 import { type ReductionSummary, reduceFederated, summarizeReduction } from "../../src/core/federated.ts";
-import { memberFromPart, shardedFederatedProblem } from "../../src/core/federated-shards.ts";
-import { CLUSTER_NAME, SERVICE_NAME_LABEL } from "../../src/core/labels.ts";
+import { shardedFederatedProblem, shardedMembers } from "../../src/core/federated-shards.ts";
+import { SERVICE_NAME_LABEL } from "../../src/core/labels.ts";
 import {
   type Blocked,
   MIRROR_KINDS,
@@ -314,19 +314,18 @@ export class MirrorReconciler {
         const current = cache.observed("EndpointSlice", objectKey(slice.metadata), slice);
         if (current) serviceSlices.push(current);
       }
-    const members = new Map(hosted);
-    const partClusters = new Set<string>();
-    if (sharded)
-      for (const slice of serviceSlices) {
-        const cluster = slice.metadata.labels?.[CLUSTER_NAME];
-        if (cluster === undefined || !isFederatedObject("EndpointSlice", slice)) continue;
-        partClusters.add(cluster);
-        if (hosts(cluster) || members.has(cluster)) continue;
-        const member = memberFromPart(namespace, name, cluster, serviceSlices);
-        // A part that does not state its ports: its cluster is unknown until its host rewrites it.
-        if (member) members.set(cluster, member);
-        else unknown.add(cluster);
-      }
+    // A part that states no ports (written before sharding): its cluster is unknown
+    // until its host rewrites it.
+    const { members, unreadable, partClusters } = sharded
+      ? shardedMembers({
+          namespace,
+          name,
+          hosted,
+          slices: serviceSlices.filter((slice) => isFederatedObject("EndpointSlice", slice)),
+          hosts,
+        })
+      : { members: hosted, unreadable: new Set<string>(), partClusters: new Set<string>() };
+    for (const cluster of unreadable) unknown.add(cluster);
     if (sharded) {
       const problem = shardedFederatedProblem(ownership.shards, options.endpointsApi);
       if (problem) {
