@@ -346,6 +346,12 @@ export class MirrorReconciler {
       if (owner) endpoints ??= await this.#getUnlabelled<Endpoints>("Endpoints", key);
     }
     const annotated = service && isFederatedObject("Service", service) ? annotatedClusters(service) : [];
+    // Before the registered clusters are known, a cluster this replica hosts that the
+    // observed objects name and that has not sent its complete set may be registered:
+    // unknown, not absent, so its part is kept (a restart writes nothing).
+    if (!store.registrationKnown)
+      for (const cluster of [...annotated, ...partClusters])
+        if (hosts(cluster) && !store.known(cluster)) unknown.add(cluster);
     const reduction = reduceFederated({
       members,
       order: store.order(),
