@@ -17,8 +17,8 @@ import {
   shardedFederatedProblem,
   shardedMembers,
 } from "../../src/core/federated-shards.ts";
-import type { ObservedObject, WriteAction } from "../../src/core/mirror-kinds.ts";
-import type { EndpointSlice, KubeObject } from "../../src/core/objects.ts";
+import type { EndpointsApi, ObservedObject, WriteAction } from "../../src/core/mirror-kinds.ts";
+import type { EndpointSlice, Endpoints, KubeObject } from "../../src/core/objects.ts";
 import { annotatedClusters, type FederatedPlan, planFederated } from "../../src/core/plan-federated.ts";
 import { deepFreeze } from "../helpers/freeze.ts";
 
@@ -148,10 +148,15 @@ interface Replica {
 
 /** The local API as a map `Kind/name` → object, with uids, uid preconditions and the garbage collector. */
 class World {
+  readonly mode: EndpointsApi;
   readonly objects = new Map<string, ObservedObject>();
   #uid = 0;
   /** Every write, with the replica that made it. */
   readonly writes: { replica: string; action: WriteAction }[] = [];
+
+  constructor(mode: EndpointsApi = "endpointslices") {
+    this.mode = mode;
+  }
 
   apply(replica: string, actions: readonly WriteAction[]): void {
     for (const action of actions) {
@@ -201,7 +206,7 @@ class World {
       name: "web-federated",
       reduction,
       observed,
-      endpointsApi: "endpointslices",
+      endpointsApi: this.mode,
       namespaceExists: true,
       createNamespaces: true,
       excludedNamespaces: [],
@@ -253,7 +258,7 @@ const sliceOf = (world: World, name: string): EndpointSlice | undefined =>
 function assertEachWroteItsOwn(world: World, replicas: readonly Replica[]): void {
   for (const { replica, action } of world.writes) {
     const r = replicas.find((x) => x.name === replica);
-    if (action.kind === "Service") assert.ok(r?.owner, `${replica} wrote the Service but does not own it`);
+    if (action.kind !== "EndpointSlice") assert.ok(r?.owner, `${replica} wrote the ${action.kind} but does not own it`);
     else {
       const cluster = action.name.replace(/^web-federated-/, "").replace(/-ipv[46]$/, "");
       assert.ok(r?.hosts.has(cluster), `${replica} wrote ${action.kind} ${action.name} of a cluster it does not host`);
@@ -381,6 +386,18 @@ describe("two replicas, one fleet-wide Service (simulated local API)", () => {
     (rs[0] as Replica).members = [];
     world.settle(rs);
     assert.equal(world.objects.size, 0);
+    assertEachWroteItsOwn(world, rs);
+  });
+
+  it("in both mode the owner writes the one Endpoints object from every part, the ones it reads included", () => {
+    const world = new World("both");
+    const rs = replicas(["west"], ["east"], [east, west]);
+    world.settle(rs);
+    const endpoints = world.objects.get("Endpoints/web-federated")?.object as Endpoints | undefined;
+    assert.deepEqual((endpoints?.subsets ?? []).flatMap((s) => (s.addresses ?? []).map((a) => a.ip)).sort(), [
+      "198.18.1.1",
+      "198.18.2.1",
+    ]);
     assertEachWroteItsOwn(world, rs);
   });
 
