@@ -47,6 +47,12 @@ export interface Config {
   readonly leaseDurationMs: number;
   readonly renewDeadlineMs: number;
   readonly retryPeriodMs: number;
+  /**
+   * Sharding across replicas: clusters are mapped to this many shards, each held through
+   * its own Lease (`<leader-election-id>-shard-<i>`); 1 (default) = not sharded. > 1
+   * needs --leader-elect.
+   */
+  readonly shards: number;
 }
 
 export class ConfigError extends Error {
@@ -91,6 +97,7 @@ export const numericFlags = {
   "leader-election-lease-duration": { kind: "duration", minMs: 1_000, maxMs: DAY_MS },
   "leader-election-renew-deadline": { kind: "duration", minMs: 100, maxMs: DAY_MS },
   "leader-election-retry-period": { kind: "duration", minMs: 100, maxMs: DAY_MS },
+  shards: { kind: "integer", min: 1, max: 1_024, note: "not sharded" },
 } as const satisfies Record<string, NumericRule>;
 
 export type NumericFlag = keyof typeof numericFlags;
@@ -240,6 +247,12 @@ export const runFlags = {
     default: "2s",
     description: "how often the Lease is renewed or tried",
   },
+  shards: {
+    type: "string",
+    default: "1",
+    description:
+      "spread the clusters over N shards, each held by one replica through its own Lease (needs --leader-elect)",
+  },
   help: { type: "boolean", short: "h", description: "show this help" },
 } as const;
 
@@ -346,7 +359,10 @@ export function parseRunConfig(argv: readonly string[], env: NodeJS.ProcessEnv =
     leaseDurationMs: parseNumericFlag("leader-election-lease-duration", str("leader-election-lease-duration")),
     renewDeadlineMs: parseNumericFlag("leader-election-renew-deadline", str("leader-election-renew-deadline")),
     retryPeriodMs: parseNumericFlag("leader-election-retry-period", str("leader-election-retry-period")),
+    shards: parseNumericFlag("shards", str("shards")),
   };
+  if (config.shards > 1 && !config.leaderElect)
+    throw new ConfigError(`--shards ${config.shards}: needs --leader-elect (each shard is held through a Lease)`);
   if (config.adminAddr !== "") parseHostPort(config.adminAddr, "admin-addr");
   if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(config.leaderElectionId) || config.leaderElectionId.length > 253)
     throw new ConfigError("--leader-election-id: must be a DNS subdomain name (a Lease's name)");

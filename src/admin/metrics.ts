@@ -112,6 +112,26 @@ export function createMetrics(source: MetricsSource): Registry {
     "1 while this replica runs the controller (holds the Lease, or leader election is off), else 0.",
     () => (source.leadership().leading ? 1 : 0),
   );
+  // Sharding across replicas: without --shards everything is shard 0, held by the leader.
+  scalar(
+    "gauge",
+    "fleet_mirror_shards_held",
+    "Shards this replica holds (not sharded: 1 while it runs the controller, the one shard).",
+    () => {
+      const leadership = source.leadership();
+      return leadership.sharding ? leadership.sharding.held.length : leadership.leading ? 1 : 0;
+    },
+  );
+  labelled(
+    "gauge",
+    "fleet_mirror_shard_holder",
+    "1 per shard and its holder as this replica observes the shard Leases (holder empty: free); sharded only.",
+    ["shard", "holder"],
+    (set) => {
+      for (const [shard, holder] of (source.leadership().sharding?.holders ?? []).entries())
+        set({ shard: String(shard), holder }, 1);
+    },
+  );
   labelled(
     "gauge",
     "fleet_mirror_clusters",

@@ -8,6 +8,7 @@ import { KubeClient } from "../kube/client.ts";
 import { loadLocalConnection } from "../kube/local-connection.ts";
 import { LeaderElector } from "../leader/elector.ts";
 import { alwaysLeading } from "../leader/leadership.ts";
+import { ShardCoordinator } from "../leader/shard-coordinator.ts";
 import { createLogger, type Logger } from "../log.ts";
 import { Supervisor } from "../supervisor/supervisor.ts";
 import { untilSignal } from "./signals.ts";
@@ -21,6 +22,12 @@ finish in-flight writes and stop; mirrors stay in place.
 With --leader-elect, replicas campaign for a coordination.k8s.io Lease and only its
 holder runs the controller. A leader that loses the Lease stops writing at once and
 exits with code 1; on SIGTERM it finishes its writes, then releases the Lease.
+
+With --leader-elect --shards S (S > 1), clusters are spread over S shards by a hash of
+their name; each shard is held through its own Lease, each replica holds a fair share
+and runs actors and writes mirrors only for the clusters of its shards. A replica that
+loses one shard's Lease stops that shard's writes and campaigns on; on SIGTERM it
+finishes its writes, then releases its Leases, and the others take its shards over.
 
 Flags:
 ${flagsHelp(runFlags)}
@@ -52,16 +59,24 @@ export async function runCommand(argv: readonly string[]): Promise<number> {
   const leaseClient = config.leaderElect
     ? new KubeClient(localConnection, { userAgent: "fleet-mirror/leader-election" })
     : undefined;
-  const elector = leaseClient ? leaderElector(config, leaseClient, logger) : undefined;
+  const sharded = config.shards > 1;
+  const elector = leaseClient && !sharded ? leaderElector(config, leaseClient, logger) : undefined;
+  const coordinator =
+    leaseClient && sharded
+      ? shardCoordinator(config, leaseClient, logger, (held) => supervisor?.setShards(held) ?? Promise.resolve())
+      : undefined;
   const always = alwaysLeading(config.leaderElectionIdentity);
-  const source = runAdminSource(() => supervisor, elector ? () => elector.leadership() : () => always);
+  const source = runAdminSource(
+    () => supervisor,
+    elector ? () => elector.leadership() : coordinator ? () => coordinator.leadership() : () => always,
+  );
   let admin: AdminServer | undefined;
   if (config.adminAddr !== "")
     admin = await startAdminServer({ addr: config.adminAddr, logger, source, registry: createMetrics(source) });
   let stopping = false;
   const startController = (): void => {
     if (stopping || supervisor) return;
-    supervisor = new Supervisor({ config, localConnection, logger, writeFence: elector !== undefined });
+    supervisor = new Supervisor({ config, localConnection, logger, writeFence: leaseClient !== undefined });
     // The writer enforces the renew deadline itself: should this (main) thread stall
     // and neither renew nor exit, writing stops before another replica can lead.
     if (elector) supervisor.setWriteDeadline(writeDeadline(elector.writableForMs()));
@@ -87,6 +102,11 @@ export async function runCommand(argv: readonly string[]): Promise<number> {
       process.exit(1);
     });
     elector.run();
+  } else if (coordinator) {
+    // Sharded: every replica runs the controller (Secrets listed, writer watching) and
+    // holds no shard until the coordinator hands it some; the writer is fenced per shard.
+    startController();
+    coordinator.run();
   } else {
     startController();
   }
@@ -101,6 +121,8 @@ export async function runCommand(argv: readonly string[]): Promise<number> {
     logger.info({ signal }, "stopping: standby, not leading");
   }
   await elector?.stop();
+  // Only once nothing of ours writes: the others take the shards over at their next try.
+  await coordinator?.stop();
   leaseClient?.close();
   await admin?.close();
   logger.info("stopped");
@@ -110,6 +132,26 @@ export async function runCommand(argv: readonly string[]): Promise<number> {
 /** `ms` from now on `systemClock`, which every thread of the process reads alike. */
 function writeDeadline(ms: number): number {
   return systemClock.now() + ms;
+}
+
+function shardCoordinator(
+  config: Config,
+  client: KubeClient,
+  logger: Logger,
+  setShards: (held: ReadonlyMap<number, number>) => Promise<void>,
+): ShardCoordinator {
+  return new ShardCoordinator({
+    client,
+    namespace: config.leaderElectionNamespace,
+    leaseId: config.leaderElectionId,
+    identity: config.leaderElectionIdentity,
+    shards: config.shards,
+    leaseDurationMs: config.leaseDurationMs,
+    renewDeadlineMs: config.renewDeadlineMs,
+    retryPeriodMs: config.retryPeriodMs,
+    logger: logger.child({ component: "shards" }),
+    host: { setShards },
+  });
 }
 
 function leaderElector(config: Config, client: KubeClient, logger: Logger): LeaderElector {

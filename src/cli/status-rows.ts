@@ -9,6 +9,8 @@ import { FEDERATED_LABEL } from "../core/federated.ts";
 import { CLUSTER_NAME, MIRRORED_SERVICE } from "../core/labels.ts";
 import type { Secret, Service } from "../core/objects.ts";
 import { annotatedClusters } from "../core/plan-federated.ts";
+import { shardOf, shardOfLeaseName } from "../core/shards.ts";
+import type { ShardingView } from "../leader/leadership.ts";
 import type { GatewayProbeStatus } from "../protocol/messages.ts";
 import { parseCredentialsSecret } from "../supervisor/registration.ts";
 import { computeRegistry } from "../supervisor/registry.ts";
@@ -51,6 +53,17 @@ export interface FederatedRow {
   readonly conflicts?: readonly string[];
 }
 
+/** One shard of a sharded Deployment (`--shards`): who holds it. */
+export interface ShardRow {
+  readonly shard: number;
+  /** "" when free (never held, or released). */
+  readonly holder: string;
+  /** The Lease's last renewal (its holder's wall clock); absent when read from a controller. */
+  readonly renewedAt?: string;
+  /** The listed clusters that belong to the shard, sorted. */
+  readonly clusters: readonly string[];
+}
+
 export interface StatusReport {
   readonly source: "controller" | "cluster-objects";
   /** Why the controller was not used (with source "cluster-objects"). */
@@ -58,6 +71,65 @@ export interface StatusReport {
   readonly leading?: boolean;
   readonly clusters: readonly StatusRow[];
   readonly federated: readonly FederatedRow[];
+  /** Sharded only: one row per shard. */
+  readonly shards?: readonly ShardRow[];
+  /** Why the shards could not be read, when they could not. */
+  readonly shardsNote?: string;
+}
+
+const clustersOfShard = (clusters: readonly string[], shard: number, shards: number): string[] =>
+  clusters.filter((c) => c !== "" && shardOf(c, shards) === shard).sort();
+
+/** Shard rows from a sharded controller's own view (pure); its clusters are those it runs. */
+export function shardRowsFromView(view: ShardingView, clusters: readonly string[]): ShardRow[] {
+  return view.holders.map((holder, shard) => ({
+    shard,
+    holder,
+    clusters: clustersOfShard(clusters, shard, view.shards),
+  }));
+}
+
+/**
+ * Shard rows from the Leases of the leader-election namespace (pure): every
+ * `<lease-id>-shard-<i>` Lease. The shard count is taken as the highest shard found + 1
+ * (every shard of a running Deployment has a Lease once its first holder took it).
+ * Empty when there is no shard Lease (not sharded).
+ */
+export function shardRowsFromLeases(
+  leases: readonly { readonly name: string; readonly spec: unknown }[],
+  leaseId: string,
+  clusters: readonly string[],
+): ShardRow[] {
+  const found = new Map<number, { holder: string; renewedAt?: string }>();
+  for (const lease of leases) {
+    const shard = shardOfLeaseName(leaseId, lease.name, Number.MAX_SAFE_INTEGER);
+    if (shard === undefined) continue;
+    const spec = (typeof lease.spec === "object" && lease.spec !== null ? lease.spec : {}) as Record<string, unknown>;
+    const holder = typeof spec["holderIdentity"] === "string" ? spec["holderIdentity"] : "";
+    const renewed = spec["renewTime"];
+    found.set(shard, { holder, ...(typeof renewed === "string" ? { renewedAt: renewed } : {}) });
+  }
+  if (found.size === 0) return [];
+  const shards = Math.max(...found.keys()) + 1;
+  return Array.from({ length: shards }, (_, shard) => ({
+    shard,
+    holder: found.get(shard)?.holder ?? "",
+    ...(found.get(shard)?.renewedAt ? { renewedAt: found.get(shard)?.renewedAt as string } : {}),
+    clusters: clustersOfShard(clusters, shard, shards),
+  }));
+}
+
+/** The shard table: which replica holds which shard. */
+export function formatShardTable(rows: readonly ShardRow[], now: number): string {
+  return formatTable(
+    ["shard", "holder", "renewed", "clusters"],
+    rows.map((r) => [
+      String(r.shard),
+      r.holder === "" ? "(free)" : r.holder,
+      r.renewedAt ? `${formatAge(Math.max(0, now - Date.parse(r.renewedAt)))} ago` : "",
+      String(r.clusters.length),
+    ]),
+  );
 }
 
 const iso = (ms: number | undefined): string | undefined => (ms === undefined ? undefined : new Date(ms).toISOString());
@@ -255,8 +327,11 @@ export function formatStatusTable(report: StatusReport, now: number): string {
       ? `controller not reachable; from cluster objects${report.note ? ` (${report.note})` : ""}\n`
       : "";
   const federated = formatFederatedTable(report.federated);
+  const shards =
+    (report.shards && report.shards.length > 0 ? `\n${formatShardTable(report.shards, now)}` : "") +
+    (report.shardsNote ? `\nshards: ${report.shardsNote}\n` : "");
   if (report.clusters.length === 0)
-    return `${header}No remote clusters registered.\n${federated ? `\n${federated}` : ""}`;
+    return `${header}No remote clusters registered.\n${federated ? `\n${federated}` : ""}${shards}`;
   const rows = report.clusters.map((r) => [
     r.cluster || "(none)",
     stateCell(r, now),
@@ -271,5 +346,5 @@ export function formatStatusTable(report: StatusReport, now: number): string {
     healthCell(r),
   ]);
   const clusters = formatTable(["cluster", "state", "mirrors", "last sync", "restarts", "gateway", "health"], rows);
-  return header + clusters + (federated ? `\n${federated}` : "");
+  return header + clusters + (federated ? `\n${federated}` : "") + shards;
 }

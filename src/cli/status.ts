@@ -10,6 +10,7 @@ import type { AdminStatus } from "../admin/source.ts";
 import { MIRRORED_SERVICE, SECRET_TYPE } from "../core/labels.ts";
 import type { Secret, Service } from "../core/objects.ts";
 import type { KubeClient } from "../kube/client.ts";
+import { listLeases } from "../leader/lease-api.ts";
 import {
   type CommandDefinition,
   cliClient,
@@ -33,7 +34,10 @@ import {
   formatStatusTable,
   rowsFromAdmin,
   rowsFromObjects,
+  type ShardRow,
   type StatusReport,
+  shardRowsFromLeases,
+  shardRowsFromView,
 } from "./status-rows.ts";
 
 export const DEFAULT_ADMIN_URL = "http://127.0.0.1:9999";
@@ -49,6 +53,14 @@ const flags = {
     type: "boolean",
     description: "validate Secrets as a controller started with the same flag does",
   },
+  "leader-election-id": {
+    type: "string",
+    description: "as `run`: the prefix of the shard Leases read when sharded (default fleet-mirror)",
+  },
+  "leader-election-namespace": {
+    type: "string",
+    description: "as `run`: where the shard Leases are (default: the credentials namespace)",
+  },
 } as const;
 
 const help = commandHelp(
@@ -58,6 +70,10 @@ crash-loop, duplicate, invalid: reason), mirrored services, last successful sync
 restarts of its actor, whether its gateways are usable, and their health: the probed
 gateways' addresses alive or dead (SPEC §10) and bad probe annotations (-o json|yaml
 gives each gateway's probe: port, path, period, dead addresses, last failure).
+
+Sharded (run --shards S): which replica holds which shard, with the Lease's last renewal
+and the number of clusters in the shard (from the shard Leases when no controller
+answers; a sharded controller's rows are the clusters it runs).
 
 Then one row per fleet-wide Service <svc>-federated (SPEC §11): its member clusters
 (a member marked "(kept)" is unknown since the controller's writer started and keeps
@@ -120,11 +136,21 @@ export async function statusReport(
   const admin = await fetchAdminStatus(adminUrl);
   if ("status" in admin) {
     if (admin.status.clusters !== undefined) {
+      const clusters = rowsFromAdmin(admin.status);
+      const sharding = admin.status.leadership.sharding;
       return {
         source: "controller",
         leading: admin.status.leadership.leading,
-        clusters: rowsFromAdmin(admin.status),
+        clusters,
         federated: federatedRowsFromAdmin(admin.status),
+        ...(sharding
+          ? {
+              shards: shardRowsFromView(
+                sharding,
+                clusters.map((r) => r.cluster),
+              ),
+            }
+          : {}),
       };
     }
     // A standby replica has no fleet status: the objects are the next best thing.
@@ -142,15 +168,50 @@ async function fromObjects(
 ): Promise<StatusReport> {
   const client = cliClient(localConnection(values));
   try {
-    const { secrets, mirrors } = await readClusterObjects(client, credentialsNamespace(values));
+    const namespace = credentialsNamespace(values);
+    const { secrets, mirrors } = await readClusterObjects(client, namespace);
+    const clusters = rowsFromObjects(secrets, mirrors, {
+      allowFilePaths: values["allow-kubeconfig-file-paths"] === true,
+    });
+    const shards = await readShards(client, values, namespace, clusters);
     return {
       source: "cluster-objects",
       note,
-      clusters: rowsFromObjects(secrets, mirrors, { allowFilePaths: values["allow-kubeconfig-file-paths"] === true }),
+      clusters,
       federated: federatedRowsFromObjects(mirrors),
+      ...shards,
     };
   } finally {
     client.close();
+  }
+}
+
+/**
+ * The shard rows from the shard Leases (none when not sharded). A Lease list that fails
+ * (e.g. no RBAC to list Leases) is reported in `shardsNote`, never fatal: the cluster
+ * rows stand on their own.
+ */
+async function readShards(
+  client: KubeClient,
+  values: Readonly<Record<string, string | boolean | undefined>>,
+  credentials: string,
+  clusters: readonly { readonly cluster: string }[],
+): Promise<{ shards?: ShardRow[]; shardsNote?: string }> {
+  const leaseId = stringFlag(values, "leader-election-id") ?? "fleet-mirror";
+  const namespace = stringFlag(values, "leader-election-namespace") ?? credentials;
+  try {
+    const leases = await listLeases(client, namespace, {
+      signal: AbortSignal.timeout(10_000),
+      timeoutMs: 10_000,
+    });
+    const shards = shardRowsFromLeases(
+      leases,
+      leaseId,
+      clusters.map((r) => r.cluster),
+    );
+    return shards.length > 0 ? { shards } : {};
+  } catch (error) {
+    return { shardsNote: `could not list the Leases of ${namespace}: ${(error as Error).message}` };
   }
 }
 

@@ -61,3 +61,103 @@ export function hostsCluster(ownership: ShardOwnership, cluster: string): boolea
 export function ownsFederated(ownership: ShardOwnership, namespace: string, name: string): boolean {
   return ownership.held.has(federatedShardOf(namespace, name, ownership.shards));
 }
+
+/**
+ * Fair share (pure): which shards each live replica should hold. Every replica computes
+ * it from what it observed (the live replicas and the current holder of each shard's
+ * Lease), so replicas that observed the same agree, and there is no tug of war. Sticky:
+ * a live holder keeps its shards up to its share; only the rest moves.
+ *
+ * With R live replicas, q = ⌊S/R⌋ and m = S mod R: the m replicas that keep the most
+ * (ties by identity) may hold q + 1 shards, the others q. Each replica keeps its held
+ * shards up to that cap (the best-scored ones; score = `fnv1a32("<replica>/<shard>")`,
+ * rendezvous hashing), and the free shards (unheld, held by a replica that is not live,
+ * or over a cap) go to the replicas with room, best score first.
+ *
+ * Guarantees:
+ * - every shard is wanted by exactly one live replica, and each replica wants q or q + 1;
+ * - deterministic: it depends only on the SET of identities, the holders and S;
+ * - a fixed point: when the holders are the wanted map, the wanted map is unchanged;
+ * - when a replica leaves, only its shards move (each survivor holds at most q + 1, and
+ *   the new share is at least that); when one joins, only shards over the new caps move,
+ *   and they move to replicas with room (the newcomer first of all).
+ * With no live replica the map is empty.
+ */
+export function wantedShards(
+  replicas: Iterable<string>,
+  shards: number,
+  holders: ReadonlyMap<number, string> = new Map(),
+): Map<string, number[]> {
+  if (!Number.isInteger(shards) || shards < 1) throw new RangeError(`shards must be a positive integer, got ${shards}`);
+  const identities = [...new Set(replicas)].sort();
+  const wanted = new Map<string, number[]>(identities.map((r) => [r, []]));
+  if (identities.length === 0) return wanted;
+  const score = (replica: string, shard: number): number => fnv1a32(`${replica}/${shard}`);
+  const q = Math.floor(shards / identities.length);
+  const m = shards % identities.length;
+  const held = new Map<string, number[]>(identities.map((r) => [r, []]));
+  for (const [shard, holder] of holders)
+    if (Number.isInteger(shard) && shard >= 0 && shard < shards) held.get(holder)?.push(shard);
+  // The m replicas that keep the most get the larger share: nobody drops a shard it
+  // could keep.
+  const byKept = [...identities].sort(
+    (a, b) => Math.min(held.get(b)?.length ?? 0, q + 1) - Math.min(held.get(a)?.length ?? 0, q + 1) || (a < b ? -1 : 1),
+  );
+  const cap = new Map<string, number>(byKept.map((r, i) => [r, i < m ? q + 1 : q]));
+  const taken = new Set<number>();
+  for (const replica of identities) {
+    const keep = (held.get(replica) ?? []).sort((a, b) => score(replica, b) - score(replica, a) || a - b);
+    const list = wanted.get(replica) ?? [];
+    for (const shard of keep.slice(0, cap.get(replica) ?? 0)) {
+      list.push(shard);
+      taken.add(shard);
+    }
+  }
+  const pairs: { replica: string; shard: number; score: number }[] = [];
+  for (const replica of identities)
+    for (let shard = 0; shard < shards; shard++)
+      if (!taken.has(shard)) pairs.push({ replica, shard, score: score(replica, shard) });
+  pairs.sort(
+    (a, b) => b.score - a.score || (a.replica < b.replica ? -1 : a.replica > b.replica ? 1 : 0) || a.shard - b.shard,
+  );
+  for (const { replica, shard } of pairs) {
+    const list = wanted.get(replica);
+    if (!list || taken.has(shard) || list.length >= (cap.get(replica) ?? 0)) continue;
+    list.push(shard);
+    taken.add(shard);
+  }
+  for (const list of wanted.values()) list.sort((a, b) => a - b);
+  return wanted;
+}
+
+/** The name of shard `shard`'s Lease: `<leader-election-id>-shard-<shard>`. */
+export function shardLeaseName(leaseId: string, shard: number): string {
+  return `${leaseId}-shard-${shard}`;
+}
+
+/**
+ * The name of `identity`'s membership Lease: `<leader-election-id>-member-<identity>`,
+ * the identity made a valid Lease name (lower case, `[a-z0-9.-]`, at most 40
+ * characters of it) and followed by its FNV-1a hash in hex, so two identities that
+ * read alike once made valid still get two Leases.
+ */
+export function memberLeaseName(leaseId: string, identity: string): string {
+  const readable = identity
+    .toLowerCase()
+    .replace(/[^a-z0-9.-]+/g, "-")
+    .replace(/^[^a-z0-9]+|[^a-z0-9]+$/g, "")
+    .slice(0, 40)
+    .replace(/[^a-z0-9]+$/, "");
+  const hash = fnv1a32(identity).toString(16).padStart(8, "0");
+  return `${leaseId}-member-${readable === "" ? "" : `${readable}-`}${hash}`;
+}
+
+/** The shard of a shard Lease's name (`<leader-election-id>-shard-<i>`, i < shards), or undefined. */
+export function shardOfLeaseName(leaseId: string, name: string, shards: number): number | undefined {
+  const prefix = `${leaseId}-shard-`;
+  if (!name.startsWith(prefix)) return undefined;
+  const digits = name.slice(prefix.length);
+  if (!/^(0|[1-9][0-9]*)$/.test(digits)) return undefined;
+  const shard = Number(digits);
+  return shard < shards ? shard : undefined;
+}

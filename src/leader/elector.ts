@@ -62,6 +62,12 @@ export interface LeaderElectorOptions {
   readonly clock?: Clock;
   /** Wall clock, epoch ms, only for the informational timestamps in the Lease. Default `Date.now`. */
   readonly wallClock?: () => number;
+  /**
+   * The Lease as this process already observed it (on the same `clock`), e.g. by a
+   * LIST: an unchanged record keeps that first sighting, so its expiry runs from then
+   * rather than from this elector's first read. Default: nothing observed.
+   */
+  readonly observation?: Observation;
 }
 
 export interface LeaderElectorEvents {
@@ -114,6 +120,7 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
     this.#log = options.logger;
     this.#clock = options.clock ?? systemClock;
     this.#wallClock = options.wallClock ?? Date.now;
+    this.#observation = options.observation;
   }
 
   /** `namespace/name` of the Lease, for logs. */

@@ -40,18 +40,77 @@ export interface RequestBounds {
   readonly timeoutMs: number;
 }
 
+/** `/apis/coordination.k8s.io/v1/namespaces/<namespace>/leases`. */
+export function leasesPath(namespace: string): string {
+  return `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/leases`;
+}
+
+/** A Lease as listed: its name, resourceVersion and spec (list items carry no `kind`). */
+export interface ListedLease {
+  readonly name: string;
+  readonly resourceVersion: string;
+  readonly spec: unknown;
+}
+
+/**
+ * LIST the Leases of `namespace` (one page; `labelSelector` optional). Items without a
+ * name are skipped; throws on any failure or an answer that is not a list.
+ */
+export async function listLeases(
+  client: KubeClient,
+  namespace: string,
+  bounds: RequestBounds & { readonly labelSelector?: string },
+): Promise<ListedLease[]> {
+  const path = leasesPath(namespace);
+  const answer = await client.request<unknown>("GET", path, {
+    signal: bounds.signal,
+    timeoutMs: bounds.timeoutMs,
+    ...(bounds.labelSelector ? { query: { labelSelector: bounds.labelSelector } } : {}),
+  });
+  if (!isRecord(answer) || !Array.isArray(answer["items"])) throw new Error(`${path}: the answer is not a LeaseList`);
+  const out: ListedLease[] = [];
+  for (const item of answer["items"] as unknown[]) {
+    if (!isRecord(item) || !isRecord(item["metadata"])) continue;
+    const { name, resourceVersion } = item["metadata"];
+    if (typeof name !== "string") continue;
+    out.push({ name, resourceVersion: typeof resourceVersion === "string" ? resourceVersion : "", spec: item["spec"] });
+  }
+  return out;
+}
+
+/** DELETE Lease `name` only if it is still at `resourceVersion` (409 otherwise); 404 counts as done. */
+export async function deleteLease(
+  client: KubeClient,
+  namespace: string,
+  name: string,
+  resourceVersion: string,
+  bounds: RequestBounds,
+): Promise<void> {
+  try {
+    await client.request<unknown>("DELETE", `${leasesPath(namespace)}/${encodeURIComponent(name)}`, {
+      body: { apiVersion: "v1", kind: "DeleteOptions", preconditions: { resourceVersion } },
+      ...bounds,
+    });
+  } catch (error) {
+    if (!isStatus(error, 404)) throw error;
+  }
+}
+
 export class LeaseApi {
   readonly #client: KubeClient;
   readonly #namespace: string;
   readonly #name: string;
   readonly #collection: string;
   readonly #path: string;
+  readonly #labels: Readonly<Record<string, string>> | undefined;
 
-  constructor(client: KubeClient, namespace: string, name: string) {
+  /** `labels`: set on the Lease when this creates it (e.g. to find a group of Leases). */
+  constructor(client: KubeClient, namespace: string, name: string, labels?: Readonly<Record<string, string>>) {
     this.#client = client;
     this.#namespace = namespace;
     this.#name = name;
-    this.#collection = `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/leases`;
+    this.#labels = labels;
+    this.#collection = leasesPath(namespace);
     this.#path = `${this.#collection}/${encodeURIComponent(name)}`;
   }
 
@@ -70,7 +129,7 @@ export class LeaseApi {
     const body = {
       apiVersion: "coordination.k8s.io/v1",
       kind: "Lease",
-      metadata: { name: this.#name, namespace: this.#namespace },
+      metadata: { name: this.#name, namespace: this.#namespace, ...(this.#labels ? { labels: this.#labels } : {}) },
       spec: record,
     };
     return asLease(

@@ -182,6 +182,22 @@ export const ToWriterSchema = v.variant("type", [
    * own before another replica can hold the Lease. The latest message wins.
    */
   v.object({ type: v.literal("writer.fence"), writableUntil: v.pipe(v.number(), v.finite()) }),
+  /**
+   * Sharded (`--shards` > 1): the shards this replica holds now, each with its write
+   * deadline (as `writer.fence`, per shard: no write of a key of that shard at or after
+   * it). It asserts the whole state: a shard not listed is not held, and the writer
+   * plans nothing and writes nothing for its keys, and forgets its clusters' desired
+   * state (a later gain waits for their complete sets again). `seq` increases with
+   * every message; a message older than the newest seen is ignored (reordering is
+   * harmless, a duplicate changes nothing), and a lost one is superseded by the next
+   * renewal's. Answered by `writer.shards-fenced` with the same `seq` once no write of a
+   * shard it dropped is in flight.
+   */
+  v.object({
+    type: v.literal("writer.shards"),
+    seq: count,
+    held: v.array(v.object({ shard: count, writableUntil: v.pipe(v.number(), v.finite()) })),
+  }),
   v.object({ type: v.literal("writer.stop") }),
 ]);
 export type ToWriter = DeepReadonly<v.InferOutput<typeof ToWriterSchema>>;
@@ -192,6 +208,8 @@ export const FromWriterSchema = v.variant("type", [
   v.object({ type: v.literal("writer.ready") }),
   v.object({ type: v.literal("writer.status"), status: WriterStatusSchema }),
   v.object({ type: v.literal("writer.stopped") }),
+  /** Every `writer.shards` up to `seq` is applied and no write of a shard they dropped is in flight (cumulative). */
+  v.object({ type: v.literal("writer.shards-fenced"), seq: count }),
   v.object({ type: v.literal("writer.failed"), error: SerializedErrorSchema }),
 ]);
 export type FromWriter = DeepReadonly<v.InferOutput<typeof FromWriterSchema>>;

@@ -56,6 +56,13 @@ export const WriterOptionsSchema = v.object({
   namespace: name,
   /** Leader election is on: nothing is written until a `writer.fence` allows it. */
   fenced: v.exactOptional(v.boolean()),
+  /**
+   * Sharded across replicas (`--shards`, > 1): the shard count S. The writer then holds
+   * no shard (writes nothing, plans nothing) until a `writer.shards` names the shards it
+   * holds and their deadlines. Absent: one shard, held (fenced by `writer.fence` when
+   * `fenced`).
+   */
+  shards: v.exactOptional(v.pipe(count, v.minValue(1, "must be >= 1"))),
 });
 export type WriterOptions = DeepReadonly<v.InferOutput<typeof WriterOptionsSchema>>;
 

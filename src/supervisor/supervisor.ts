@@ -15,6 +15,11 @@
  * silently; rotation restarts only that cluster's actor and its mirrors stay (the
  * writer keeps the last desired set until the new actor sends its own); the writer
  * learns the set of clusters to keep only after a complete Secret list (SPEC §6).
+ *
+ * Sharded (`--shards` S > 1): every replica watches every credentials Secret (the
+ * registration order and the keep set are the fleet's), but runs actors only for the
+ * clusters of the shards it holds (`setShards`), and its writer writes only their keys,
+ * each behind its shard's fence. Until the first `setShards` it holds none.
  */
 import { MessageChannel, type Worker } from "node:worker_threads";
 import { EventEmitter } from "eventemitter3";
@@ -27,6 +32,7 @@ import {
   type WriterHealth,
 } from "../admin/fleet-view.ts";
 import type { Config } from "../config.ts";
+import { allShards, hostsCluster, type ShardOwnership } from "../core/shards.ts";
 import { KubeClient } from "../kube/client.ts";
 import type { ConnectionSpec } from "../kube/connection.ts";
 import type { Logger } from "../log.ts";
@@ -71,11 +77,13 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
   readonly #writer: WriterRunner;
   readonly #book = new FleetStatusBook();
   #stopping = false;
+  #ownership: ShardOwnership;
 
   constructor(options: SupervisorOptions) {
     super();
     this.#options = options;
     const { config, logger } = options;
+    this.#ownership = config.shards > 1 ? { shards: config.shards, held: new Set() } : allShards;
     this.#policy = options.restartPolicy ?? DEFAULT_RESTART_POLICY;
     this.#client = new KubeClient(options.localConnection, { userAgent: "fleet-mirror/supervisor" });
     this.#writer = new WriterRunner({
@@ -257,6 +265,26 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
     this.#writer.setWriteDeadline(writableUntil);
   }
 
+  /** The shards this replica holds (everything when not sharded). */
+  get ownership(): ShardOwnership {
+    return this.#ownership;
+  }
+
+  /**
+   * Sharded: the shards held now, each with its write deadline (ms on `systemClock`).
+   * The writer learns it first (its fence closes at once for a shard not held), then
+   * actors start for the clusters of gained shards and stop for those of lost ones.
+   * Resolves once no write of a shard not held is in flight (the writer's answer), so
+   * the caller may then release those shards' Leases.
+   */
+  setShards(held: ReadonlyMap<number, number>): Promise<void> {
+    if (this.#ownership.shards <= 1) return Promise.resolve();
+    this.#ownership = { shards: this.#ownership.shards, held: new Set(held.keys()) };
+    const fenced = this.#writer.setShards([...held].map(([shard, writableUntil]) => ({ shard, writableUntil })));
+    if (!this.#stopping) this.#dispatchRegistrations(this.#registry.registry);
+    return fenced;
+  }
+
   /** Stops every actor, then the writer (which finishes its in-flight writes). Mirrors stay. */
   async stop(): Promise<void> {
     if (this.#stopping) return;
@@ -274,10 +302,19 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
 
   #onRegistry(registry: RegistryState): void {
     if (this.#stopping) return;
-    this.#book.retain(registry.registered);
-    this.#actors.dispatch({ type: "registrations", registered: registry.registered });
+    this.#dispatchRegistrations(registry);
     if (this.#registry.listed)
       this.#writer.post({ type: "writer.clusters", keep: registry.keep, order: registry.order });
+  }
+
+  /** Actors for the registered clusters this replica hosts (all of them when not sharded). */
+  #dispatchRegistrations(registry: RegistryState): void {
+    const hosted =
+      this.#ownership.shards > 1
+        ? new Map([...registry.registered].filter(([cluster]) => hostsCluster(this.#ownership, cluster)))
+        : registry.registered;
+    this.#book.retain(hosted);
+    this.#actors.dispatch({ type: "registrations", registered: hosted });
   }
 
   /** A (re)started writer knows nothing: give it the keep set and a fresh channel per actor. */

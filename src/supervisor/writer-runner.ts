@@ -53,6 +53,11 @@ export class WriterRunner {
   #countersLive: WriterStatus | undefined;
   /** The latest write deadline (ms on `systemClock`), sent to every new writer. */
   #writableUntil: number | undefined;
+  /** Sharded: the latest held shards and deadlines, sent to every new writer, and their sequence. */
+  #shards: { shard: number; writableUntil: number }[] | undefined;
+  #shardsSeq = 0;
+  /** Callers of `setShards` waiting for the writer's `writer.shards-fenced`. */
+  #fencedWaiters: { readonly seq: number; readonly resolve: () => void }[] = [];
 
   constructor(options: WriterRunnerOptions) {
     this.#o = options;
@@ -98,6 +103,30 @@ export class WriterRunner {
   setWriteDeadline(writableUntil: number): void {
     this.#writableUntil = writableUntil;
     this.post({ type: "writer.fence", writableUntil });
+  }
+
+  /**
+   * Sharded: the shards held now and their write deadlines (ms on `systemClock`); every
+   * other shard is closed (`writer.shards`). Resolves once the writer answered that no
+   * write of a shard it no longer holds is in flight, or at once when no writer runs (a
+   * writer that is gone writes nothing; a new one starts from this state).
+   */
+  setShards(held: readonly { readonly shard: number; readonly writableUntil: number }[]): Promise<void> {
+    this.#shards = held.map(({ shard, writableUntil }) => ({ shard, writableUntil }));
+    this.#shardsSeq += 1;
+    if (!this.#worker) return Promise.resolve();
+    const seq = this.#shardsSeq;
+    this.post({ type: "writer.shards", seq, held: this.#shards });
+    return new Promise((resolve) => this.#fencedWaiters.push({ seq, resolve }));
+  }
+
+  #fenced(seq: number | undefined): void {
+    const waiting = this.#fencedWaiters;
+    this.#fencedWaiters = [];
+    for (const waiter of waiting) {
+      if (seq === undefined || waiter.seq <= seq) waiter.resolve();
+      else this.#fencedWaiters.push(waiter);
+    }
   }
 
   /**
@@ -178,10 +207,13 @@ export class WriterRunner {
         logLevel: config.logLevel,
         namespace: config.namespace,
         ...(this.#o.writeFence ? { fenced: true } : {}),
+        ...(config.shards > 1 ? { shards: config.shards } : {}),
       },
     } satisfies ToWriter);
     if (this.#writableUntil !== undefined)
       worker.postMessage({ type: "writer.fence", writableUntil: this.#writableUntil } satisfies ToWriter);
+    if (this.#shards !== undefined)
+      worker.postMessage({ type: "writer.shards", seq: this.#shardsSeq, held: this.#shards } satisfies ToWriter);
     worker.on("message", (raw: unknown) => {
       let message: FromWriter;
       try {
@@ -201,6 +233,9 @@ export class WriterRunner {
           break;
         case "writer.stopped":
           break;
+        case "writer.shards-fenced":
+          this.#fenced(message.seq);
+          break;
         case "writer.failed":
           this.#dispatch({ type: "failed", error: message.error });
           break;
@@ -217,6 +252,8 @@ export class WriterRunner {
         this.#countersLive = undefined;
       }
       if (this.#worker === worker) this.#worker = undefined;
+      // A writer that ended has nothing in flight.
+      this.#fenced(undefined);
       this.#dispatch({ type: "exited", code });
       exited();
     });

@@ -8,9 +8,10 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { DiscoveryV1Api, type V1EndpointSlice } from "@kubernetes/client-node";
+import { systemClock } from "../../src/core/clock.ts";
 import type { FederatedMember } from "../../src/core/federated.ts";
-import { federatedShardOf, type ShardOwnership, shardOf } from "../../src/core/shards.ts";
-import type { ToWriterFromActor } from "../../src/protocol/messages.ts";
+import { federatedShardOf, shardOf } from "../../src/core/shards.ts";
+import type { ToWriterFromActor, WriterOptions } from "../../src/protocol/messages.ts";
 import { Fleet } from "../helpers/fleet.ts";
 import { eventually } from "../helpers/kube.ts";
 import { apiRequests, FakeActorPort, type RunningWriter, startWriter, writerIdle } from "./writer-harness.ts";
@@ -18,13 +19,30 @@ import { apiRequests, FakeActorPort, type RunningWriter, startWriter, writerIdle
 const TIMEOUT_MS = 30_000;
 const SHARDS = 2;
 /** Writer A holds shard 0 (it hosts `east`), writer B shard 1 (it hosts `beta`). */
-const A: ShardOwnership = { shards: SHARDS, held: new Set([0]) };
-const B: ShardOwnership = { shards: SHARDS, held: new Set([1]) };
+const A = [0];
+const B = [1];
 /** Registration order: east first, so east's ports win a conflict. */
 const REGISTERED = ["east", "beta"];
 /** Fleet-wide Services in this namespace are owned by shard 1 (writer B), which does not host east. */
 const NS = "fed-b";
-const SLICE_OPTIONS = { endpointsApi: "endpointslices" } as const;
+const SLICE_OPTIONS = { endpointsApi: "endpointslices", shards: SHARDS } as const;
+
+let shardsSeq = 0;
+/** Starts a writer of SHARDS shards holding `held` (as its replica's shard coordinator would tell it, `writer.shards`). */
+async function startSharded(fleet: Fleet, held: readonly number[], options: Partial<WriterOptions> = SLICE_OPTIONS) {
+  const writer = await startWriter(fleet, { ...options, shards: SHARDS });
+  hold(writer, held);
+  return writer;
+}
+
+/** The shards `writer` holds now, writable for an hour. */
+function hold(writer: RunningWriter, held: readonly number[]): void {
+  const writableUntil = systemClock.now() + 3_600_000;
+  writer.actor.setShards(
+    ++shardsSeq,
+    held.map((shard) => ({ shard, writableUntil })),
+  );
+}
 
 function fedMember(cluster: string, svc: string, address: string, port = 80): FederatedMember {
   return {
@@ -106,8 +124,8 @@ describe("fleet-wide Services across two shards, two writers on one local API se
   }
 
   it("the owner writes the Service, each host its cluster's part; the union converges, and a member leaving on its host leaves the union", async () => {
-    const a = await startWriter(fleet, SLICE_OPTIONS, A);
-    const b = await startWriter(fleet, SLICE_OPTIONS, B);
+    const a = await startSharded(fleet, A);
+    const b = await startSharded(fleet, B);
     try {
       const east = connect(a, "east", 1);
       const beta = connect(b, "beta", 1);
@@ -149,8 +167,8 @@ describe("fleet-wide Services across two shards, two writers on one local API se
   });
 
   it("a port conflict across shards: east (first registered) sets the ports; beta's host keeps its part empty and reports beta port-conflict", async () => {
-    const a = await startWriter(fleet, SLICE_OPTIONS, A);
-    const b = await startWriter(fleet, SLICE_OPTIONS, B);
+    const a = await startSharded(fleet, A);
+    const b = await startSharded(fleet, B);
     try {
       // Beta first: the owner (B, beta's host) creates the Service with beta's ports, then east's part turns it.
       const beta = connect(b, "beta", 1);
@@ -186,8 +204,8 @@ describe("fleet-wide Services across two shards, two writers on one local API se
   it("a restart of either writer, and the owner's shard taken over by the other, write nothing", async () => {
     const eastMember = fedMember("east", "cart", "198.18.1.1");
     const betaMember = fedMember("beta", "cart", "198.18.2.1");
-    let a = await startWriter(fleet, SLICE_OPTIONS, A);
-    let b = await startWriter(fleet, SLICE_OPTIONS, B);
+    let a = await startSharded(fleet, A);
+    let b = await startSharded(fleet, B);
     const writes = async (): Promise<number> => {
       let total = 0;
       for (const verb of ["POST", "PUT", "DELETE"])
@@ -214,14 +232,14 @@ describe("fleet-wide Services across two shards, two writers on one local API se
       const before = await writes();
 
       await a.stop();
-      a = await startWriter(fleet, SLICE_OPTIONS, A);
+      a = await startSharded(fleet, A);
       const eastAgain = connect(a, "east", 2);
       eastAgain.send(memberBatch("east", 2, 1, [eastMember]));
       await eastAgain.waitForAck((ack) => ack.seq === 1, "east's set absorbed");
       await writerIdle(a.actor);
 
       await b.stop();
-      b = await startWriter(fleet, SLICE_OPTIONS, B);
+      b = await startSharded(fleet, B);
       const betaAgain = connect(b, "beta", 2);
       betaAgain.send(memberBatch("beta", 2, 1, [betaMember]));
       await betaAgain.waitForAck((ack) => ack.seq === 1, "beta's set absorbed");
@@ -231,7 +249,7 @@ describe("fleet-wide Services across two shards, two writers on one local API se
       // B leaves; A takes over shard 1: it now owns the Service and hosts beta, whose set it has not
       // received (unknown): beta's part is kept as observed, the Service is left as it is.
       await b.stop();
-      a.actor.setOwnership({ shards: SHARDS, held: new Set([0, 1]) });
+      hold(a, [0, 1]);
       await writerIdle(a.actor);
       assert.equal(await writes(), before, "the takeover wrote nothing while beta is unknown");
       assert.equal(
@@ -245,7 +263,7 @@ describe("fleet-wide Services across two shards, two writers on one local API se
   });
 
   it("with --endpoints-api endpoints a sharded writer writes no fleet-wide object and reports each member it hosts", async () => {
-    const a = await startWriter(fleet, { endpointsApi: "endpoints" }, A);
+    const a = await startSharded(fleet, A, { endpointsApi: "endpoints" });
     try {
       connect(a, "east", 1).send(memberBatch("east", 1, 1, [fedMember("east", "shop", "198.18.1.1")]));
       const blocked = await eventually(

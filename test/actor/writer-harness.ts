@@ -4,7 +4,6 @@
  * supervisor. The writer authenticates least-privilege (deploy/rbac/local.yaml).
  */
 import type { DesiredMirror } from "../../src/core/desired.ts";
-import type { ShardOwnership } from "../../src/core/shards.ts";
 import { silentLogger } from "../../src/log.ts";
 import type {
   ChannelPort,
@@ -68,21 +67,14 @@ export interface RunningWriter {
   stop(): Promise<void>;
 }
 
-/**
- * Starts a writer on the fleet's local API server and waits until it is ready.
- * `ownership`: the shards it holds (default: not sharded).
- */
-export async function startWriter(
-  fleet: Fleet,
-  options: Partial<WriterOptions> = {},
-  ownership?: ShardOwnership,
-): Promise<RunningWriter> {
+/** Starts a writer on the fleet's local API server and waits until it is ready. */
+export async function startWriter(fleet: Fleet, options: Partial<WriterOptions> = {}): Promise<RunningWriter> {
   const fromWriter: FromWriter[] = [];
   const actor = new LocalWriterActor(
     fleet.controllerConnection(),
     { ...WRITER_OPTIONS, ...options },
     { supervisor: (message) => fromWriter.push(message) },
-    { logger: silentLogger(), ...(ownership ? { ownership } : {}) },
+    { logger: silentLogger() },
   );
   actor.start();
   await eventually("the writer to be ready", () => (actor.ready ? true : undefined), 30_000, 20);

@@ -33,6 +33,7 @@ const BAD_VALUES: Record<string, { readonly bad: readonly string[]; readonly all
   "max-concurrent-starts": { bad: ["0", "1.5", "", "257"], allowed: /1 to 256/ },
   "actor-max-old-space-mb": { bad: ["15", "96.5", "96MB", "", "65537"], allowed: /16 to 65536/ },
   "max-threads": { bad: ["-1", "1.5", "", "1025"], allowed: /0 \(one per cluster\) to 1024/ },
+  shards: { bad: ["0", "-1", "2.5", "", "1025"], allowed: /1 \(not sharded\) to 1024/ },
   "admin-addr": { bad: [":65536", ":99999", "127.0.0.1:-1", "127.0.0.1", ":http"], allowed: /port 0 to 65535/ },
   "leader-election-lease-duration": { bad: ["0", "500ms", "25h", "soon"], allowed: /1s to 24h/ },
   "leader-election-renew-deadline": { bad: ["0", "50ms", "25h"], allowed: /100ms to 24h/ },
@@ -83,6 +84,7 @@ describe("run's numeric flags", () => {
       ["actor-max-old-space-mb", "65536"],
       ["max-threads", "0"],
       ["max-threads", "1024"],
+      ["shards", "1"],
       ["blocked-recheck-period", "100ms"],
       ["blocked-recheck-period", "24h"],
       ["resync-period", "1s"],
@@ -163,5 +165,18 @@ describe("--federated-selector", () => {
         value,
       );
     }
+  });
+});
+
+describe("--shards", () => {
+  it("defaults to 1 (not sharded) and takes S > 1 with --leader-elect", () => {
+    const plain = parseRunConfig([], {});
+    assert.ok(plain !== "help" && plain.shards === 1);
+    const sharded = parseRunConfig(["--leader-elect", "--shards", "6"], {});
+    assert.ok(sharded !== "help" && sharded.shards === 6);
+  });
+
+  it("refuses S > 1 without --leader-elect, naming both flags", () => {
+    assert.throws(() => parseRunConfig(["--shards", "6"], {}), /--shards 6: needs --leader-elect/);
   });
 });

@@ -353,3 +353,18 @@ describe("DesiredStore fleet-wide members (SPEC §11)", () => {
     assert.equal(store.registrationKnown, true);
   });
 });
+
+describe("DesiredStore.forget (a shard given up)", () => {
+  it("drops the cluster's desired set without unregistering it: nothing is collected until a new complete set", () => {
+    const store = new DesiredStore();
+    store.setKeep(["east"]);
+    store.applyBatch(batch("east", 1, { complete: true, upserts: [mirror("east", "shop", "web")] }));
+    assert.equal(store.gcAllowed("east"), true);
+    assert.deepEqual(store.forget(["east", "never-seen"]), ["shop/web-east"]);
+    assert.deepEqual(store.claimants("shop/web-east"), []);
+    assert.equal(store.gcAllowed("east"), false, "a regained cluster must send its complete set before any GC");
+    assert.deepEqual([...store.clusters()], []);
+    store.applyBatch(batch("east", 2, { complete: true, upserts: [mirror("east", "shop", "cart")] }));
+    assert.equal(store.gcAllowed("east"), true);
+  });
+});

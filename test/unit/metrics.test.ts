@@ -212,6 +212,33 @@ describe("the metrics registry", () => {
   });
 });
 
+describe("sharding metrics", () => {
+  it("report the shards held and each shard's holder when sharded; not sharded, the leader holds the one shard", async () => {
+    const base = { fleet: () => undefined, counters: () => undefined, threadHeaps: async () => [] };
+    const sharded = await createMetrics({
+      ...base,
+      leadership: () => ({
+        enabled: true,
+        leading: true,
+        identity: "replica-a",
+        sharding: {
+          shards: 3,
+          held: [0, 2],
+          wanted: [0, 2],
+          live: ["replica-a", "replica-b"],
+          holders: ["replica-a", "replica-b", "replica-a"],
+        },
+      }),
+    }).metrics();
+    assert.match(sharded, /^fleet_mirror_shards_held 2$/m);
+    assert.match(sharded, /^fleet_mirror_shard_holder\{shard="1",holder="replica-b"\} 1$/m);
+    assert.match(sharded, /^fleet_mirror_shard_holder\{shard="2",holder="replica-a"\} 1$/m);
+    const plain = await createMetrics({ ...base, leadership: () => alwaysLeading("me", 0) }).metrics();
+    assert.match(plain, /^fleet_mirror_shards_held 1$/m, "not sharded: the leader holds the one shard");
+    assert.doesNotMatch(plain, /^fleet_mirror_shard_holder\{/m);
+  });
+});
+
 describe("health and readiness", () => {
   it("say ok, or the reason; verbose names the check", () => {
     assert.equal(checkText("readyz", { ok: true }, false), "ok\n");

@@ -80,6 +80,7 @@ function fakeWriter() {
     setKeep: (keep) => void calls.push(`keep ${keep.join(",")}`),
     recordEvent: async () => void calls.push("event"),
     fence: () => void calls.push("fence"),
+    setShards: (seq) => void calls.push(`shards ${seq}`),
     stop: async () => void calls.push("stop"),
   };
   const status = (): void =>

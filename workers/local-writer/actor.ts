@@ -25,7 +25,7 @@ import { shardedFederatedProblem } from "../../src/core/federated-shards.ts";
 import type { KubeObject } from "../../src/core/objects.ts";
 import { splitKey } from "../../src/core/objects.ts";
 import { TokenBucket } from "../../src/core/rate-limit.ts";
-import { allShards, type ShardOwnership } from "../../src/core/shards.ts";
+import { hostsCluster, type ShardOwnership } from "../../src/core/shards.ts";
 import { runWorkers, WorkQueue } from "../../src/core/workqueue.ts";
 import { KubeApiError, KubeClient } from "../../src/kube/client.ts";
 import type { ConnectionSpec } from "../../src/kube/connection.ts";
@@ -59,8 +59,6 @@ export interface WriterDeps {
   readonly logger: Logger;
   /** Monotonic time for the fence, expiries and backoffs. Default `systemClock`. */
   readonly clock?: Clock;
-  /** The shards this replica holds at start (see `setOwnership`). Default `allShards`: not sharded. */
-  readonly ownership?: ShardOwnership;
 }
 
 const STATUS_INTERVAL_MS = 1_000;
@@ -86,22 +84,23 @@ export class LocalWriterActor {
   #statusTimer: NodeJS.Timeout | undefined;
   #stopped = false;
   #localApiFailing = false;
-  #ownership: ShardOwnership;
-  #shardedProblemLogged = false;
+  /** The newest `writer.shards` applied. */
+  #shardsSeq = -1;
 
   constructor(connection: ConnectionSpec, options: WriterOptions, ports: WriterPorts, deps: WriterDeps) {
     const clock = deps.clock ?? systemClock;
     this.#options = options;
     this.#ports = ports;
     this.#log = deps.logger;
-    this.#ownership = deps.ownership ?? allShards;
-    this.#warnIfShardedEndpoints();
     this.#client = new KubeClient(connection, { userAgent: "fleet-mirror/local-writer", logger: deps.logger });
     const stores = new LocalStores(this.#client);
     this.#stores = stores;
     this.#queue = new WorkQueue<string>({ itemBackoff: { initialMs: 100, maxMs: 5 * 60_000 }, clock });
-    this.#fence = new WriteFence(options.fenced === true, clock, this.#log);
+    this.#fence = new WriteFence(options.fenced === true, clock, this.#log, options.shards ?? 1);
     this.#cache = new MutationCache(clock);
+    // Said once here; each member it concerns is reported by the reconciler (status, Event).
+    const shardedProblem = shardedFederatedProblem(options.shards ?? 1, options.endpointsApi);
+    if (shardedProblem) this.#log.warn({ shards: options.shards }, shardedProblem);
     this.#events = new EventRecorder({
       client: this.#client,
       clock,
@@ -134,10 +133,13 @@ export class LocalWriterActor {
       options,
       log: this.#log,
       recordEvent: (event) => void this.recordEvent(event),
-      ownership: () => this.#ownership,
+      ownership: () => this.#fence.ownership,
     });
     this.#channels = new DesiredChannels({
       absorb: (batch) => {
+        // A late batch of a cluster whose shard was given up: refused (its actor is
+        // stopping), so no stale set is kept for a later gain of the shard.
+        if (!hostsCluster(this.#fence.ownership, batch.cluster)) return false;
         const keys = this.#desired.applyBatch(batch);
         if (keys === undefined) return false;
         for (const key of keys) this.#enqueue(key);
@@ -204,7 +206,7 @@ export class LocalWriterActor {
    * of the same cluster are closed.
    */
   attach(cluster: string, epoch: number, port: ActorPort): void {
-    if (this.#stopped) {
+    if (this.#stopped || !hostsCluster(this.#fence.ownership, cluster)) {
       port.close();
       return;
     }
@@ -227,26 +229,6 @@ export class LocalWriterActor {
     for (const { key, owner } of this.#stores.observedMirrors()) if (!keep.includes(owner)) this.#enqueue(key);
   }
 
-  /**
-   * The shards this replica holds now (`--shards`): fleet-wide Services are written by
-   * the replica holding their owning shard, each member cluster's part by the replica
-   * hosting that cluster (DESIGN §3 "Across shards"). Every fleet-wide key is reconciled
-   * again, so a shard taken over is written at once.
-   */
-  setOwnership(ownership: ShardOwnership): void {
-    this.#ownership = ownership;
-    this.#warnIfShardedEndpoints();
-    if (this.#ready) this.#resyncAll();
-  }
-
-  /** Said once in the log (and per member in status and Events, by the reconciler). */
-  #warnIfShardedEndpoints(): void {
-    const problem = shardedFederatedProblem(this.#ownership.shards, this.#options.endpointsApi);
-    if (!problem || this.#shardedProblemLogged) return;
-    this.#shardedProblemLogged = true;
-    this.#log.warn({ shards: this.#ownership.shards }, problem);
-  }
-
   /** Records a Kubernetes Event (see EventRecorder); resolves once sent, dropped or found a duplicate. */
   recordEvent(event: EventRequest): Promise<void> {
     return this.#events.record(event);
@@ -257,6 +239,46 @@ export class LocalWriterActor {
     if (!this.#fence.move(writableUntil)) return;
     if (this.#ready) this.#resyncAll();
     this.#events.pump();
+  }
+
+  /** The shards held now (all of them when not sharded). */
+  get ownership(): ShardOwnership {
+    return this.#fence.ownership;
+  }
+
+  /**
+   * Sharded: the shards held now and their write deadlines (`writer.shards`). A message
+   * older than the newest seen is ignored. The desired state of clusters of shards no
+   * longer held is forgotten (nothing of theirs is planned or collected here any more)
+   * and their channels closed; a shard gained (or reopened) has every key re-checked.
+   * Answers `writer.shards-fenced` once no write of a shard not held is in flight.
+   */
+  setShards(seq: number, held: readonly { readonly shard: number; readonly writableUntil: number }[]): void {
+    if (this.#stopped) return;
+    if (seq >= this.#shardsSeq) {
+      this.#shardsSeq = seq;
+      const change = this.#fence.setShards(held);
+      if (change.dropped.length > 0) {
+        const ownership = this.#fence.ownership;
+        const leaving = [...this.#desired.clusters()].filter((c) => !hostsCluster(ownership, c));
+        for (const key of this.#desired.forget(leaving)) this.#enqueue(key);
+        for (const cluster of this.#channels.clusters())
+          if (!hostsCluster(ownership, cluster)) this.#channels.close(cluster);
+        this.#log.info(
+          { shards: change.dropped, clusters: leaving.length },
+          "shards given up: their keys are left alone",
+        );
+      }
+      if (change.gained.length > 0) this.#log.info({ shards: change.gained }, "shards gained");
+      if (this.#ready && (change.reopened || change.gained.length > 0)) this.#resyncAll();
+      if (change.reopened) this.#events.pump();
+    }
+    const { shards, held: now } = this.#fence.ownership;
+    const notHeld = Array.from({ length: shards }, (_, i) => i).filter((s) => !now.has(s));
+    const acked = this.#shardsSeq;
+    void this.#executor
+      .whenDrained(notHeld)
+      .then(() => this.#ports.supervisor({ type: "writer.shards-fenced", seq: acked }));
   }
 
   /** Finishes in-flight writes, then stops watching. Mirrors stay in place. */

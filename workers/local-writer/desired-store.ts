@@ -139,6 +139,35 @@ export class DesiredStore {
   }
 
   /**
+   * Forgets the desired state of `clusters` (their shard is no longer held here) without
+   * unregistering them: nothing of theirs is collected for it, and their complete sets
+   * are needed again before any of their mirrors may be collected here (`gcAllowed`).
+   * Returns the keys they claimed or held members of.
+   */
+  forget(clusters: Iterable<string>): string[] {
+    const keys: string[] = [];
+    for (const cluster of clusters) {
+      const cd = this.#clusters.get(cluster);
+      if (!cd) continue;
+      for (const key of [...cd.mirrors.keys()]) {
+        this.#remove(cluster, cd, key);
+        keys.push(key);
+      }
+      for (const key of [...cd.members.keys()]) {
+        this.#removeMember(cluster, cd, key);
+        keys.push(key);
+      }
+      this.#clusters.delete(cluster);
+    }
+    return keys;
+  }
+
+  /** The clusters whose desired state is held. */
+  clusters(): IterableIterator<string> {
+    return this.#clusters.keys();
+  }
+
+  /**
    * May no-longer-desired mirrors of `cluster` be deleted? Only with complete knowledge:
    * the cluster sent a complete set, or it is known to be unregistered.
    */

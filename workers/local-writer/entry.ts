@@ -28,7 +28,7 @@ type WriterInit = Extract<ToWriter, { type: "writer.init" }>;
 /** What the entry drives of the writer actor (a LocalWriterActor, or a fake in tests). */
 export type HostedWriter = Pick<
   LocalWriterActor,
-  "start" | "attach" | "setKeep" | "recordEvent" | "fence" | "stop" | "ready"
+  "start" | "attach" | "setKeep" | "recordEvent" | "fence" | "setShards" | "stop" | "ready"
 >;
 
 export interface WriterHostDeps {
@@ -97,6 +97,9 @@ export function hostLocalWriter(port: ChannelPort<FromWriter>, deps: WriterHostD
         return;
       case "writer.fence":
         actor?.fence(message.writableUntil);
+        return;
+      case "writer.shards":
+        actor?.setShards(message.seq, message.held);
         return;
       case "writer.stop":
         void (actor?.stop() ?? Promise.resolve()).finally(() => {

@@ -5,13 +5,21 @@
  * (its Service, Endpoints and EndpointSlices), decides which cluster owns the name,
  * plans with the pure `planMirror`, reports conflicts, and hands each write to the
  * write executor. It never learns why it was called (level-triggered).
+ *
+ * Sharded (`ownership`): a key is this replica's only when its shard is held: a
+ * mirror's shard is its owner cluster's (the cluster named by the observed objects'
+ * labels, else the claimant that wins the name), a fleet-wide Service's is
+ * `federatedShardOf` its key. A key of a shard not held is neither planned nor written
+ * (no create, no update, no delete: its holder does that); clusters of shards not held
+ * are left out of the claimants. Garbage collection of an unregistered cluster's
+ * mirrors is therefore done by the holder of that cluster's shard only.
  */
 
 import type { DesiredMirror } from "../../src/core/desired.ts";
 import { desiredSliceContents, sliceNames } from "../../src/core/endpoint-slices.ts";
 import { type ReductionSummary, reduceFederated, summarizeReduction } from "../../src/core/federated.ts";
 import { shardedFederatedProblem, shardedMembers } from "../../src/core/federated-shards.ts";
-import { SERVICE_NAME_LABEL } from "../../src/core/labels.ts";
+import { CLUSTER_NAME, SERVICE_NAME_LABEL } from "../../src/core/labels.ts";
 import {
   type Blocked,
   MIRROR_KINDS,
@@ -28,7 +36,14 @@ import {
   isFederatedObject,
   planFederated,
 } from "../../src/core/plan-federated.ts";
-import { allShards, hostsCluster, ownsFederated, type ShardOwnership } from "../../src/core/shards.ts";
+import {
+  allShards,
+  federatedShardOf,
+  hostsCluster,
+  ownsFederated,
+  type ShardOwnership,
+  shardOf,
+} from "../../src/core/shards.ts";
 import type { ReconcileResult } from "../../src/core/workqueue.ts";
 import { KubeApiError, type KubeClient } from "../../src/kube/client.ts";
 import type { Logger } from "../../src/log.ts";
@@ -58,7 +73,7 @@ export interface ReconcilerDeps {
   >;
   readonly log: Logger;
   readonly recordEvent: (event: EventRequest) => void;
-  /** The shards this replica holds now, read at every fleet-wide reconcile. Default: `allShards` (not sharded). */
+  /** The shards this replica holds, read at every plan. Default: not sharded (everything). */
   readonly ownership?: () => ShardOwnership;
 }
 
@@ -82,6 +97,19 @@ export function deletesServiceLast(actions: readonly WriteAction[]): readonly Wr
   return [...actions.filter((a) => a.kind !== "Service"), ...actions.filter((a) => a.kind === "Service")];
 }
 
+/**
+ * The shard whose fence a fleet-wide write passes: a part's is its cluster's (only that
+ * cluster's host writes it), the Service's and Endpoints' the owning shard's, a Namespace
+ * create `namespaceShard` (the owning shard's, or the cluster's whose part needs it).
+ */
+function federatedWriteShard(action: WriteAction, shards: number, fleetShard: number, namespaceShard: number): number {
+  if (action.kind === "Namespace") return namespaceShard;
+  if (action.kind !== "EndpointSlice") return fleetShard;
+  const cluster =
+    action.verb === "delete" ? action.cluster : (action.body as KubeObject).metadata.labels?.[CLUSTER_NAME];
+  return cluster ? shardOf(cluster, shards) : fleetShard;
+}
+
 export interface BlockedMirror {
   readonly key: string;
   readonly reason: string;
@@ -102,16 +130,20 @@ export class MirrorReconciler {
   }
 
   async reconcile(key: string): Promise<ReconcileResult> {
+    // Sharded, a fleet-wide key is every replica's business: the holder of its shard
+    // writes the Service, the host of each member cluster its part (DESIGN §3 "Across shards").
     if (this.#isFederated(key)) return this.#reconcileFederated(key);
     // A new mirror's slices need its Service's uid (their ownerReference): after the
     // Service is created, plan once more at once rather than wait for the watch.
     for (let pass = 0; ; pass++) {
-      const { plan, desired, observed } = await this.#plan(key);
+      const planned = await this.#plan(key);
+      if (planned === undefined) return { kind: "done" }; // a shard this replica does not hold
+      const { plan, desired, observed, shard } = planned;
       if (plan.blocked && desired) {
         this.block(key, desired.cluster, plan.blocked);
         return { kind: "requeue-after", ms: this.#deps.options.blockedRecheckMs };
       }
-      const outcome = await this.#apply(key, plan.actions, desired, observed);
+      const outcome = await this.#apply(key, plan.actions, desired, observed, shard);
       if (outcome) return outcome;
       if (pass > 0 || !this.#needsSecondPass(plan.actions)) return { kind: "done" };
     }
@@ -123,13 +155,15 @@ export class MirrorReconciler {
     actions: readonly WriteAction[],
     desired: DesiredMirror | undefined,
     observed: readonly ObservedObject[],
+    shard: number | ((action: WriteAction) => number),
   ): Promise<ReconcileResult | undefined> {
     for (const action of deletesServiceLast(actions)) {
       const target =
         action.kind === "Namespace"
           ? undefined
           : observed.find((o) => o.kind === action.kind && o.object.metadata.name === action.name)?.object;
-      const outcome = await this.#deps.executor.apply(key, action, desired, target);
+      const fence = typeof shard === "number" ? shard : shard(action);
+      const outcome = await this.#deps.executor.apply(key, action, desired, target, fence);
       if (outcome) return outcome;
     }
     return undefined;
@@ -141,11 +175,23 @@ export class MirrorReconciler {
     return createdService && this.#deps.options.endpointsApi !== "endpoints";
   }
 
-  async #plan(
-    key: string,
-  ): Promise<{ plan: MirrorPlan; desired: ReturnType<DesiredStore["get"]>; observed: ObservedObject[] }> {
+  #ownership(): ShardOwnership {
+    return this.#deps.ownership?.() ?? allShards;
+  }
+
+  /** The plan of mirror `key`; undefined when its shard is not held here (nothing may be planned). */
+  async #plan(key: string): Promise<
+    | {
+        plan: MirrorPlan;
+        desired: ReturnType<DesiredStore["get"]>;
+        observed: ObservedObject[];
+        shard: number;
+      }
+    | undefined
+  > {
     const { desired: store, cache, options } = this.#deps;
-    const claimants = store.claimants(key);
+    const ownership = this.#ownership();
+    const claimants = store.claimants(key).filter((cluster) => hostsCluster(ownership, cluster));
     const { namespace, name } = splitKey(key);
     const observed: ObservedObject[] = [];
     const service = cache.observed("Service", key, this.#deps.services.get(key));
@@ -185,7 +231,11 @@ export class MirrorReconciler {
     // The current owner keeps the name; otherwise the first claimant in name order.
     let owner: string | undefined;
     for (const o of observed) owner ??= MIRROR_KINDS[o.kind].owner(o.object.metadata.labels);
+    // The owner's shard decides; with no owner, the claimant that would win it (only
+    // claimants of held shards are left, so another shard's claimant never counts here).
+    if (owner !== undefined && !hostsCluster(ownership, owner)) return undefined;
     const winner = owner && claimants.includes(owner) ? owner : claimants[0];
+    if (winner === undefined && owner === undefined && ownership.shards > 1) return undefined;
     const desired = winner ? store.get(winner, key) : undefined;
     const plan = planMirror({
       key,
@@ -205,7 +255,7 @@ export class MirrorReconciler {
       });
     }
     if (!plan.blocked && !claimants.some((c) => c !== winner)) this.#blocked.delete(key);
-    return { plan, desired, observed };
+    return { plan, desired, observed, shard: shardOf(owner ?? winner ?? "", ownership.shards) };
   }
 
   /** A mirror that is not written: logged (once per message) and reported as an Event. */
@@ -276,7 +326,7 @@ export class MirrorReconciler {
   async #reconcileFederated(key: string): Promise<ReconcileResult> {
     // As for a mirror: once the Service is created, its slices need its uid at once.
     for (let pass = 0; ; pass++) {
-      const { plan, observed, members } = await this.#planFederated(key);
+      const { plan, observed, members, shard } = await this.#planFederated(key);
       if (plan.blocked) {
         this.#fleetSummaries.set(key, { clusters: members, kept: [], ready: 0, notReady: 0 });
         this.#setFleetProblems(
@@ -290,16 +340,22 @@ export class MirrorReconciler {
         );
         return { kind: "requeue-after", ms: this.#deps.options.blockedRecheckMs };
       }
-      const outcome = await this.#apply(key, plan.actions, undefined, observed);
+      const outcome = await this.#apply(key, plan.actions, undefined, observed, shard);
       if (outcome) return outcome;
       if (pass > 0 || !this.#needsSecondPass(plan.actions)) return { kind: "done" };
     }
   }
 
-  async #planFederated(key: string): Promise<{ plan: FederatedPlan; observed: ObservedObject[]; members: string[] }> {
+  async #planFederated(key: string): Promise<{
+    plan: FederatedPlan;
+    observed: ObservedObject[];
+    members: string[];
+    /** The shard whose fence each write passes (see `federatedWriteShard`). */
+    shard: (action: WriteAction) => number;
+  }> {
     const { desired: store, cache, options } = this.#deps;
     const { namespace = "", name } = splitKey(key);
-    const ownership = this.#deps.ownership?.() ?? allShards;
+    const ownership = this.#ownership();
     // Sharded (DESIGN §3 "Across shards"): this replica writes the Service only when it
     // holds its owning shard, and the parts of the clusters it hosts; it learns the
     // members of the clusters it does not host from their parts (the local API).
@@ -331,7 +387,7 @@ export class MirrorReconciler {
       if (problem) {
         const clusters = [...hosted.keys()].sort();
         this.#setFleetProblems(key, new Map(clusters.map((c) => [c, { reason: SHARDED_ENDPOINTS, message: problem }])));
-        return { plan: { actions: [] }, observed: [], members: clusters };
+        return { plan: { actions: [] }, observed: [], members: clusters, shard: () => 0 };
       }
     }
     let service = cache.observed("Service", key, this.#deps.services.get(key));
@@ -359,7 +415,8 @@ export class MirrorReconciler {
       registrationKnown: store.registrationKnown,
       observedClusters: [...annotated, ...partClusters],
     });
-    if (reduction.kind === "delete") this.#fleetSummaries.delete(key);
+    // The Service's status is its owner's to report (each host reports its members' conflicts).
+    if (reduction.kind === "delete" || !owner) this.#fleetSummaries.delete(key);
     else this.#fleetSummaries.set(key, summarizeReduction(reduction));
     const observed: ObservedObject[] = [];
     if (service) observed.push({ kind: "Service", object: service });
@@ -406,7 +463,14 @@ export class MirrorReconciler {
         reason: "owned-by-other-cluster",
         message: `mirror name ${key} is a fleet-wide Service's; cluster ${cluster}'s mirror is not written`,
       });
-    return { plan, observed, members: [...(sharded ? hosted : members).keys()].sort() };
+    const fleetShard = federatedShardOf(namespace, name, ownership.shards);
+    const namespaceShard = owner ? fleetShard : shardOf(hostedParts[0]?.cluster ?? "", ownership.shards);
+    return {
+      plan,
+      observed,
+      members: [...(sharded ? hosted : members).keys()].sort(),
+      shard: (action) => federatedWriteShard(action, ownership.shards, fleetShard, namespaceShard),
+    };
   }
 
   /** Replaces the problems of fleet-wide key `key`; a new message is logged and recorded as an Event. */

@@ -10,7 +10,13 @@
  * - delete 404: already gone: go on;
  * - anything else: retry with backoff.
  * One create per namespace at a time: the other keys of a new namespace share its outcome
- * instead of racing it (each racer would cost a rejected POST).
+ * instead of racing it (each racer would cost a rejected POST). Replicas of a sharded
+ * Deployment may still race each other for a namespace: one create wins, the others'
+ * AlreadyExists is success, so a namespace is created once.
+ *
+ * Sharded: every write names the shard of its key; the fence of that shard is checked
+ * right before sending, and the writes in flight are counted per shard, so a shard
+ * given up can be awaited until none of its writes is in flight (`whenDrained`).
  */
 import type { DesiredMirror } from "../../src/core/desired.ts";
 import { type Blocked, MIRROR_KINDS, objectPath, type WriteAction } from "../../src/core/mirror-kinds.ts";
@@ -42,6 +48,9 @@ export class WriteExecutor {
   readonly #deps: WriteExecutorDeps;
   /** Namespace creates in flight, or done but not yet seen by the namespace watch, by name. */
   readonly #namespaceCreates = new Map<string, Promise<WriteOutcome>>();
+  /** Writes sent and not answered, by shard. */
+  readonly #inFlight = new Map<number, number>();
+  #drainWaiters: { readonly shards: ReadonlySet<number>; readonly resolve: () => void }[] = [];
 
   constructor(deps: WriteExecutorDeps) {
     this.#deps = deps;
@@ -52,20 +61,30 @@ export class WriteExecutor {
     this.#namespaceCreates.delete(name);
   }
 
+  /** Resolves once no write of any of `shards` is in flight (at once when none is). */
+  whenDrained(shards: Iterable<number>): Promise<void> {
+    const set = new Set(shards);
+    if (![...set].some((s) => (this.#inFlight.get(s) ?? 0) > 0)) return Promise.resolve();
+    return new Promise((resolve) => this.#drainWaiters.push({ shards: set, resolve }));
+  }
+
   /**
    * Performs one write of `key`'s plan. `observed` is the object the action applies to
    * as reconcile saw it (a DELETE's tombstone remembers which object was deleted).
+   * `shard`: the shard of `key` (0 when not sharded), whose fence the write passes.
    */
   async apply(
     key: string,
     action: WriteAction,
     desired: DesiredMirror | undefined,
     observed: KubeObject | undefined,
+    shard = 0,
   ): Promise<WriteOutcome> {
-    if (action.verb !== "create" || action.kind !== "Namespace") return this.#write(key, action, desired, observed);
+    if (action.verb !== "create" || action.kind !== "Namespace")
+      return this.#write(key, action, desired, observed, shard);
     const pending = this.#namespaceCreates.get(action.name);
     if (pending) return pending;
-    const created = this.#write(key, action, desired, observed);
+    const created = this.#write(key, action, desired, observed, shard);
     this.#namespaceCreates.set(action.name, created);
     const outcome = await created;
     if (outcome && this.#namespaceCreates.get(action.name) === created) this.#namespaceCreates.delete(action.name);
@@ -77,12 +96,14 @@ export class WriteExecutor {
     action: WriteAction,
     desired: DesiredMirror | undefined,
     observed: KubeObject | undefined,
+    shard: number,
   ): Promise<WriteOutcome> {
     const { client, cache, stats, log } = this.#deps;
     await this.#deps.bucket.take();
     // Checked after the rate-limit wait, right before sending: the wait may cross the fence.
-    if (!this.#deps.fence.writable) return this.#deps.fence.held(`${action.verb} ${action.kind} ${key}`);
+    if (!this.#deps.fence.writableFor(shard)) return this.#deps.fence.held(`${action.verb} ${action.kind} ${key}`);
     stats.inFlight += 1;
+    this.#inFlight.set(shard, (this.#inFlight.get(shard) ?? 0) + 1);
     const startedAt = performance.now();
     const path = action.kind === "Namespace" ? "/api/v1/namespaces" : objectPath(action.kind, action.namespace);
     // The mutation cache holds each object under its own key (a slice's is not its mirror's).
@@ -119,7 +140,23 @@ export class WriteExecutor {
       return this.#onError(key, action, desired, error);
     } finally {
       stats.inFlight -= 1;
+      this.#settled(shard);
       stats.observeWriteDuration((performance.now() - startedAt) / 1000);
+    }
+  }
+
+  #settled(shard: number): void {
+    const left = (this.#inFlight.get(shard) ?? 1) - 1;
+    if (left > 0) {
+      this.#inFlight.set(shard, left);
+      return;
+    }
+    this.#inFlight.delete(shard);
+    const waiting = this.#drainWaiters;
+    this.#drainWaiters = [];
+    for (const waiter of waiting) {
+      if ([...waiter.shards].some((s) => (this.#inFlight.get(s) ?? 0) > 0)) this.#drainWaiters.push(waiter);
+      else waiter.resolve();
     }
   }
 

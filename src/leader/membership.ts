@@ -1,0 +1,241 @@
+/**
+ * ReplicaMembership: which replicas are live and who holds each shard, as this replica
+ * observes it through Kubernetes Leases alone (no other coordination).
+ *
+ * Every replica keeps a membership Lease of its own (`<leader-election-id>-member-…`,
+ * `memberLeaseName`) renewed every retry period, and every retry period it LISTs the
+ * Leases of the leader-election namespace:
+ * - a replica is live while its membership Lease names it and has not expired by LOCAL
+ *   observation (the same rule as `lease.ts`: a record unchanged for longer than its
+ *   duration; wall clocks are never compared); this replica is always live to itself;
+ * - the holder of shard i is the holder of `<leader-election-id>-shard-<i>` unless that
+ *   record expired by local observation (then the shard is free);
+ * - a membership Lease released (empty holder) or expired for a further lease duration
+ *   is deleted, on its resourceVersion, so replaced Pods leave no Leases behind; its
+ *   replica, should it still be running, simply creates it again.
+ *
+ * Emits "view" whenever the live set or a holder changes. Errors never leave the loop:
+ * a failed renewal or list is logged (once per distinct failure) and tried again at the
+ * next period; the view then stays as it was.
+ */
+import { EventEmitter } from "eventemitter3";
+import { type Clock, systemClock } from "../core/clock.ts";
+import { memberLeaseName, shardOfLeaseName } from "../core/shards.ts";
+import type { KubeClient } from "../kube/client.ts";
+import type { Logger } from "../log.ts";
+import { serializeError } from "../protocol/errors.ts";
+import {
+  expiresAt,
+  formatMicroTime,
+  holderOf,
+  type LeaseRecord,
+  leaseDurationSeconds,
+  type Observation,
+  observe,
+  recordFromSpec,
+} from "./lease.ts";
+import { deleteLease, describe, isStatus, LeaseApi, type LeaseObject, listLeases } from "./lease-api.ts";
+import { abortableSleep, candidateDelay } from "./schedule.ts";
+
+export interface ReplicaView {
+  /** Live replica identities, sorted (this replica included). */
+  readonly live: readonly string[];
+  /** Shard → its holder, for shards whose Lease is held and not expired by local observation. */
+  readonly holders: ReadonlyMap<number, string>;
+}
+
+export interface ReplicaMembershipOptions {
+  readonly client: KubeClient;
+  readonly namespace: string;
+  /** --leader-election-id: the prefix of every Lease of this Deployment. */
+  readonly leaseId: string;
+  readonly identity: string;
+  readonly shards: number;
+  readonly leaseDurationMs: number;
+  readonly retryPeriodMs: number;
+  readonly logger: Logger;
+  readonly clock?: Clock;
+  readonly wallClock?: () => number;
+}
+
+/** Bound on the release at stop: the others drop this replica once its Lease expires anyway. */
+const RELEASE_TIMEOUT_MS = 5_000;
+
+export class ReplicaMembership extends EventEmitter<{ view: [ReplicaView] }> {
+  readonly #o: ReplicaMembershipOptions;
+  readonly #clock: Clock;
+  readonly #wallClock: () => number;
+  readonly #own: LeaseApi;
+  readonly #ownName: string;
+  readonly #memberPrefix: string;
+  /** Our membership Lease as last written or read; undefined: read it (or create it) next. */
+  #ownLease: LeaseObject | undefined;
+  #acquireTime: string | undefined;
+  readonly #observations = new Map<string, Observation>();
+  #view: ReplicaView;
+  #viewKey = "";
+  readonly #abort = new AbortController();
+  #loop: Promise<void> | undefined;
+  #stopped = false;
+  #lastErrorText = "";
+
+  constructor(options: ReplicaMembershipOptions) {
+    super();
+    this.#o = options;
+    this.#clock = options.clock ?? systemClock;
+    this.#wallClock = options.wallClock ?? Date.now;
+    this.#ownName = memberLeaseName(options.leaseId, options.identity);
+    this.#memberPrefix = `${options.leaseId}-member-`;
+    this.#own = new LeaseApi(options.client, options.namespace, this.#ownName);
+    this.#view = { live: [options.identity], holders: new Map() };
+  }
+
+  get view(): ReplicaView {
+    return this.#view;
+  }
+
+  /** The record of Lease `name` as last listed, with when it was first seen unchanged. */
+  observation(name: string): Observation | undefined {
+    return this.#observations.get(name);
+  }
+
+  /** `namespace/name` of this replica's membership Lease. */
+  get lease(): string {
+    return `${this.#o.namespace}/${this.#ownName}`;
+  }
+
+  /** Starts renewing and listing. Idempotent. */
+  run(): void {
+    if (this.#loop || this.#stopped) return;
+    this.#loop = (async () => {
+      while (!this.#stopped) {
+        await this.#tick();
+        if (this.#stopped) return;
+        await abortableSleep(this.#clock, candidateDelay(this.#o.retryPeriodMs, undefined, 0), this.#abort.signal);
+      }
+    })();
+  }
+
+  /**
+   * Stops, and releases our membership Lease (empty holder) so the others drop this
+   * replica at their next list instead of a lease duration later. Bounded; a failure is
+   * logged (the Lease then expires). Idempotent.
+   */
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    this.#abort.abort(new Error("membership stopped"));
+    await this.#loop;
+    const bounds = { signal: AbortSignal.timeout(RELEASE_TIMEOUT_MS), timeoutMs: RELEASE_TIMEOUT_MS };
+    try {
+      const lease = this.#ownLease ?? (await this.#own.get(bounds));
+      if (!lease || holderOf(observe(undefined, recordFromSpec(lease.spec), 0)) !== this.#o.identity) return;
+      const now = formatMicroTime(this.#wallClock());
+      await this.#own.put(lease, { holderIdentity: "", leaseDurationSeconds: 1, renewTime: now }, bounds);
+      this.#o.logger.info({ lease: this.lease }, `released membership Lease ${this.lease}`);
+    } catch (error) {
+      this.#o.logger.warn(
+        { lease: this.lease, err: serializeError(error, "shards: membership") },
+        `could not release membership Lease ${this.lease} (the others drop this replica once it expires): ${describe(error)}`,
+      );
+    }
+  }
+
+  async #tick(): Promise<void> {
+    const signal = this.#abort.signal;
+    const bounds = { signal, timeoutMs: this.#o.retryPeriodMs };
+    try {
+      await this.#renewOwn(bounds);
+      const listed = await listLeases(this.#o.client, this.#o.namespace, bounds);
+      this.#observeAll(listed);
+      await this.#collect(listed, bounds);
+      this.#lastErrorText = "";
+    } catch (error) {
+      if (this.#stopped) return;
+      const text = describe(error);
+      const fields = { lease: this.lease, err: serializeError(error, "shards: membership") };
+      const message = `renewing membership or listing Leases failed (retry in about ${this.#o.retryPeriodMs} ms): ${text}`;
+      if (text === this.#lastErrorText) this.#o.logger.debug(fields, message);
+      else this.#o.logger.warn(fields, message);
+      this.#lastErrorText = text;
+    }
+  }
+
+  /** Create or renew our membership Lease. Only this replica writes it, so a clash just means: read it again. */
+  async #renewOwn(bounds: { signal: AbortSignal; timeoutMs: number }): Promise<void> {
+    const now = formatMicroTime(this.#wallClock());
+    this.#acquireTime ??= now;
+    const record: Required<Omit<LeaseRecord, "leaseTransitions">> = {
+      holderIdentity: this.#o.identity,
+      leaseDurationSeconds: leaseDurationSeconds(this.#o.leaseDurationMs),
+      acquireTime: this.#acquireTime,
+      renewTime: now,
+    };
+    try {
+      const lease = this.#ownLease ?? (await this.#own.get(bounds));
+      this.#ownLease = lease ? await this.#own.put(lease, record, bounds) : await this.#own.create(record, bounds);
+    } catch (error) {
+      this.#ownLease = undefined;
+      if (!isStatus(error, 409) && !isStatus(error, 404)) throw error;
+    }
+  }
+
+  #observeAll(listed: readonly { name: string; spec: unknown }[]): void {
+    const now = this.#clock.now();
+    const seen = new Set<string>();
+    for (const lease of listed) {
+      if (!lease.name.startsWith(this.#memberPrefix) && this.#shardOf(lease.name) === undefined) continue;
+      seen.add(lease.name);
+      this.#observations.set(lease.name, observe(this.#observations.get(lease.name), recordFromSpec(lease.spec), now));
+    }
+    for (const name of [...this.#observations.keys()]) if (!seen.has(name)) this.#observations.delete(name);
+    const live = new Set([this.#o.identity]);
+    const holders = new Map<number, string>();
+    for (const [name, observation] of this.#observations) {
+      const holder = holderOf(observation);
+      if (holder === "" || now >= expiresAt(observation)) continue;
+      const shard = this.#shardOf(name);
+      if (shard !== undefined) holders.set(shard, holder);
+      else live.add(holder);
+    }
+    const view: ReplicaView = { live: [...live].sort(), holders };
+    const key = JSON.stringify([view.live, [...holders].sort((a, b) => a[0] - b[0])]);
+    if (key === this.#viewKey) return;
+    const before = this.#view.live;
+    this.#viewKey = key;
+    this.#view = view;
+    if (before.join(",") !== view.live.join(","))
+      this.#o.logger.info({ live: view.live }, `live replicas: ${view.live.join(", ")}`);
+    this.emit("view", view);
+  }
+
+  /** Deletes membership Leases released, or expired for a further lease duration (never ours). */
+  async #collect(
+    listed: readonly { name: string; resourceVersion: string }[],
+    bounds: { signal: AbortSignal; timeoutMs: number },
+  ): Promise<void> {
+    const now = this.#clock.now();
+    for (const lease of listed) {
+      if (!lease.name.startsWith(this.#memberPrefix) || lease.name === this.#ownName) continue;
+      const observation = this.#observations.get(lease.name);
+      if (!observation) continue;
+      const released = holderOf(observation) === "";
+      const longGone = now >= expiresAt(observation) + this.#o.leaseDurationMs;
+      if (!released && !longGone) continue;
+      try {
+        await deleteLease(this.#o.client, this.#o.namespace, lease.name, lease.resourceVersion, bounds);
+        this.#o.logger.info(
+          { lease: lease.name, holder: holderOf(observation) },
+          `deleted membership Lease ${lease.name} (${released ? "released" : "expired"})`,
+        );
+      } catch (error) {
+        // Renewed meanwhile (409) or deleted by another replica: nothing to do.
+        if (!isStatus(error, 409)) throw error;
+      }
+    }
+  }
+
+  #shardOf(name: string): number | undefined {
+    return shardOfLeaseName(this.#o.leaseId, name, this.#o.shards);
+  }
+}
