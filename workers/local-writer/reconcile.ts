@@ -6,13 +6,15 @@
  * plans with the pure `planMirror`, reports conflicts, and hands each write to the
  * write executor. It never learns why it was called (level-triggered).
  *
- * Sharded (`ownership`): a key is this replica's only when its shard is held: a
- * mirror's shard is its owner cluster's (the cluster named by the observed objects'
- * labels, else the claimant that wins the name), a fleet-wide Service's is
- * `federatedShardOf` its key. A key of a shard not held is neither planned nor written
- * (no create, no update, no delete: its holder does that); clusters of shards not held
- * are left out of the claimants. Garbage collection of an unregistered cluster's
- * mirrors is therefore done by the holder of that cluster's shard only.
+ * Sharded (`ownership`): a mirror's key is this replica's only when its shard is held:
+ * its owner cluster's (the cluster named by the observed objects' labels, else the
+ * claimant that wins the name). A key of a shard not held is neither planned nor
+ * written (no create, no update, no delete: its holder does that); clusters of shards
+ * not held are left out of the claimants. Garbage collection of an unregistered
+ * cluster's mirrors is therefore done by the holder of that cluster's shard only.
+ * A fleet-wide key is split instead (DESIGN §3 "Across shards"): the holder of
+ * `federatedShardOf` its key writes the Service (and Endpoints), the holder of each
+ * member cluster's shard that cluster's part; each write passes its own shard's fence.
  */
 
 import type { DesiredMirror } from "../../src/core/desired.ts";
