@@ -89,8 +89,16 @@ export interface LifecycleState {
 }
 
 export type LifecycleEvent =
-  /** The whole registry after a pass over the Secrets (level-triggered). */
-  | { readonly type: "registrations"; readonly registered: ReadonlyMap<string, RegisteredCluster> }
+  /**
+   * The whole registry after a pass over the Secrets (level-triggered): the clusters to
+   * run here. `elsewhere`: registered clusters left out because another replica's shard
+   * holds them (sharded only), so their actors stop for that reason, not as unregistered.
+   */
+  | {
+      readonly type: "registrations";
+      readonly registered: ReadonlyMap<string, RegisteredCluster>;
+      readonly elsewhere?: ReadonlySet<string>;
+    }
   | { readonly type: "actor-ready"; readonly thread: number; readonly cluster: string; readonly epoch: number }
   | { readonly type: "actor-stopped"; readonly thread: number; readonly cluster: string; readonly epoch: number }
   | {

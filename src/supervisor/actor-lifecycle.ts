@@ -41,7 +41,7 @@ export function transition(state: LifecycleState, event: LifecycleEvent, now: nu
   const d = new LifecycleDraft(state);
   switch (event.type) {
     case "registrations":
-      registrations(d, event.registered);
+      registrations(d, event.registered, event.elsewhere);
       break;
     case "actor-ready": {
       const inc = d.incarnationOf(event);
@@ -110,7 +110,11 @@ export function transition(state: LifecycleState, event: LifecycleEvent, now: nu
   return d.finish();
 }
 
-function registrations(d: LifecycleDraft, registered: ReadonlyMap<string, RegisteredCluster>): void {
+function registrations(
+  d: LifecycleDraft,
+  registered: ReadonlyMap<string, RegisteredCluster>,
+  elsewhere: ReadonlySet<string> = new Set(),
+): void {
   if (d.shuttingDown) return;
   if (d.settings.maxThreads > 0) d.slots = placeClusters(registered.keys(), d.slots, d.settings.maxThreads);
   for (const [cluster, registration] of registered) {
@@ -142,7 +146,14 @@ function registrations(d: LifecycleDraft, registered: ReadonlyMap<string, Regist
     d.actors.delete(actor.cluster);
     d.effects.push({ type: "cancel-timer", key: restartTimerKey(actor.cluster) });
     d.startQueue = d.startQueue.filter((c) => c !== actor.cluster);
-    d.log("info", { cluster: actor.cluster }, `cluster ${actor.cluster} is no longer registered: stopping its actor`);
+    if (elsewhere.has(actor.cluster))
+      d.log(
+        "info",
+        { cluster: actor.cluster },
+        `cluster ${actor.cluster}'s shard is not held here: stopping its actor`,
+      );
+    else
+      d.log("info", { cluster: actor.cluster }, `cluster ${actor.cluster} is no longer registered: stopping its actor`);
     if (actor.epoch !== undefined) d.stopIncarnation(actor.epoch);
   }
 }

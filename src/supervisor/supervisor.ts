@@ -39,7 +39,7 @@ import type { Logger } from "../log.ts";
 import type { ActorFaultKind, ToRemoteActor } from "../protocol/messages.ts";
 import { ActorRunner } from "./actor-runner.ts";
 import { FleetStatusBook } from "./fleet-status.ts";
-import type { RegistryState } from "./registry.ts";
+import type { RegisteredCluster, RegistryState } from "./registry.ts";
 import { RegistryController } from "./registry-controller.ts";
 import { DEFAULT_RESTART_POLICY, type RestartPolicy } from "./restart-policy.ts";
 import { WriterRunner } from "./writer-runner.ts";
@@ -279,9 +279,12 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
    */
   setShards(held: ReadonlyMap<number, number>): Promise<void> {
     if (this.#ownership.shards <= 1) return Promise.resolve();
-    this.#ownership = { shards: this.#ownership.shards, held: new Set(held.keys()) };
+    const before = this.#ownership.held;
+    const changed = before.size !== held.size || [...held.keys()].some((shard) => !before.has(shard));
+    if (changed) this.#ownership = { shards: this.#ownership.shards, held: new Set(held.keys()) };
     const fenced = this.#writer.setShards([...held].map(([shard, writableUntil]) => ({ shard, writableUntil })));
-    if (!this.#stopping) this.#dispatchRegistrations(this.#registry.registry);
+    // A renewal only moves deadlines: the actors change only with the held set.
+    if (changed && !this.#stopping) this.#dispatchRegistrations(this.#registry.registry);
     return fenced;
   }
 
@@ -309,12 +312,18 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
 
   /** Actors for the registered clusters this replica hosts (all of them when not sharded). */
   #dispatchRegistrations(registry: RegistryState): void {
-    const hosted =
-      this.#ownership.shards > 1
-        ? new Map([...registry.registered].filter(([cluster]) => hostsCluster(this.#ownership, cluster)))
-        : registry.registered;
+    if (this.#ownership.shards <= 1) {
+      this.#book.retain(registry.registered);
+      this.#actors.dispatch({ type: "registrations", registered: registry.registered });
+      return;
+    }
+    const hosted = new Map<string, RegisteredCluster>();
+    const elsewhere = new Set<string>();
+    for (const [cluster, registration] of registry.registered)
+      if (hostsCluster(this.#ownership, cluster)) hosted.set(cluster, registration);
+      else elsewhere.add(cluster);
     this.#book.retain(hosted);
-    this.#actors.dispatch({ type: "registrations", registered: hosted });
+    this.#actors.dispatch({ type: "registrations", registered: hosted, elsewhere });
   }
 
   /** A (re)started writer knows nothing: give it the keep set and a fresh channel per actor. */

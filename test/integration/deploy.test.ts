@@ -25,6 +25,7 @@ const SERVICE_ACCOUNT = `system:serviceaccount:${NAMESPACE}:fleet-mirror`;
 const REMOTE_READER = "system:serviceaccount:fleet-mirror-remote:fleet-mirror-reader";
 const deployDir = fileURLToPath(new URL("../../deploy/", import.meta.url));
 const remoteManifest = join(deployDir, "rbac", "remote.yaml");
+const shardedDir = join(deployDir, "sharded");
 
 interface Result {
   readonly code: number;
@@ -321,6 +322,57 @@ describe("deploy/: the installation manifests on a real API server", () => {
     ]) {
       if (await canI("east", REMOTE_READER, args)) wrong.push(`allowed: ${args.join(" ")}`);
     }
+    assert.deepEqual(wrong, []);
+  });
+
+  // Last: it replaces the base's Deployment and PodDisruptionBudget.
+  it("applies the sharded variant (deploy/sharded/) on top of the base: 3 replicas, --shards 6, 2 of 3 kept, Lease list/delete", async () => {
+    const render = async (dir: string, kind: string): Promise<Record<string, unknown>> => {
+      const found = (loadAllYaml(await kubectlOk("local", ["kustomize", dir])) as KubeObject[]).find(
+        (o) => o.kind === kind,
+      );
+      assert.ok(found, `${dir} renders a ${kind}`);
+      return structuredClone(found) as unknown as Record<string, unknown>;
+    };
+    // The sharded Deployment is the base's but for its replicas and flags.
+    const base = await render(deployDir, "Deployment");
+    const sharded = await render(shardedDir, "Deployment");
+    assert.equal(at(sharded, "spec.replicas"), 3);
+    assert.deepEqual(at(sharded, "spec.template.spec.containers.0.args"), [
+      "run",
+      "--leader-elect",
+      "--shards",
+      "6",
+      "--admin-addr",
+      ":9999",
+    ]);
+    for (const d of [base, sharded]) {
+      delete (d["spec"] as Record<string, unknown>)["replicas"];
+      delete (at(d, "spec.template.spec.containers.0") as Record<string, unknown>)["args"];
+    }
+    assert.deepEqual(sharded, base, "deploy/sharded/deployment.yaml drifted from deploy/deployment.yaml");
+
+    await kubectlOk("local", ["apply", "--server-side", "-k", shardedDir]);
+    const diff = await kubectl("local", ["diff", "--server-side", "-k", shardedDir]);
+    assert.equal(diff.code, 0, `kubectl diff found differences:\n${diff.stdout}${diff.stderr}`);
+    const deployment = await getJson("local", ["deployment", "fleet-mirror", "-n", NAMESPACE]);
+    assert.equal(at(deployment, "spec.replicas"), 3);
+    assert.equal(
+      at(await getJson("local", ["poddisruptionbudget", "fleet-mirror", "-n", NAMESPACE]), "spec.minAvailable"),
+      2,
+    );
+
+    const wrong: string[] = [];
+    for (const verb of ["list", "delete", "get", "create", "update"])
+      if (!(await canI("local", SERVICE_ACCOUNT, [verb, "leases.coordination.k8s.io", "-n", NAMESPACE])))
+        wrong.push(`denied: ${verb} leases`);
+    for (const args of [
+      ["watch", "leases.coordination.k8s.io", "-n", NAMESPACE],
+      ["patch", "leases.coordination.k8s.io", "-n", NAMESPACE],
+      ["list", "leases.coordination.k8s.io", "-n", "default"],
+      ["delete", "leases.coordination.k8s.io", "-n", "kube-system"],
+    ])
+      if (await canI("local", SERVICE_ACCOUNT, args)) wrong.push(`allowed: ${args.join(" ")}`);
     assert.deepEqual(wrong, []);
   });
 });

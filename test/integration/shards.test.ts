@@ -4,7 +4,9 @@
  * plane, eight clusters (one remote API server registered under eight cluster names).
  * Every shard is held by exactly one replica, two each; each replica runs and writes
  * only the clusters of its shards; kill -9 of a replica moves only its shards and a new
- * remote Service in a moved cluster is mirrored; SIGTERM releases its shards at once.
+ * remote Service in a moved cluster is mirrored; SIGTERM releases its shards at once and
+ * the membership Leases of gone replicas are deleted; losing one shard's Lease stops
+ * that shard alone, and the replica takes it back once it is free.
  *
  * Short timings (Lease 4 s, renew deadline 3 s, retry 500 ms), as leader-election.test.ts.
  */
@@ -190,6 +192,59 @@ describe("sharding across replicas (three controller processes, six shards)", ()
       await mirrorEverywhere("db");
       const view = await sharding(replicas.find((r) => r.identity === "replica-c") as Replica);
       assert.deepEqual(view.held, [0, 1, 2, 3, 4, 5]);
+      // The killed replica's membership Lease (expired) and the stopped one's (released) are deleted.
+      await eventually(
+        "only replica-c's membership Lease left",
+        async () => {
+          const list = await leases.listNamespacedLease({ namespace: CONTROLLER_NAMESPACE });
+          const members = (list.items ?? []).filter((l) => l.metadata?.name?.startsWith("fleet-mirror-member-"));
+          return members.length === 1 && members[0]?.spec?.holderIdentity === "replica-c" ? true : undefined;
+        },
+        TIMEOUT_MS,
+      );
+    });
+  });
+
+  it("losing one shard's Lease stops that shard alone; the replica takes it back once it is free", async (t) => {
+    await scenario(t, async () => {
+      const last = replicas.find((r) => r.identity === "replica-c") as Replica;
+      const lost = shardOf("c0", SHARDS);
+      const kept = CLUSTERS.find((c) => shardOf(c, SHARDS) !== lost) as string;
+      const name = shardLeaseName("fleet-mirror", lost);
+      // An outsider takes the shard's Lease for an hour, as a replica that took it over would.
+      for (let attempt = 0; ; attempt++) {
+        const current = await leases.readNamespacedLease({ namespace: CONTROLLER_NAMESPACE, name });
+        try {
+          await leases.replaceNamespacedLease({
+            namespace: CONTROLLER_NAMESPACE,
+            name,
+            body: { ...current, spec: { ...current.spec, holderIdentity: "intruder", leaseDurationSeconds: 3_600 } },
+          });
+          break;
+        } catch (error) {
+          if (statusCode(error) !== 409 || attempt > 10) throw error;
+        }
+      }
+      await eventually(
+        `replica-c gives shard ${lost} up`,
+        async () => ((await sharding(last)).held.includes(lost) ? undefined : true),
+        TIMEOUT_MS,
+      );
+      assert.equal(last.process.child.exitCode, null, "losing one shard does not end the replica");
+      assert.equal((await sharding(last)).held.length, SHARDS - 1, "the other shards stay held");
+      // A new Service: mirrored for a cluster of a held shard, not for one of the lost shard.
+      await fleet.createService("east", NS, "cache");
+      await fleet.waitForMirror(NS, `cache-${kept}`, () => true, TIMEOUT_MS);
+      assert.equal(await fleet.localService(NS, "cache-c0"), undefined, "a shard not held was written");
+      // The outsider releases it: replica-c, still wanting it, takes it at its next try.
+      const current = await leases.readNamespacedLease({ namespace: CONTROLLER_NAMESPACE, name });
+      await leases.replaceNamespacedLease({
+        namespace: CONTROLLER_NAMESPACE,
+        name,
+        body: { ...current, spec: { ...current.spec, holderIdentity: "", leaseDurationSeconds: 1 } },
+      });
+      await fleet.waitForMirror(NS, "cache-c0", () => true, TIMEOUT_MS);
+      assert.deepEqual((await sharding(last)).held, [0, 1, 2, 3, 4, 5]);
     });
   });
 });

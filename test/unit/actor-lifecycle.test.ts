@@ -237,6 +237,19 @@ describe("actor lifecycle", () => {
     assert.equal(d.state.actors.size, 0);
   });
 
+  it("a cluster whose shard is given up stops like an unregistered one, and the log says why", () => {
+    const d = new Driver(SOLO);
+    d.step(registrations(reg("east"), reg("west")));
+    d.ready("east");
+    d.ready("west");
+    d.step({ type: "registrations", registered: new Map([["west", reg("west")]]), elsewhere: new Set(["east"]) });
+    assert.equal(d.of("post-stop").length, 1);
+    assert.deepEqual(
+      d.of("log").map((l) => l.message),
+      ["cluster east's shard is not held here: stopping its actor"],
+    );
+  });
+
   it("messages from an incarnation that already ended are ignored", () => {
     const d = new Driver(SOLO);
     d.step(registrations(reg("east")));
