@@ -272,11 +272,10 @@ export function planFederated(input: FederatedPlanInput): FederatedPlan {
   const service = find("Service", input.name)?.object as Service | undefined;
   const serviceWanted = serviceShape(input, reduction.ports, reduction.clusters);
   staying.add(`Service/${input.name}`);
-  if (!writesShared) {
-    // Not this replica's object.
-  } else if (!service)
+  // Sharded, the Service is its owner's alone.
+  if (writesShared && !service)
     writes.push({ verb: "create", kind: "Service", namespace, name: input.name, body: serviceBody(serviceWanted) });
-  else if (!serviceMatches(serviceWanted, service))
+  else if (writesShared && service && !serviceMatches(serviceWanted, service))
     writes.push({
       verb: "update",
       kind: "Service",
