@@ -134,19 +134,24 @@ function normalizePorts(ports: readonly SlicePort[] | null | undefined): string 
   );
 }
 
-/** True when `observed` needs no write to be the slice `content` of `desired` (of Service `service`). */
+/**
+ * True when `observed` needs no write to be the slice `content` of `desired` (of Service
+ * `service`). `serviceUid` undefined: the Service does not exist yet (a fleet-wide part
+ * announced by a replica that does not own the Service, SPEC §11), so no ownerReference
+ * is asked for.
+ */
 export function sliceMatches(
   desired: DesiredMirror,
   content: SliceContent,
-  serviceUid: string,
+  serviceUid: string | undefined,
   observed: EndpointSlice,
   service = desired.name,
 ): boolean {
-  const ours = ownerReference(service, serviceUid);
+  const ours = serviceUid === undefined ? undefined : ownerReference(service, serviceUid);
   return (
     sortedLabels(observed.metadata.labels) === sortedLabels(sliceLabels(desired, service)) &&
     mirrorAnnotations(observed.metadata.annotations) === mirrorAnnotations(desired.endpointsAnnotations) &&
-    ownerReferences(observed.metadata).some((ref) => isOurs(ref, ours)) &&
+    (ours === undefined || ownerReferences(observed.metadata).some((ref) => isOurs(ref, ours))) &&
     observed.addressType === content.addressType &&
     normalizeEndpoints(observed.endpoints) === normalizeEndpoints(content.endpoints) &&
     normalizePorts(observed.ports) === normalizePorts(content.ports)
@@ -157,31 +162,38 @@ export function sliceMatches(
  * The slice to POST (no `observed`) or PUT (over `observed`, whose other fields and
  * foreign annotations and owner references are kept). `addressType` is immutable: a
  * slice of the wrong type is never planned as an update, as its name says its family.
+ * `serviceUid` undefined: no ownerReference is added (see `sliceMatches`); an observed
+ * slice keeps the references it has.
  */
 export function sliceBody(
   desired: DesiredMirror,
   content: SliceContent,
-  serviceUid: string,
+  serviceUid: string | undefined,
   observed?: EndpointSlice,
   service = desired.name,
 ): object {
-  const ours = ownerReference(service, serviceUid);
+  const ours = serviceUid === undefined ? [] : [ownerReference(service, serviceUid)];
   const metadata = observed
     ? {
         ...observed.metadata,
         labels: sliceLabels(desired, service),
         annotations: mergeAnnotations(observed.metadata, desired.endpointsAnnotations),
-        ownerReferences: [
-          ...ownerReferences(observed.metadata).filter((ref) => !(ref.kind === "Service" && ref.name === service)),
-          ours,
-        ],
+        ownerReferences:
+          serviceUid === undefined
+            ? ownerReferences(observed.metadata)
+            : [
+                ...ownerReferences(observed.metadata).filter(
+                  (ref) => !(ref.kind === "Service" && ref.name === service),
+                ),
+                ...ours,
+              ],
       }
     : {
         name: content.name,
         namespace: desired.namespace,
         labels: sliceLabels(desired, service),
         annotations: { ...desired.endpointsAnnotations },
-        ownerReferences: [ours],
+        ownerReferences: ours,
       };
   return {
     ...(observed ?? {}),

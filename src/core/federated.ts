@@ -142,7 +142,7 @@ export function desiredMemberFor(
 // The writer's reduction
 
 /** The ports that decide whether two members agree: what the fleet-wide Service carries. */
-function portsSignature(ports: readonly MirrorServicePort[]): string {
+export function portsSignature(ports: readonly MirrorServicePort[]): string {
   return JSON.stringify(
     ports
       .map((p) => [p.name ?? "", p.protocol, p.port, p.targetPort ?? p.port])

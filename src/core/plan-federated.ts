@@ -17,12 +17,26 @@
  * - the part of a kept (unknown) cluster is neither written nor deleted; while a kept
  *   cluster exists, the shared Endpoints object is left as observed;
  * - nothing is written when the observed objects match (a restart writes nothing);
- * - deletions carry the observed uid; `delete` removes every fleet-wide object observed.
+ * - deletions carry the observed uid; `delete` removes every fleet-wide object observed;
+ * - sharded (`shard` given): the Service and Endpoints are planned only by their owner;
+ *   a part is written and deleted only by the host of its cluster, which writes one for
+ *   each member it hosts: full when the member's ports are the Service's (the owner:
+ *   the reduction's), empty (no endpoints, its ports annotation only) when they differ
+ *   (the member is excluded) or, for a host that does not own the Service, when the
+ *   Service does not exist yet (an announcement, without ownerReference).
  */
 import { mirrorAnnotations, sortedLabels } from "./compare.ts";
-import type { DesiredMirror } from "./desired.ts";
+import { carryPorts, type DesiredMirror } from "./desired.ts";
 import { desiredSliceContents, sliceBody, sliceMatches } from "./endpoint-slices.ts";
-import { FEDERATED_CLUSTERS, FEDERATED_LABEL, type FederatedMember, type Reduction } from "./federated.ts";
+import {
+  type ExcludedMember,
+  FEDERATED_CLUSTERS,
+  FEDERATED_LABEL,
+  type FederatedMember,
+  portsSignature,
+  type Reduction,
+} from "./federated.ts";
+import { FEDERATED_PORTS, portsAnnotation } from "./federated-shards.ts";
 import {
   CLUSTER_NAME,
   MANAGED_BY_FLEET_MIRROR,
@@ -67,11 +81,25 @@ export interface FederatedPlanInput {
   readonly namespaceExists: boolean;
   readonly createNamespaces: boolean;
   readonly excludedNamespaces: readonly string[];
+  /** How the writer is sharded; absent: it writes every object (no `--shards`, or one shard). */
+  readonly shard?: FederatedShard;
+}
+
+/** One replica's share of a fleet-wide Service across shards (SPEC §11, DESIGN §3 "Across shards"). */
+export interface FederatedShard {
+  /** This replica holds the Service's owning shard: it writes the Service and its Endpoints. */
+  readonly owner: boolean;
+  /** Whether this replica hosts `cluster`: only it writes and deletes that cluster's part. */
+  readonly hosts: (cluster: string) => boolean;
+  /** The known members of the clusters this replica hosts: a part is written for each. */
+  readonly members: readonly FederatedMember[];
 }
 
 export interface FederatedPlan {
   readonly actions: readonly WriteAction[];
   readonly blocked?: Blocked;
+  /** Sharded: the hosted members whose part is written empty because their ports differ from the Service's. */
+  readonly excluded?: readonly ExcludedMember[];
 }
 
 /** The clusters named by an observed fleet-wide Service's annotation. */
@@ -106,16 +134,23 @@ function shape(input: FederatedPlanInput, fields: Partial<DesiredMirror>): Desir
   };
 }
 
-/** One member cluster's part as a mirror-shaped value: its slices are named `<name>-<cluster>-<family>`. */
-function partShape(input: FederatedPlanInput, member: FederatedMember): DesiredMirror {
+/**
+ * One member cluster's part as a mirror-shaped value: its slices are named
+ * `<name>-<cluster>-<family>`. Sharded, it also states the member's ports (read by the
+ * replica owning the Service); `empty`: no endpoints (excluded, or announced before the
+ * Service exists).
+ */
+function partShape(input: FederatedPlanInput, member: FederatedMember, empty = false): DesiredMirror {
+  const annotations: Record<string, string> = member.identity ? { [REMOTE_GATEWAY_IDENTITY]: member.identity } : {};
+  if (input.shard) annotations[FEDERATED_PORTS] = portsAnnotation(member.ports);
   return shape(input, {
     cluster: member.cluster,
     name: `${input.name}-${member.cluster}`,
     labels: { ...FEDERATED_LABELS, [CLUSTER_NAME]: member.cluster },
-    endpointsAnnotations: member.identity ? { [REMOTE_GATEWAY_IDENTITY]: member.identity } : {},
-    addresses: member.addresses,
-    notReadyAddresses: member.notReadyAddresses,
-    endpointPorts: member.endpointPorts,
+    endpointsAnnotations: annotations,
+    addresses: empty ? [] : member.addresses,
+    notReadyAddresses: empty ? [] : member.notReadyAddresses,
+    endpointPorts: empty ? [] : member.endpointPorts,
   });
 }
 
@@ -196,10 +231,20 @@ function ownershipConflict(input: FederatedPlanInput): Blocked | undefined {
   return undefined;
 }
 
+/**
+ * Whether this replica writes `observed` (sharded: the Service and Endpoints are the
+ * owner's, a part its cluster's host's; a slice without a cluster label the owner's).
+ */
+function writesObject(shard: FederatedShard | undefined, observed: ObservedObject): boolean {
+  if (!shard) return true;
+  const cluster = observed.kind === "EndpointSlice" ? observed.object.metadata.labels?.[CLUSTER_NAME] : undefined;
+  return cluster === undefined ? shard.owner : shard.hosts(cluster);
+}
+
 export function planFederated(input: FederatedPlanInput): FederatedPlan {
-  const { reduction } = input;
+  const { reduction, shard } = input;
   const owned = input.observed.filter(
-    (o) => isFederatedObject(o.kind, o.object) && !o.object.metadata.deletionTimestamp,
+    (o) => isFederatedObject(o.kind, o.object) && !o.object.metadata.deletionTimestamp && writesObject(shard, o),
   );
   if (reduction.kind === "wait") return { actions: [] };
   if (reduction.kind === "delete") {
@@ -207,9 +252,15 @@ export function planFederated(input: FederatedPlanInput): FederatedPlan {
     const ordered = [...owned.filter((o) => o.kind !== "Service"), ...owned.filter((o) => o.kind === "Service")];
     return { actions: ordered.map(deleteFederated) };
   }
-  const gate = namespaceGate(input, input.namespace, reduction.parts[0]?.cluster ?? "", () => ownershipConflict(input));
-  if ("blocked" in gate) return { actions: [], blocked: gate.blocked };
-  const actions: WriteAction[] = [...gate.actions];
+  const writesShared = !shard || shard.owner;
+  const parts = shard ? shard.members : reduction.parts;
+  const actions: WriteAction[] = [];
+  if (writesShared || parts.length > 0) {
+    const cluster = (writesShared ? reduction.parts[0]?.cluster : parts[0]?.cluster) ?? "";
+    const gate = namespaceGate(input, input.namespace, cluster, () => ownershipConflict(input));
+    if ("blocked" in gate) return { actions: [], blocked: gate.blocked };
+    actions.push(...gate.actions);
+  }
   const find = (kind: MirrorObjectKind, name: string): ObservedObject | undefined =>
     input.observed.find((o) => o.kind === kind && o.object.metadata.name === name);
   const { namespace } = input;
@@ -221,9 +272,10 @@ export function planFederated(input: FederatedPlanInput): FederatedPlan {
   const service = find("Service", input.name)?.object as Service | undefined;
   const serviceWanted = serviceShape(input, reduction.ports, reduction.clusters);
   staying.add(`Service/${input.name}`);
-  if (!service)
+  // Sharded, the Service is its owner's alone.
+  if (writesShared && !service)
     writes.push({ verb: "create", kind: "Service", namespace, name: input.name, body: serviceBody(serviceWanted) });
-  else if (!serviceMatches(serviceWanted, service))
+  else if (writesShared && service && !serviceMatches(serviceWanted, service))
     writes.push({
       verb: "update",
       kind: "Service",
@@ -232,7 +284,7 @@ export function planFederated(input: FederatedPlanInput): FederatedPlan {
       body: serviceBody(serviceWanted, service),
     });
 
-  if (input.endpointsApi !== "endpointslices") {
+  if (input.endpointsApi !== "endpointslices" && writesShared) {
     staying.add(`Endpoints/${input.name}`);
     // One object shared by every member cluster: while a kept cluster's part is unknown
     // it cannot be told apart from the others', so the object waits as observed.
@@ -246,13 +298,27 @@ export function planFederated(input: FederatedPlanInput): FederatedPlan {
     }
   }
 
+  const excluded: ExcludedMember[] = [];
   if (input.endpointsApi !== "endpoints") {
     const uid = service?.metadata.uid;
-    for (const member of reduction.parts) {
-      const part = partShape(input, member);
+    // The Service's ports decide which hosted member is in: the owner's are the
+    // reduction's, a host that does not own the Service follows the observed Service.
+    const authority = writesShared ? reduction.ports : service ? carryPorts(service) : undefined;
+    for (const member of parts) {
+      const agrees = authority !== undefined && portsSignature(authority) === portsSignature(member.ports);
+      if (shard && authority !== undefined && !agrees)
+        excluded.push({
+          cluster: member.cluster,
+          message:
+            reduction.excluded.find((e) => e.cluster === member.cluster)?.message ??
+            `ports of ${member.remote} in cluster ${member.cluster} differ from those of the fleet-wide Service ${namespace}/${input.name}: left out of it`,
+        });
+      const part = partShape(input, member, shard !== undefined && !agrees);
       for (const content of desiredSliceContents(part)) {
         staying.add(`EndpointSlice/${content.name}`);
-        if (uid === undefined) continue; // written once the Service's uid is known
+        // Written once the Service's uid is known, except by a host that does not own
+        // it: its part announces the member to the owner, which then creates the Service.
+        if (uid === undefined && writesShared) continue;
         const observed = find("EndpointSlice", content.name)?.object as EndpointSlice | undefined;
         const target = { kind: "EndpointSlice" as const, namespace, name: content.name };
         if (!observed)
@@ -278,5 +344,5 @@ export function planFederated(input: FederatedPlanInput): FederatedPlan {
   const serviceWrites = writes.filter((a) => a.kind === "Service");
   const otherWrites = writes.filter((a) => a.kind !== "Service");
   actions.push(...(service ? [...otherWrites, ...serviceWrites] : [...serviceWrites, ...otherWrites]), ...deletes);
-  return { actions };
+  return shard ? { actions, excluded } : { actions };
 }

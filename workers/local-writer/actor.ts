@@ -21,6 +21,7 @@
  * - status is published every second whatever the local API does.
  */
 import { type Clock, systemClock } from "../../src/core/clock.ts";
+import { shardedFederatedProblem } from "../../src/core/federated-shards.ts";
 import type { KubeObject } from "../../src/core/objects.ts";
 import { splitKey } from "../../src/core/objects.ts";
 import { TokenBucket } from "../../src/core/rate-limit.ts";
@@ -97,6 +98,9 @@ export class LocalWriterActor {
     this.#queue = new WorkQueue<string>({ itemBackoff: { initialMs: 100, maxMs: 5 * 60_000 }, clock });
     this.#fence = new WriteFence(options.fenced === true, clock, this.#log, options.shards ?? 1);
     this.#cache = new MutationCache(clock);
+    // Said once here; each member it concerns is reported by the reconciler (status, Event).
+    const shardedProblem = shardedFederatedProblem(options.shards ?? 1, options.endpointsApi);
+    if (shardedProblem) this.#log.warn({ shards: options.shards }, shardedProblem);
     this.#events = new EventRecorder({
       client: this.#client,
       clock,

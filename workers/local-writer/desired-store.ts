@@ -200,6 +200,11 @@ export class DesiredStore {
     return new Set([...registered].filter((c) => this.#clusters.get(c)?.complete !== true));
   }
 
+  /** Whether `cluster` sent a complete set: its membership is known (SPEC §11). */
+  known(cluster: string): boolean {
+    return this.#clusters.get(cluster)?.complete === true;
+  }
+
   /** Whether a `setKeep` arrived: the registered clusters are known. */
   get registrationKnown(): boolean {
     return this.#keep !== undefined;

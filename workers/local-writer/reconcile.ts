@@ -6,19 +6,22 @@
  * plans with the pure `planMirror`, reports conflicts, and hands each write to the
  * write executor. It never learns why it was called (level-triggered).
  *
- * Sharded (`ownership`): a key is this replica's only when its shard is held: a
- * mirror's shard is its owner cluster's (the cluster named by the observed objects'
- * labels, else the claimant that wins the name), a fleet-wide Service's is
- * `federatedShardOf` its key. A key of a shard not held is neither planned nor written
- * (no create, no update, no delete: its holder does that); clusters of shards not held
- * are left out of the claimants. Garbage collection of an unregistered cluster's
- * mirrors is therefore done by the holder of that cluster's shard only.
+ * Sharded (`ownership`): a mirror's key is this replica's only when its shard is held:
+ * its owner cluster's (the cluster named by the observed objects' labels, else the
+ * claimant that wins the name). A key of a shard not held is neither planned nor
+ * written (no create, no update, no delete: its holder does that); clusters of shards
+ * not held are left out of the claimants. Garbage collection of an unregistered
+ * cluster's mirrors is therefore done by the holder of that cluster's shard only.
+ * A fleet-wide key is split instead (DESIGN §3 "Across shards"): the holder of
+ * `federatedShardOf` its key writes the Service (and Endpoints), the holder of each
+ * member cluster's shard that cluster's part; each write passes its own shard's fence.
  */
 
 import type { DesiredMirror } from "../../src/core/desired.ts";
 import { desiredSliceContents, sliceNames } from "../../src/core/endpoint-slices.ts";
 import { type ReductionSummary, reduceFederated, summarizeReduction } from "../../src/core/federated.ts";
-import { SERVICE_NAME_LABEL } from "../../src/core/labels.ts";
+import { shardedFederatedProblem, shardedMembers } from "../../src/core/federated-shards.ts";
+import { CLUSTER_NAME, SERVICE_NAME_LABEL } from "../../src/core/labels.ts";
 import {
   type Blocked,
   MIRROR_KINDS,
@@ -35,7 +38,14 @@ import {
   isFederatedObject,
   planFederated,
 } from "../../src/core/plan-federated.ts";
-import { allShards, federatedShardOf, hostsCluster, type ShardOwnership, shardOf } from "../../src/core/shards.ts";
+import {
+  allShards,
+  federatedShardOf,
+  hostsCluster,
+  ownsFederated,
+  type ShardOwnership,
+  shardOf,
+} from "../../src/core/shards.ts";
 import type { ReconcileResult } from "../../src/core/workqueue.ts";
 import { KubeApiError, type KubeClient } from "../../src/kube/client.ts";
 import type { Logger } from "../../src/log.ts";
@@ -69,6 +79,15 @@ export interface ReconcilerDeps {
   readonly ownership?: () => ShardOwnership;
 }
 
+/** A fleet-wide member not written because sharding and `--endpoints-api endpoints` do not go together. */
+const SHARDED_ENDPOINTS = "sharded-endpoints-api";
+
+/** The Warning Event of each fleet-wide problem reason (any other: a name conflict). */
+const FLEET_EVENT_REASONS: Readonly<Record<string, string>> = {
+  "port-conflict": "FederatedPortConflict",
+  [SHARDED_ENDPOINTS]: "FederatedNotSharded",
+};
+
 /**
  * The plan's actions, with the Service's delete last when the plan only deletes (a
  * mirror no longer wanted): deleting a Service takes its same-named Endpoints and (by
@@ -78,6 +97,19 @@ export interface ReconcilerDeps {
 export function deletesServiceLast(actions: readonly WriteAction[]): readonly WriteAction[] {
   if (!actions.every((a) => a.verb === "delete")) return actions;
   return [...actions.filter((a) => a.kind !== "Service"), ...actions.filter((a) => a.kind === "Service")];
+}
+
+/**
+ * The shard whose fence a fleet-wide write passes: a part's is its cluster's (only that
+ * cluster's host writes it), the Service's and Endpoints' the owning shard's, a Namespace
+ * create `namespaceShard` (the owning shard's, or the cluster's whose part needs it).
+ */
+function federatedWriteShard(action: WriteAction, shards: number, fleetShard: number, namespaceShard: number): number {
+  if (action.kind === "Namespace") return namespaceShard;
+  if (action.kind !== "EndpointSlice") return fleetShard;
+  const cluster =
+    action.verb === "delete" ? action.cluster : (action.body as KubeObject).metadata.labels?.[CLUSTER_NAME];
+  return cluster ? shardOf(cluster, shards) : fleetShard;
 }
 
 export interface BlockedMirror {
@@ -100,14 +132,9 @@ export class MirrorReconciler {
   }
 
   async reconcile(key: string): Promise<ReconcileResult> {
-    if (this.#isFederated(key)) {
-      const ownership = this.#ownership();
-      const { namespace = "", name } = splitKey(key);
-      const shard = federatedShardOf(namespace, name, ownership.shards);
-      // Another replica's fleet-wide Service: not ours to write, not ours to report.
-      if (!ownership.held.has(shard)) return { kind: "done" };
-      return this.#reconcileFederated(key, shard);
-    }
+    // Sharded, a fleet-wide key is every replica's business: the holder of its shard
+    // writes the Service, the host of each member cluster its part (DESIGN §3 "Across shards").
+    if (this.#isFederated(key)) return this.#reconcileFederated(key);
     // A new mirror's slices need its Service's uid (their ownerReference): after the
     // Service is created, plan once more at once rather than wait for the watch.
     for (let pass = 0; ; pass++) {
@@ -130,14 +157,15 @@ export class MirrorReconciler {
     actions: readonly WriteAction[],
     desired: DesiredMirror | undefined,
     observed: readonly ObservedObject[],
-    shard: number,
+    shard: number | ((action: WriteAction) => number),
   ): Promise<ReconcileResult | undefined> {
     for (const action of deletesServiceLast(actions)) {
       const target =
         action.kind === "Namespace"
           ? undefined
           : observed.find((o) => o.kind === action.kind && o.object.metadata.name === action.name)?.object;
-      const outcome = await this.#deps.executor.apply(key, action, desired, target, shard);
+      const fence = typeof shard === "number" ? shard : shard(action);
+      const outcome = await this.#deps.executor.apply(key, action, desired, target, fence);
       if (outcome) return outcome;
     }
     return undefined;
@@ -276,17 +304,31 @@ export class MirrorReconciler {
   // -------------------------------------------------------------------------------
   // Fleet-wide Services (SPEC §11): one key reduced from every member cluster's state.
 
-  /** A fleet-wide key: some cluster holds a member of it, or our fleet-wide Service holds the name. */
+  /**
+   * A fleet-wide key: some cluster holds a member of it, our fleet-wide Service holds the
+   * name, or (fleet-wide names end in `-federated`) a fleet-wide part of it is observed:
+   * announced by a replica that does not own the Service, or left over.
+   */
   #isFederated(key: string): boolean {
     if (this.#deps.desired.members(key).size > 0) return true;
     const service = this.#deps.cache.observed("Service", key, this.#deps.services.get(key));
-    return service !== undefined && isFederatedObject("Service", service);
+    if (service !== undefined) return isFederatedObject("Service", service);
+    const { namespace, name } = splitKey(key);
+    if (!name.endsWith("-federated")) return false;
+    for (const slice of this.#deps.slices.values())
+      if (
+        slice.metadata.namespace === namespace &&
+        slice.metadata.labels?.[SERVICE_NAME_LABEL] === name &&
+        isFederatedObject("EndpointSlice", slice)
+      )
+        return true;
+    return false;
   }
 
-  async #reconcileFederated(key: string, shard: number): Promise<ReconcileResult> {
+  async #reconcileFederated(key: string): Promise<ReconcileResult> {
     // As for a mirror: once the Service is created, its slices need its uid at once.
     for (let pass = 0; ; pass++) {
-      const { plan, observed, members } = await this.#planFederated(key);
+      const { plan, observed, members, shard } = await this.#planFederated(key);
       if (plan.blocked) {
         this.#fleetSummaries.set(key, { clusters: members, kept: [], ready: 0, notReady: 0 });
         this.#setFleetProblems(
@@ -306,40 +348,87 @@ export class MirrorReconciler {
     }
   }
 
-  async #planFederated(key: string): Promise<{ plan: FederatedPlan; observed: ObservedObject[]; members: string[] }> {
+  async #planFederated(key: string): Promise<{
+    plan: FederatedPlan;
+    observed: ObservedObject[];
+    members: string[];
+    /** The shard whose fence each write passes (see `federatedWriteShard`). */
+    shard: (action: WriteAction) => number;
+  }> {
     const { desired: store, cache, options } = this.#deps;
     const { namespace = "", name } = splitKey(key);
-    const members = store.members(key);
+    const ownership = this.#ownership();
+    // Sharded (DESIGN §3 "Across shards"): this replica writes the Service only when it
+    // holds its owning shard, and the parts of the clusters it hosts; it learns the
+    // members of the clusters it does not host from their parts (the local API).
+    const sharded = ownership.shards > 1;
+    const hosts = (cluster: string): boolean => !sharded || hostsCluster(ownership, cluster);
+    const owner = !sharded || ownsFederated(ownership, namespace, name);
+    const unknown = new Set([...store.unknownClusters()].filter(hosts));
+    const hosted = new Map([...store.members(key)].filter(([cluster]) => hosts(cluster)));
+    const serviceSlices: EndpointSlice[] = [];
+    for (const slice of this.#deps.slices.values())
+      if (slice.metadata.namespace === namespace && slice.metadata.labels?.[SERVICE_NAME_LABEL] === name) {
+        const current = cache.observed("EndpointSlice", objectKey(slice.metadata), slice);
+        if (current) serviceSlices.push(current);
+      }
+    // A part that states no ports (written before sharding): its cluster is unknown
+    // until its host rewrites it.
+    const { members, unreadable, partClusters } = sharded
+      ? shardedMembers({
+          namespace,
+          name,
+          hosted,
+          slices: serviceSlices.filter((slice) => isFederatedObject("EndpointSlice", slice)),
+          hosts,
+        })
+      : { members: hosted, unreadable: new Set<string>(), partClusters: new Set<string>() };
+    for (const cluster of unreadable) unknown.add(cluster);
+    if (sharded) {
+      const problem = shardedFederatedProblem(ownership.shards, options.endpointsApi);
+      if (problem) {
+        const clusters = [...hosted.keys()].sort();
+        this.#setFleetProblems(key, new Map(clusters.map((c) => [c, { reason: SHARDED_ENDPOINTS, message: problem }])));
+        return { plan: { actions: [] }, observed: [], members: clusters, shard: () => 0 };
+      }
+    }
     let service = cache.observed("Service", key, this.#deps.services.get(key));
     let endpoints = cache.observed("Endpoints", key, this.#deps.endpoints.get(key));
     const namespaceExists = this.#deps.namespaces.get(namespace) !== undefined;
     // Our stores hold only labelled objects: a user's Service or Endpoints of the name
-    // is looked up before the fleet-wide Service is created (SPEC §5, §11).
-    const creating = members.size > 0 && !service && namespaceExists;
+    // is looked up before the fleet-wide Service is created (SPEC §5, §11), and before
+    // a host that does not own it announces a part.
+    const creating = (owner ? members.size > 0 : hosted.size > 0) && !service && namespaceExists;
     if (creating) {
       service = await this.#getUnlabelled<Service>("Service", key);
-      endpoints ??= await this.#getUnlabelled<Endpoints>("Endpoints", key);
+      if (owner) endpoints ??= await this.#getUnlabelled<Endpoints>("Endpoints", key);
     }
+    const annotated = service && isFederatedObject("Service", service) ? annotatedClusters(service) : [];
+    // Before the registered clusters are known, a cluster this replica hosts that the
+    // observed objects name and that has not sent its complete set may be registered:
+    // unknown, not absent, so its part is kept (a restart writes nothing).
+    if (!store.registrationKnown)
+      for (const cluster of [...annotated, ...partClusters])
+        if (hosts(cluster) && !store.known(cluster)) unknown.add(cluster);
     const reduction = reduceFederated({
       members,
       order: store.order(),
-      unknown: store.unknownClusters(),
+      unknown,
       registrationKnown: store.registrationKnown,
-      observedClusters: service && isFederatedObject("Service", service) ? annotatedClusters(service) : [],
+      observedClusters: [...annotated, ...partClusters],
     });
-    if (reduction.kind === "delete") this.#fleetSummaries.delete(key);
+    // The Service's status is its owner's to report (each host reports its members' conflicts).
+    if (reduction.kind === "delete" || !owner) this.#fleetSummaries.delete(key);
     else this.#fleetSummaries.set(key, summarizeReduction(reduction));
     const observed: ObservedObject[] = [];
     if (service) observed.push({ kind: "Service", object: service });
     if (endpoints) observed.push({ kind: "Endpoints", object: endpoints });
-    const sliceKeys = new Set<string>();
-    for (const slice of this.#deps.slices.values())
-      if (slice.metadata.namespace === namespace && slice.metadata.labels?.[SERVICE_NAME_LABEL] === name)
-        sliceKeys.add(objectKey({ namespace, name: slice.metadata.name }));
-    if (reduction.kind === "write")
-      for (const part of reduction.parts)
-        for (const sliceName of sliceNames(`${name}-${part.cluster}`))
-          sliceKeys.add(objectKey({ namespace, name: sliceName }));
+    const sliceKeys = new Set<string>(serviceSlices.map((slice) => objectKey(slice.metadata)));
+    const hostedParts = [...hosted.values()].filter((m) => !unknown.has(m.cluster));
+    const written = sharded ? hostedParts : reduction.kind === "write" ? reduction.parts : [];
+    for (const part of written)
+      for (const sliceName of sliceNames(`${name}-${part.cluster}`))
+        sliceKeys.add(objectKey({ namespace, name: sliceName }));
     for (const sliceKey of sliceKeys) {
       const slice = cache.observed("EndpointSlice", sliceKey, this.#deps.slices.get(sliceKey));
       // A user's slice under a part's name is invisible to the labelled store: looked up
@@ -361,11 +450,12 @@ export class MirrorReconciler {
       namespaceExists,
       createNamespaces: options.createNamespaces,
       excludedNamespaces: options.excludedNamespaces,
+      ...(sharded ? { shard: { owner, hosts, members: hostedParts } } : {}),
     });
     if (!plan.blocked) {
       const problems = new Map<string, { reason: string; message: string }>();
-      if (reduction.kind === "write")
-        for (const e of reduction.excluded) problems.set(e.cluster, { reason: "port-conflict", message: e.message });
+      const excluded = plan.excluded ?? (reduction.kind === "write" ? reduction.excluded : []);
+      for (const e of excluded) problems.set(e.cluster, { reason: "port-conflict", message: e.message });
       this.#setFleetProblems(key, problems);
     }
     // A cluster's own mirror under a fleet-wide name (a cluster named "federated"): the
@@ -375,7 +465,14 @@ export class MirrorReconciler {
         reason: "owned-by-other-cluster",
         message: `mirror name ${key} is a fleet-wide Service's; cluster ${cluster}'s mirror is not written`,
       });
-    return { plan, observed, members: [...members.keys()].sort() };
+    const fleetShard = federatedShardOf(namespace, name, ownership.shards);
+    const namespaceShard = owner ? fleetShard : shardOf(hostedParts[0]?.cluster ?? "", ownership.shards);
+    return {
+      plan,
+      observed,
+      members: [...(sharded ? hosted : members).keys()].sort(),
+      shard: (action) => federatedWriteShard(action, ownership.shards, fleetShard, namespaceShard),
+    };
   }
 
   /** Replaces the problems of fleet-wide key `key`; a new message is logged and recorded as an Event. */
@@ -391,7 +488,7 @@ export class MirrorReconciler {
         this.#deps.recordEvent({
           involved: { kind: "Service", apiVersion: "v1", namespace, name },
           type: "Warning",
-          reason: p.reason === "port-conflict" ? "FederatedPortConflict" : "FederatedNameConflict",
+          reason: FLEET_EVENT_REASONS[p.reason] ?? "FederatedNameConflict",
           message: p.message,
         });
     }

@@ -1,0 +1,410 @@
+/**
+ * Fleet-wide Services across shards (SPEC §11, DESIGN §3 "Across shards"), the pure
+ * parts: a part states its member's ports; the owner reads the members it does not
+ * host from the parts; and, simulated over one shared store of objects standing for
+ * the local API, two replicas that each host one member cluster converge to the same
+ * objects as one writer would, whichever replica moves first, each writing only its own.
+ */
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { MirrorServicePort } from "../../src/core/desired.ts";
+import { type FederatedMember, reduceFederated } from "../../src/core/federated.ts";
+import {
+  FEDERATED_PORTS,
+  memberFromPart,
+  parsePortsAnnotation,
+  portsAnnotation,
+  shardedFederatedProblem,
+  shardedMembers,
+} from "../../src/core/federated-shards.ts";
+import type { EndpointsApi, ObservedObject, WriteAction } from "../../src/core/mirror-kinds.ts";
+import type { EndpointSlice, Endpoints, KubeObject } from "../../src/core/objects.ts";
+import { annotatedClusters, type FederatedPlan, planFederated } from "../../src/core/plan-federated.ts";
+import { deepFreeze } from "../helpers/freeze.ts";
+
+const HTTP: MirrorServicePort[] = [{ name: "http", protocol: "TCP", port: 80 }];
+const ALT: MirrorServicePort[] = [{ name: "http", protocol: "TCP", port: 8080 }];
+const ORDER = ["east", "west", "north"];
+/** A Service port's targetPort defaults to its port. */
+const filled = (ports: readonly MirrorServicePort[]): MirrorServicePort[] =>
+  ports.map((p) => ({ ...p, targetPort: p.targetPort ?? p.port }));
+
+function member(cluster: string, addresses: string[], ports = HTTP, notReady: string[] = []): FederatedMember {
+  return deepFreeze({
+    cluster,
+    namespace: "shop",
+    name: "web-federated",
+    remote: "shop/web",
+    ports,
+    addresses,
+    notReadyAddresses: notReady,
+    endpointPorts: ports.map((p) => ({ name: p.name ?? "", protocol: p.protocol, port: 4143 })),
+  });
+}
+
+describe("a part's ports annotation", () => {
+  it("is the same text for the same ports in any order, with defaults filled, and reads back", () => {
+    const a = portsAnnotation([
+      { name: "b", protocol: "TCP", port: 90 },
+      { name: "a", protocol: "TCP", port: 80, targetPort: 8080 },
+    ]);
+    const b = portsAnnotation([
+      { name: "a", protocol: "TCP", port: 80, targetPort: 8080 },
+      { name: "b", protocol: "TCP", port: 90, targetPort: 90 },
+    ]);
+    assert.equal(a, b);
+    assert.deepEqual(parsePortsAnnotation(a), [
+      { name: "a", protocol: "TCP", port: 80, targetPort: 8080 },
+      { name: "b", protocol: "TCP", port: 90, targetPort: 90 },
+    ]);
+  });
+
+  it("reads nothing from an absent, malformed, empty or invalid annotation", () => {
+    for (const text of [undefined, "", "{", "[]", '[{"protocol":"TCP","port":0}]', '[{"port":80}]', '"x"'])
+      assert.equal(parsePortsAnnotation(text), undefined, String(text));
+  });
+});
+
+function partSlice(
+  cluster: string,
+  family: "ipv4" | "ipv6",
+  endpoints: NonNullable<EndpointSlice["endpoints"]>,
+  annotations: Record<string, string> = { [FEDERATED_PORTS]: portsAnnotation(HTTP) },
+): EndpointSlice {
+  return deepFreeze({
+    metadata: {
+      name: `web-federated-${cluster}-${family}`,
+      namespace: "shop",
+      labels: {
+        "mirror.linkerd.io/mirrored-service": "true",
+        "mirror.linkerd.io/federated": "true",
+        "mirror.linkerd.io/cluster-name": cluster,
+        "kubernetes.io/service-name": "web-federated",
+        "endpointslice.kubernetes.io/managed-by": "fleet-mirror",
+      },
+      annotations,
+    },
+    addressType: family === "ipv4" ? "IPv4" : "IPv6",
+    endpoints,
+    ports: [{ name: "http", protocol: "TCP", port: 4143 }],
+  });
+}
+
+describe("memberFromPart and shardedMembers", () => {
+  it("read a member from its part slices: ports from the annotation, addresses and readiness from both families", () => {
+    const slices = [
+      partSlice("west", "ipv4", [{ addresses: ["198.18.2.1"], conditions: { ready: true } }]),
+      partSlice("west", "ipv6", [{ addresses: ["2001:db8::1"], conditions: { ready: false } }], {}),
+    ];
+    assert.deepEqual(memberFromPart("shop", "web-federated", "west", slices), {
+      cluster: "west",
+      namespace: "shop",
+      name: "web-federated",
+      remote: "shop/web",
+      ports: [{ name: "http", protocol: "TCP", port: 80, targetPort: 80 }],
+      addresses: ["198.18.2.1", "2001:db8::1"],
+      notReadyAddresses: ["2001:db8::1"],
+      endpointPorts: [{ name: "http", protocol: "TCP", port: 4143 }],
+    });
+  });
+
+  it("take hosted members from the store, others from their parts; a part without ports is unreadable (unknown)", () => {
+    const slices = [
+      partSlice("east", "ipv4", []),
+      partSlice("west", "ipv4", [{ addresses: ["198.18.2.1"] }]),
+      partSlice("north", "ipv4", [], {}),
+    ];
+    const hostedEast = member("east", ["198.18.1.1"]);
+    const result = shardedMembers({
+      namespace: "shop",
+      name: "web-federated",
+      hosted: new Map([["east", hostedEast]]),
+      slices,
+      hosts: (c) => c === "east",
+    });
+    assert.equal(result.members.get("east"), hostedEast, "a hosted member wins over its own (lagging) part");
+    assert.deepEqual(result.members.get("west")?.addresses, ["198.18.2.1"]);
+    assert.deepEqual([...result.unreadable], ["north"]);
+    assert.deepEqual([...result.partClusters].sort(), ["east", "north", "west"]);
+  });
+
+  it("sharding is refused for fleet-wide Services in endpoints mode only", () => {
+    assert.match(shardedFederatedProblem(3, "endpoints") ?? "", /--endpoints-api endpoints/);
+    assert.equal(shardedFederatedProblem(3, "endpointslices"), undefined);
+    assert.equal(shardedFederatedProblem(3, "both"), undefined);
+    assert.equal(shardedFederatedProblem(1, "endpoints"), undefined);
+  });
+});
+
+// ---------------------------------------------------------------------------------
+// Two replicas over one simulated local API
+
+interface Replica {
+  readonly name: string;
+  readonly owner: boolean;
+  readonly hosts: ReadonlySet<string>;
+  members: FederatedMember[];
+}
+
+/** The local API as a map `Kind/name` → object, with uids, uid preconditions and the garbage collector. */
+class World {
+  readonly mode: EndpointsApi;
+  readonly objects = new Map<string, ObservedObject>();
+  #uid = 0;
+  /** Every write, with the replica that made it. */
+  readonly writes: { replica: string; action: WriteAction }[] = [];
+
+  constructor(mode: EndpointsApi = "endpointslices") {
+    this.mode = mode;
+  }
+
+  apply(replica: string, actions: readonly WriteAction[]): void {
+    for (const action of actions) {
+      if (action.kind === "Namespace") continue;
+      this.writes.push({ replica, action });
+      const key = `${action.kind}/${action.name}`;
+      if (action.verb === "delete") {
+        const uid = this.objects.get(key)?.object.metadata.uid;
+        if (uid !== action.uid) continue; // precondition failed
+        this.objects.delete(key);
+        // The garbage collector: slices owned by the deleted Service go with it.
+        for (const [k, o] of this.objects) {
+          const refs = (o.object.metadata["ownerReferences"] ?? []) as { uid: string }[];
+          if (refs.some((r) => r.uid === uid)) this.objects.delete(k);
+        }
+        continue;
+      }
+      const body = action.body as KubeObject;
+      const previous = this.objects.get(key)?.object.metadata.uid;
+      const uid = action.verb === "create" ? `uid-${++this.#uid}` : (previous ?? "");
+      this.objects.set(key, { kind: action.kind, object: { ...body, metadata: { ...body.metadata, uid } } });
+    }
+  }
+
+  /** What one replica plans, from the objects it observes (the whole fleet-wide set). */
+  plan(replica: Replica): FederatedPlan {
+    const observed = [...this.objects.values()];
+    const service = observed.find((o) => o.kind === "Service")?.object;
+    const slices = observed.filter((o) => o.kind === "EndpointSlice").map((o) => o.object as EndpointSlice);
+    const hosts = (cluster: string): boolean => replica.hosts.has(cluster);
+    const { members, unreadable, partClusters } = shardedMembers({
+      namespace: "shop",
+      name: "web-federated",
+      hosted: new Map(replica.members.map((m) => [m.cluster, m])),
+      slices,
+      hosts,
+    });
+    const reduction = reduceFederated({
+      members,
+      order: ORDER,
+      unknown: new Set(unreadable),
+      registrationKnown: true,
+      observedClusters: [...annotatedClusters(service), ...partClusters],
+    });
+    return planFederated({
+      namespace: "shop",
+      name: "web-federated",
+      reduction,
+      observed,
+      endpointsApi: this.mode,
+      namespaceExists: true,
+      createNamespaces: true,
+      excludedNamespaces: [],
+      shard: { owner: replica.owner, hosts, members: replica.members },
+    });
+  }
+
+  /** Lets the replicas take turns in `turns` order until a whole round writes nothing; returns the last plans. */
+  settle(replicas: readonly Replica[]): Map<string, FederatedPlan> {
+    const last = new Map<string, FederatedPlan>();
+    for (let round = 0; round < 20; round++) {
+      let wrote = false;
+      for (const replica of replicas) {
+        const plan = this.plan(replica);
+        last.set(replica.name, plan);
+        if (plan.actions.length > 0) wrote = true;
+        this.apply(replica.name, plan.actions);
+      }
+      if (!wrote) return last;
+    }
+    throw new Error("the replicas did not converge in 20 rounds");
+  }
+
+  /**
+   * The objects without their uids, as the API server would store them (a Service
+   * port's targetPort defaults to its port), as text for comparing two worlds.
+   */
+  shape(): string {
+    const stored = [...this.objects.entries()]
+      .sort(([a], [b]) => (a < b ? -1 : 1))
+      .map(([key, o]) => {
+        const { uid: _uid, ownerReferences, ...metadata } = o.object.metadata as Record<string, unknown>;
+        const spec = (o.object as { spec?: { ports?: MirrorServicePort[] } }).spec;
+        const withSpec = spec ? { spec: { ...spec, ports: filled(spec.ports ?? []) } } : {};
+        return [key, { ...o.object, ...withSpec, metadata: { ...metadata, owned: !!ownerReferences } }];
+      });
+    return JSON.stringify(stored, null, 1);
+  }
+}
+
+const serviceOf = (world: World): KubeObject | undefined => world.objects.get("Service/web-federated")?.object;
+/** The Service's ports as the API server stores them. */
+const portsOf = (world: World): unknown =>
+  filled((serviceOf(world) as { spec?: { ports?: MirrorServicePort[] } } | undefined)?.spec?.ports ?? []);
+const sliceOf = (world: World, name: string): EndpointSlice | undefined =>
+  world.objects.get(`EndpointSlice/${name}`)?.object as EndpointSlice | undefined;
+
+/** No replica wrote an object that is not its own: the Service only its owner, a part only its cluster's host. */
+function assertEachWroteItsOwn(world: World, replicas: readonly Replica[]): void {
+  for (const { replica, action } of world.writes) {
+    const r = replicas.find((x) => x.name === replica);
+    if (action.kind !== "EndpointSlice") assert.ok(r?.owner, `${replica} wrote the ${action.kind} but does not own it`);
+    else {
+      const cluster = action.name.replace(/^web-federated-/, "").replace(/-ipv[46]$/, "");
+      assert.ok(r?.hosts.has(cluster), `${replica} wrote ${action.kind} ${action.name} of a cluster it does not host`);
+    }
+  }
+}
+
+function replicas(ownerHosts: string[], otherHosts: string[], members: FederatedMember[]): Replica[] {
+  return [
+    {
+      name: "a",
+      owner: true,
+      hosts: new Set(ownerHosts),
+      members: members.filter((m) => ownerHosts.includes(m.cluster)),
+    },
+    {
+      name: "b",
+      owner: false,
+      hosts: new Set(otherHosts),
+      members: members.filter((m) => otherHosts.includes(m.cluster)),
+    },
+  ];
+}
+
+describe("two replicas, one fleet-wide Service (simulated local API)", () => {
+  const east = member("east", ["198.18.1.1"]);
+  const west = member("west", ["198.18.2.1"]);
+
+  it("converge to the union: the owner writes the Service, each host its cluster's part, with an ownerReference", () => {
+    const world = new World();
+    const rs = replicas(["west"], ["east"], [east, west]);
+    world.settle(rs);
+    assert.equal(serviceOf(world)?.metadata.annotations?.["mirror.linkerd.io/federated-clusters"], "east,west");
+    for (const cluster of ["east", "west"]) {
+      const slice = sliceOf(world, `web-federated-${cluster}-ipv4`);
+      assert.equal(slice?.endpoints?.length, 1, `${cluster}'s part has its address`);
+      assert.equal(
+        (slice?.metadata["ownerReferences"] as { uid: string }[] | undefined)?.[0]?.uid,
+        serviceOf(world)?.metadata.uid,
+      );
+    }
+    assertEachWroteItsOwn(world, rs);
+  });
+
+  it("a host whose member the owner does not host announces it with an empty part; the owner then creates the Service", () => {
+    const world = new World();
+    const rs = replicas([], ["east"], [east]);
+    const first = world.plan(rs[0] as Replica);
+    assert.deepEqual(first.actions, [], "the owner sees no member yet");
+    const announce = world.plan(rs[1] as Replica);
+    assert.deepEqual(
+      announce.actions.map((a) => `${a.verb} ${a.kind} ${a.name}`),
+      ["create EndpointSlice web-federated-east-ipv4"],
+    );
+    const body = (announce.actions[0] as { body: EndpointSlice }).body;
+    assert.deepEqual(body.endpoints, [], "no endpoints before the Service exists");
+    assert.deepEqual(body.metadata["ownerReferences"], []);
+    world.apply("b", announce.actions);
+    world.settle(rs);
+    assert.equal(serviceOf(world)?.metadata.annotations?.["mirror.linkerd.io/federated-clusters"], "east");
+    assert.equal(sliceOf(world, "web-federated-east-ipv4")?.endpoints?.length, 1);
+    assertEachWroteItsOwn(world, rs);
+  });
+
+  it("end in the same objects whichever replica moves first and however the clusters are split between them", () => {
+    const north = member("north", ["198.18.3.1"], HTTP, ["198.18.3.1"]);
+    const all = [east, west, north];
+    const shapes = [];
+    for (const [ownerHosts, otherHosts] of [
+      [["east", "west", "north"], []],
+      [["east"], ["west", "north"]],
+      [[], ["east", "west", "north"]],
+      [["north"], ["east", "west"]],
+    ] as const) {
+      for (const reverse of [false, true]) {
+        const world = new World();
+        const rs = replicas([...ownerHosts], [...otherHosts], all);
+        world.settle(reverse ? [...rs].reverse() : rs);
+        assertEachWroteItsOwn(world, rs);
+        shapes.push(world.shape());
+      }
+    }
+    for (const shape of shapes.slice(1)) assert.deepEqual(shape, shapes[0]);
+  });
+
+  it("a port conflict across shards: the first member by registration order sets the ports, the other host keeps its part empty and reports it", () => {
+    const westAlt = member("west", ["198.18.2.1"], ALT);
+    for (const order of [false, true]) {
+      const world = new World();
+      // The owner hosts west (second in registration order): east's ports win all the same.
+      const rs = replicas(["west"], ["east"], [east, westAlt]);
+      const last = world.settle(order ? [...rs].reverse() : rs);
+      assert.deepEqual(portsOf(world), filled(HTTP));
+      assert.equal(serviceOf(world)?.metadata.annotations?.["mirror.linkerd.io/federated-clusters"], "east");
+      const part = sliceOf(world, "web-federated-west-ipv4");
+      assert.deepEqual(part?.endpoints ?? [], [], "the excluded member's part has no endpoints");
+      assert.equal(part?.metadata.annotations?.[FEDERATED_PORTS], portsAnnotation(ALT), "it still states its ports");
+      assert.deepEqual(
+        last.get("a")?.excluded?.map((e) => e.cluster),
+        ["west"],
+        "west's host (the owner here) reports it",
+      );
+      assert.deepEqual(last.get("b")?.excluded, []);
+    }
+    // The other way round: the excluded member's host does not own the Service; it follows the Service's ports.
+    const world = new World();
+    const rs = replicas(["east"], ["west"], [east, westAlt]);
+    const last = world.settle(rs);
+    assert.deepEqual(portsOf(world), filled(HTTP));
+    assert.deepEqual(
+      last.get("b")?.excluded?.map((e) => e.cluster),
+      ["west"],
+    );
+    assert.match(last.get("b")?.excluded?.[0]?.message ?? "", /cluster west differ from those of cluster east/);
+  });
+
+  it("a member leaving on its host removes its part; the owner drops it from the annotation; the last one gone deletes the Service", () => {
+    const world = new World();
+    const rs = replicas(["west"], ["east"], [east, west]);
+    world.settle(rs);
+    (rs[1] as Replica).members = [];
+    world.settle(rs);
+    assert.equal(sliceOf(world, "web-federated-east-ipv4"), undefined);
+    assert.equal(serviceOf(world)?.metadata.annotations?.["mirror.linkerd.io/federated-clusters"], "west");
+    (rs[0] as Replica).members = [];
+    world.settle(rs);
+    assert.equal(world.objects.size, 0);
+    assertEachWroteItsOwn(world, rs);
+  });
+
+  it("in both mode the owner writes the one Endpoints object from every part, the ones it reads included", () => {
+    const world = new World("both");
+    const rs = replicas(["west"], ["east"], [east, west]);
+    world.settle(rs);
+    const endpoints = world.objects.get("Endpoints/web-federated")?.object as Endpoints | undefined;
+    assert.deepEqual((endpoints?.subsets ?? []).flatMap((s) => (s.addresses ?? []).map((a) => a.ip)).sort(), [
+      "198.18.1.1",
+      "198.18.2.1",
+    ]);
+    assertEachWroteItsOwn(world, rs);
+  });
+
+  it("over settled objects neither replica plans a write (a restart writes nothing)", () => {
+    const world = new World();
+    const rs = replicas(["west"], ["east"], [east, west]);
+    world.settle(rs);
+    for (const replica of rs) assert.deepEqual(world.plan({ ...replica }).actions, []);
+  });
+});
