@@ -9,7 +9,7 @@
  * holder. A takeover is that new holder's acquiring write, so a replica that kept writing
  * after losing its shard shows up as a write received after the other's acquisition.
  */
-import { type AuditedWrite, MIRROR_RESOURCES, succeeded } from "./audit.ts";
+import { type AuditedWrite, describeWrites, MIRROR_RESOURCES, succeeded } from "./audit.ts";
 
 /** One successful write of a Lease, and the holder it left. */
 export interface LeaseRecord {
@@ -116,4 +116,12 @@ export function writersByObject(writes: readonly AuditedWrite[]): Map<string, Se
     set.add(w.identity);
   }
   return writers;
+}
+
+/** The first 20 foreign writes, one line each with the shard's holder at that instant (for an assertion message). */
+export function describeForeignWrites(foreign: readonly ForeignWrite[]): string {
+  return foreign
+    .slice(0, 20)
+    .map((f) => `${describeWrites([f.write])} (cluster ${f.cluster}, shard ${f.shard} held by "${f.holder}")`)
+    .join("\n");
 }

@@ -7,6 +7,7 @@
  * now, are the shards spread evenly over a set of replicas, does every cluster mirror a
  * Service, was any mirror written by a replica that did not hold its shard.
  */
+import type { TestContext } from "node:test";
 import { fileURLToPath } from "node:url";
 import { CoordinationV1Api } from "@kubernetes/client-node";
 import { applyRbacYaml } from "../../sandbox/rbac.ts";
@@ -118,6 +119,17 @@ export class ShardedWorld {
   }
 
   /** Shard → holder now, from the shard Leases ("" when free or missing). */
+  /** Runs `body`; if it throws, the replicas' log tails and the shard holders go to the test's diagnostics first. */
+  async withDiagnostics(t: TestContext, body: () => Promise<void>): Promise<void> {
+    try {
+      await body();
+    } catch (error) {
+      t.diagnostic(this.replicas.tails(30));
+      t.diagnostic(`shard holders: ${JSON.stringify(await this.holders())}`);
+      throw error;
+    }
+  }
+
   async holders(): Promise<string[]> {
     const list = await this.#leases.listNamespacedLease({ namespace: CONTROLLER_NAMESPACE });
     const byName = new Map(list.items.map((l) => [l.metadata?.name ?? "", l.spec?.holderIdentity ?? ""]));

@@ -11,33 +11,16 @@
  * Timings: Lease 8 s, renew deadline 6 s, retry 1 s (sharded-world.ts says why); `--max-threads 2`.
  */
 import assert from "node:assert/strict";
-import { after, before, describe, it, type TestContext } from "node:test";
+import { after, before, describe, it } from "node:test";
 import { shardLeaseName } from "../../src/core/shards.ts";
 import { describeWrites } from "../helpers/audit.ts";
-import { clusterOfMirror, type ForeignWrite, holderAt, leaseHistory, tenures } from "../helpers/shard-audit.ts";
+import { clusterOfMirror, describeForeignWrites, holderAt, leaseHistory, tenures } from "../helpers/shard-audit.ts";
 import { LEASE_DURATION_MS, LEASE_ID, RENEW_DEADLINE_MS, ShardedWorld } from "../helpers/sharded-world.ts";
 
 const SHARDS = 12;
 
-function showForeign(foreign: readonly ForeignWrite[]): string {
-  return foreign
-    .slice(0, 20)
-    .map((f) => `${describeWrites([f.write])} (cluster ${f.cluster}, shard ${f.shard} held by "${f.holder}")`)
-    .join("\n");
-}
-
 describe("sharding under replica faults: kill -9 and a partition (60 clusters, 12 shards, audited)", () => {
   let world: ShardedWorld;
-
-  async function scenario(t: TestContext, body: () => Promise<void>): Promise<void> {
-    try {
-      await body();
-    } catch (error) {
-      t.diagnostic(world.replicas.tails(30));
-      t.diagnostic(`shard holders: ${JSON.stringify(await world.holders())}`);
-      throw error;
-    }
-  }
 
   /** The last successful write of shard `shard`'s Lease by `identity` that the server received before `until`. */
   function lastRenewal(identity: string, shard: number, until = Number.POSITIVE_INFINITY): number {
@@ -63,7 +46,7 @@ describe("sharding under replica faults: kill -9 and a partition (60 clusters, 1
   });
 
   it("kill -9 of one replica moves only its shards, none before its Lease could be taken, and the fleet converges", async (t) => {
-    await scenario(t, async () => {
+    await world.withDiagnostics(t, async () => {
       for (const name of ["fm-0", "fm-1", "fm-2"]) await world.addReplica(name);
       await world.waitForMirrors("web");
       const before = await world.waitForSettled(["fm-0", "fm-1", "fm-2"]);
@@ -111,12 +94,16 @@ describe("sharding under replica faults: kill -9 and a partition (60 clusters, 1
         );
       }
       const foreign = await world.foreignWrites();
-      assert.deepEqual(foreign, [], `mirror writes by a replica not holding the shard:\n${showForeign(foreign)}`);
+      assert.deepEqual(
+        foreign,
+        [],
+        `mirror writes by a replica not holding the shard:\n${describeForeignWrites(foreign)}`,
+      );
     });
   });
 
   it("a replica cut off the local API writes none of its shards past their renew deadlines; the others take them, and nothing it held back lands later", async (t) => {
-    await scenario(t, async () => {
+    await world.withDiagnostics(t, async () => {
       await world.addReplica("fm-3", { proxied: true });
       const live = ["fm-1", "fm-2", "fm-3"];
       const before = await world.waitForSettled(live);
@@ -160,7 +147,11 @@ describe("sharding under replica faults: kill -9 and a partition (60 clusters, 1
         assert.deepEqual(late, [], `shard ${shard}: writes past its renew deadline:\n${describeWrites(late)}`);
       }
       const foreign = await world.foreignWrites();
-      assert.deepEqual(foreign, [], `mirror writes by a replica not holding the shard:\n${showForeign(foreign)}`);
+      assert.deepEqual(
+        foreign,
+        [],
+        `mirror writes by a replica not holding the shard:\n${describeForeignWrites(foreign)}`,
+      );
     });
   });
 });

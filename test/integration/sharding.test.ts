@@ -11,33 +11,16 @@
  * `--max-threads 2` per replica, so three replicas fit a loaded 2-core machine.
  */
 import assert from "node:assert/strict";
-import { after, before, describe, it, type TestContext } from "node:test";
+import { after, before, describe, it } from "node:test";
 import { describeWrites, MIRROR_RESOURCES } from "../helpers/audit.ts";
-import { type ForeignWrite, writersByObject } from "../helpers/shard-audit.ts";
+import { describeForeignWrites, writersByObject } from "../helpers/shard-audit.ts";
 import { NAMESPACE, ShardedWorld } from "../helpers/sharded-world.ts";
 
 const SHARDS = 12;
 const SERVICES = ["web", "api"];
 
-function showForeign(foreign: readonly ForeignWrite[]): string {
-  return foreign
-    .slice(0, 20)
-    .map((f) => `${describeWrites([f.write])} (cluster ${f.cluster}, shard ${f.shard} held by "${f.holder}")`)
-    .join("\n");
-}
-
 describe("sharding: three replicas, 60 clusters, 12 shards (audited)", () => {
   let world: ShardedWorld;
-
-  async function scenario(t: TestContext, body: () => Promise<void>): Promise<void> {
-    try {
-      await body();
-    } catch (error) {
-      t.diagnostic(world.replicas.tails(30));
-      t.diagnostic(`shard holders: ${JSON.stringify(await world.holders())}`);
-      throw error;
-    }
-  }
 
   before(async () => {
     world = await ShardedWorld.start({
@@ -53,7 +36,7 @@ describe("sharding: three replicas, 60 clusters, 12 shards (audited)", () => {
   });
 
   it("every mirror is created once and written only by the replica holding its cluster's shard", async (t) => {
-    await scenario(t, async () => {
+    await world.withDiagnostics(t, async () => {
       const started = Date.now();
       const names = ["fm-0", "fm-1", "fm-2"];
       for (const name of names) await world.addReplica(name);
@@ -66,7 +49,11 @@ describe("sharding: three replicas, 60 clusters, 12 shards (audited)", () => {
       );
 
       const foreign = await world.foreignWrites();
-      assert.deepEqual(foreign, [], `mirror writes by a replica not holding the shard:\n${showForeign(foreign)}`);
+      assert.deepEqual(
+        foreign,
+        [],
+        `mirror writes by a replica not holding the shard:\n${describeForeignWrites(foreign)}`,
+      );
 
       const mirrorWrites = world.audit.writes({ namespace: NAMESPACE, resources: MIRROR_RESOURCES, since: started });
       const writers = writersByObject(mirrorWrites.filter((w) => names.includes(w.identity)));
@@ -85,7 +72,7 @@ describe("sharding: three replicas, 60 clusters, 12 shards (audited)", () => {
   });
 
   it("a rolling restart, one new Pod at a time, moves shards and writes no mirror", async (t) => {
-    await scenario(t, async () => {
+    await world.withDiagnostics(t, async () => {
       let current = ["fm-0", "fm-1", "fm-2"];
       await world.waitForSettled(current);
       const since = await world.audit.flush();
@@ -121,7 +108,11 @@ describe("sharding: three replicas, 60 clusters, 12 shards (audited)", () => {
       await world.exportEverywhere("after-restart");
       await world.waitForMirrors("after-restart");
       const foreign = await world.foreignWrites();
-      assert.deepEqual(foreign, [], `mirror writes by a replica not holding the shard:\n${showForeign(foreign)}`);
+      assert.deepEqual(
+        foreign,
+        [],
+        `mirror writes by a replica not holding the shard:\n${describeForeignWrites(foreign)}`,
+      );
     });
   });
 });
