@@ -190,12 +190,26 @@ export async function waitAllSynced(supervisor: Supervisor, clusters: number, ti
   return Date.now() - startedAt;
 }
 
-/** Resolves once the writer is ready with an empty queue and nothing in flight. */
+/**
+ * Resolves once the writer is ready, holds the complete desired set of every cluster the
+ * supervisor runs, and has an empty queue and nothing in flight, all in one status.
+ *
+ * "Every cluster synced" alone is not convergence: a cluster is synced once its remote
+ * list is done, its complete set reaches the writer a batch delay later, and the
+ * writer's status is published once a second. With clusters packed on few threads they
+ * all list at once, so an idle status from just before their sets arrived would start
+ * the measurement on an unconverged world (its initial writes counted as the load's).
+ * The writer's status is one snapshot of its own thread: complete sets with an empty
+ * queue in the same snapshot mean every key they enqueued was written.
+ */
 export async function waitWriterIdle(supervisor: Supervisor, timeoutMs = 900_000): Promise<void> {
   let reported = Date.now();
   const describe = () => {
     const w = supervisor.status().writer;
-    return w ? `ready ${w.ready}, queue ${w.queueDepth}, in flight ${w.inFlight}, retries ${w.retries}` : "no writer";
+    const complete = Object.values(w?.clusters ?? {}).filter((c) => c.complete).length;
+    return w
+      ? `ready ${w.ready}, complete sets ${complete}/${supervisor.status().clusters.length}, queue ${w.queueDepth}, in flight ${w.inFlight}, retries ${w.retries}`
+      : "no writer";
   };
   await eventually(
     () => `writer idle (${describe()})`,
@@ -204,8 +218,9 @@ export async function waitWriterIdle(supervisor: Supervisor, timeoutMs = 900_000
         reported = Date.now();
         progress(`waiting for the writer: ${describe()}`);
       }
-      const w = supervisor.status().writer;
-      return w?.ready && w.queueDepth === 0 && w.inFlight === 0 ? true : undefined;
+      const { writer: w, clusters } = supervisor.status();
+      if (!w?.ready || w.queueDepth > 0 || w.inFlight > 0) return undefined;
+      return clusters.every((c) => w.clusters[c.cluster]?.complete === true) ? true : undefined;
     },
     timeoutMs,
     250,

@@ -256,6 +256,13 @@ describe("fleet-wide Services across two shards, two writers on one local API se
         (await waitForService("cart", "beta,east")).metadata?.annotations?.["mirror.linkerd.io/federated-clusters"],
         "beta,east",
       );
+
+      // The Service's status is its owner's to report: A reports it while it holds shard 1,
+      // and stops as soon as it gives that shard up (no other change comes to re-reduce it).
+      const reported = (): boolean => (a.actor.status().federated ?? []).some((f) => f.key === `${NS}/cart-federated`);
+      await eventually("A, the owner now, reports the fleet-wide Service", () => (reported() ? true : undefined));
+      hold(a, A);
+      await eventually("A, no longer the owner, stops reporting it", () => (reported() ? undefined : true));
     } finally {
       await a.stop();
       await b.stop();

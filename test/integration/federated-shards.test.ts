@@ -70,10 +70,18 @@ describe("a fleet-wide Service across three replicas and six shards", () => {
     return (await response.json()) as AdminStatus;
   }
 
-  /** Waits until the live replicas hold every shard between them; returns shard → holder. */
+  /**
+   * Waits until the live replicas hold every shard between them, each its fair share
+   * (⌊S/R⌋ or ⌈S/R⌉); returns shard → holder. Every shard held is not enough: a replica
+   * that starts alone takes every shard and gives the others' back as it sees them join,
+   * so "all held" is also true of a moment when shards are still moving (and the owner
+   * of the fleet-wide Service read then is not the one that keeps it).
+   */
   async function settledHolders(identities: readonly string[]): Promise<string[]> {
+    const fewest = Math.floor(SHARDS / identities.length);
+    const most = Math.ceil(SHARDS / identities.length);
     return eventually(
-      `every shard held by one of ${identities.join(", ")}`,
+      `every shard held by one of ${identities.join(", ")}, a fair share each`,
       async () => {
         const views = await Promise.all(
           replicas.filter((r) => identities.includes(r.identity)).map(async (r) => ({ r, s: await status(r) })),
@@ -81,7 +89,12 @@ describe("a fleet-wide Service across three replicas and six shards", () => {
         const holders: string[] = Array.from({ length: SHARDS }, () => "");
         for (const { r, s } of views)
           for (const shard of s.leadership.sharding?.held ?? []) holders[shard] = holders[shard] ? "!" : r.identity;
-        return holders.every((h) => identities.includes(h)) ? holders : undefined;
+        if (!holders.every((h) => identities.includes(h))) return undefined;
+        const fair = identities.every((id) => {
+          const held = holders.filter((h) => h === id).length;
+          return held >= fewest && held <= most;
+        });
+        return fair ? holders : undefined;
       },
       TIMEOUT_MS,
       100,

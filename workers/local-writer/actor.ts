@@ -264,6 +264,9 @@ export class LocalWriterActor {
         for (const key of this.#desired.forget(leaving)) this.#enqueue(key);
         for (const cluster of this.#channels.clusters())
           if (!hostsCluster(ownership, cluster)) this.#channels.close(cluster);
+        // The owning shard of a fleet-wide Service may be among them: its reduction is
+        // reported by its owner only, so every fleet-wide key is reduced again here.
+        if (this.#ready) this.#enqueueFederated();
         this.#log.info(
           { shards: change.dropped, clusters: leaving.length },
           "shards given up: their keys are left alone",
