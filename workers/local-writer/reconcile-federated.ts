@@ -1,0 +1,272 @@
+/**
+ * Reconcile of one fleet-wide key (SPEC §11): one Service reduced from every member
+ * cluster's state. Sharded (DESIGN §3 "Across shards"), the holder of `federatedShardOf`
+ * the key writes the Service (and Endpoints) and reports its reduction; the holder of
+ * each member cluster's shard writes that cluster's part and learns the members it does
+ * not host from their parts in the local API; each write passes its own shard's fence.
+ */
+import { sliceNames } from "../../src/core/endpoint-slices.ts";
+import { type ReductionSummary, reduceFederated, summarizeReduction } from "../../src/core/federated.ts";
+import { shardedFederatedProblem, shardedMembers } from "../../src/core/federated-shards.ts";
+import { CLUSTER_NAME, SERVICE_NAME_LABEL } from "../../src/core/labels.ts";
+import type { Blocked, ObservedObject, WriteAction } from "../../src/core/mirror-kinds.ts";
+import type { EndpointSlice, Endpoints, KubeObject, Service } from "../../src/core/objects.ts";
+import { objectKey, splitKey } from "../../src/core/objects.ts";
+import {
+  annotatedClusters,
+  type FederatedPlan,
+  isFederatedObject,
+  planFederated,
+} from "../../src/core/plan-federated.ts";
+import { federatedShardOf, hostsCluster, ownsFederated, shardOf } from "../../src/core/shards.ts";
+import type { ReconcileResult } from "../../src/core/workqueue.ts";
+import type { FederatedServiceStatus } from "../../src/protocol/messages.ts";
+import { applyActions, getUnlabelled, needsSecondPass, ownershipOf, type ReconcilerDeps } from "./reconcile-io.ts";
+
+/** A fleet-wide member not written because sharding and `--endpoints-api endpoints` do not go together. */
+const SHARDED_ENDPOINTS = "sharded-endpoints-api";
+
+/** The Warning Event of each fleet-wide problem reason (any other: a name conflict). */
+const FLEET_EVENT_REASONS: Readonly<Record<string, string>> = {
+  "port-conflict": "FederatedPortConflict",
+  [SHARDED_ENDPOINTS]: "FederatedNotSharded",
+};
+
+/**
+ * The shard whose fence a fleet-wide write passes: a part's is its cluster's (only that
+ * cluster's host writes it), the Service's and Endpoints' the owning shard's, a Namespace
+ * create `namespaceShard` (the owning shard's, or the cluster's whose part needs it).
+ */
+function federatedWriteShard(action: WriteAction, shards: number, fleetShard: number, namespaceShard: number): number {
+  if (action.kind === "Namespace") return namespaceShard;
+  if (action.kind !== "EndpointSlice") return fleetShard;
+  const cluster =
+    action.verb === "delete" ? action.cluster : (action.body as KubeObject).metadata.labels?.[CLUSTER_NAME];
+  return cluster ? shardOf(cluster, shards) : fleetShard;
+}
+
+/** Why a fleet-wide key's member cluster is not (wholly) written. */
+export interface FleetProblem {
+  readonly reason: string;
+  readonly message: string;
+}
+
+export class FederatedReconciler {
+  readonly #deps: ReconcilerDeps;
+  /** Reports a cluster's own mirror blocked by a fleet-wide name (the mirror reconciler's record). */
+  readonly #block: (key: string, cluster: string, blocked: Blocked) => void;
+  /** Fleet-wide keys → member cluster → why its member is not (wholly) written (SPEC §11). */
+  readonly #fleetProblems = new Map<string, Map<string, FleetProblem>>();
+  /** Fleet-wide keys → their last reduction, for status; a key goes when its reduction deletes. */
+  readonly #fleetSummaries = new Map<string, ReductionSummary>();
+
+  constructor(deps: ReconcilerDeps, block: (key: string, cluster: string, blocked: Blocked) => void) {
+    this.#deps = deps;
+    this.#block = block;
+  }
+
+  /** The problems of every fleet-wide key, by key then member cluster. */
+  problems(): ReadonlyMap<string, ReadonlyMap<string, FleetProblem>> {
+    return this.#fleetProblems;
+  }
+
+  /**
+   * Every fleet-wide Service the writer reduced and did not delete, by key; a blocked one
+   * (its name held by a user's object) lists its members with no addresses written.
+   */
+  status(): FederatedServiceStatus[] {
+    return [...this.#fleetSummaries]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([key, s]) => ({ key, clusters: [...s.clusters], kept: [...s.kept], ready: s.ready, notReady: s.notReady }));
+  }
+
+  /**
+   * A fleet-wide key: some cluster holds a member of it, our fleet-wide Service holds the
+   * name, or (fleet-wide names end in `-federated`) a fleet-wide part of it is observed:
+   * announced by a replica that does not own the Service, or left over.
+   */
+  isFederated(key: string): boolean {
+    if (this.#deps.desired.members(key).size > 0) return true;
+    const service = this.#deps.cache.observed("Service", key, this.#deps.services.get(key));
+    if (service !== undefined) return isFederatedObject("Service", service);
+    const { namespace, name } = splitKey(key);
+    if (!name.endsWith("-federated")) return false;
+    for (const slice of this.#deps.slices.values())
+      if (
+        slice.metadata.namespace === namespace &&
+        slice.metadata.labels?.[SERVICE_NAME_LABEL] === name &&
+        isFederatedObject("EndpointSlice", slice)
+      )
+        return true;
+    return false;
+  }
+
+  async reconcile(key: string): Promise<ReconcileResult> {
+    // As for a mirror: once the Service is created, its slices need its uid at once.
+    for (let pass = 0; ; pass++) {
+      const { plan, observed, members, shard } = await this.#plan(key);
+      if (plan.blocked) {
+        this.#fleetSummaries.set(key, { clusters: members, kept: [], ready: 0, notReady: 0 });
+        this.#setProblems(
+          key,
+          new Map(
+            members.map((cluster) => [
+              cluster,
+              { reason: plan.blocked?.reason ?? "", message: plan.blocked?.message ?? "" },
+            ]),
+          ),
+        );
+        return { kind: "requeue-after", ms: this.#deps.options.blockedRecheckMs };
+      }
+      const outcome = await applyActions(this.#deps, key, plan.actions, undefined, observed, shard);
+      if (outcome) return outcome;
+      if (pass > 0 || !needsSecondPass(this.#deps, plan.actions)) return { kind: "done" };
+    }
+  }
+
+  async #plan(key: string): Promise<{
+    plan: FederatedPlan;
+    observed: ObservedObject[];
+    members: string[];
+    /** The shard whose fence each write passes (see `federatedWriteShard`). */
+    shard: (action: WriteAction) => number;
+  }> {
+    const { desired: store, cache, options } = this.#deps;
+    const { namespace = "", name } = splitKey(key);
+    const ownership = ownershipOf(this.#deps);
+    // Sharded (DESIGN §3 "Across shards"): this replica writes the Service only when it
+    // holds its owning shard, and the parts of the clusters it hosts; it learns the
+    // members of the clusters it does not host from their parts (the local API).
+    const sharded = ownership.shards > 1;
+    const hosts = (cluster: string): boolean => !sharded || hostsCluster(ownership, cluster);
+    const owner = !sharded || ownsFederated(ownership, namespace, name);
+    const unknown = new Set([...store.unknownClusters()].filter(hosts));
+    const hosted = new Map([...store.members(key)].filter(([cluster]) => hosts(cluster)));
+    const serviceSlices: EndpointSlice[] = [];
+    for (const slice of this.#deps.slices.values())
+      if (slice.metadata.namespace === namespace && slice.metadata.labels?.[SERVICE_NAME_LABEL] === name) {
+        const current = cache.observed("EndpointSlice", objectKey(slice.metadata), slice);
+        if (current) serviceSlices.push(current);
+      }
+    // A part that states no ports (written before sharding): its cluster is unknown
+    // until its host rewrites it.
+    const { members, unreadable, partClusters } = sharded
+      ? shardedMembers({
+          namespace,
+          name,
+          hosted,
+          slices: serviceSlices.filter((slice) => isFederatedObject("EndpointSlice", slice)),
+          hosts,
+        })
+      : { members: hosted, unreadable: new Set<string>(), partClusters: new Set<string>() };
+    for (const cluster of unreadable) unknown.add(cluster);
+    if (sharded) {
+      const problem = shardedFederatedProblem(ownership.shards, options.endpointsApi);
+      if (problem) {
+        const clusters = [...hosted.keys()].sort();
+        this.#setProblems(key, new Map(clusters.map((c) => [c, { reason: SHARDED_ENDPOINTS, message: problem }])));
+        return { plan: { actions: [] }, observed: [], members: clusters, shard: () => 0 };
+      }
+    }
+    let service = cache.observed("Service", key, this.#deps.services.get(key));
+    let endpoints = cache.observed("Endpoints", key, this.#deps.endpoints.get(key));
+    const namespaceExists = this.#deps.namespaces.get(namespace) !== undefined;
+    // Our stores hold only labelled objects: a user's Service or Endpoints of the name
+    // is looked up before the fleet-wide Service is created (SPEC §5, §11), and before
+    // a host that does not own it announces a part.
+    const creating = (owner ? members.size > 0 : hosted.size > 0) && !service && namespaceExists;
+    if (creating) {
+      service = await getUnlabelled<Service>(this.#deps, "Service", key);
+      if (owner) endpoints ??= await getUnlabelled<Endpoints>(this.#deps, "Endpoints", key);
+    }
+    const annotated = service && isFederatedObject("Service", service) ? annotatedClusters(service) : [];
+    // Before the registered clusters are known, a cluster this replica hosts that the
+    // observed objects name and that has not sent its complete set may be registered:
+    // unknown, not absent, so its part is kept (a restart writes nothing).
+    if (!store.registrationKnown)
+      for (const cluster of [...annotated, ...partClusters])
+        if (hosts(cluster) && !store.known(cluster)) unknown.add(cluster);
+    const reduction = reduceFederated({
+      members,
+      order: store.order(),
+      unknown,
+      registrationKnown: store.registrationKnown,
+      observedClusters: [...annotated, ...partClusters],
+    });
+    // The Service's status is its owner's to report (each host reports its members' conflicts).
+    if (reduction.kind === "delete" || !owner) this.#fleetSummaries.delete(key);
+    else this.#fleetSummaries.set(key, summarizeReduction(reduction));
+    const observed: ObservedObject[] = [];
+    if (service) observed.push({ kind: "Service", object: service });
+    if (endpoints) observed.push({ kind: "Endpoints", object: endpoints });
+    const sliceKeys = new Set<string>(serviceSlices.map((slice) => objectKey(slice.metadata)));
+    const hostedParts = [...hosted.values()].filter((m) => !unknown.has(m.cluster));
+    const written = sharded ? hostedParts : reduction.kind === "write" ? reduction.parts : [];
+    for (const part of written)
+      for (const sliceName of sliceNames(`${name}-${part.cluster}`))
+        sliceKeys.add(objectKey({ namespace, name: sliceName }));
+    for (const sliceKey of sliceKeys) {
+      const slice = cache.observed("EndpointSlice", sliceKey, this.#deps.slices.get(sliceKey));
+      // A user's slice under a part's name is invisible to the labelled store: looked up
+      // before the Service is created, so the fleet-wide Service is blocked as a whole
+      // and never written next to it (SPEC §11).
+      const found =
+        slice ??
+        (creating && !service && options.endpointsApi !== "endpoints"
+          ? await getUnlabelled<EndpointSlice>(this.#deps, "EndpointSlice", sliceKey)
+          : undefined);
+      if (found) observed.push({ kind: "EndpointSlice", object: found });
+    }
+    const plan = planFederated({
+      namespace,
+      name,
+      reduction,
+      observed,
+      endpointsApi: options.endpointsApi,
+      namespaceExists,
+      createNamespaces: options.createNamespaces,
+      excludedNamespaces: options.excludedNamespaces,
+      ...(sharded ? { shard: { owner, hosts, members: hostedParts } } : {}),
+    });
+    if (!plan.blocked) {
+      const problems = new Map<string, { reason: string; message: string }>();
+      const excluded = plan.excluded ?? (reduction.kind === "write" ? reduction.excluded : []);
+      for (const e of excluded) problems.set(e.cluster, { reason: "port-conflict", message: e.message });
+      this.#setProblems(key, problems);
+    }
+    // A cluster's own mirror under a fleet-wide name (a cluster named "federated"): the
+    // fleet-wide Service keeps the name.
+    for (const cluster of store.claimants(key))
+      this.#block(key, cluster, {
+        reason: "owned-by-other-cluster",
+        message: `mirror name ${key} is a fleet-wide Service's; cluster ${cluster}'s mirror is not written`,
+      });
+    const fleetShard = federatedShardOf(namespace, name, ownership.shards);
+    const namespaceShard = owner ? fleetShard : shardOf(hostedParts[0]?.cluster ?? "", ownership.shards);
+    return {
+      plan,
+      observed,
+      members: [...(sharded ? hosted : members).keys()].sort(),
+      shard: (action) => federatedWriteShard(action, ownership.shards, fleetShard, namespaceShard),
+    };
+  }
+
+  /** Replaces the problems of fleet-wide key `key`; a new message is logged and recorded as an Event. */
+  #setProblems(key: string, problems: Map<string, { reason: string; message: string }>): void {
+    const previous = this.#fleetProblems.get(key);
+    if (problems.size === 0) this.#fleetProblems.delete(key);
+    else this.#fleetProblems.set(key, problems);
+    const { namespace, name } = splitKey(key);
+    for (const [cluster, p] of problems) {
+      if (previous?.get(cluster)?.message === p.message) continue;
+      this.#deps.log.warn({ key, cluster, reason: p.reason }, p.message);
+      if (namespace && p.reason !== "namespace-missing" && p.reason !== "excluded-namespace")
+        this.#deps.recordEvent({
+          involved: { kind: "Service", apiVersion: "v1", namespace, name },
+          type: "Warning",
+          reason: FLEET_EVENT_REASONS[p.reason] ?? "FederatedNameConflict",
+          message: p.message,
+        });
+    }
+  }
+}

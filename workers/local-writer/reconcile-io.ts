@@ -1,0 +1,103 @@
+/**
+ * What the mirror and the fleet-wide reconcilers share: their dependencies, and the I/O
+ * both do the same way: a plan's actions handed to the write executor in order (a
+ * Service's delete last), and GETs of objects the label-selected stores cannot show.
+ */
+import type { DesiredMirror } from "../../src/core/desired.ts";
+import { type ObservedObject, objectPath, type WriteAction } from "../../src/core/mirror-kinds.ts";
+import type { EndpointSlice, Endpoints, KubeObject, Namespace, Service } from "../../src/core/objects.ts";
+import { splitKey } from "../../src/core/objects.ts";
+import { allShards, type ShardOwnership } from "../../src/core/shards.ts";
+import type { ReconcileResult } from "../../src/core/workqueue.ts";
+import { KubeApiError, type KubeClient } from "../../src/kube/client.ts";
+import type { Logger } from "../../src/log.ts";
+import type { EventRequest, WriterOptions } from "../../src/protocol/messages.ts";
+import type { DesiredStore } from "./desired-store.ts";
+import type { MutationCache } from "./mutation-cache.ts";
+import type { WriteExecutor } from "./write-executor.ts";
+
+/** The read side of a local store (a Watcher). */
+export interface Store<T> {
+  get(key: string): T | undefined;
+}
+
+export interface ReconcilerDeps {
+  readonly desired: DesiredStore;
+  readonly services: Store<Service>;
+  readonly endpoints: Store<Endpoints>;
+  /** Label-selected: only slices with the mirror labels and fleet-mirror's `managed-by`. */
+  readonly slices: Store<EndpointSlice> & { values(): Iterable<EndpointSlice> };
+  readonly namespaces: Store<Namespace>;
+  readonly cache: MutationCache;
+  readonly executor: WriteExecutor;
+  readonly client: Pick<KubeClient, "request">;
+  readonly options: Pick<
+    WriterOptions,
+    "createNamespaces" | "excludedNamespaces" | "blockedRecheckMs" | "endpointsApi"
+  >;
+  readonly log: Logger;
+  readonly recordEvent: (event: EventRequest) => void;
+  /** The shards this replica holds, read at every plan. Default: not sharded (everything). */
+  readonly ownership?: () => ShardOwnership;
+}
+
+/**
+ * The plan's actions, with the Service's delete last when the plan only deletes (a
+ * mirror no longer wanted): deleting a Service takes its same-named Endpoints and (by
+ * their ownerReference) its slices with it, so a DELETE of those sent after the
+ * Service's would answer 404 (a wasted request). Any other plan keeps its order.
+ */
+export function deletesServiceLast(actions: readonly WriteAction[]): readonly WriteAction[] {
+  if (!actions.every((a) => a.verb === "delete")) return actions;
+  return [...actions.filter((a) => a.kind !== "Service"), ...actions.filter((a) => a.kind === "Service")];
+}
+
+/**
+ * Applies a plan's actions in order (deletes of the Service last); the first outcome that
+ * ends the pass, if any. `shard`: the shard whose fence every write passes, or one per action.
+ */
+export async function applyActions(
+  deps: ReconcilerDeps,
+  key: string,
+  actions: readonly WriteAction[],
+  desired: DesiredMirror | undefined,
+  observed: readonly ObservedObject[],
+  shard: number | ((action: WriteAction) => number),
+): Promise<ReconcileResult | undefined> {
+  for (const action of deletesServiceLast(actions)) {
+    const target =
+      action.kind === "Namespace"
+        ? undefined
+        : observed.find((o) => o.kind === action.kind && o.object.metadata.name === action.name)?.object;
+    const fence = typeof shard === "number" ? shard : shard(action);
+    const outcome = await deps.executor.apply(key, action, desired, target, fence);
+    if (outcome) return outcome;
+  }
+  return undefined;
+}
+
+/** A Service was just created and slices are written: they need its uid, so plan again at once. */
+export function needsSecondPass(deps: ReconcilerDeps, actions: readonly WriteAction[]): boolean {
+  const createdService = actions.some((a) => a.verb === "create" && a.kind === "Service");
+  return createdService && deps.options.endpointsApi !== "endpoints";
+}
+
+/** The shards this replica holds now (all of them when not sharded). */
+export function ownershipOf(deps: ReconcilerDeps): ShardOwnership {
+  return deps.ownership?.() ?? allShards;
+}
+
+/** GETs an object our label-selected stores may not show; undefined when it does not exist. */
+export async function getUnlabelled<T extends KubeObject>(
+  deps: ReconcilerDeps,
+  kind: "Service" | "Endpoints" | "EndpointSlice",
+  key: string,
+): Promise<T | undefined> {
+  const { namespace = "", name } = splitKey(key);
+  try {
+    return await deps.client.request<T>("GET", objectPath(kind, namespace, name));
+  } catch (error) {
+    if (error instanceof KubeApiError && error.status === 404) return undefined;
+    throw error;
+  }
+}
