@@ -161,3 +161,44 @@ export function shardOfLeaseName(leaseId: string, name: string, shards: number):
   const shard = Number(digits);
   return shard < shards ? shard : undefined;
 }
+
+/**
+ * Joining (pure): whether a replica that has just started has watched the membership
+ * long enough to take shards. Before it has, it takes none: the first replica to list
+ * would otherwise see only itself, take every shard, start every cluster's actors, and
+ * give most of them up a list later when the replicas started with it appear.
+ *
+ * Fed with each membership list that shows this replica's own membership Lease (so any
+ * replica listing after it sees this one, and this one sees every replica that was
+ * visible before it):
+ * - the first such list starts the join (`since`);
+ * - the join is settled at the first later list whose live set equals the one before
+ *   it, i.e. no replica appeared or left over one retry period: replicas started
+ *   within a retry period of each other settle on the same live set, so they want
+ *   disjoint shares from the start;
+ * - or, whatever the lists show, `maxWaitMs` after `since`, so a stream of joining
+ *   replicas delays a newcomer by a bounded time;
+ * - once settled it stays settled (a later change is a join or leave, handled by the
+ *   sticky fair share, with no wait: takeover of a dead replica's shards is never held
+ *   back by this rule).
+ */
+export interface JoinState {
+  /** Monotonic ms of the first list showing our own membership Lease. */
+  readonly since: number;
+  /** The live set of the last list counted, sorted and joined. */
+  readonly live: string;
+  readonly settled: boolean;
+}
+
+/** The join after one more list showing our own membership Lease, at `now` with `live` replicas. */
+export function observeJoin(
+  state: JoinState | undefined,
+  live: readonly string[],
+  now: number,
+  maxWaitMs: number,
+): JoinState {
+  const key = [...new Set(live)].sort().join("\n");
+  if (state === undefined) return { since: now, live: key, settled: false };
+  if (state.settled) return state;
+  return { since: state.since, live: key, settled: key === state.live || now - state.since >= maxWaitMs };
+}

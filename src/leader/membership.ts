@@ -14,13 +14,19 @@
  *   is deleted, on its resourceVersion, so replaced Pods leave no Leases behind; its
  *   replica, should it still be running, simply creates it again.
  *
- * Emits "view" whenever the live set or a holder changes. Errors never leave the loop:
+ * - joining: a replica that has just started takes no shard until the lists settle
+ *   (`observeJoin`, src/core/shards.ts): a list after its own membership Lease became
+ *   visible shows the same live set as the one before, or a lease duration passed. The
+ *   view says so (`joined`); replicas started together then want disjoint shares from
+ *   the start instead of the first one taking every shard and giving most back.
+ *
+ * Emits "view" whenever the live set, a holder or `joined` changes. Errors never leave the loop:
  * a failed renewal or list is logged (once per distinct failure) and tried again at the
  * next period; the view then stays as it was.
  */
 import { EventEmitter } from "eventemitter3";
 import { type Clock, systemClock } from "../core/clock.ts";
-import { memberLeaseName, shardOfLeaseName } from "../core/shards.ts";
+import { type JoinState, memberLeaseName, observeJoin, shardOfLeaseName } from "../core/shards.ts";
 import type { KubeClient } from "../kube/client.ts";
 import type { Logger } from "../log.ts";
 import { serializeError } from "../protocol/errors.ts";
@@ -42,6 +48,8 @@ export interface ReplicaView {
   readonly live: readonly string[];
   /** Shard → its holder, for shards whose Lease is held and not expired by local observation. */
   readonly holders: ReadonlyMap<number, string>;
+  /** The lists have settled since this replica joined (`observeJoin`): it may take shards. */
+  readonly joined: boolean;
 }
 
 export interface ReplicaMembershipOptions {
@@ -74,6 +82,7 @@ export class ReplicaMembership extends EventEmitter<{ view: [ReplicaView] }> {
   readonly #observations = new Map<string, Observation>();
   #view: ReplicaView;
   #viewKey = "";
+  #join: JoinState | undefined;
   readonly #abort = new AbortController();
   #loop: Promise<void> | undefined;
   #stopped = false;
@@ -87,7 +96,7 @@ export class ReplicaMembership extends EventEmitter<{ view: [ReplicaView] }> {
     this.#ownName = memberLeaseName(options.leaseId, options.identity);
     this.#memberPrefix = `${options.leaseId}-member-`;
     this.#own = new LeaseApi(options.client, options.namespace, this.#ownName);
-    this.#view = { live: [options.identity], holders: new Map() };
+    this.#view = { live: [options.identity], holders: new Map(), joined: false };
   }
 
   get view(): ReplicaView {
@@ -198,14 +207,23 @@ export class ReplicaMembership extends EventEmitter<{ view: [ReplicaView] }> {
       if (shard !== undefined) holders.set(shard, holder);
       else live.add(holder);
     }
-    const view: ReplicaView = { live: [...live].sort(), holders };
-    const key = JSON.stringify([view.live, [...holders].sort((a, b) => a[0] - b[0])]);
+    const sorted = [...live].sort();
+    const own = this.#observations.get(this.#ownName);
+    if (own && holderOf(own) === this.#o.identity)
+      this.#join = observeJoin(this.#join, sorted, now, this.#o.leaseDurationMs);
+    const view: ReplicaView = { live: sorted, holders, joined: this.#join?.settled === true };
+    const key = JSON.stringify([view.live, [...holders].sort((a, b) => a[0] - b[0]), view.joined]);
     if (key === this.#viewKey) return;
-    const before = this.#view.live;
+    const before = this.#view;
     this.#viewKey = key;
     this.#view = view;
-    if (before.join(",") !== view.live.join(","))
+    if (before.live.join(",") !== view.live.join(","))
       this.#o.logger.info({ live: view.live }, `live replicas: ${view.live.join(", ")}`);
+    if (view.joined && !before.joined)
+      this.#o.logger.info(
+        { live: view.live, joiningMs: now - (this.#join?.since ?? now) },
+        `membership settled: live replicas ${view.live.join(", ")}; taking a fair share of the shards`,
+      );
     this.emit("view", view);
   }
 

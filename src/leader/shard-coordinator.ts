@@ -6,7 +6,8 @@
  *
  * - Which shards: `wantedShards(live replicas, S, holders)` over the membership view
  *   (membership.ts), the same map in every replica that observed the same, so replicas
- *   never campaign against each other for long.
+ *   never campaign against each other for long; none while the view is still joining
+ *   (`joined` false: the lists have not settled since this replica started).
  * - A wanted shard gets an elector; it takes the shard's Lease only when it is free
  *   (never acquired, released, or expired by local observation).
  * - A shard held and no longer wanted is given up in this order: the host closes the
@@ -122,7 +123,11 @@ export class ShardCoordinator {
 
   #reconcile(view: ReplicaView = this.#membership.view): void {
     if (this.#stopped) return;
-    this.#wanted = wantedShards(view.live, this.#o.shards, view.holders).get(this.#o.identity) ?? [];
+    // Still joining: want nothing yet (the first list may not show the replicas started
+    // with this one). Nothing is held before the join settles, so nothing is given up.
+    this.#wanted = view.joined
+      ? (wantedShards(view.live, this.#o.shards, view.holders).get(this.#o.identity) ?? [])
+      : [];
     const wanted = new Set(this.#wanted);
     for (const shard of wanted) if (!this.#electors.has(shard) && !this.#releasing.has(shard)) this.#campaign(shard);
     for (const shard of [...this.#electors.keys()])

@@ -42,16 +42,20 @@ export interface HostLimits {
 }
 
 /**
- * Measured costs (2 vCPU VM, Node 24, `fleet-mirror run` from dist/, bench/results of
- * 2026-12-03, docs/DESIGN.md §8): the basis of the rule's thresholds.
+ * Measured costs (2 vCPU VM shared with other work, Node 24, `fleet-mirror run` from
+ * dist/ after the lean-thread steps, 2026-12-03, docs/DESIGN.md §1 "The default
+ * placement" and §8): the basis of the rule's thresholds. The ONE place these numbers
+ * live; docs quote them from here and change with them.
  */
 export const COSTS = {
-  /** RSS of the process with no cluster registered (main thread, local writer, admin server): memory.json baselines 150.6–156.1 MB. */
-  baseMb: 155,
-  /** RSS of one more actor thread (its V8 isolate and module graph): (RSS − baseline) / K in thread mode, K = 200: 16.9 MB. */
-  threadMb: 17,
-  /** CPU to start one actor thread while others start too (2 vCPUs, 200 threads): ≈ 0.28 CPU-s. */
-  threadStartCpuS: 0.28,
+  /** RSS of the process with no cluster registered (main thread, local writer, admin server): memory scenario baselines 99.5–99.9 MB (155 before the lean steps). */
+  baseMb: 100,
+  /** RSS of one more actor thread (its V8 isolate and bundle): bench/thread-start-probe.ts --entry dist, 20 threads: 13.3 MB; 12.0 MB per cluster at K = 200 in thread mode (17 before). */
+  threadMb: 13,
+  /** CPU to start one actor thread alone (new Worker → actor.ready): thread-start-probe median 0.1 CPU-s; ≈ 0.2–0.3 while 200 start at once on 2 vCPUs. */
+  threadStartCpuS: 0.1,
+  /** RSS of one more cluster on a shared (packed) thread, its mirrors aside: ≈ 0.25 MB (docs/SCALING.md). Not an input of the rule; the sizing docs use it. */
+  packedClusterMb: 0.25,
 } as const;
 
 /** The rule's thresholds (see the module comment), from COSTS and the issue's targets. */
@@ -60,11 +64,12 @@ export const RULE = {
   threadsPerCpu: 1,
   /** Packed threads at least, even on one CPU: one thread's fate is never the whole fleet's when memory allows two. */
   minThreads: 2,
-  /** Packed threads at most (a 16-CPU node: 16 × 17 MB ≈ 270 MB of isolates). */
+  /** Packed threads at most (a 16-CPU node: 16 × 13 MB ≈ 210 MB of isolates). */
   maxThreads: 16,
   /**
-   * A thread per cluster up to this many clusters at least: ISOLATED_MIN × threadStartCpuS ≈ 1.1 CPU-s
-   * at start and ≈ 68 MB above the base (the 50-cluster targets: restart ≤ 3 CPU-s, RSS ≤ 250 MB).
+   * A thread per cluster up to this many clusters at least: ≈ 52 MB above the base and
+   * ≈ 0.4–1.2 CPU-s at start (4 × COSTS), well inside the 50-cluster targets (RSS ≤ 250 MB,
+   * restart ≤ 3 CPU-s) that the packed placement of a larger fleet must also meet.
    */
   isolatedMin: 4,
   /** Share of the memory limit above COSTS.baseMb that actor threads may take. */

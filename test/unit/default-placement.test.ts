@@ -55,9 +55,9 @@ describe("default placement: the thread budget", () => {
       threads: 4,
       basis: "4 CPUs, memory limit 4 GiB",
     });
-    // 256 MiB: (256 − 155) × 0.5 / 17 = 2.97 → 2 threads, and a thread each for at most 2 clusters.
+    // 256 MiB: (256 − 100) × 0.5 / 13 = 6 → 6 threads, and a thread each for at most 6 clusters.
     const small = autoBudget({ cpus: 8, memoryLimitBytes: 256 * MIB });
-    assert.deepEqual([small.isolatedUpTo, small.threads], [2, 2]);
+    assert.deepEqual([small.isolatedUpTo, small.threads], [6, 6]);
   });
 
   it("gives the examples docs/CLI.md shows (threads and blast radius per Pod and fleet)", () => {
@@ -65,8 +65,8 @@ describe("default placement: the thread budget", () => {
       { cpus: 2, limit: undefined, clusters: 3, packed: false, threads: 3, radius: 1 },
       { cpus: 2, limit: undefined, clusters: 50, packed: true, threads: 2, radius: 25 },
       { cpus: 8, limit: GIB, clusters: 200, packed: true, threads: 8, radius: 25 },
-      { cpus: 16, limit: 512 * MIB, clusters: 200, packed: true, threads: 10, radius: 20 },
-      { cpus: 8, limit: 256 * MIB, clusters: 10, packed: true, threads: 2, radius: 5 },
+      { cpus: 16, limit: 512 * MIB, clusters: 200, packed: true, threads: 15, radius: 14 },
+      { cpus: 8, limit: 256 * MIB, clusters: 10, packed: true, threads: 6, radius: 2 },
     ];
     for (const e of examples) {
       const budget = autoBudget({ cpus: e.cpus, memoryLimitBytes: e.limit });

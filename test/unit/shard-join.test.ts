@@ -1,0 +1,69 @@
+/**
+ * Joining (observeJoin): a replica that has just started takes no shard until two lists
+ * in a row show the same live replicas, or a bounded wait passed; settled stays settled.
+ */
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { type JoinState, observeJoin, wantedShards } from "../../src/core/shards.ts";
+
+const MAX_WAIT_MS = 8_000;
+
+/** Feeds lists (live sets at 1 s intervals) and returns the state after each. */
+function replay(lists: readonly (readonly string[])[]): JoinState[] {
+  const states: JoinState[] = [];
+  let state: JoinState | undefined;
+  for (const [i, live] of lists.entries()) {
+    state = observeJoin(state, live, i * 1_000, MAX_WAIT_MS);
+    states.push(state);
+  }
+  return states;
+}
+
+describe("observeJoin", () => {
+  it("is not settled at the first list, even when it shows only this replica", () => {
+    const [first] = replay([["fm-0"]]);
+    assert.equal(first?.settled, false);
+  });
+
+  it("settles at the first list whose live set equals the one before", () => {
+    const states = replay([["fm-0"], ["fm-0", "fm-1"], ["fm-2", "fm-0", "fm-1"], ["fm-1", "fm-2", "fm-0"]]);
+    assert.deepEqual(
+      states.map((s) => s.settled),
+      [false, false, false, true],
+    );
+  });
+
+  it("settles after the bounded wait while replicas keep appearing", () => {
+    const lists = Array.from({ length: 12 }, (_, i) => Array.from({ length: i + 1 }, (_, r) => `fm-${r}`));
+    const states = replay(lists);
+    const first = states.findIndex((s) => s.settled);
+    assert.equal(first, MAX_WAIT_MS / 1_000, "settled exactly when the wait ran out");
+  });
+
+  it("stays settled whatever the later lists show", () => {
+    const states = replay([["fm-0"], ["fm-0"], ["fm-0", "fm-1"], []]);
+    assert.deepEqual(
+      states.map((s) => s.settled),
+      [false, true, true, true],
+    );
+  });
+
+  it("replicas started within one list of each other settle on the same live set, and so want disjoint shares", () => {
+    // fm-0 lists first and sees itself; fm-1 and fm-2 appear before its next list.
+    const a = replay([["fm-0"], ["fm-0", "fm-1", "fm-2"], ["fm-0", "fm-1", "fm-2"]]);
+    const b = replay([
+      ["fm-0", "fm-1", "fm-2"],
+      ["fm-0", "fm-1", "fm-2"],
+    ]);
+    assert.equal(a.at(-1)?.settled, true);
+    assert.equal(b.at(-1)?.settled, true);
+    assert.equal(a.at(-1)?.live, b.at(-1)?.live);
+    const wanted = wantedShards(["fm-0", "fm-1", "fm-2"], 12);
+    const all = [...wanted.values()].flat().sort((x, y) => x - y);
+    assert.deepEqual(
+      all,
+      Array.from({ length: 12 }, (_, i) => i),
+    );
+    for (const list of wanted.values()) assert.equal(list.length, 4);
+  });
+});
