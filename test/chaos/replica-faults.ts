@@ -21,11 +21,11 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { applyRbacYaml } from "../../sandbox/rbac.ts";
 import { shardLeaseName, shardOf } from "../../src/core/shards.ts";
-import { AuditLog } from "../helpers/audit.ts";
+import { AuditLog, MIRROR_RESOURCES, succeeded } from "../helpers/audit.ts";
 import type { Fleet } from "../helpers/fleet.ts";
 import type { Replica } from "../helpers/replicas.ts";
 import { Replicas } from "../helpers/replicas.ts";
-import { describeForeignWrites, foreignMirrorWrites } from "../helpers/shard-audit.ts";
+import { describeForeignWrites, foreignMirrorWrites, leaseHistory, tenures } from "../helpers/shard-audit.ts";
 import { LEASE_DURATION_MS, LEASE_ID, RENEW_DEADLINE_MS, RETRY_PERIOD_MS } from "../helpers/sharded-world.ts";
 import {
   type ChaosControllers,
@@ -168,6 +168,9 @@ export class ChaosReplicas implements ChaosControllers {
     const started = Date.now();
     const exit = await replica.terminate(GRACE_MS);
     const took = Date.now() - started;
+    this.#log(
+      `  (${replica.name} exited ${exit.code ?? exit.signal} on SIGTERM after ${took} ms${this.#partitioned(replica) ? ", partitioned" : ""})`,
+    );
     if (exit.code === 0) return;
     const how = `${replica.name} exited ${exit.code ?? `by ${exit.signal}`} on SIGTERM (after ${took} ms${this.#partitioned(replica) ? ", partitioned" : ""})`;
     // Before its handler exists, a SIGTERM ends the process by default: nothing was written yet.
@@ -198,12 +201,14 @@ export class ChaosReplicas implements ChaosControllers {
   }
 
   async quiesce(): Promise<void> {
+    // Partitions run their course (≤ 20 s): one drawn late still outlasts a Lease, so its
+    // shards still move and its held writes still land after the others took over.
+    while (this.#heals.size > 0) await Promise.all([...this.#heals]);
     for (const replica of this.#replicas.list) {
       const generation = this.#partitionGeneration.get(replica.name) ?? 0;
       if (generation % 2 === 1) this.#partitionGeneration.set(replica.name, generation + 1);
       replica.heal();
     }
-    while (this.#heals.size > 0) await Promise.all([...this.#heals]);
     for (const replica of this.#replicas.list) {
       if (replica.running) continue;
       const last = replica.exits.at(-1);
@@ -234,9 +239,22 @@ export class ChaosReplicas implements ChaosControllers {
     return failures;
   }
 
-  /** Mirror writes per replica in the audit log (successful ones), for the run's report. */
-  writesByReplica(): Record<string, number> {
-    return this.#audit.countByIdentity({ resources: ["services", "endpoints", "endpointslices"] });
+  /**
+   * For the run's report, from the audit log: successful mirror writes per identity, and
+   * how often a shard changed hands (a new holder's acquiring write, releases not counted).
+   */
+  auditSummary(): { readonly mirrorWrites: Record<string, number>; readonly shardHandovers: number } {
+    const writes = this.#audit.all();
+    let shardHandovers = 0;
+    for (let shard = 0; shard < CHAOS_SHARDS; shard++) {
+      const holders = tenures(leaseHistory(writes, shardLeaseName(LEASE_ID, shard))).filter((t) => t.holder !== "");
+      for (let i = 1; i < holders.length; i++) if (holders[i]?.holder !== holders[i - 1]?.holder) shardHandovers++;
+    }
+    const mirrorWrites: Record<string, number> = {};
+    for (const w of writes)
+      if (succeeded(w) && MIRROR_RESOURCES.includes(w.resource))
+        mirrorWrites[w.identity] = (mirrorWrites[w.identity] ?? 0) + 1;
+    return { mirrorWrites, shardHandovers };
   }
 
   diagnostics(lines = 40): string {

@@ -83,8 +83,8 @@ export interface ChaosReport {
   readonly mirrors: number;
   readonly settledInMs: number;
   readonly controllerRestarts: number;
-  /** Sharded runs: successful mirror writes per identity, from the local API server's audit log. */
-  readonly mirrorWrites?: Readonly<Record<string, number>>;
+  /** Sharded runs, from the local API server's audit log: successful mirror writes per identity, and shard handovers. */
+  readonly audit?: { readonly mirrorWrites: Readonly<Record<string, number>>; readonly shardHandovers: number };
   readonly durationMs: number;
   readonly notes: readonly string[];
 }
@@ -748,7 +748,7 @@ async function runSeeded(options: ChaosOptions): Promise<ChaosReport> {
       mirrors: final.mirrors,
       settledInMs,
       controllerRestarts: run.controllers.restarts,
-      ...(run.controllers instanceof ChaosReplicas ? { mirrorWrites: run.controllers.writesByReplica() } : {}),
+      ...(run.controllers instanceof ChaosReplicas ? { audit: run.controllers.auditSummary() } : {}),
       durationMs: Date.now() - started,
       notes: run.notes,
     };
@@ -806,8 +806,10 @@ export async function main(argv: readonly string[]): Promise<number> {
       `chaos seed ${report.seed}: PASS — ${report.steps.length} steps, ${report.controllerRestarts} controller restarts, ` +
         `${report.mirrors} mirrors, converged in ${report.settledInMs} ms, ${Math.round(report.durationMs / 1000)} s in all\n`,
     );
-    if (report.mirrorWrites)
-      process.stdout.write(`mirror writes by identity: ${JSON.stringify(report.mirrorWrites)}\n`);
+    if (report.audit)
+      process.stdout.write(
+        `${report.audit.shardHandovers} shard handovers; mirror writes by identity: ${JSON.stringify(report.audit.mirrorWrites)}\n`,
+      );
     return 0;
   } catch (error) {
     process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
