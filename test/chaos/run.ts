@@ -14,9 +14,15 @@
  * - objects fleet-mirror does not own were never written (same resourceVersions);
  * - the controller exited 0 on every SIGTERM.
  *
+ * With `replicas` (`--replicas R`), R replicas `--leader-elect --shards 6` replace the one
+ * controller (replica-faults.ts: replica kill -9, SIGTERM rolling restarts, partitions of a
+ * replica's local API), every remote is registered under a second name so that every
+ * replica hosts clusters, and the audit log must show no mirror write by a replica that
+ * did not hold its cluster's shard.
+ *
  * `runChaos` is used by `test/integration/chaos.test.ts` (short) and by `main` below:
  *
- *     npm run test:chaos -- --minutes 30 [--seed 1234]
+ *     npm run test:chaos -- --minutes 30 [--seed 1234] [--replicas 3]
  *
  * Every failure message starts with the seed; rerun with `--seed` to replay the schedule.
  */

@@ -13,8 +13,9 @@
  * rolling restart and a partition of a replica's local API among the steps; on top, the
  * local API server's audit log must show no mirror write by a replica that did not hold the
  * shard of the mirror's cluster. Its seed (`SHARDED_TEST_SEED`, or `CHAOS_SHARDED_SEED`) was
- * chosen because its 16 steps kill two replicas (leaving one), restart one by SIGTERM, start
- * a killed one again and partition one for longer than the Lease. Long runs:
+ * chosen because its 16 steps kill one replica, cut another off the local API for 20 s
+ * (longer than a Lease: its shards move to the last one), send it SIGTERM while cut off
+ * (it must still exit 0), kill it, and start the first again. Long runs:
  * `npm run test:chaos -- --replicas 3 --minutes N`.
  */
 import { describe, it } from "node:test";
