@@ -7,7 +7,8 @@
  * once) and a timed partition of the replica's local API (every request and stream through
  * its proxy stalls, then is let through, unless its client gave up).
  *
- * Besides the oracle's checks, `verify()` asks the local API server's audit log: no mirror
+ * Besides the oracle's checks, `verify()` requires every replica running and the shards
+ * spread fairly over them again, and asks the local API server's audit log: no mirror
  * write (attempted, rejected or not) by a replica that did not hold the shard of the
  * mirror's cluster when the server received it, per the shard Leases' history in the same
  * log (test/helpers/shard-audit.ts). Writes held in a partitioned proxy that reach the
@@ -19,10 +20,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
+import { CoordinationV1Api } from "@kubernetes/client-node";
 import { applyRbacYaml } from "../../sandbox/rbac.ts";
 import { shardLeaseName, shardOf } from "../../src/core/shards.ts";
 import { AuditLog, MIRROR_RESOURCES, succeeded } from "../helpers/audit.ts";
-import type { Fleet } from "../helpers/fleet.ts";
+import { CONTROLLER_NAMESPACE, type Fleet } from "../helpers/fleet.ts";
+import { eventually } from "../helpers/kube.ts";
 import type { Replica } from "../helpers/replicas.ts";
 import { Replicas } from "../helpers/replicas.ts";
 import { describeForeignWrites, foreignMirrorWrites, leaseHistory, tenures } from "../helpers/shard-audit.ts";
@@ -48,6 +51,8 @@ export const CHAOS_SHARDS = 6;
 
 /** A Pod's default termination grace period: a SIGTERM'd replica still running by then is a problem. */
 const GRACE_MS = 30_000;
+/** Bound on the shards' return to a fair share once the mirrors match the oracle (a few Lease durations). */
+const SHARE_TIMEOUT_MS = 60_000;
 
 export interface ChaosReplicasOptions {
   readonly fleet: Fleet;
@@ -65,6 +70,7 @@ export class ChaosReplicas implements ChaosControllers {
   readonly #log: (line: string) => void;
   readonly #replicas: Replicas;
   readonly #audit: AuditLog;
+  readonly #leases: CoordinationV1Api;
   /** Per replica, the partition now in force (a newer partition or a heal-all supersedes a timed heal). */
   readonly #partitionGeneration = new Map<string, number>();
   readonly #heals = new Set<Promise<void>>();
@@ -79,6 +85,7 @@ export class ChaosReplicas implements ChaosControllers {
     this.#log = options.log;
     this.#replicas = new Replicas(options.fleet);
     this.#audit = audit;
+    this.#leases = options.fleet.kubeConfig("local").makeApiClient(CoordinationV1Api);
   }
 
   /**
@@ -225,6 +232,24 @@ export class ChaosReplicas implements ChaosControllers {
       if (!replica.running)
         failures.push(`${replica.name} died after the faults stopped: ${JSON.stringify(replica.exits.at(-1))}`);
     }
+    // Healed and restarted, the replicas share the shards fairly again (⌊S/R⌋ or ⌈S/R⌉ each).
+    const low = Math.floor(CHAOS_SHARDS / this.#names.length);
+    const high = Math.ceil(CHAOS_SHARDS / this.#names.length);
+    let holders: string[] = [];
+    try {
+      await eventually(
+        () => `shards held fairly by ${this.#names.join(", ")} (holders now ${JSON.stringify(holders)})`,
+        async () => {
+          holders = await this.#holders();
+          const counts = this.#names.map((name) => holders.filter((h) => h === name).length);
+          return counts.every((n) => n >= low && n <= high) ? true : undefined;
+        },
+        SHARE_TIMEOUT_MS,
+        250,
+      );
+    } catch (error) {
+      failures.push(error instanceof Error ? error.message : String(error));
+    }
     await this.#audit.flush();
     const foreign = foreignMirrorWrites(this.#audit.all(), {
       replicas: this.#names,
@@ -237,6 +262,13 @@ export class ChaosReplicas implements ChaosControllers {
         `${foreign.length} mirror writes by a replica not holding the shard:\n${describeForeignWrites(foreign)}`,
       );
     return failures;
+  }
+
+  /** Shard → its Lease's holder now ("" when free or missing). */
+  async #holders(): Promise<string[]> {
+    const list = await this.#leases.listNamespacedLease({ namespace: CONTROLLER_NAMESPACE });
+    const byName = new Map(list.items.map((l) => [l.metadata?.name ?? "", l.spec?.holderIdentity ?? ""]));
+    return Array.from({ length: CHAOS_SHARDS }, (_, shard) => byName.get(shardLeaseName(LEASE_ID, shard)) ?? "");
   }
 
   /**
