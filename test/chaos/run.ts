@@ -14,9 +14,15 @@
  * - objects fleet-mirror does not own were never written (same resourceVersions);
  * - the controller exited 0 on every SIGTERM.
  *
+ * With `replicas` (`--replicas R`), R replicas `--leader-elect --shards 6` replace the one
+ * controller (replica-faults.ts: replica kill -9, SIGTERM rolling restarts, partitions of a
+ * replica's local API), every remote is registered under a second name so that every
+ * replica hosts clusters, and the audit log must show no mirror write by a replica that
+ * did not hold its cluster's shard.
+ *
  * `runChaos` is used by `test/integration/chaos.test.ts` (short) and by `main` below:
  *
- *     npm run test:chaos -- --minutes 30 [--seed 1234]
+ *     npm run test:chaos -- --minutes 30 [--seed 1234] [--replicas 3]
  *
  * Every failure message starts with the seed; rerun with `--seed` to replay the schedule.
  */
@@ -25,11 +31,14 @@ import { parseArgs } from "node:util";
 import type { CoreV1Api, V1Endpoints, V1Service, V1ServicePort } from "@kubernetes/client-node";
 import { type FaultProxy, type FaultRules, startFaultProxyFor } from "../../sandbox/fault-proxy.ts";
 import { renderKubeconfig } from "../../sandbox/kubeconfig.ts";
-import { CONTROLLER_NAMESPACE, type ControllerProcess, Fleet } from "../helpers/fleet.ts";
+import { CONTROLLER_NAMESPACE, Fleet } from "../helpers/fleet.ts";
 import { statusCode } from "../helpers/kube.ts";
+import { type ChaosControllers, type ControllerStep, isControllerStep, SingleController } from "./controller.ts";
 import { actualMirrors, diffMirrors, expectedMirrors, mirrorKey, type RemoteCluster } from "./oracle.ts";
 import { ChaosProbes } from "./probes.ts";
+import { ChaosReplicas, replicaNames } from "./replica-faults.ts";
 import { describeStep, GATEWAYS, type GatewayRef, type PortSpec, Schedule, type Step } from "./schedule.ts";
+import { HELD_EXPORTS, identityOf, ignoring, retrying, STABLE, USER_OBJECTS, uidOf } from "./world.ts";
 
 const GATEWAY_NAME = "mirror.linkerd.io/gateway-name";
 const GATEWAY_NS = "mirror.linkerd.io/gateway-ns";
@@ -39,6 +48,20 @@ const PROBE_PERIOD = "mirror.linkerd.io/probe-period";
 const MIRROR_SELECTOR = "mirror.linkerd.io/mirrored-service=true";
 
 export const CHAOS_CLUSTERS = ["east", "west", "north"] as const;
+
+/**
+ * A sharded run registers every remote a second time under an alias, so that its six
+ * cluster names fall on five of the six shards (east→2, west→0, north→2, east3→5,
+ * west4→4, north1→3) and every replica hosts clusters: with the three names alone, two
+ * shards would hold them all.
+ */
+const SHARDED_ALIASES: Readonly<Record<string, string>> = { east: "east3", west: "west4", north: "north1" };
+
+/** A cluster name registered against a remote API server (mirrors are `<service>-<name>`). */
+interface Registration {
+  readonly name: string;
+  readonly remote: string;
+}
 
 export interface ChaosOptions {
   readonly seed: number;
@@ -52,6 +75,11 @@ export interface ChaosOptions {
   readonly heavyWeight?: number;
   /** Share of faults among the steps, 0–1. Default 0.4. */
   readonly faultShare?: number;
+  /**
+   * Run this many replicas `--leader-elect --shards 6` (replica-faults.ts) instead of one
+   * controller, with replica kills, rolling restarts and partitions among the faults.
+   */
+  readonly replicas?: number;
   readonly log?: (line: string) => void;
 }
 
@@ -61,6 +89,8 @@ export interface ChaosReport {
   readonly mirrors: number;
   readonly settledInMs: number;
   readonly controllerRestarts: number;
+  /** Sharded runs, from the local API server's audit log: successful mirror writes per identity, and shard handovers. */
+  readonly audit?: { readonly mirrorWrites: Readonly<Record<string, number>>; readonly shardHandovers: number };
   readonly durationMs: number;
   readonly notes: readonly string[];
 }
@@ -68,37 +98,6 @@ export interface ChaosReport {
 /** A failed chaos run; the message starts with the seed and carries what is needed to diagnose it. */
 export class ChaosFailure extends Error {
   override name = "ChaosFailure";
-}
-
-/** Network errors, 5xx, 429 and 409 conflicts: worth retrying while an API server restarts. */
-function transient(error: unknown): boolean {
-  const code = statusCode(error);
-  return code === undefined || code >= 500 || code === 429 || code === 409;
-}
-
-/** Runs `fn` until it succeeds or fails for good; transient errors are retried for up to 3 min. */
-async function retrying<T>(what: string, fn: () => Promise<T>): Promise<T> {
-  const deadline = Date.now() + 180_000;
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await fn();
-    } catch (error) {
-      if (!transient(error) || Date.now() > deadline) {
-        throw new Error(`${what} failed after ${attempt + 1} attempts`, { cause: error });
-      }
-      await sleep(Math.min(2_000, 100 * 2 ** attempt));
-    }
-  }
-}
-
-async function ignoring<T>(codes: readonly number[], fn: () => Promise<T>): Promise<T | undefined> {
-  try {
-    return await fn();
-  } catch (error) {
-    const code = statusCode(error);
-    if (code !== undefined && codes.includes(code)) return undefined;
-    throw error;
-  }
 }
 
 function toPorts(ports: readonly PortSpec[]): V1ServicePort[] {
@@ -124,57 +123,17 @@ class ChaosRun {
   /** Oddities that are not failures (a SIGTERM that arrived before the controller handled signals). */
   readonly notes: string[] = [];
   readonly steps: string[] = [];
-  controller: ControllerProcess | undefined;
-  controllerRestarts = 0;
+  /** The controller side: one process or the replicas of a sharded run; set once set-up is done. */
+  controllers: ChaosControllers | undefined;
   /** The gateways' probe servers; undefined: the run is unprobed. */
   probes: ChaosProbes | undefined;
-  /** Output of the controller incarnations that ended, most recent last. */
-  readonly pastOutputs: string[] = [];
+  readonly registrations: readonly Registration[];
 
-  constructor(seed: number, fleet: Fleet, log: (line: string) => void) {
+  constructor(seed: number, fleet: Fleet, registrations: readonly Registration[], log: (line: string) => void) {
     this.seed = seed;
     this.fleet = fleet;
+    this.registrations = registrations;
     this.log = log;
-  }
-
-  // -- controller -------------------------------------------------------------------
-
-  async startController(): Promise<void> {
-    this.controller = await this.fleet.startProcess(["--blocked-recheck-period", "2s"]);
-  }
-
-  async stopController(signal: NodeJS.Signals): Promise<void> {
-    const controller = this.controller;
-    if (!controller) return;
-    this.controller = undefined;
-    const started = Date.now();
-    // run.ts installs its SIGTERM handler in the same tick as it logs "fleet-mirror starting".
-    const handlerInstalled = controller.output.includes('"msg":"fleet-mirror starting"');
-    // SIGTERM must end the controller promptly (run.ts finishes in-flight writes only).
-    const killer = setTimeout(() => {
-      this.problems.push(`controller still running 20 s after ${signal}; killed`);
-      controller.child.kill("SIGKILL");
-    }, 20_000);
-    const code = await controller.stop(signal);
-    clearTimeout(killer);
-    this.pastOutputs.push(controller.output);
-    if (signal === "SIGTERM" && code !== 0) {
-      const how = `controller exited ${code ?? `by ${controller.child.signalCode}`} on SIGTERM (after ${Date.now() - started} ms)`;
-      // Before its handler exists, a SIGTERM ends the process by default: nothing was written yet.
-      if (!handlerInstalled && controller.child.signalCode === "SIGTERM") this.notes.push(`${how}, during start-up`);
-      else this.problems.push(how);
-    }
-  }
-
-  controllerLogTail(lines = 60): string {
-    const all = [...this.pastOutputs, this.controller?.output ?? ""].join("").split("\n");
-    const interesting = all.filter((l) => /"level":(40|50|60)/.test(l));
-    return [
-      `-- controller warnings/errors (last ${lines} of ${interesting.length}) --`,
-      ...interesting.slice(-lines),
-      `-- controller log tail --`,
-      ...all.slice(-lines),
-    ].join("\n");
   }
 
   // -- faults -----------------------------------------------------------------------
@@ -213,7 +172,7 @@ class ChaosRun {
     this.#remoteRestarts.set(cluster, next);
   }
 
-  /** Ends every fault: proxies transparent, every API server up, the controller running. */
+  /** Ends every fault: proxies transparent, every API server up, every controller process running and healed. */
   async quiesce(): Promise<void> {
     for (const [cluster, proxy] of this.proxies) {
       this.#ruleGeneration.set(cluster, (this.#ruleGeneration.get(cluster) ?? 0) + 1);
@@ -228,13 +187,7 @@ class ChaosRun {
       }
     }
     if (this.#backgroundErrors.length > 0) this.problems.push(...this.#backgroundErrors);
-    if (!this.controller || this.controller.child.exitCode !== null || this.controller.child.signalCode !== null) {
-      if (this.controller) {
-        this.problems.push(`controller died by itself (exit ${this.controller.child.exitCode})`);
-        this.pastOutputs.push(this.controller.output);
-      }
-      await this.startController();
-    }
+    await this.controllers?.quiesce();
   }
 
   // -- steps ------------------------------------------------------------------------
@@ -243,11 +196,14 @@ class ChaosRun {
     const line = describeStep(step);
     this.steps.push(line);
     this.log(`step ${this.steps.length}: ${line}`);
-    await this.#apply(step);
+    if (isControllerStep(step)) {
+      if (!this.controllers) throw new Error("a controller step before the controllers were started");
+      await this.controllers.apply(step);
+    } else await this.#apply(step);
     await sleep(step.pauseMs);
   }
 
-  async #apply(step: Step): Promise<void> {
+  async #apply(step: Exclude<Step, ControllerStep>): Promise<void> {
     switch (step.kind) {
       case "export-new":
         await this.#createService(step.cluster, step.namespace, step.name, step.ports, step.gateway);
@@ -377,16 +333,6 @@ class ChaosRun {
         return;
       case "restart-local-api":
         await this.fleet.plane.restartApiServer("local", { kill: true });
-        return;
-      case "kill-controller":
-        await this.stopController("SIGKILL");
-        this.controllerRestarts++;
-        await this.startController();
-        return;
-      case "term-controller":
-        await this.stopController("SIGTERM");
-        this.controllerRestarts++;
-        await this.startController();
         return;
       default: {
         const never: never = step;
@@ -529,12 +475,19 @@ class ChaosRun {
   // -- observation ------------------------------------------------------------------
 
   async remoteState(): Promise<RemoteCluster[]> {
-    return Promise.all(
-      CHAOS_CLUSTERS.map(async (name) => {
-        const list = await retrying(`list ${name}`, () => this.fleet.api(name).listServiceForAllNamespaces());
-        return { name, domain: "cluster.local", services: list.items };
-      }),
+    const byRemote = new Map<string, V1Service[]>(
+      await Promise.all(
+        CHAOS_CLUSTERS.map(async (remote) => {
+          const list = await retrying(`list ${remote}`, () => this.fleet.api(remote).listServiceForAllNamespaces());
+          return [remote, list.items] as const;
+        }),
+      ),
     );
+    return this.registrations.map(({ name, remote }) => ({
+      name,
+      domain: "cluster.local",
+      services: byRemote.get(remote) ?? [],
+    }));
   }
 
   async localState(): Promise<{ services: V1Service[]; endpoints: V1Endpoints[] }> {
@@ -564,55 +517,9 @@ class ChaosRun {
   }
 
   async stopAll(): Promise<void> {
-    await this.stopController("SIGKILL").catch(() => undefined);
+    await this.controllers?.stop();
     for (const proxy of this.proxies.values()) await proxy.stop().catch(() => undefined);
     await this.probes?.stop().catch(() => undefined);
-  }
-}
-
-/** Stable Services (never touched by the schedule): their mirrors must keep their uids. */
-const STABLE: readonly { namespace: string; name: string; gateway: GatewayRef }[] = [
-  { namespace: "stable", name: "web", gateway: { namespace: "gateway", name: "gateway" } },
-  { namespace: "shop", name: "api", gateway: { namespace: "gateway", name: "gw2" } },
-];
-
-/** Local objects fleet-mirror does not own; two of them hold a mirror's name. */
-const USER_OBJECTS: readonly { kind: "Service" | "Endpoints"; namespace: string; name: string }[] = [
-  { kind: "Service", namespace: "shop", name: "user-web" },
-  { kind: "Endpoints", namespace: "shop", name: "user-web" },
-  // east exports shop/held → its mirror name is held by a user's Service
-  { kind: "Service", namespace: "shop", name: "held-east" },
-  // west exports churn/held → its mirror name is held by a user's Endpoints only
-  { kind: "Endpoints", namespace: "churn", name: "held-west" },
-];
-const HELD_EXPORTS: readonly { cluster: string; namespace: string; name: string }[] = [
-  { cluster: "east", namespace: "shop", name: "held" },
-  { cluster: "west", namespace: "churn", name: "held" },
-];
-
-async function identityOf(
-  api: CoreV1Api,
-  kind: "Service" | "Endpoints",
-  namespace: string,
-  name: string,
-): Promise<string> {
-  const object =
-    kind === "Service"
-      ? await retrying(`read ${namespace}/${name}`, () => api.readNamespacedService({ namespace, name }))
-      : await retrying(`read ${namespace}/${name}`, () => api.readNamespacedEndpoints({ namespace, name }));
-  return `uid=${object.metadata?.uid} rv=${object.metadata?.resourceVersion}`;
-}
-
-async function uidOf(api: CoreV1Api, kind: "Service" | "Endpoints", namespace: string, name: string): Promise<string> {
-  try {
-    const object =
-      kind === "Service"
-        ? await retrying(`read ${namespace}/${name}`, () => api.readNamespacedService({ namespace, name }))
-        : await retrying(`read ${namespace}/${name}`, () => api.readNamespacedEndpoints({ namespace, name }));
-    return `uid=${object.metadata?.uid}`;
-  } catch (error) {
-    if (statusCode((error as { cause?: unknown }).cause) === 404) return "deleted";
-    throw error;
   }
 }
 
@@ -642,6 +549,7 @@ function replayArgs(options: ChaosOptions): string[] {
     options.steps !== undefined ? `--steps ${options.steps}` : "",
     options.heavyWeight !== undefined ? `--heavy-weight ${options.heavyWeight}` : "",
     options.faultShare !== undefined ? `--fault-share ${options.faultShare}` : "",
+    options.replicas !== undefined ? `--replicas ${options.replicas}` : "",
   ].filter(Boolean);
 }
 
@@ -653,8 +561,13 @@ async function runSeeded(options: ChaosOptions): Promise<ChaosReport> {
   const replay = replayArgs(options);
   log(`chaos seed ${seed} (replay: npm run test:chaos -- ${replay.join(" ")})`);
 
-  const fleet = await Fleet.start([...CHAOS_CLUSTERS]);
-  const run = new ChaosRun(seed, fleet, log);
+  const sharded = options.replicas !== undefined && options.replicas > 0;
+  const registrations: Registration[] = CHAOS_CLUSTERS.map((remote) => ({ name: remote, remote }));
+  if (sharded)
+    for (const remote of CHAOS_CLUSTERS) registrations.push({ name: SHARDED_ALIASES[remote] ?? `${remote}2`, remote });
+  // A sharded run is judged by the local API server's audit log too (replica-faults.ts).
+  const fleet = await Fleet.start([...CHAOS_CLUSTERS], sharded ? { audit: true } : {});
+  const run = new ChaosRun(seed, fleet, registrations, log);
   const fail = (what: string, details: string): never => {
     throw new ChaosFailure(
       [
@@ -664,7 +577,7 @@ async function runSeeded(options: ChaosOptions): Promise<ChaosReport> {
         `-- steps (${run.steps.length}) --`,
         ...run.steps.map((s, i) => `${i + 1}. ${s}`),
         run.problems.length > 0 ? `-- problems --\n${run.problems.join("\n")}` : "",
-        run.controllerLogTail(),
+        run.controllers?.diagnostics() ?? "",
       ].join("\n"),
     );
   };
@@ -719,22 +632,35 @@ async function runSeeded(options: ChaosOptions): Promise<ChaosReport> {
     }
     const userHeld = new Set(USER_OBJECTS.map((u) => mirrorKey(u.namespace, u.name)));
 
-    for (const cluster of CHAOS_CLUSTERS) {
-      const proxy = await startFaultProxyFor(fleet.plane, cluster);
-      run.proxies.set(cluster, proxy);
+    for (const cluster of CHAOS_CLUSTERS) run.proxies.set(cluster, await startFaultProxyFor(fleet.plane, cluster));
+    for (const { name, remote } of registrations) {
+      const proxy = run.proxies.get(remote);
+      if (!proxy) throw new Error(`no fault proxy for remote ${remote}`);
       const kubeconfig = renderKubeconfig({
-        cluster,
+        cluster: name,
         server: proxy.url,
-        caPem: fleet.plane.cluster(cluster).caPem,
+        caPem: fleet.plane.cluster(remote).caPem,
         user: "fleet-mirror",
-        auth: { token: await fleet.remoteToken(cluster) },
+        auth: { token: await fleet.remoteToken(remote) },
       });
       await fleet.local.createNamespacedSecret({
         namespace: CONTROLLER_NAMESPACE,
-        body: fleet.secretBody({ secretName: `cluster-credentials-${cluster}`, clusterName: cluster, kubeconfig }),
+        body: fleet.secretBody({ secretName: `cluster-credentials-${name}`, clusterName: name, kubeconfig }),
       });
     }
-    await run.startController();
+    const findings = { problems: run.problems, notes: run.notes };
+    if (sharded) {
+      const replicas = await ChaosReplicas.create({
+        fleet,
+        findings,
+        count: options.replicas ?? 0,
+        clusters: registrations.map((r) => r.name),
+        log,
+      });
+      log(replicas.describe());
+      run.controllers = replicas;
+    } else run.controllers = new SingleController(fleet, findings);
+    await run.controllers.start();
 
     const initialStart = Date.now();
     let initial = await run.diff(userHeld);
@@ -746,7 +672,7 @@ async function runSeeded(options: ChaosOptions): Promise<ChaosReport> {
     log(`initial ${initial.mirrors} mirrors in place after ${Date.now() - initialStart} ms`);
 
     const stableUids = new Map<string, string>();
-    for (const cluster of CHAOS_CLUSTERS) {
+    for (const { name: cluster } of registrations) {
       for (const s of STABLE) {
         for (const kind of ["Service", "Endpoints"] as const) {
           const key = `${kind} ${s.namespace}/${s.name}-${cluster}`;
@@ -768,6 +694,7 @@ async function runSeeded(options: ChaosOptions): Promise<ChaosReport> {
       clusters: CHAOS_CLUSTERS,
       proxies: true,
       probeAddresses,
+      ...(sharded ? { replicas: replicaNames(options.replicas ?? 0) } : {}),
       ...(options.heavyWeight !== undefined ? { heavyWeight: options.heavyWeight } : {}),
       ...(options.faultShare !== undefined ? { faultShare: options.faultShare } : {}),
     });
@@ -819,16 +746,15 @@ async function runSeeded(options: ChaosOptions): Promise<ChaosReport> {
     if (written.length > 0) fail("objects fleet-mirror does not own were written", written.join("\n"));
 
     if (run.problems.length > 0) fail("problems during the run", run.problems.join("\n"));
-    const controller = run.controller;
-    if (controller && (controller.child.exitCode !== null || controller.child.signalCode !== null)) {
-      fail("the controller died", `exit ${controller.child.exitCode} ${controller.child.signalCode}`);
-    }
+    const failures = await run.controllers.verify();
+    if (failures.length > 0) fail(sharded ? "the replicas' checks failed" : "the controller died", failures.join("\n"));
     return {
       seed,
       steps: run.steps,
       mirrors: final.mirrors,
       settledInMs,
-      controllerRestarts: run.controllerRestarts,
+      controllerRestarts: run.controllers.restarts,
+      ...(run.controllers instanceof ChaosReplicas ? { audit: run.controllers.auditSummary() } : {}),
       durationMs: Date.now() - started,
       notes: run.notes,
     };
@@ -840,7 +766,8 @@ async function runSeeded(options: ChaosOptions): Promise<ChaosReport> {
 
 /**
  * `node test/chaos/run.ts --minutes N [--seed S]` (or `--steps N`); also `--settle-seconds N`
- * (default 90), `--heavy-weight W` (restarts, default 1), `--fault-share F` (0–1, default 0.4).
+ * (default 90), `--heavy-weight W` (restarts, default 1), `--fault-share F` (0–1, default 0.4),
+ * `--replicas R` (a sharded run: R replicas, 6 shards; replica-faults.ts).
  * Exit code 0 on success, 1 on a failed assertion (the message starts with the seed), 2 on usage.
  */
 export async function main(argv: readonly string[]): Promise<number> {
@@ -853,6 +780,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       "settle-seconds": { type: "string" },
       "heavy-weight": { type: "string" },
       "fault-share": { type: "string" },
+      replicas: { type: "string" },
     },
     allowPositionals: false,
   });
@@ -860,6 +788,11 @@ export async function main(argv: readonly string[]): Promise<number> {
   if (!Number.isInteger(seed)) throw new Error(`--seed: ${values.seed} is not an integer`);
   const minutes = values.minutes !== undefined ? Number(values.minutes) : undefined;
   const steps = values.steps !== undefined ? Number(values.steps) : undefined;
+  const replicas = values.replicas !== undefined ? Number(values.replicas) : undefined;
+  if (replicas !== undefined && !(Number.isInteger(replicas) && replicas >= 1)) {
+    process.stderr.write(`--replicas: ${values.replicas} is not a positive integer\n`);
+    return 2;
+  }
   if (minutes === undefined && steps === undefined) {
     process.stderr.write("usage: node test/chaos/run.ts --minutes N [--seed S]  (or --steps N)\n");
     return 2;
@@ -872,12 +805,17 @@ export async function main(argv: readonly string[]): Promise<number> {
       ...(values["settle-seconds"] !== undefined ? { settleMs: Number(values["settle-seconds"]) * 1_000 } : {}),
       ...(values["heavy-weight"] !== undefined ? { heavyWeight: Number(values["heavy-weight"]) } : {}),
       ...(values["fault-share"] !== undefined ? { faultShare: Number(values["fault-share"]) } : {}),
+      ...(replicas !== undefined ? { replicas } : {}),
     });
     for (const note of report.notes) process.stdout.write(`note: ${note}\n`);
     process.stdout.write(
       `chaos seed ${report.seed}: PASS — ${report.steps.length} steps, ${report.controllerRestarts} controller restarts, ` +
         `${report.mirrors} mirrors, converged in ${report.settledInMs} ms, ${Math.round(report.durationMs / 1000)} s in all\n`,
     );
+    if (report.audit)
+      process.stdout.write(
+        `${report.audit.shardHandovers} shard handovers; mirror writes by identity: ${JSON.stringify(report.audit.mirrorWrites)}\n`,
+      );
     return 0;
   } catch (error) {
     process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);

@@ -159,7 +159,20 @@ export type FaultStep =
   | { readonly kind: "restart-remote-api"; readonly cluster: string }
   | { readonly kind: "restart-local-api" }
   | { readonly kind: "kill-controller" }
-  | { readonly kind: "term-controller" };
+  | { readonly kind: "term-controller" }
+  | ReplicaStep;
+
+/**
+ * Faults of one replica of a sharded Deployment (`ScheduleOptions.replicas`): kill -9
+ * (it stays down until a `start-replica` step or the end of the schedule), a SIGTERM
+ * rolling restart (it must exit 0 and is started again at once), and a partition of its
+ * local API for `ms` (its proxy stalls every request and stream, then lets them through).
+ */
+export type ReplicaStep =
+  | { readonly kind: "kill-replica"; readonly replica: string }
+  | { readonly kind: "start-replica"; readonly replica: string }
+  | { readonly kind: "term-replica"; readonly replica: string }
+  | { readonly kind: "partition-replica"; readonly replica: string; readonly ms: number };
 
 export type Step = (RemoteStep | FaultStep) & { readonly pauseMs: number };
 
@@ -202,6 +215,11 @@ export interface ScheduleOptions {
    * no probing (the IPs are arbitrary documentation addresses).
    */
   readonly probeAddresses?: readonly string[];
+  /**
+   * The replicas of a sharded run: when given, the controller faults are replica faults
+   * (`ReplicaStep`) instead of `kill-controller`/`term-controller`. Absent: one controller.
+   */
+  readonly replicas?: readonly string[];
 }
 
 /**
@@ -216,6 +234,8 @@ export class Schedule {
   readonly #gateways = new Map<string, ModelGateway>();
   /** Probe addresses whose server is made to fail (the model; the oracle reads the servers). */
   readonly #deadAddresses = new Set<string>();
+  /** Replicas killed and not started again yet (the model; `ReplicaStep`). */
+  readonly #deadReplicas = new Set<string>();
   #counter = 0;
 
   constructor(options: ScheduleOptions) {
@@ -455,6 +475,9 @@ export class Schedule {
     const cluster = this.#pick(this.#options.clusters);
     const proxy = this.#options.proxies ? 1 : 0;
     const heavy = this.#options.heavyWeight ?? 1;
+    const replicas = this.#options.replicas ?? [];
+    const single = replicas.length > 0 ? 0 : 1;
+    const live = replicas.filter((r) => !this.#deadReplicas.has(r));
     const kind = this.#weighted<FaultStep["kind"]>([
       [3 * proxy, "cut-watches"],
       [1 * proxy, "cut-all"],
@@ -465,8 +488,14 @@ export class Schedule {
       [4 * proxy, "errors"],
       [1.5 * heavy, "restart-remote-api"],
       [0.7 * heavy, "restart-local-api"],
-      [1.2 * heavy, "kill-controller"],
-      [0.8 * heavy, "term-controller"],
+      [1.2 * heavy * single, "kill-controller"],
+      [0.8 * heavy * single, "term-controller"],
+      // Last, with weight 0 in a single-controller run, so that such a run draws exactly
+      // the steps it drew before replicas existed. One replica at least stays up.
+      [live.length >= 2 ? 1.2 * heavy : 0, "kill-replica"],
+      [this.#deadReplicas.size > 0 ? 1.5 * heavy : 0, "start-replica"],
+      [live.length > 0 ? 0.8 * heavy : 0, "term-replica"],
+      [live.length > 0 ? 1.2 * heavy : 0, "partition-replica"],
     ]);
     const ms = this.#int(1_000, 5_000);
     switch (kind) {
@@ -497,6 +526,22 @@ export class Schedule {
       case "kill-controller":
       case "term-controller":
         return { kind };
+      case "kill-replica": {
+        const replica = this.#pick(live);
+        this.#deadReplicas.add(replica);
+        return { kind, replica };
+      }
+      case "start-replica": {
+        const replica = this.#pick([...this.#deadReplicas].sort());
+        this.#deadReplicas.delete(replica);
+        return { kind, replica };
+      }
+      case "term-replica":
+        return { kind, replica: this.#pick(live) };
+      case "partition-replica":
+        // From shorter than the renew deadline (the replica keeps its shards) to well past
+        // the Lease duration (the others take them over) of the sharded run's timings.
+        return { kind, replica: this.#pick(live), ms: this.#int(2_000, 20_000) };
       default:
         return { kind: "cut-watches", cluster };
     }

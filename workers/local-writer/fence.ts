@@ -73,6 +73,18 @@ export class WriteFence {
   }
 
   /**
+   * How long (ms) a write of `shard` sent now may still reach the API server: until the
+   * shard's deadline; +∞ without leader election, 0 when closed. The deadline is the renew
+   * deadline, `leaseDuration - renewDeadline` before anyone may take the Lease: a write
+   * still unanswered by then must be abandoned (its request aborted), or it could land
+   * after the next holder's first writes, e.g. when it waited for a socket or for an API
+   * server that restarts.
+   */
+  msLeftFor(shard: number): number {
+    return Math.max(0, (this.#writableUntil.get(shard) ?? 0) - this.#clock.now());
+  }
+
+  /**
    * Single leader: moves shard 0's deadline (the latest call wins). Returns true when
    * this reopened a closed fence. Ignored when sharded (`setShards` carries the deadlines).
    */

@@ -108,15 +108,22 @@ export class WriteExecutor {
     const path = action.kind === "Namespace" ? "/api/v1/namespaces" : objectPath(action.kind, action.namespace);
     // The mutation cache holds each object under its own key (a slice's is not its mirror's).
     const objectId = action.kind === "Namespace" ? action.name : objectKey(action);
+    // Fenced: the request is aborted at the shard's deadline, so that none of it reaches
+    // the server once another replica may hold the shard (fence.ts, `msLeftFor`).
+    const left = this.#deps.fence.msLeftFor(shard);
+    const bounds = Number.isFinite(left) ? { timeoutMs: Math.max(1, Math.floor(left)) } : {};
     try {
       switch (action.verb) {
         case "create": {
-          const created = await client.request<KubeObject>("POST", path, { body: action.body });
+          const created = await client.request<KubeObject>("POST", path, { body: action.body, ...bounds });
           if (action.kind !== "Namespace") cache.written(action.kind, objectId, created);
           break;
         }
         case "update": {
-          const updated = await client.request<KubeObject>("PUT", `${path}/${action.name}`, { body: action.body });
+          const updated = await client.request<KubeObject>("PUT", `${path}/${action.name}`, {
+            body: action.body,
+            ...bounds,
+          });
           cache.written(action.kind, objectId, updated);
           break;
         }
@@ -127,6 +134,7 @@ export class WriteExecutor {
               kind: "DeleteOptions",
               ...(action.uid ? { preconditions: { uid: action.uid } } : {}),
             },
+            ...bounds,
           });
           cache.deleted(action.kind, objectId, observed);
           log.info({ key, kind: action.kind, cluster: action.cluster }, `deleted mirror ${action.kind} ${objectId}`);
