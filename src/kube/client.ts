@@ -102,6 +102,11 @@ export class KubeClient {
     this.#warnings = new WarningTracker(options.logger);
   }
 
+  /** The timeout of a request that names none (`requestTimeoutMs`, default 30 s). */
+  get requestTimeoutMs(): number {
+    return this.#timeoutMs;
+  }
+
   /** The `Warning` headers this client received so far (a snapshot). */
   get apiWarnings(): ApiWarningCounts {
     return this.#warnings.counts;

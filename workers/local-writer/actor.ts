@@ -120,6 +120,7 @@ export class LocalWriterActor {
       log: this.#log,
       block: (key, cluster, blocked) => this.#reconciler.block(key, cluster, blocked),
       blockedRecheckMs: options.blockedRecheckMs,
+      requestTimeoutMs: this.#client.requestTimeoutMs,
     });
     this.#reconciler = new MirrorReconciler({
       desired: this.#desired,

@@ -39,6 +39,11 @@ export interface WriteExecutorDeps {
   /** A create found a user's object under the mirror's name: report it as blocked. */
   readonly block: (key: string, cluster: string, blocked: Blocked) => void;
   readonly blockedRecheckMs: number;
+  /**
+   * The client's own request timeout: a fenced write's timeout is the shorter of it and
+   * the time left before its shard's deadline (a fence only ever shortens a wait).
+   */
+  readonly requestTimeoutMs?: number;
 }
 
 /** The outcome of one write: a reconcile result to stop at, or undefined to go on with the plan. */
@@ -111,7 +116,8 @@ export class WriteExecutor {
     // Fenced: the request is aborted at the shard's deadline, so that none of it reaches
     // the server once another replica may hold the shard (fence.ts, `msLeftFor`).
     const left = this.#deps.fence.msLeftFor(shard);
-    const bounds = Number.isFinite(left) ? { timeoutMs: Math.max(1, Math.floor(left)) } : {};
+    const ceiling = this.#deps.requestTimeoutMs ?? Number.POSITIVE_INFINITY;
+    const bounds = left < ceiling ? { timeoutMs: Math.max(1, Math.floor(left)) } : {};
     try {
       switch (action.verb) {
         case "create": {
