@@ -115,6 +115,8 @@ export async function runCommand(argv: readonly string[]): Promise<number> {
   }
   const signal = await untilSignal();
   stopping = true;
+  // Sharded: take no shard while the last writes finish (those held are released at the end).
+  coordinator?.leave();
   if (supervisor) {
     logger.info({ signal }, "stopping: finishing in-flight writes; mirrors stay in place");
     // While the writes finish the elector keeps renewing the Lease; it is released

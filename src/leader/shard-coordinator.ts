@@ -64,6 +64,8 @@ export class ShardCoordinator {
   readonly #releasing = new Set<number>();
   #wanted: readonly number[] = [];
   #stopped = false;
+  /** Leaving (the process is stopping): no shard is taken any more; those held are renewed until `stop`. */
+  #leaving = false;
 
   constructor(options: ShardCoordinatorOptions) {
     this.#o = options;
@@ -108,6 +110,27 @@ export class ShardCoordinator {
   }
 
   /**
+   * The process is stopping (SIGTERM): from now on no shard is taken, and a campaign for a
+   * shard not held yet is ended, so that a replica finishing its last writes does not
+   * pick up a shard another replica released meanwhile, only to release it again. The
+   * shards held stay held (renewed, their writes fenced as ever) until `stop`.
+   */
+  leave(): void {
+    if (this.#leaving || this.#stopped) return;
+    this.#leaving = true;
+    for (const [shard, elector] of [...this.#electors]) {
+      if (this.#held.has(shard) || this.#releasing.has(shard)) continue;
+      this.#electors.delete(shard);
+      void elector.stop().catch((error: unknown) => {
+        this.#log.error(
+          { shard, err: serializeError(error, "shards") },
+          `ending the campaign for shard ${shard} failed; its Lease expires instead`,
+        );
+      });
+    }
+  }
+
+  /**
    * Leaves: the membership Lease is released first (the others then want our shards),
    * then every shard Lease is released. Call it after the writer stopped (nothing of
    * ours writes any more). Idempotent.
@@ -122,7 +145,7 @@ export class ShardCoordinator {
   }
 
   #reconcile(view: ReplicaView = this.#membership.view): void {
-    if (this.#stopped) return;
+    if (this.#stopped || this.#leaving) return;
     // Still joining: want nothing yet (the first list may not show the replicas started
     // with this one). Nothing is held before the join settles, so nothing is given up.
     this.#wanted = view.joined

@@ -4,6 +4,7 @@
  * their fair shares once: no replica ever gives up or loses a shard it held, and every
  * shard ends held by exactly one of them. Before the join rule (`observeJoin`) the
  * first to list saw only itself, took every shard, and gave most back.
+ * A replica that is leaving (SIGTERM) takes no shard any more, even one released meanwhile.
  * Real time, short periods (retry 100 ms, Lease 1 s): the replicas start 40 ms apart.
  */
 import assert from "node:assert/strict";
@@ -102,6 +103,43 @@ describe("ShardCoordinator: replicas started together", () => {
             assert.ok(set.includes(shard), `${replica} gave shard ${shard} up: ${JSON.stringify(sets)}`);
     } finally {
       await Promise.all(coordinators.map((c) => c.stop()));
+    }
+  });
+
+  it("a leaving replica takes no shard: the shards another releases meanwhile stay free", async () => {
+    const client = leaseStore();
+    const coordinator = (identity: string): ShardCoordinator =>
+      new ShardCoordinator({
+        client,
+        namespace: "fleet-mirror",
+        leaseId: "fleet-mirror",
+        identity,
+        shards: SHARDS,
+        leaseDurationMs: 1_000,
+        renewDeadlineMs: 700,
+        retryPeriodMs: 100,
+        logger: silentLogger(),
+        host: { setShards: async () => {} },
+      });
+    const [a, b] = [coordinator("fm-0"), coordinator("fm-1")];
+    try {
+      a.run();
+      b.run();
+      await eventually("three shards each", () =>
+        a.status().held.length === 3 && b.status().held.length === 3 ? true : undefined,
+      );
+      const kept = b.status().held;
+      b.leave();
+      await a.stop();
+      await eventually("fm-1 sees it is alone", () => (b.status().live.join() === "fm-1" ? true : undefined));
+      // Proving that something does NOT happen: ten retry periods in which a replica that is
+      // not leaving would have taken the released shards (it does within about one).
+      for (let i = 0; i < 10; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        assert.deepEqual(b.status().held, kept, "the leaving replica took a shard");
+      }
+    } finally {
+      await Promise.all([a.stop(), b.stop()]);
     }
   });
 });
