@@ -55,30 +55,38 @@ function leaseStore(): KubeClient {
   return { request } as unknown as KubeClient;
 }
 
+/** A coordinator of SHARDS shards over `client`, with short periods; `handed` sees every held set, sorted. */
+function coordinatorOn(
+  client: KubeClient,
+  identity: string,
+  handed: (held: number[]) => void = () => {},
+): ShardCoordinator {
+  return new ShardCoordinator({
+    client,
+    namespace: "fleet-mirror",
+    leaseId: "fleet-mirror",
+    identity,
+    shards: SHARDS,
+    leaseDurationMs: 1_000,
+    renewDeadlineMs: 700,
+    retryPeriodMs: 100,
+    logger: silentLogger(),
+    host: {
+      setShards: async (held) => {
+        handed([...held.keys()].sort((a, b) => a - b));
+      },
+    },
+  });
+}
+
 describe("ShardCoordinator: replicas started together", () => {
   it("each takes its fair share once: no shard is given up or lost, every shard has one holder", async () => {
     const client = leaseStore();
     const names = ["fm-0", "fm-1", "fm-2"];
     /** Replica → every held set it was handed, in order. */
     const handed = new Map<string, number[][]>(names.map((n) => [n, []]));
-    const coordinators = names.map(
-      (identity) =>
-        new ShardCoordinator({
-          client,
-          namespace: "fleet-mirror",
-          leaseId: "fleet-mirror",
-          identity,
-          shards: SHARDS,
-          leaseDurationMs: 1_000,
-          renewDeadlineMs: 700,
-          retryPeriodMs: 100,
-          logger: silentLogger(),
-          host: {
-            setShards: async (held) => {
-              handed.get(identity)?.push([...held.keys()].sort((a, b) => a - b));
-            },
-          },
-        }),
+    const coordinators = names.map((identity) =>
+      coordinatorOn(client, identity, (held) => handed.get(identity)?.push(held)),
     );
     try {
       for (const coordinator of coordinators) {
@@ -108,20 +116,7 @@ describe("ShardCoordinator: replicas started together", () => {
 
   it("a leaving replica takes no shard: the shards another releases meanwhile stay free", async () => {
     const client = leaseStore();
-    const coordinator = (identity: string): ShardCoordinator =>
-      new ShardCoordinator({
-        client,
-        namespace: "fleet-mirror",
-        leaseId: "fleet-mirror",
-        identity,
-        shards: SHARDS,
-        leaseDurationMs: 1_000,
-        renewDeadlineMs: 700,
-        retryPeriodMs: 100,
-        logger: silentLogger(),
-        host: { setShards: async () => {} },
-      });
-    const [a, b] = [coordinator("fm-0"), coordinator("fm-1")];
+    const [a, b] = [coordinatorOn(client, "fm-0"), coordinatorOn(client, "fm-1")];
     try {
       a.run();
       b.run();
