@@ -131,7 +131,8 @@ export class KubeClient {
       // it), and with it every listener below. So no listener holds `resolve`/`reject` or
       // the answer itself: they reach both through `pending` and `chunks`, emptied when
       // the exchange settles. Otherwise a socket keeps its first answer (a whole list,
-      // parsed and raw) alive: ≈ 150 KB per remote actor at 50 Services (DESIGN §8).
+      // parsed and raw) alive: ≈ 135 KB of heap per remote actor at 50 Services, plus
+      // the raw bytes (DESIGN §8).
       let pending: { readonly resolve: (value: T) => void; readonly reject: (error: Error) => void } | undefined = {
         resolve,
         reject,

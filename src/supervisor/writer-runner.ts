@@ -28,11 +28,11 @@ import {
 } from "./writer-lifecycle.ts";
 
 /**
- * Young generation of the writer thread. V8's default is sized for a whole process and
- * grows under the writer's allocation rate while it creates mirrors (watch events,
- * request bodies): at 50 clusters × 50 Services that growth was most of the process's
- * peak RSS above its idle RSS. A smaller one costs more frequent scavenges of a few
- * MB each (DESIGN §8 "Cheaper threads").
+ * Young generation of the writer thread. V8's default is sized for a whole process: under
+ * the writer's allocation rate while it creates mirrors (watch events, request bodies)
+ * its semi-spaces grow to 2 × 16 MB. 12 MB gives 8 MB of semi-spaces; the price is more
+ * frequent, smaller scavenges (50 clusters × 50 Services: writer CPU unchanged within
+ * noise, peak RSS 217 → 200 MB, one run each on a busy machine; DESIGN §8).
  */
 export const WRITER_YOUNG_GENERATION_MB = 12;
 
