@@ -94,4 +94,67 @@ describe("thread entries in worker threads", () => {
     assert.deepEqual(stopped, { type: "actor.stopped", cluster: "east", epoch: 5 });
     for (const c of [first, again, newer]) c.other.close();
   });
+
+  it("actors packed on one thread log through one logger, each line bound to its own cluster and epoch", async () => {
+    const worker = new Worker(entry("remote-cluster"), { stdout: true, stderr: true });
+    workers.push(worker);
+    const next = inbox(worker);
+    const lines: Record<string, unknown>[] = [];
+    let partial = "";
+    worker.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+      const parts = (partial + chunk).split("\n");
+      partial = parts.pop() ?? "";
+      for (const part of parts) if (part !== "") lines.push(JSON.parse(part) as Record<string, unknown>);
+    });
+    const others: MessageChannel["port2"][] = [];
+    for (const [name, epoch] of [
+      ["east", 3],
+      ["west", 8],
+    ] as const) {
+      const { port1, port2 } = new MessageChannel();
+      others.push(port2);
+      const message: ToRemoteActor = {
+        type: "actor.init",
+        cluster: { name, domain: "cluster.local", excludedNamespaces: [] },
+        epoch,
+        connection: { server: "https://127.0.0.1:1", auth: { kind: "anonymous" } },
+        options: {
+          resolvePeriodMs: 60_000,
+          maxInFlight: 2,
+          batchDelayMs: 10,
+          logLevel: "info",
+          memberSelector: { key: "mirror.linkerd.io/federated", value: "member" },
+        },
+        writerPort: port1,
+      };
+      worker.postMessage(message, [port1]);
+      await next(typed("actor.ready"));
+    }
+    // Each actor logs its state as its watch fails against the closed port.
+    const from = (cluster: string) => lines.filter((l) => typeof l["msg"] === "string" && l["cluster"] === cluster);
+    const deadline = Date.now() + 20_000;
+    while (from("east").length === 0 || from("west").length === 0) {
+      assert.ok(Date.now() < deadline, `no line of each cluster within 20 s: ${JSON.stringify(lines)}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    for (const [cluster, epoch] of [
+      ["east", 3],
+      ["west", 8],
+    ] as const) {
+      for (const line of from(cluster)) {
+        assert.equal(line["epoch"], epoch, JSON.stringify(line));
+        assert.equal(line["actor"], "remote-cluster");
+        assert.equal(line["pid"], process.pid);
+      }
+    }
+    assert.ok(
+      lines.every((l) => l["cluster"] === "east" || l["cluster"] === "west"),
+      "every line names its cluster",
+    );
+    for (const cluster of ["east", "west"]) {
+      worker.postMessage({ type: "actor.stop", cluster });
+      await next(typed("actor.stopped"));
+    }
+    for (const port of others) port.close();
+  });
 });
