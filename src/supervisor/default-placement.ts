@@ -54,8 +54,8 @@ export const COSTS = {
   threadMb: 13,
   /** CPU to start one actor thread alone (new Worker → actor.ready): thread-start-probe median 0.1 CPU-s; ≈ 0.2–0.3 while 200 start at once on 2 vCPUs. */
   threadStartCpuS: 0.1,
-  /** RSS of one more cluster on a shared (packed) thread, its mirrors aside: ≈ 0.25 MB (docs/SCALING.md). Not an input of the rule; the sizing docs use it. */
-  packedClusterMb: 0.25,
+  /** RSS of one more cluster on a shared (packed) thread, its mirrors aside: ≈ 0.16 MB, 0.13 of it its TLS connection and context (DESIGN §8, second memory round; docs/SCALING.md). Not an input of the rule; the sizing docs use it. */
+  packedClusterMb: 0.16,
 } as const;
 
 /** The rule's thresholds (see the module comment), from COSTS and the targets. */
