@@ -36,6 +36,34 @@ function inbox(worker: Worker) {
 
 const typed = (type: string) => (m: unknown) => (m as { type?: unknown }).type === type;
 
+type Init = Extract<ToRemoteActor, { type: "actor.init" }>;
+
+/** An `actor.init` of `cluster` at `epoch` against a closed port, with the writer's end and the other end of its channel. */
+function actorInit(
+  cluster: string,
+  epoch: number,
+  logLevel: Init["options"]["logLevel"],
+): { message: Init; other: MessageChannel["port2"] } {
+  const { port1, port2 } = new MessageChannel();
+  return {
+    message: {
+      type: "actor.init",
+      cluster: { name: cluster, domain: "cluster.local", excludedNamespaces: [] },
+      epoch,
+      connection: { server: "https://127.0.0.1:1", auth: { kind: "anonymous" } },
+      options: {
+        resolvePeriodMs: 60_000,
+        maxInFlight: 2,
+        batchDelayMs: 10,
+        logLevel,
+        memberSelector: { key: "mirror.linkerd.io/federated", value: "member" },
+      },
+      writerPort: port1,
+    },
+    other: port2,
+  };
+}
+
 describe("thread entries in worker threads", () => {
   const workers: Worker[] = [];
   after(async () => {
@@ -56,27 +84,7 @@ describe("thread entries in worker threads", () => {
     const worker = new Worker(entry("remote-cluster"), { stdout: true, stderr: true });
     workers.push(worker);
     const next = inbox(worker);
-    type Init = Extract<ToRemoteActor, { type: "actor.init" }>;
-    const init = (epoch: number): { message: Init; other: MessageChannel["port2"] } => {
-      const { port1, port2 } = new MessageChannel();
-      return {
-        message: {
-          type: "actor.init",
-          cluster: { name: "east", domain: "cluster.local", excludedNamespaces: [] },
-          epoch,
-          connection: { server: "https://127.0.0.1:1", auth: { kind: "anonymous" } },
-          options: {
-            resolvePeriodMs: 60_000,
-            maxInFlight: 2,
-            batchDelayMs: 10,
-            logLevel: "silent",
-            memberSelector: { key: "mirror.linkerd.io/federated", value: "member" },
-          },
-          writerPort: port1,
-        },
-        other: port2,
-      };
-    };
+    const init = (epoch: number) => actorInit("east", epoch, "silent");
     const first = init(5);
     worker.postMessage(first.message, [first.message.writerPort]);
     await next(typed("actor.ready"));
@@ -111,23 +119,9 @@ describe("thread entries in worker threads", () => {
       ["east", 3],
       ["west", 8],
     ] as const) {
-      const { port1, port2 } = new MessageChannel();
-      others.push(port2);
-      const message: ToRemoteActor = {
-        type: "actor.init",
-        cluster: { name, domain: "cluster.local", excludedNamespaces: [] },
-        epoch,
-        connection: { server: "https://127.0.0.1:1", auth: { kind: "anonymous" } },
-        options: {
-          resolvePeriodMs: 60_000,
-          maxInFlight: 2,
-          batchDelayMs: 10,
-          logLevel: "info",
-          memberSelector: { key: "mirror.linkerd.io/federated", value: "member" },
-        },
-        writerPort: port1,
-      };
-      worker.postMessage(message, [port1]);
+      const { message, other } = actorInit(name, epoch, "info");
+      others.push(other);
+      worker.postMessage(message, [message.writerPort]);
       await next(typed("actor.ready"));
     }
     // Each actor logs its state as its watch fails against the closed port.
