@@ -29,7 +29,7 @@ import { eventually } from "../helpers/kube.ts";
 import type { Replica } from "../helpers/replicas.ts";
 import { Replicas } from "../helpers/replicas.ts";
 import { describeForeignWrites, foreignMirrorWrites, leaseHistory, tenures } from "../helpers/shard-audit.ts";
-import { LEASE_DURATION_MS, LEASE_ID, RENEW_DEADLINE_MS, RETRY_PERIOD_MS } from "../helpers/sharded-world.ts";
+import { LEASE_ID, shardedReplicaArgs } from "../helpers/sharded-world.ts";
 import {
   type ChaosControllers,
   type ChaosFindings,
@@ -103,15 +103,7 @@ export class ChaosReplicas implements ChaosControllers {
   /** The flags of every replica: the sharding tests' short Lease timings (sharded-world.ts says why). */
   static args(): string[] {
     return [
-      "--leader-elect",
-      "--shards",
-      String(CHAOS_SHARDS),
-      "--leader-election-lease-duration",
-      `${LEASE_DURATION_MS / 1_000}s`,
-      "--leader-election-renew-deadline",
-      `${RENEW_DEADLINE_MS / 1_000}s`,
-      "--leader-election-retry-period",
-      `${RETRY_PERIOD_MS}ms`,
+      ...shardedReplicaArgs(CHAOS_SHARDS),
       "--blocked-recheck-period",
       "2s",
       // As the single controller (test/helpers/fleet.ts): the oracle reads Endpoints.

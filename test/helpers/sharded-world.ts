@@ -33,6 +33,21 @@ export const LEASE_DURATION_MS = 8_000;
 export const RENEW_DEADLINE_MS = 6_000;
 export const RETRY_PERIOD_MS = 1_000;
 
+/** A sharded replica's flags: `--shards`, with the short Lease timings above. */
+export function shardedReplicaArgs(shards: number): string[] {
+  return [
+    "--leader-elect",
+    "--shards",
+    String(shards),
+    "--leader-election-lease-duration",
+    `${LEASE_DURATION_MS / 1_000}s`,
+    "--leader-election-renew-deadline",
+    `${RENEW_DEADLINE_MS / 1_000}s`,
+    "--leader-election-retry-period",
+    `${RETRY_PERIOD_MS}ms`,
+  ];
+}
+
 export interface ShardedWorldOptions {
   readonly remotes: readonly string[];
   /** Cluster names registered: `c00` … */
@@ -60,18 +75,7 @@ export class ShardedWorld {
     this.shards = options.shards;
     this.replicas = new Replicas(fleet);
     this.#leases = fleet.kubeConfig("local").makeApiClient(CoordinationV1Api);
-    this.#args = [
-      "--leader-elect",
-      "--shards",
-      String(options.shards),
-      "--leader-election-lease-duration",
-      `${LEASE_DURATION_MS / 1_000}s`,
-      "--leader-election-renew-deadline",
-      `${RENEW_DEADLINE_MS / 1_000}s`,
-      "--leader-election-retry-period",
-      `${RETRY_PERIOD_MS}ms`,
-      ...(options.extraArgs ?? []),
-    ];
+    this.#args = [...shardedReplicaArgs(options.shards), ...(options.extraArgs ?? [])];
   }
 
   /** Starts the fleet, exports `services` from every remote and registers every cluster name. */
