@@ -265,8 +265,7 @@ export class LocalWriterActor {
         for (const key of this.#desired.forget(leaving)) this.#enqueue(key);
         for (const cluster of this.#channels.clusters())
           if (!hostsCluster(ownership, cluster)) this.#channels.close(cluster);
-        // The owning shard of a fleet-wide Service may be among them: its reduction is
-        // reported by its owner only, so every fleet-wide key is reduced again here.
+        // A dropped shard may own a fleet-wide Service, reported by its owner only: reduce each again.
         if (this.#ready) this.#enqueueFederated();
         this.#log.info(
           { shards: change.dropped, clusters: leaving.length },
