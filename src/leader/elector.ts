@@ -23,17 +23,13 @@
  *   re-takes or recreates a Lease it did not keep.
  *
  * Events: "started-leading" once when the Lease is acquired; "stopped-leading"(reason)
- * at most once, when leadership is LOST (not on `stop()`). Losing is terminal: the
- * elector stops campaigning, and the process is expected to exit (a restarted Pod
- * campaigns again as a standby); a new elector would have to be built to campaign again. "new-leader"(holder)
- * whenever the observed holder changes ("" = released / unheld).
+ * at most once, when leadership is LOST (not on `stop()`): terminal, the process is
+ * expected to exit and campaign again as a standby; "new-leader"(holder) whenever the
+ * observed holder changes ("" = released / unheld).
  *
- * Errors never leave the loop: every failed read or write is logged with the Lease,
- * the HTTP status or transport code and whether it is retried, and tried again at the
- * next period.
- *
- * Parts: the Lease's API calls in lease-api.ts, the delays and sleep in schedule.ts,
- * the failure log lines in failure-log.ts; this file holds the campaign and its state.
+ * Errors never leave the loop: every failed read or write is logged (Lease, HTTP status
+ * or transport code, retried or not) and tried again at the next period. The Lease's
+ * API calls are in lease-api.ts, delays in schedule.ts, failure lines in failure-log.ts.
  */
 import { EventEmitter } from "eventemitter3";
 import { type Clock, systemClock } from "../core/clock.ts";
