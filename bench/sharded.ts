@@ -1,7 +1,7 @@
 /**
- * Sharding across replicas (`--shards`), with real `fleet-mirror run` processes (the
- * TypeScript sources, as the tests start them; each its own Pod and Pod-bound token, see
- * test/helpers/replicas.ts):
+ * Sharding across replicas (`--shards`), with real `fleet-mirror run` processes from
+ * `dist/` (`npm run build` first), as the image runs them and as the other process
+ * scenarios do (each its own Pod and Pod-bound token, see test/helpers/replicas.ts):
  *
  * - `sharded_converge_ratio`: cold convergence of one world (R remote API servers, K
  *   cluster names spread over them, S exported Services each: K × S mirrors) by ONE
@@ -178,7 +178,7 @@ export async function runSharded(opts: BenchOptions): Promise<ScenarioResult> {
 
     progress(`sharded: one replica converging ${clusters} clusters × ${size.services} Services`);
     let started = Date.now();
-    await replicas.add("solo", { args: ["--leader-elect", ...COMMON_ARGS] });
+    await replicas.add("solo", { args: ["--leader-elect", ...COMMON_ARGS], entry: "dist" });
     let oneFirstMs = 0;
     const oneMs = await waitFor(
       "one replica converging",
@@ -196,7 +196,7 @@ export async function runSharded(opts: BenchOptions): Promise<ScenarioResult> {
     const names = ["fm-0", "fm-1", "fm-2"];
     const args = ["--leader-elect", "--shards", String(SHARDS), ...COMMON_ARGS];
     started = Date.now();
-    await Promise.all(names.map((name) => replicas.add(name, { args })));
+    await Promise.all(names.map((name) => replicas.add(name, { args, entry: "dist" })));
     let threeFirstMs = 0;
     const threeMs = await waitFor(
       "three replicas converging",
@@ -269,7 +269,7 @@ export async function runSharded(opts: BenchOptions): Promise<ScenarioResult> {
       smoke: opts.smoke,
       writeQps: "unlimited",
       maxThreadsPerReplica: 4,
-      entry: "src (TypeScript, as the tests)",
+      entry: "dist/src/main.js run",
       runs: [row],
     };
     writeResult(opts.out, "sharded", result);
