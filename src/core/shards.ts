@@ -171,11 +171,14 @@ export function shardOfLeaseName(leaseId: string, name: string, shards: number):
  * Fed with each membership list that shows this replica's own membership Lease (so any
  * replica listing after it sees this one, and this one sees every replica that was
  * visible before it):
- * - the first such list starts the join (`since`);
- * - the join is settled at the first later list whose live set equals the one before
- *   it, i.e. no replica appeared or left over one retry period: replicas started
- *   within a retry period of each other settle on the same live set, so they want
- *   disjoint shares from the start;
+ * - the first such list starts the join (`since`) and the quiet window (`changedAt`);
+ *   every list whose live set differs from the one before restarts the window;
+ * - the join is settled at the first list whose live set equals the one before AND has
+ *   not changed for `windowMs` (the retry period): no replica appeared or left over one
+ *   retry period, so replicas whose membership Leases appeared within a retry period of
+ *   each other settle on the same live set and want disjoint shares from the start. The
+ *   lists are made more often while joining (membership.ts), so the window ends soon
+ *   after the last replica appeared instead of at the next whole retry period;
  * - or, whatever the lists show, `maxWaitMs` after `since`, so a stream of joining
  *   replicas delays a newcomer by a bounded time;
  * - once settled it stays settled (a later change is a join or leave, handled by the
@@ -185,20 +188,29 @@ export function shardOfLeaseName(leaseId: string, name: string, shards: number):
 export interface JoinState {
   /** Monotonic ms of the first list showing our own membership Lease. */
   readonly since: number;
+  /** Monotonic ms of the list that first showed the current live set. */
+  readonly changedAt: number;
   /** The live set of the last list counted, sorted and joined. */
   readonly live: string;
   readonly settled: boolean;
 }
 
-/** The join after one more list showing our own membership Lease, at `now` with `live` replicas. */
+/**
+ * The join after one more list showing our own membership Lease, at `now` with `live`
+ * replicas: settled once the live set stayed the same for `windowMs`, or `maxWaitMs`
+ * after the first such list.
+ */
 export function observeJoin(
   state: JoinState | undefined,
   live: readonly string[],
   now: number,
+  windowMs: number,
   maxWaitMs: number,
 ): JoinState {
   const key = [...new Set(live)].sort().join("\n");
-  if (state === undefined) return { since: now, live: key, settled: false };
+  if (state === undefined) return { since: now, changedAt: now, live: key, settled: false };
   if (state.settled) return state;
-  return { since: state.since, live: key, settled: key === state.live || now - state.since >= maxWaitMs };
+  const changedAt = key === state.live ? state.changedAt : now;
+  const quiet = key === state.live && now - changedAt >= windowMs;
+  return { since: state.since, changedAt, live: key, settled: quiet || now - state.since >= maxWaitMs };
 }

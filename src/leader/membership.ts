@@ -15,10 +15,13 @@
  *   replica, should it still be running, simply creates it again.
  *
  * - joining: a replica that has just started takes no shard until the lists settle
- *   (`observeJoin`, src/core/shards.ts): a list after its own membership Lease became
- *   visible shows the same live set as the one before, or a lease duration passed. The
+ *   (`observeJoin`, src/core/shards.ts): after its own membership Lease became visible,
+ *   the live set stayed the same for a retry period, or a lease duration passed. The
  *   view says so (`joined`); replicas started together then want disjoint shares from
- *   the start instead of the first one taking every shard and giving most back.
+ *   the start instead of the first one taking every shard and giving most back. While
+ *   joining it lists `JOIN_LISTS_PER_PERIOD` times per retry period (its own Lease is
+ *   still renewed once per period), so it settles about a retry period after the last
+ *   replica started with it appeared, not up to two periods later.
  *
  * Emits "view" whenever the live set, a holder or `joined` changes. Errors never leave the loop:
  * a failed renewal or list is logged (once per distinct failure) and tried again at the
@@ -66,6 +69,13 @@ export interface ReplicaMembershipOptions {
   readonly wallClock?: () => number;
 }
 
+/**
+ * Lists per retry period while joining: a replica appearing is seen within a quarter
+ * period, and the quiet window ends that much after it (a few LISTs of one namespace's
+ * Leases, for the seconds of a start).
+ */
+const JOIN_LISTS_PER_PERIOD = 4;
+
 /** Bound on the release at stop: the others drop this replica once its Lease expires anyway. */
 const RELEASE_TIMEOUT_MS = 5_000;
 
@@ -79,6 +89,8 @@ export class ReplicaMembership extends EventEmitter<{ view: [ReplicaView] }> {
   /** Our membership Lease as last written or read; undefined: read it (or create it) next. */
   #ownLease: LeaseObject | undefined;
   #acquireTime: string | undefined;
+  /** Monotonic ms of the last renewal attempt of our membership Lease. */
+  #renewedAt: number | undefined;
   readonly #observations = new Map<string, Observation>();
   #view: ReplicaView;
   #viewKey = "";
@@ -120,7 +132,8 @@ export class ReplicaMembership extends EventEmitter<{ view: [ReplicaView] }> {
       while (!this.#stopped) {
         await this.#tick();
         if (this.#stopped) return;
-        await abortableSleep(this.#clock, candidateDelay(this.#o.retryPeriodMs, undefined, 0), this.#abort.signal);
+        const period = this.#view.joined ? this.#o.retryPeriodMs : this.#o.retryPeriodMs / JOIN_LISTS_PER_PERIOD;
+        await abortableSleep(this.#clock, candidateDelay(period, undefined, 0), this.#abort.signal);
       }
     })();
   }
@@ -154,7 +167,16 @@ export class ReplicaMembership extends EventEmitter<{ view: [ReplicaView] }> {
     const signal = this.#abort.signal;
     const bounds = { signal, timeoutMs: this.#o.retryPeriodMs };
     try {
-      await this.#renewOwn(bounds);
+      const now = this.#clock.now();
+      // Once per retry period, also while joining lists come more often.
+      if (
+        this.#ownLease === undefined ||
+        now - (this.#renewedAt ?? now) >= this.#o.retryPeriodMs ||
+        this.#view.joined
+      ) {
+        this.#renewedAt = now;
+        await this.#renewOwn(bounds);
+      }
       const listed = await listLeases(this.#o.client, this.#o.namespace, bounds);
       this.#observeAll(listed);
       await this.#collect(listed, bounds);
@@ -210,7 +232,7 @@ export class ReplicaMembership extends EventEmitter<{ view: [ReplicaView] }> {
     const sorted = [...live].sort();
     const own = this.#observations.get(this.#ownName);
     if (own && holderOf(own) === this.#o.identity)
-      this.#join = observeJoin(this.#join, sorted, now, this.#o.leaseDurationMs);
+      this.#join = observeJoin(this.#join, sorted, now, this.#o.retryPeriodMs, this.#o.leaseDurationMs);
     const view: ReplicaView = { live: sorted, holders, joined: this.#join?.settled === true };
     const key = JSON.stringify([view.live, [...holders].sort((a, b) => a[0] - b[0]), view.joined]);
     if (key === this.#viewKey) return;

@@ -1,6 +1,7 @@
 /**
  * Replicas of one fleet-mirror Deployment as real OS processes (`fleet-mirror run` from the
- * TypeScript sources), for tests of leader election and sharding on the real API servers.
+ * TypeScript sources, or from `dist/` with `entry: "dist"`), for tests of leader election
+ * and sharding on the real API servers.
  *
  * Each replica is what a Pod of the Deployment would be:
  * - its own Pod object in the controller's namespace (a placeholder: the sandbox has no
@@ -20,7 +21,7 @@
  */
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { accessSync, constants, writeFileSync } from "node:fs";
+import { accessSync, constants, existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CoreV1Api } from "@kubernetes/client-node";
 import { type FaultProxy, startFaultProxyFor } from "../../sandbox/fault-proxy.ts";
@@ -30,7 +31,10 @@ import type { AdminStatus } from "../../src/admin/source.ts";
 import { CONTROLLER_NAMESPACE, ControllerProcess, type Fleet } from "./fleet.ts";
 import { eventually, statusCode } from "./kube.ts";
 
-const MAIN = new URL("../../src/main.ts", import.meta.url).pathname;
+const MAIN = {
+  src: new URL("../../src/main.ts", import.meta.url).pathname,
+  dist: new URL("../../dist/src/main.js", import.meta.url).pathname,
+};
 const SETPRIV = "/usr/bin/setpriv";
 
 function hasSetpriv(): boolean {
@@ -55,6 +59,8 @@ export interface ReplicaOptions {
   readonly args?: readonly string[];
   /** Put a fault proxy between this replica and the local API server (needed for `partition()`). Default false. */
   readonly proxied?: boolean;
+  /** "dist": the compiled build (`npm run build`), as the image runs it; default: the TS sources. */
+  readonly entry?: "src" | "dist";
 }
 
 /** One pino JSON log line, parsed; undefined for anything else (e.g. a line still arriving). */
@@ -73,6 +79,7 @@ export class Replica {
   readonly proxy: FaultProxy | undefined;
   readonly #kubeconfigPath: string;
   readonly #args: readonly string[];
+  readonly #main: string;
   #process: ControllerProcess | undefined;
   #exit: Promise<Exit> | undefined;
   /** How each earlier run ended, oldest first. */
@@ -80,8 +87,9 @@ export class Replica {
   /** The output of every run so far, for a failure's diagnostics. */
   #earlierOutput = "";
 
-  constructor(name: string, kubeconfigPath: string, args: readonly string[], proxy?: FaultProxy) {
+  constructor(name: string, kubeconfigPath: string, args: readonly string[], proxy?: FaultProxy, main = MAIN.src) {
     this.name = name;
+    this.#main = main;
     this.#kubeconfigPath = kubeconfigPath;
     this.#args = args;
     this.proxy = proxy;
@@ -107,7 +115,7 @@ export class Replica {
     if (this.running) return;
     if (this.#process) this.#earlierOutput += this.#process.output;
     const argv = [
-      MAIN,
+      this.#main,
       "run",
       "--kubeconfig",
       this.#kubeconfigPath,
@@ -253,6 +261,8 @@ export class Replicas {
    */
   async add(name: string, options: ReplicaOptions = {}): Promise<Replica> {
     if (this.#all.has(name)) throw new Error(`replica ${name} exists already`);
+    const main = MAIN[options.entry ?? "src"];
+    if (!existsSync(main)) throw new Error(`${main} does not exist: run \`npm run build\` first`);
     const token = await this.#podToken(name);
     const local = this.#fleet.plane.cluster("local");
     const proxy = options.proxied ? await startFaultProxyFor(this.#fleet.plane, "local") : undefined;
@@ -268,7 +278,7 @@ export class Replicas {
       }),
       { mode: 0o600 },
     );
-    const replica = new Replica(name, kubeconfigPath, options.args ?? [], proxy);
+    const replica = new Replica(name, kubeconfigPath, options.args ?? [], proxy, main);
     this.#all.set(name, replica);
     replica.start();
     return replica;

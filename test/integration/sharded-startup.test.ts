@@ -8,8 +8,8 @@
  * every shard, and gave most of them back a list later.
  *
  * Timings: Lease 8 s, renew deadline 6 s (sharded-world.ts says why), retry period 3 s
- * here: the rule settles a joining replica once two lists a retry period apart agree, so
- * "started together" means within one retry period. Three processes started at once on
+ * here: the rule settles a joining replica once its live set held still for a retry
+ * period, so "started together" means within one retry period. Three processes started at once on
  * a loaded 2-core machine can be more than the world's usual 1 s apart before each has
  * its membership Lease; 3 s keeps the test about the rule, not about process start skew.
  */

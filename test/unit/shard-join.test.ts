@@ -1,19 +1,21 @@
 /**
- * Joining (observeJoin): a replica that has just started takes no shard until two lists
- * in a row show the same live replicas, or a bounded wait passed; settled stays settled.
+ * Joining (observeJoin): a replica that has just started takes no shard until its lists
+ * showed the same live replicas for a quiet window (the retry period), or a bounded wait
+ * passed; settled stays settled.
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { type JoinState, observeJoin, wantedShards } from "../../src/core/shards.ts";
 
 const MAX_WAIT_MS = 8_000;
+const WINDOW_MS = 1_000;
 
-/** Feeds lists (live sets at 1 s intervals) and returns the state after each. */
-function replay(lists: readonly (readonly string[])[]): JoinState[] {
+/** Feeds lists (live sets at `intervalMs` intervals) and returns the state after each. */
+function replay(lists: readonly (readonly string[])[], intervalMs = 1_000): JoinState[] {
   const states: JoinState[] = [];
   let state: JoinState | undefined;
   for (const [i, live] of lists.entries()) {
-    state = observeJoin(state, live, i * 1_000, MAX_WAIT_MS);
+    state = observeJoin(state, live, i * intervalMs, WINDOW_MS, MAX_WAIT_MS);
     states.push(state);
   }
   return states;
@@ -31,6 +33,18 @@ describe("observeJoin", () => {
       states.map((s) => s.settled),
       [false, false, false, true],
     );
+  });
+
+  it("listed every quarter window, settles once the live set stayed the same for the window", () => {
+    const three = ["fm-0", "fm-1", "fm-2"];
+    // fm-1 appears at 250 ms, fm-2 at 750 ms: the window runs from 750 ms, so 1 750 ms.
+    const lists = [["fm-0"], ["fm-0", "fm-1"], ["fm-0", "fm-1"], three, three, three, three, three, three];
+    const states = replay(lists, 250);
+    assert.equal(
+      states.findIndex((s) => s.settled),
+      7,
+    );
+    assert.equal(states.at(-1)?.live, three.join("\n"));
   });
 
   it("settles after the bounded wait while replicas keep appearing", () => {

@@ -1,0 +1,124 @@
+/**
+ * Where a sharded cold start spends its time (diagnostic for `sharded_converge_ratio`,
+ * not part of `npm run bench`): the world of bench/sharded.ts, converged once by one
+ * replica (`--leader-elect`) and, every mirror deleted, by three (`--shards 12`), at
+ * info level with the local API server's audit log on. Per replica, ms after the spawn:
+ * process ready ("fleet-mirror starting"), membership Lease created (its acquireTime),
+ * join settled, first and last shard (or the single Lease) held, writer ready, first and
+ * last cluster synced, first and last mirror write (audit log, by Pod identity).
+ *
+ *   node bench/sharded-timeline.ts [--entry src|dist] [--clusters-per-remote 100] [--services 5] [--runs 1]
+ */
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { CoordinationV1Api } from "@kubernetes/client-node";
+import { applyRbacYaml } from "../sandbox/rbac.ts";
+import type { Service } from "../src/core/objects.ts";
+import { AuditLog, MIRROR_RESOURCES } from "../test/helpers/audit.ts";
+import { CONTROLLER_NAMESPACE, Fleet } from "../test/helpers/fleet.ts";
+import { type Replica, Replicas } from "../test/helpers/replicas.ts";
+import { collectionPath, listAll, localAdminClient, MIRROR_SELECTOR, runPool, shapeRemote, sleep } from "./harness.ts";
+
+const { values } = parseArgs({
+  options: {
+    entry: { type: "string", default: "src" },
+    "clusters-per-remote": { type: "string", default: "100" },
+    services: { type: "string", default: "5" },
+    runs: { type: "string", default: "1" },
+  },
+});
+const entry = values.entry === "dist" ? "dist" : "src";
+const remotes = ["east", "west", "north"];
+const perRemote = Number(values["clusters-per-remote"]);
+const services = Number(values.services);
+const mirrors = remotes.length * perRemote * services;
+const ARGS = ["--max-threads", "4", "--write-qps", "0", "--log-level", "info"];
+
+const fleet = await Fleet.start(remotes, { audit: true });
+const replicas = new Replicas(fleet);
+const client = localAdminClient(fleet);
+const local = fleet.plane.cluster("local");
+if (!local.auditLogPath) throw new Error("no audit log");
+const audit = new AuditLog(local.auditLogPath, fleet.kubeConfig("local"));
+const leases = fleet.kubeConfig("local").makeApiClient(CoordinationV1Api);
+
+function firstLast(times: number[]): string {
+  if (times.length === 0) return "-";
+  return `${Math.round(Math.min(...times))}..${Math.round(Math.max(...times))}`;
+}
+
+async function timeline(replica: Replica, spawned: number): Promise<Record<string, string>> {
+  const lines = replica.logLines();
+  const at = (pattern: RegExp): number[] =>
+    lines.filter((l) => typeof l["msg"] === "string" && pattern.test(l["msg"])).map((l) => Number(l["time"]) - spawned);
+  const joined = lines.find((l) => typeof l["msg"] === "string" && l["msg"].startsWith("membership settled"));
+  const list = await leases.listNamespacedLease({ namespace: CONTROLLER_NAMESPACE });
+  const member = list.items.find(
+    (l) => l.metadata?.name?.includes("-member-") && l.spec?.holderIdentity === replica.name,
+  );
+  const created = member?.metadata?.creationTimestamp;
+  const writes = audit
+    .writes({ identity: replica.name, resources: MIRROR_RESOURCES, since: spawned })
+    .map((w) => w.receivedAt - spawned);
+  return {
+    replica: replica.name,
+    ready: firstLast(at(/^fleet-mirror starting/)),
+    memberLease: created ? String(new Date(created).getTime() - spawned) : "-",
+    settled: joined ? `${Math.round(Number(joined["time"]) - spawned)} (joining ${joined["joiningMs"]})` : "-",
+    held: firstLast(at(/^holding shard|: leading$/)),
+    writerReady: firstLast(at(/writer ready/)),
+    synced: firstLast(at(/ is synced$/)),
+    writes: `${firstLast(writes)} (${writes.length})`,
+  };
+}
+
+async function converge(names: string[], args: string[]): Promise<void> {
+  const spawned = Date.now();
+  await Promise.all(names.map((name) => replicas.add(name, { args, entry })));
+  let first = 0;
+  for (;;) {
+    const n = (await listAll<Service>(client, "/api/v1/services", MIRROR_SELECTOR)).length;
+    if (n > 0 && first === 0) first = Date.now() - spawned;
+    if (n === mirrors) break;
+    await sleep(250);
+  }
+  const total = Date.now() - spawned;
+  await sleep(1_000);
+  await audit.flush();
+  process.stdout.write(`${names.length} replica(s), entry ${entry}: first Service ${first} ms, all ${total} ms\n`);
+  for (const name of names) process.stdout.write(`${JSON.stringify(await timeline(replicas.get(name), spawned))}\n`);
+  for (const name of names) await replicas.get(name).kill();
+  const all = await listAll<Service>(client, "/api/v1/services", MIRROR_SELECTOR);
+  await runPool(all, 16, async (svc) => {
+    await client.request("DELETE", `${collectionPath("services", svc.metadata.namespace ?? "")}/${svc.metadata.name}`);
+  });
+  await leases.deleteCollectionNamespacedLease({ namespace: CONTROLLER_NAMESPACE });
+  while ((await listAll(client, "/api/v1/services", MIRROR_SELECTOR)).length > 0) await sleep(250);
+  await replicas.stop();
+}
+
+try {
+  await applyRbacYaml(
+    fleet.kubeConfig("local"),
+    fileURLToPath(new URL("../deploy/sharded/rbac-shards.yaml", import.meta.url)),
+  );
+  await Promise.all(
+    remotes.map((remote) =>
+      shapeRemote(fleet, remote, {
+        services,
+        clusters: perRemote,
+        gatewayIp: "198.18.0.10",
+        namespace: "bench",
+        prefix: `${remote}-`,
+      }),
+    ),
+  );
+  for (let run = 0; run < Number(values.runs); run++) {
+    await converge(["solo"], ["--leader-elect", ...ARGS]);
+    await converge(["fm-0", "fm-1", "fm-2"], ["--leader-elect", "--shards", "12", ...ARGS]);
+  }
+} finally {
+  client.close();
+  await replicas.stop();
+  await fleet.stop();
+}
