@@ -12,10 +12,21 @@
  * mirror, one PUT of the slice or Endpoints to the new IP, then one PUT of the Service
  * with its new `mirror.linkerd.io/remote-gateway-resource-version` annotation (SPEC §3:
  * the Service carries the gateway's resourceVersion, so a gateway change rewrites both
- * objects of every mirror). ratio = bare time / fleet-mirror time.
+ * objects of every mirror).
+ *
+ * One pair of runs is not a figure: on 2 vCPUs the bare client's own time varied 4.7–8.0
+ * s from one run to the next. So each mode runs ROUNDS pairs, alternately (bare, fleet,
+ * bare, fleet…), each to an IP not used before, on the same converged world: every timed
+ * change starts from an idle world (the writer idle, every mirror at the previous IP),
+ * and a slow minute of the machine hits one pair, not one side. The figure is the
+ * median of the per-pair ratios (bare time / fleet-mirror time), with their min and max
+ * as the spread. The copies carry the mirror label with another value, so fleet-mirror
+ * (which keeps running, idle, through the bare runs) neither watches nor owns them.
  */
-import { REMOTE_GATEWAY_RESOURCE_VERSION, SERVICE_NAME_LABEL } from "../src/core/labels.ts";
+import { MIRRORED_SERVICE, REMOTE_GATEWAY_RESOURCE_VERSION, SERVICE_NAME_LABEL } from "../src/core/labels.ts";
 import type { EndpointSlice, Endpoints, KubeObject, Service } from "../src/core/objects.ts";
+import type { Supervisor } from "../src/supervisor/supervisor.ts";
+import type { Fleet } from "../test/helpers/fleet.ts";
 import { converge, WRITE_CONCURRENCY } from "./cold-convergence.ts";
 import {
   addressesPath,
@@ -32,23 +43,38 @@ import {
   GATEWAY_PORT,
   localAdminClient,
   localWritesByKind,
+  percentile,
   printTable,
+  progress,
   round,
   runPool,
   type ScenarioResult,
+  sleep,
   splitWrites,
   waitWriterIdle,
   writeResult,
 } from "./harness.ts";
 
-const NEW_IP = "198.18.0.99";
+/** Pairs (bare run, fleet-mirror run) per mode; odd, so the median is one pair's ratio. */
+const ROUNDS = 3;
+
+/** The gateway's IP in round `i` (0-based): a new one every round. */
+const roundIp = (i: number) => `198.18.0.${100 + i}`;
 
 export async function runGatewayFanout(opts: BenchOptions): Promise<ScenarioResult> {
   const size = opts.smoke ? { clusters: 2, services: 10 } : { clusters: 20, services: 100 };
-  const rows: Awaited<ReturnType<typeof fanoutOnce>>[] = [];
-  for (const mode of BENCH_MODES) rows.push(await fanoutOnce(size, mode));
-  printTable("gateway fan-out, both --endpoints-api modes (ratio = bare-client time / fleet-mirror time)", rows);
-  writeResult(opts.out, "gateway-fanout", { smoke: opts.smoke, writeConcurrency: WRITE_CONCURRENCY, runs: rows });
+  const rows: Awaited<ReturnType<typeof fanoutMode>>[] = [];
+  for (const mode of BENCH_MODES) rows.push(await fanoutMode(size, mode));
+  printTable(
+    `gateway fan-out, both --endpoints-api modes, ${ROUNDS} alternating pairs each (ratio = median of bare-client time / fleet-mirror time)`,
+    rows.map(({ pairs: _pairs, ...row }) => row),
+  );
+  writeResult(opts.out, "gateway-fanout", {
+    smoke: opts.smoke,
+    writeConcurrency: WRITE_CONCURRENCY,
+    rounds: ROUNDS,
+    runs: rows,
+  });
   const ratio = (mode: BenchMode) => rows.find((r) => r.endpointsApi === mode)?.ratio ?? null;
   return {
     result: { runs: rows },
@@ -58,91 +84,180 @@ export async function runGatewayFanout(opts: BenchOptions): Promise<ScenarioResu
   };
 }
 
-/** The new address list of a copied address object: the one gateway endpoint at NEW_IP. */
-function pointedAtNewIp(mode: BenchMode, obj: KubeObject): Endpoints | EndpointSlice {
+/** The new address list of a copied address object: the one gateway endpoint at `ip`. */
+function pointedAt(mode: BenchMode, obj: KubeObject, ip: string): Endpoints | EndpointSlice {
   if (mode === "endpoints") {
     const ep = obj as Endpoints;
     return {
       ...ep,
-      subsets: [{ addresses: [{ ip: NEW_IP }], ports: ep.subsets?.[0]?.ports ?? [{ port: GATEWAY_PORT }] }],
+      subsets: [{ addresses: [{ ip }], ports: ep.subsets?.[0]?.ports ?? [{ port: GATEWAY_PORT }] }],
     };
   }
   const slice = obj as EndpointSlice;
   const conditions = { ready: true, serving: true, terminating: false };
-  return { ...slice, endpoints: [{ addresses: [NEW_IP], conditions }] };
+  return { ...slice, endpoints: [{ addresses: [ip], conditions }] };
 }
 
-async function fanoutOnce(size: { clusters: number; services: number }, mode: BenchMode) {
+/** A copy's labels: the mirror label's value changed, so no mirror selector matches it. */
+function unmirrored(copy: Record<string, unknown>): Record<string, unknown> {
+  const metadata = copy["metadata"] as { labels?: Record<string, string> };
+  const labels = { ...metadata.labels, [MIRRORED_SERVICE]: "bare-copy" };
+  return { ...copy, metadata: { ...metadata, labels } };
+}
+
+interface Copy {
+  addresses: KubeObject;
+  service: Service;
+}
+
+interface Pair {
+  readonly ip: string;
+  readonly bareMs: number;
+  readonly fleetMs: number;
+  readonly ratio: number;
+  readonly fleetWritesByKind: Record<string, number>;
+  readonly fleetWrites: number;
+  readonly mirroringControllerWrites: number;
+}
+
+async function fanoutMode(size: { clusters: number; services: number }, mode: BenchMode) {
   const run = await converge(size.clusters, size.services, mode);
   const { fleet, supervisor } = run;
   const client = localAdminClient(fleet);
   try {
-    const watch = new CountingWatch<KubeObject>(client, addressesPath(mode), (obj) =>
-      addressesPointAt(mode, obj, NEW_IP),
-    );
-    await watch.start();
-    // The Service write of a mirror may follow its address write after the writer was
-    // idle for a moment: the writes are counted once every Service carries the new
-    // gateway resourceVersion too.
-    const serviceWatch = new CountingWatch<Service>(client, "/api/v1/services", () => false);
-    await serviceWatch.start();
-    const kindsBefore = await localWritesByKind(fleet);
-    const started = Date.now();
-    const gateway = await fleet.setGatewayIngress("remote", [{ ip: NEW_IP }]);
-    const version = gateway.metadata?.resourceVersion;
-    serviceWatch.expect((svc) => svc.metadata.annotations?.[REMOTE_GATEWAY_RESOURCE_VERSION] === version);
-    await watch.until(run.mirrors);
-    const fleetMs = Date.now() - started;
-    await serviceWatch.until(run.mirrors);
-    await serviceWatch.stop();
-    await waitWriterIdle(supervisor);
-    const fleetWritesByKind = diffCounts(await localWritesByKind(fleet), kindsBefore);
-    const { fleetMirror: fleetWrites, mirroringController } = splitWrites(mode, fleetWritesByKind);
-    await watch.stop();
-    await supervisor.stop();
-
-    // The bare-client limit: the same two writes per mirror on copies of the same objects.
+    // The bare client's copies of every mirror, created untimed.
     const ns = "bare-fanout";
     await ensureLocalNamespace(client, ns);
     const services = new Map(run.services.map((svc) => [svc.metadata.name, svc]));
-    const copies: { addresses: KubeObject; service: Service }[] = [];
+    const copies: Copy[] = [];
     await runPool(run.addresses, WRITE_CONCURRENCY, async (obj) => {
       const mirror = mode === "endpoints" ? obj.metadata.name : obj.metadata.labels?.[SERVICE_NAME_LABEL];
       const svc = mirror === undefined ? undefined : services.get(mirror);
       if (!svc) throw new Error(`no mirror Service for ${mode} ${obj.metadata.name}`);
       const service = await client.request<Service>("POST", collectionPath("services", ns), {
-        body: copyForCreate(svc, ns),
+        body: unmirrored(copyForCreate(svc, ns)),
       });
       const body = copyAddressesForCreate(mode, obj, ns, { name: svc.metadata.name, uid: service.metadata.uid });
-      const addresses = await client.request<KubeObject>("POST", collectionPath(mode, ns), { body });
+      const addresses = await client.request<KubeObject>("POST", collectionPath(mode, ns), {
+        body: unmirrored(body),
+      });
       copies.push({ addresses, service });
     });
-    const bareStarted = Date.now();
-    await runPool(copies, WRITE_CONCURRENCY, async ({ addresses, service: svc }) => {
-      await client.request("PUT", `${collectionPath(mode, ns)}/${addresses.metadata.name}`, {
-        body: pointedAtNewIp(mode, addresses),
-      });
-      const annotations = { ...svc.metadata.annotations, [REMOTE_GATEWAY_RESOURCE_VERSION]: "bare-client" };
-      await client.request("PUT", `${collectionPath("services", ns)}/${svc.metadata.name}`, {
-        body: { ...svc, metadata: { ...svc.metadata, annotations } },
-      });
-    });
-    const bareMs = Date.now() - bareStarted;
+
+    const pairs: Pair[] = [];
+    for (let i = 0; i < ROUNDS; i++) {
+      const ip = roundIp(i);
+      // Each side starts on a quiet API server: fleet-mirror idle and no write still
+      // trickling in from the other side's run (the mirroring controller follows every
+      // Endpoints write in endpoints mode, the bare copies' as well as the mirrors').
+      await waitWriterIdle(supervisor);
+      await writesSettled(fleet);
+      const bareMs = await bareRound(client, mode, ns, copies, ip, i);
+      await writesSettled(fleet);
+      const fleetRun = await fleetRound(fleet, supervisor, mode, run.mirrors, ip);
+      const pair = { ip, bareMs, ...fleetRun, ratio: round(bareMs / fleetRun.fleetMs, 3) };
+      progress(
+        `gateway fan-out (${mode}) pair ${i + 1}/${ROUNDS}: bare ${bareMs} ms, fleet-mirror ${fleetRun.fleetMs} ms`,
+      );
+      pairs.push(pair);
+    }
+    await supervisor.stop();
+
+    const ratios = pairs.map((p) => p.ratio);
+    const median = percentile(ratios, 50) ?? 0;
+    const medianPair = pairs.find((p) => p.ratio === median) ?? pairs[0];
+    const writes = pairs.map((p) => p.fleetWrites);
     return {
       endpointsApi: mode,
       clusters: size.clusters,
       servicesPerCluster: size.services,
       mirrors: run.mirrors,
-      fleetMs,
-      bareMs,
-      ratio: round(bareMs / fleetMs, 3),
-      fleetWrites,
-      fleetWritesByKind: JSON.stringify(fleetWritesByKind),
-      writesPerMirror: round(fleetWrites / run.mirrors, 3),
-      mirroringControllerWrites: mirroringController,
+      ratio: median,
+      ratioMin: Math.min(...ratios),
+      ratioMax: Math.max(...ratios),
+      // The pair whose ratio is the median.
+      fleetMs: medianPair?.fleetMs ?? null,
+      bareMs: medianPair?.bareMs ?? null,
+      fleetMsAll: pairs.map((p) => p.fleetMs).join(" "),
+      bareMsAll: pairs.map((p) => p.bareMs).join(" "),
+      // Writes per change, the most of any pair (every pair makes the same writes).
+      fleetWrites: Math.max(...writes),
+      writesPerMirror: round(Math.max(...writes) / run.mirrors, 3),
+      mirroringControllerWrites: Math.max(...pairs.map((p) => p.mirroringControllerWrites)),
+      pairs,
     };
   } finally {
     client.close();
     await fleet.stop();
+  }
+}
+
+/** Resolves once the local API server has taken no write for a second (its own counters). */
+async function writesSettled(fleet: Fleet, timeoutMs = 120_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = JSON.stringify(await localWritesByKind(fleet));
+  for (;;) {
+    await sleep(1_000);
+    const now = JSON.stringify(await localWritesByKind(fleet));
+    if (now === last) return;
+    if (Date.now() > deadline) throw new Error("the local API server kept taking writes for 2 minutes");
+    last = now;
+  }
+}
+
+/** The bare client's timed writes: every copy's address object to `ip`, then its Service. */
+async function bareRound(
+  client: ReturnType<typeof localAdminClient>,
+  mode: BenchMode,
+  ns: string,
+  copies: Copy[],
+  ip: string,
+  index: number,
+): Promise<number> {
+  const started = Date.now();
+  await runPool(copies, WRITE_CONCURRENCY, async (copy) => {
+    // Each PUT carries the resourceVersion of the copy's last write, as a controller's
+    // update would; the response is the next round's base.
+    copy.addresses = await client.request<KubeObject>(
+      "PUT",
+      `${collectionPath(mode, ns)}/${copy.addresses.metadata.name}`,
+      { body: pointedAt(mode, copy.addresses, ip) },
+    );
+    const svc = copy.service;
+    const annotations = { ...svc.metadata.annotations, [REMOTE_GATEWAY_RESOURCE_VERSION]: `bare-client-${index}` };
+    copy.service = await client.request<Service>("PUT", `${collectionPath("services", ns)}/${svc.metadata.name}`, {
+      body: { ...svc, metadata: { ...svc.metadata, annotations } },
+    });
+  });
+  return Date.now() - started;
+}
+
+/** One timed gateway change to `ip` through fleet-mirror, and the writes it made. */
+async function fleetRound(fleet: Fleet, supervisor: Supervisor, mode: BenchMode, mirrors: number, ip: string) {
+  const client = localAdminClient(fleet);
+  const watch = new CountingWatch<KubeObject>(client, addressesPath(mode), (obj) => addressesPointAt(mode, obj, ip));
+  // The Service write of a mirror may follow its address write after the writer was
+  // idle for a moment: the writes are counted once every Service carries the new
+  // gateway resourceVersion too.
+  const serviceWatch = new CountingWatch<Service>(client, "/api/v1/services", () => false);
+  try {
+    await watch.start();
+    await serviceWatch.start();
+    const kindsBefore = await localWritesByKind(fleet);
+    const started = Date.now();
+    const gateway = await fleet.setGatewayIngress("remote", [{ ip }]);
+    const version = gateway.metadata?.resourceVersion;
+    serviceWatch.expect((svc) => svc.metadata.annotations?.[REMOTE_GATEWAY_RESOURCE_VERSION] === version);
+    await watch.until(mirrors);
+    const fleetMs = Date.now() - started;
+    await serviceWatch.until(mirrors);
+    await waitWriterIdle(supervisor);
+    const fleetWritesByKind = diffCounts(await localWritesByKind(fleet), kindsBefore);
+    const { fleetMirror: fleetWrites, mirroringController } = splitWrites(mode, fleetWritesByKind);
+    return { fleetMs, fleetWritesByKind, fleetWrites, mirroringControllerWrites: mirroringController };
+  } finally {
+    await serviceWatch.stop();
+    await watch.stop();
+    client.close();
   }
 }
