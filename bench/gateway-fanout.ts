@@ -28,6 +28,7 @@ import type { EndpointSlice, Endpoints, KubeObject, Service } from "../src/core/
 import type { Supervisor } from "../src/supervisor/supervisor.ts";
 import type { Fleet } from "../test/helpers/fleet.ts";
 import { converge, WRITE_CONCURRENCY } from "./cold-convergence.ts";
+import { cpuDelta, cpuSplit } from "./cpu-split.ts";
 import {
   addressesPath,
   addressesPointAt,
@@ -115,9 +116,15 @@ interface Pair {
   readonly bareMs: number;
   readonly fleetMs: number;
   readonly ratio: number;
-  readonly fleetWritesByKind: Record<string, number>;
+  /** fleet-mirror's writes for the change (the other writes of its side are the mirroring controller's). */
   readonly fleetWrites: number;
   readonly mirroringControllerWrites: number;
+  /** Every local write of each side, until the API server was quiet again. */
+  readonly fleetWritesByKind: Record<string, number>;
+  readonly bareWritesByKind: Record<string, number>;
+  /** CPU-seconds of each side by process and thread (bench/cpu-split.ts), until quiet again. */
+  readonly fleetCpuS: Record<string, number>;
+  readonly bareCpuS: Record<string, number>;
 }
 
 async function fanoutMode(size: { clusters: number; services: number }, mode: BenchMode) {
@@ -145,21 +152,37 @@ async function fanoutMode(size: { clusters: number; services: number }, mode: Be
     });
 
     const pairs: Pair[] = [];
+    // Each side starts on a quiet API server: fleet-mirror idle and no write still
+    // trickling in from the other side's run (the mirroring controller follows every
+    // Endpoints write in endpoints mode, the bare copies' as well as the mirrors'). A
+    // side's writes and CPU are counted until the next quiet moment, so they include
+    // what it set off in other components.
+    await waitWriterIdle(supervisor);
+    await writesSettled(fleet);
     for (let i = 0; i < ROUNDS; i++) {
       const ip = roundIp(i);
-      // Each side starts on a quiet API server: fleet-mirror idle and no write still
-      // trickling in from the other side's run (the mirroring controller follows every
-      // Endpoints write in endpoints mode, the bare copies' as well as the mirrors').
-      await waitWriterIdle(supervisor);
-      await writesSettled(fleet);
+      const [cpu0, writes0] = [cpuSplit(), await localWritesByKind(fleet)];
       const bareMs = await bareRound(client, mode, ns, copies, ip, i);
       await writesSettled(fleet);
-      const fleetRun = await fleetRound(fleet, supervisor, mode, run.mirrors, ip);
-      const pair = { ip, bareMs, ...fleetRun, ratio: round(bareMs / fleetRun.fleetMs, 3) };
-      progress(
-        `gateway fan-out (${mode}) pair ${i + 1}/${ROUNDS}: bare ${bareMs} ms, fleet-mirror ${fleetRun.fleetMs} ms`,
-      );
-      pairs.push(pair);
+      const [cpu1, writes1] = [cpuSplit(), await localWritesByKind(fleet)];
+      const fleetMs = await fleetRound(fleet, supervisor, mode, run.mirrors, ip);
+      await writesSettled(fleet);
+      const [cpu2, writes2] = [cpuSplit(), await localWritesByKind(fleet)];
+      const fleetWritesByKind = diffCounts(writes2, writes1);
+      const { fleetMirror: fleetWrites, mirroringController } = splitWrites(mode, fleetWritesByKind);
+      pairs.push({
+        ip,
+        bareMs,
+        fleetMs,
+        ratio: round(bareMs / fleetMs, 3),
+        fleetWrites,
+        mirroringControllerWrites: mirroringController,
+        fleetWritesByKind,
+        bareWritesByKind: diffCounts(writes1, writes0),
+        fleetCpuS: cpuDelta(cpu2, cpu1),
+        bareCpuS: cpuDelta(cpu1, cpu0),
+      });
+      progress(`gateway fan-out (${mode}) pair ${i + 1}/${ROUNDS}: bare ${bareMs} ms, fleet-mirror ${fleetMs} ms`);
     }
     await supervisor.stop();
 
@@ -184,6 +207,9 @@ async function fanoutMode(size: { clusters: number; services: number }, mode: Be
       fleetWrites: Math.max(...writes),
       writesPerMirror: round(Math.max(...writes) / run.mirrors, 3),
       mirroringControllerWrites: Math.max(...pairs.map((p) => p.mirroringControllerWrites)),
+      // CPU-seconds of the local API server and etcd per side, summed over the pairs.
+      localApiserverCpuS: `bare ${sumCpu(pairs, "bareCpuS", LOCAL_APISERVER)} / fleet ${sumCpu(pairs, "fleetCpuS", LOCAL_APISERVER)}`,
+      etcdCpuS: `bare ${sumCpu(pairs, "bareCpuS", "etcd")} / fleet ${sumCpu(pairs, "fleetCpuS", "etcd")}`,
       pairs,
     };
   } finally {
@@ -191,6 +217,14 @@ async function fanoutMode(size: { clusters: number; services: number }, mode: Be
     await fleet.stop();
   }
 }
+
+const LOCAL_APISERVER = "kube-apiserver/local";
+
+const sumCpu = (pairs: readonly Pair[], side: "bareCpuS" | "fleetCpuS", name: string) =>
+  round(
+    pairs.reduce((sum, p) => sum + (p[side][name] ?? 0), 0),
+    2,
+  );
 
 /** Resolves once the local API server has taken no write for a second (its own counters). */
 async function writesSettled(fleet: Fleet, timeoutMs = 120_000): Promise<void> {
@@ -232,18 +266,23 @@ async function bareRound(
   return Date.now() - started;
 }
 
-/** One timed gateway change to `ip` through fleet-mirror, and the writes it made. */
-async function fleetRound(fleet: Fleet, supervisor: Supervisor, mode: BenchMode, mirrors: number, ip: string) {
+/** One timed gateway change to `ip` through fleet-mirror: ms until every mirror's address object shows it. */
+async function fleetRound(
+  fleet: Fleet,
+  supervisor: Supervisor,
+  mode: BenchMode,
+  mirrors: number,
+  ip: string,
+): Promise<number> {
   const client = localAdminClient(fleet);
   const watch = new CountingWatch<KubeObject>(client, addressesPath(mode), (obj) => addressesPointAt(mode, obj, ip));
   // The Service write of a mirror may follow its address write after the writer was
-  // idle for a moment: the writes are counted once every Service carries the new
-  // gateway resourceVersion too.
+  // idle for a moment: the change is done once every Service carries the new gateway
+  // resourceVersion too.
   const serviceWatch = new CountingWatch<Service>(client, "/api/v1/services", () => false);
   try {
     await watch.start();
     await serviceWatch.start();
-    const kindsBefore = await localWritesByKind(fleet);
     const started = Date.now();
     const gateway = await fleet.setGatewayIngress("remote", [{ ip }]);
     const version = gateway.metadata?.resourceVersion;
@@ -252,9 +291,7 @@ async function fleetRound(fleet: Fleet, supervisor: Supervisor, mode: BenchMode,
     const fleetMs = Date.now() - started;
     await serviceWatch.until(mirrors);
     await waitWriterIdle(supervisor);
-    const fleetWritesByKind = diffCounts(await localWritesByKind(fleet), kindsBefore);
-    const { fleetMirror: fleetWrites, mirroringController } = splitWrites(mode, fleetWritesByKind);
-    return { fleetMs, fleetWritesByKind, fleetWrites, mirroringControllerWrites: mirroringController };
+    return fleetMs;
   } finally {
     await serviceWatch.stop();
     await watch.stop();
