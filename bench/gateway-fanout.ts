@@ -195,6 +195,7 @@ async function fanoutMode(size: { clusters: number; services: number }, mode: Be
       clusters: size.clusters,
       servicesPerCluster: size.services,
       mirrors: run.mirrors,
+      convergeMs: run.convergeMs,
       ratio: median,
       ratioMin: Math.min(...ratios),
       ratioMax: Math.max(...ratios),
