@@ -158,7 +158,16 @@ async function fanoutMode(size: { clusters: number; services: number }, mode: Be
     // side's writes and CPU are counted until the next quiet moment, so they include
     // what it set off in other components.
     await waitWriterIdle(supervisor);
+    const settleStarted = Date.now();
+    const writesBeforeSettle = await localWritesByKind(fleet);
     await writesSettled(fleet);
+    // What still reached the API server after fleet-mirror was idle and the copies were
+    // made: in endpoints mode, the mirroring controller's backlog (a slice for every
+    // mirror Endpoints of the convergence and every copy just made).
+    const initialSettle = {
+      ms: Date.now() - settleStarted,
+      writesByKind: diffCounts(await localWritesByKind(fleet), writesBeforeSettle),
+    };
     for (let i = 0; i < ROUNDS; i++) {
       const ip = roundIp(i);
       const [cpu0, writes0] = [cpuSplit(), await localWritesByKind(fleet)];
@@ -210,6 +219,8 @@ async function fanoutMode(size: { clusters: number; services: number }, mode: Be
       mirroringControllerWrites: Math.max(...pairs.map((p) => p.mirroringControllerWrites)),
       // CPU-seconds of the local API server and etcd per side, summed over the pairs.
       localApiserverCpuS: `bare ${sumCpu(pairs, "bareCpuS", LOCAL_APISERVER)} / fleet ${sumCpu(pairs, "fleetCpuS", LOCAL_APISERVER)}`,
+      initialSettleMs: initialSettle.ms,
+      initialSettleWrites: JSON.stringify(initialSettle.writesByKind),
       etcdCpuS: `bare ${sumCpu(pairs, "bareCpuS", "etcd")} / fleet ${sumCpu(pairs, "fleetCpuS", "etcd")}`,
       pairs,
     };
