@@ -24,10 +24,10 @@
  * (which keeps running, idle, through the bare runs) neither watches nor owns them.
  *
  * Each side starts once the local API server has been quiet for a second, the
- * mirroring controller's slice writes aside (writesSettled). A single pair used to
- * start fleet-mirror's run right after the convergence, while in endpoints mode that
+ * mirroring controller's slice writes aside (writesSettled). The single pair started
+ * fleet-mirror's run right after the convergence, while in endpoints mode that
  * controller was still creating the convergence's slices (199 of its 231 writes in the
- * fleet-mirror window were creates), and the bare run later. The sizes are those of the
+ * fleet-mirror window were creates); now every side starts alike. The sizes are those of the
  * single pair: per mode a convergence and 4 000 untimed copy creates (≈ 40 s each on a
  * quiet machine at ≈ 100 writes/s) and three pairs of ≈ 6–10 s runs each, ≈ 4–5 minutes
  * for both modes (an estimate from the single pair's times; on a machine 3 helpers share
