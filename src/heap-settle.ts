@@ -1,0 +1,76 @@
+/**
+ * One full garbage collection when a thread goes quiet after a burst (DESIGN §8, third
+ * round). A burst (a cluster's first list, a writer draining thousands of writes) leaves
+ * the heap's committed pages and semi-spaces grown and full of garbage; V8 releases them
+ * only when its own heuristics next run a full collection, which an idle thread may not
+ * do for a long time. Every thread (main, writer, each actor thread) checks every
+ * `SETTLE_CHECK_MS`: when its committed heap grew by `SETTLE_GROWTH_BYTES` or more since
+ * the last settle and its event loop was quiet over the last check, it collects once.
+ *
+ * Invariants: at most one collection per check; none while the thread is busy (the cost,
+ * a few ms to tens of ms of one thread, falls where nothing waits); none when the heap
+ * did not grow (an idle thread collects at most once per burst, never periodically).
+ */
+import { performance } from "node:perf_hooks";
+import { getHeapStatistics, setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
+
+export const SETTLE_CHECK_MS = 2_000;
+/** Growth of the committed heap that makes a burst worth a collection (a thread's floor is ≈ 10 MB). */
+export const SETTLE_GROWTH_BYTES = 4 * 2 ** 20;
+/** Event-loop utilisation below which a thread counts as quiet (the bench's /status polls cost ≈ 2 %). */
+export const QUIET_UTILIZATION = 0.05;
+
+/** What one check sees. */
+export interface HeapSample {
+  /** V8's committed heap (`total_heap_size`). */
+  readonly committedBytes: number;
+  /** Event-loop utilisation since the previous check, 0–1. */
+  readonly utilization: number;
+}
+
+/** Whether this check collects: grown since `baselineBytes` (committed after the last settle) and quiet. */
+export function shouldSettle(baselineBytes: number, sample: HeapSample): boolean {
+  return sample.committedBytes - baselineBytes >= SETTLE_GROWTH_BYTES && sample.utilization < QUIET_UTILIZATION;
+}
+
+/**
+ * V8's full collection as a function. `--expose-gc` is process-wide: set once (the main
+ * thread does it before any worker starts, so workers get a global `gc`); a context
+ * made after it carries `gc`. Undefined when V8 refuses the flag: the thread then simply
+ * never settles.
+ */
+function fullCollection(): (() => void) | undefined {
+  const global = (globalThis as { gc?: unknown }).gc;
+  if (typeof global === "function") return global as () => void;
+  try {
+    setFlagsFromString("--expose-gc");
+    const gc: unknown = runInNewContext("gc");
+    return typeof gc === "function" ? (gc as () => void) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Starts the checks on the calling thread; returns a function that stops them. The timer never keeps a thread alive. */
+export function startHeapSettle(): () => void {
+  const gc = fullCollection();
+  if (gc === undefined) return () => {};
+  let baseline = getHeapStatistics().total_heap_size;
+  let elu = performance.eventLoopUtilization();
+  const timer = setInterval(() => {
+    const now = performance.eventLoopUtilization();
+    const sample = {
+      committedBytes: getHeapStatistics().total_heap_size,
+      utilization: performance.eventLoopUtilization(now, elu).utilization,
+    };
+    elu = now;
+    if (sample.committedBytes < baseline) baseline = sample.committedBytes; // V8 shrank it on its own
+    if (!shouldSettle(baseline, sample)) return;
+    gc();
+    baseline = getHeapStatistics().total_heap_size;
+    elu = performance.eventLoopUtilization(); // the collection itself is not load
+  }, SETTLE_CHECK_MS);
+  timer.unref();
+  return () => clearInterval(timer);
+}

@@ -1,0 +1,61 @@
+/**
+ * heap-settle.ts: when a thread collects after a burst, and that it does give the heap
+ * back once quiet. The effect is checked in a child process (its heap and V8 flags are
+ * its own): it grows its heap by ≈ 60 MB, drops the objects and goes quiet; the check
+ * must then bring the committed heap back down, which V8 alone does not do in that time.
+ */
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { describe, it } from "node:test";
+import { promisify } from "node:util";
+import { QUIET_UTILIZATION, SETTLE_CHECK_MS, SETTLE_GROWTH_BYTES, shouldSettle } from "../../src/heap-settle.ts";
+
+const run = promisify(execFile);
+const MiB = 2 ** 20;
+
+describe("heap settle decision", () => {
+  const base = 20 * MiB;
+  it("collects once the committed heap grew by the threshold and the thread is quiet", () => {
+    assert.equal(shouldSettle(base, { committedBytes: base + SETTLE_GROWTH_BYTES, utilization: 0 }), true);
+  });
+  it("waits while the thread is busy", () => {
+    assert.equal(
+      shouldSettle(base, { committedBytes: base + 10 * SETTLE_GROWTH_BYTES, utilization: QUIET_UTILIZATION }),
+      false,
+    );
+  });
+  it("leaves a heap that did not grow (no periodic collection of an idle thread)", () => {
+    assert.equal(shouldSettle(base, { committedBytes: base + SETTLE_GROWTH_BYTES - 1, utilization: 0 }), false);
+  });
+});
+
+/** The child: baseline, a burst of retained objects dropped at once, then quiet until the heap shrinks or the deadline. */
+const child = `
+import { getHeapStatistics } from "node:v8";
+import { startHeapSettle } from ${JSON.stringify(new URL("../../src/heap-settle.ts", import.meta.url).href)};
+startHeapSettle();
+let burst = [];
+for (let i = 0; i < 600_000; i++) burst.push({ i, name: "object-" + i, labels: { a: String(i) } });
+const grown = getHeapStatistics().total_heap_size;
+burst = undefined;
+const deadline = Date.now() + ${SETTLE_CHECK_MS * 4};
+const timer = setInterval(() => {
+  const now = getHeapStatistics().total_heap_size;
+  if (now < grown / 2 || Date.now() > deadline) {
+    clearInterval(timer);
+    process.stdout.write(JSON.stringify({ grown, now }));
+  }
+}, 100);
+`;
+
+describe("heap settle on a thread", () => {
+  it("gives the heap of a burst back once the thread is quiet", async () => {
+    const { stdout } = await run(process.execPath, ["--input-type=module", "--eval", child]);
+    const { grown, now } = JSON.parse(stdout) as { grown: number; now: number };
+    assert.ok(grown > 50 * MiB, `the burst grew the heap to ${(grown / MiB).toFixed(1)} MiB`);
+    assert.ok(
+      now < grown / 2,
+      `committed heap ${(now / MiB).toFixed(1)} MiB after the burst's ${(grown / MiB).toFixed(1)} MiB`,
+    );
+  });
+});
