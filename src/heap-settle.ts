@@ -5,33 +5,46 @@
  * only when its own heuristics next run a full collection, which an idle thread may not
  * do for a long time. Every thread (main, writer, each actor thread) checks every
  * `SETTLE_CHECK_MS`: when its committed heap grew by `SETTLE_GROWTH_BYTES` or more since
- * the last settle and its event loop was quiet over the last check, it collects once.
+ * the last settle, stopped growing over the last check (the burst is over) and its event
+ * loop was not saturated, it collects once. The collection also shrinks the young
+ * generation's semi-spaces back to their initial size: a packed actor thread's grow to
+ * 2 × 8 MB during its actors' first lists and otherwise stay committed.
  *
- * Invariants: at most one collection per check; none while the thread is busy (the cost,
- * a few ms to tens of ms of one thread, falls where nothing waits); none when the heap
+ * Invariants: at most one collection per check; none while the heap still grows or the
+ * thread is saturated (the cost, a few ms to tens of ms of one thread, falls after the burst); none when the heap
  * did not grow (an idle thread collects at most once per burst, never periodically).
  */
 import { performance } from "node:perf_hooks";
 import { getHeapStatistics, setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 
-export const SETTLE_CHECK_MS = 2_000;
+export const SETTLE_CHECK_MS = 1_000;
 /** Growth of the committed heap that makes a burst worth a collection (a thread's floor is ≈ 10 MB). */
 export const SETTLE_GROWTH_BYTES = 4 * 2 ** 20;
-/** Event-loop utilisation below which a thread counts as quiet (the bench's /status polls cost ≈ 2 %). */
-export const QUIET_UTILIZATION = 0.05;
+/**
+ * Event-loop utilisation below which a collection may run. Not lower: on a loaded machine
+ * a thread's utilisation counts the time it waits for a core, and a packed thread's
+ * steady probing and status keep it above a few percent.
+ */
+export const QUIET_UTILIZATION = 0.5;
 
 /** What one check sees. */
 export interface HeapSample {
   /** V8's committed heap (`total_heap_size`). */
   readonly committedBytes: number;
+  /** V8's committed heap at the previous check. */
+  readonly previousCommittedBytes: number;
   /** Event-loop utilisation since the previous check, 0–1. */
   readonly utilization: number;
 }
 
-/** Whether this check collects: grown since `baselineBytes` (committed after the last settle) and quiet. */
+/** Whether this check collects: grown since `baselineBytes` (committed after the last settle), no longer growing, not saturated. */
 export function shouldSettle(baselineBytes: number, sample: HeapSample): boolean {
-  return sample.committedBytes - baselineBytes >= SETTLE_GROWTH_BYTES && sample.utilization < QUIET_UTILIZATION;
+  return (
+    sample.committedBytes - baselineBytes >= SETTLE_GROWTH_BYTES &&
+    sample.committedBytes <= sample.previousCommittedBytes &&
+    sample.utilization < QUIET_UTILIZATION
+  );
 }
 
 /**
@@ -57,18 +70,22 @@ export function startHeapSettle(): () => void {
   const gc = fullCollection();
   if (gc === undefined) return () => {};
   let baseline = getHeapStatistics().total_heap_size;
+  let previous = baseline;
   let elu = performance.eventLoopUtilization();
   const timer = setInterval(() => {
     const now = performance.eventLoopUtilization();
     const sample = {
       committedBytes: getHeapStatistics().total_heap_size,
+      previousCommittedBytes: previous,
       utilization: performance.eventLoopUtilization(now, elu).utilization,
     };
     elu = now;
+    previous = sample.committedBytes;
     if (sample.committedBytes < baseline) baseline = sample.committedBytes; // V8 shrank it on its own
     if (!shouldSettle(baseline, sample)) return;
     gc();
     baseline = getHeapStatistics().total_heap_size;
+    previous = baseline;
     elu = performance.eventLoopUtilization(); // the collection itself is not load
   }, SETTLE_CHECK_MS);
   timer.unref();

@@ -16,16 +16,26 @@ const MiB = 2 ** 20;
 describe("heap settle decision", () => {
   const base = 20 * MiB;
   it("collects once the committed heap grew by the threshold and the thread is quiet", () => {
-    assert.equal(shouldSettle(base, { committedBytes: base + SETTLE_GROWTH_BYTES, utilization: 0 }), true);
+    const committedBytes = base + SETTLE_GROWTH_BYTES;
+    assert.equal(shouldSettle(base, { committedBytes, previousCommittedBytes: committedBytes, utilization: 0 }), true);
   });
-  it("waits while the thread is busy", () => {
+  it("waits while the heap still grows (the burst goes on)", () => {
+    const committedBytes = base + 2 * SETTLE_GROWTH_BYTES;
     assert.equal(
-      shouldSettle(base, { committedBytes: base + 10 * SETTLE_GROWTH_BYTES, utilization: QUIET_UTILIZATION }),
+      shouldSettle(base, { committedBytes, previousCommittedBytes: committedBytes - 1, utilization: 0 }),
+      false,
+    );
+  });
+  it("waits while the thread is saturated", () => {
+    const committedBytes = base + 10 * SETTLE_GROWTH_BYTES;
+    assert.equal(
+      shouldSettle(base, { committedBytes, previousCommittedBytes: committedBytes, utilization: QUIET_UTILIZATION }),
       false,
     );
   });
   it("leaves a heap that did not grow (no periodic collection of an idle thread)", () => {
-    assert.equal(shouldSettle(base, { committedBytes: base + SETTLE_GROWTH_BYTES - 1, utilization: 0 }), false);
+    const committedBytes = base + SETTLE_GROWTH_BYTES - 1;
+    assert.equal(shouldSettle(base, { committedBytes, previousCommittedBytes: committedBytes, utilization: 0 }), false);
   });
 });
 
