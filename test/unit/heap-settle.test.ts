@@ -1,8 +1,8 @@
 /**
  * heap-settle.ts: when a thread collects after a burst, and that it does give the heap
  * back once quiet. The effect is checked in a child process (its heap and V8 flags are
- * its own): it grows its heap by ≈ 60 MB, drops the objects and goes quiet; the check
- * must then bring the committed heap back down, which V8 alone does not do in that time.
+ * its own): it grows its heap by ≈ 60 MB and its semi-spaces, drops the objects and goes
+ * quiet; the check must then bring both back down, which V8 alone does not do in that time.
  */
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
@@ -41,19 +41,30 @@ describe("heap settle decision", () => {
 
 /** The child: baseline, a burst of retained objects dropped at once, then quiet until the heap shrinks or the deadline. */
 const child = `
-import { getHeapStatistics } from "node:v8";
+import { getHeapSpaceStatistics, getHeapStatistics } from "node:v8";
 import { startHeapSettle } from ${JSON.stringify(new URL("../../src/heap-settle.ts", import.meta.url).href)};
 startHeapSettle();
+const newSpace = () => getHeapSpaceStatistics().find((s) => s.space_name === "new_space").space_size;
 let burst = [];
 for (let i = 0; i < 600_000; i++) burst.push({ i, name: "object-" + i, labels: { a: String(i) } });
+// Short-lived objects that survive a scavenge or two: V8 grows the semi-spaces.
+let rounds = [];
+for (let r = 0; r < 30; r++) {
+  const round = [];
+  for (let i = 0; i < 100_000; i++) round.push({ i, s: "x" + i });
+  rounds.push(round);
+  if (rounds.length > 3) rounds.shift();
+}
 const grown = getHeapStatistics().total_heap_size;
+const grownNew = newSpace();
 burst = undefined;
+rounds = undefined;
 const deadline = Date.now() + ${SETTLE_CHECK_MS * 4};
 const timer = setInterval(() => {
   const now = getHeapStatistics().total_heap_size;
-  if (now < grown / 2 || Date.now() > deadline) {
+  if ((now < grown / 2 && newSpace() < grownNew / 4) || Date.now() > deadline) {
     clearInterval(timer);
-    process.stdout.write(JSON.stringify({ grown, now }));
+    process.stdout.write(JSON.stringify({ grown, now, grownNew, nowNew: newSpace() }));
   }
 }, 100);
 `;
@@ -61,11 +72,21 @@ const timer = setInterval(() => {
 describe("heap settle on a thread", () => {
   it("gives the heap of a burst back once the thread is quiet", async () => {
     const { stdout } = await run(process.execPath, ["--input-type=module", "--eval", child]);
-    const { grown, now } = JSON.parse(stdout) as { grown: number; now: number };
+    const { grown, now, grownNew, nowNew } = JSON.parse(stdout) as {
+      grown: number;
+      now: number;
+      grownNew: number;
+      nowNew: number;
+    };
     assert.ok(grown > 50 * MiB, `the burst grew the heap to ${(grown / MiB).toFixed(1)} MiB`);
     assert.ok(
       now < grown / 2,
       `committed heap ${(now / MiB).toFixed(1)} MiB after the burst's ${(grown / MiB).toFixed(1)} MiB`,
+    );
+    assert.ok(grownNew >= 8 * MiB, `the burst grew the semi-spaces to ${(grownNew / MiB).toFixed(1)} MiB`);
+    assert.ok(
+      nowNew < grownNew / 4,
+      `young generation ${(nowNew / MiB).toFixed(1)} MiB after the burst's ${(grownNew / MiB).toFixed(1)} MiB`,
     );
   });
 });
