@@ -8,7 +8,13 @@ import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { describe, it } from "node:test";
 import { promisify } from "node:util";
-import { QUIET_UTILIZATION, SETTLE_CHECK_MS, SETTLE_GROWTH_BYTES, shouldSettle } from "../../src/heap-settle.ts";
+import {
+  QUIET_UTILIZATION,
+  SETTLE_CHECK_MS,
+  SETTLE_GROWTH_BYTES,
+  SETTLE_SPACING_MS,
+  shouldSettle,
+} from "../../src/heap-settle.ts";
 
 const run = promisify(execFile);
 const MiB = 2 ** 20;
@@ -17,25 +23,56 @@ describe("heap settle decision", () => {
   const base = 20 * MiB;
   it("collects once the committed heap grew by the threshold and the thread is quiet", () => {
     const committedBytes = base + SETTLE_GROWTH_BYTES;
-    assert.equal(shouldSettle(base, { committedBytes, previousCommittedBytes: committedBytes, utilization: 0 }), true);
+    assert.equal(
+      shouldSettle(base, {
+        committedBytes,
+        previousCommittedBytes: committedBytes,
+        utilization: 0,
+        sinceLastMs: SETTLE_SPACING_MS,
+      }),
+      true,
+    );
   });
   it("waits while the heap still grows (the burst goes on)", () => {
     const committedBytes = base + 2 * SETTLE_GROWTH_BYTES;
     assert.equal(
-      shouldSettle(base, { committedBytes, previousCommittedBytes: committedBytes - 1, utilization: 0 }),
+      shouldSettle(base, {
+        committedBytes,
+        previousCommittedBytes: committedBytes - 1,
+        utilization: 0,
+        sinceLastMs: SETTLE_SPACING_MS,
+      }),
       false,
     );
   });
   it("waits while the thread is saturated", () => {
     const committedBytes = base + 10 * SETTLE_GROWTH_BYTES;
     assert.equal(
-      shouldSettle(base, { committedBytes, previousCommittedBytes: committedBytes, utilization: QUIET_UTILIZATION }),
+      shouldSettle(base, {
+        committedBytes,
+        previousCommittedBytes: committedBytes,
+        utilization: QUIET_UTILIZATION,
+        sinceLastMs: SETTLE_SPACING_MS,
+      }),
       false,
     );
   });
+  it("waits for the spacing after the thread's last collection (a slow burst's plateaus)", () => {
+    const committedBytes = base + 2 * SETTLE_GROWTH_BYTES;
+    const sample = { committedBytes, previousCommittedBytes: committedBytes, utilization: 0 };
+    assert.equal(shouldSettle(base, { ...sample, sinceLastMs: SETTLE_SPACING_MS - 1 }), false);
+  });
   it("leaves a heap that did not grow (no periodic collection of an idle thread)", () => {
     const committedBytes = base + SETTLE_GROWTH_BYTES - 1;
-    assert.equal(shouldSettle(base, { committedBytes, previousCommittedBytes: committedBytes, utilization: 0 }), false);
+    assert.equal(
+      shouldSettle(base, {
+        committedBytes,
+        previousCommittedBytes: committedBytes,
+        utilization: 0,
+        sinceLastMs: SETTLE_SPACING_MS,
+      }),
+      false,
+    );
   });
 });
 
