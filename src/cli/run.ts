@@ -4,6 +4,7 @@ import { runAdminSource } from "../admin/run-source.ts";
 import { type AdminServer, startAdminServer } from "../admin/server.ts";
 import { type Config, ConfigError, flagsHelp, parseRunConfig, runFlags } from "../config.ts";
 import { systemClock } from "../core/clock.ts";
+import { startHeapSettle } from "../heap-settle.ts";
 import { KubeClient } from "../kube/client.ts";
 import { loadLocalConnection } from "../kube/local-connection.ts";
 import { LeaderElector } from "../leader/elector.ts";
@@ -50,6 +51,8 @@ export async function runCommand(argv: readonly string[]): Promise<number> {
     return 0;
   }
   const logger = createLogger(config.logLevel, { actor: "supervisor" }, config.logFile);
+  // Before any worker starts: it sets --expose-gc, which the workers then inherit (heap-settle.ts).
+  startHeapSettle();
   const localConnection = loadLocalConnection(config.kubeconfig, config.context);
   logger.info({ server: localConnection.server, namespace: config.namespace }, "fleet-mirror starting");
   // The admin server reads the controller through getters: it starts first (health

@@ -10,6 +10,7 @@
  * `writer.ready` again once the writer is ready (messages assert state).
  */
 import { parentPort } from "node:worker_threads";
+import { startHeapSettle } from "../../src/heap-settle.ts";
 import { createLogger, type Logger } from "../../src/log.ts";
 import { serializeError } from "../../src/protocol/errors.ts";
 import { InboundGuard, type ProtocolErrorLog } from "../../src/protocol/guard.ts";
@@ -113,4 +114,7 @@ export function hostLocalWriter(port: ChannelPort<FromWriter>, deps: WriterHostD
   });
 }
 
-if (parentPort) hostLocalWriter(parentPort);
+if (parentPort) {
+  startHeapSettle();
+  hostLocalWriter(parentPort);
+}

@@ -23,6 +23,7 @@
  * The new init's writer port is closed whenever it is not used.
  */
 import { MessagePort, parentPort } from "node:worker_threads";
+import { startHeapSettle } from "../../src/heap-settle.ts";
 import { createLogger, type Logger } from "../../src/log.ts";
 import { serializeError } from "../../src/protocol/errors.ts";
 import { InboundGuard, type ProtocolErrorLog } from "../../src/protocol/guard.ts";
@@ -270,4 +271,7 @@ function injectFault(h: Hosted, kind: ActorFaultKind): void {
   }
 }
 
-if (parentPort) hostRemoteActors(parentPort);
+if (parentPort) {
+  startHeapSettle();
+  hostRemoteActors(parentPort);
+}
