@@ -9,6 +9,7 @@ import { execFile } from "node:child_process";
 import { describe, it } from "node:test";
 import { promisify } from "node:util";
 import {
+  type HeapSample,
   QUIET_UTILIZATION,
   SETTLE_CHECK_MS,
   SETTLE_GROWTH_BYTES,
@@ -21,58 +22,35 @@ const MiB = 2 ** 20;
 
 describe("heap settle decision", () => {
   const base = 20 * MiB;
+  /** A check of a thread whose heap is `committedBytes`, no longer growing, idle, long after its last collection; `change` varies one field. */
+  const sample = (committedBytes: number, change: Partial<HeapSample> = {}): HeapSample => ({
+    committedBytes,
+    previousCommittedBytes: committedBytes,
+    utilization: 0,
+    sinceLastMs: SETTLE_SPACING_MS,
+    ...change,
+  });
   it("collects once the committed heap grew by the threshold and the thread is quiet", () => {
-    const committedBytes = base + SETTLE_GROWTH_BYTES;
-    assert.equal(
-      shouldSettle(base, {
-        committedBytes,
-        previousCommittedBytes: committedBytes,
-        utilization: 0,
-        sinceLastMs: SETTLE_SPACING_MS,
-      }),
-      true,
-    );
+    assert.equal(shouldSettle(base, sample(base + SETTLE_GROWTH_BYTES)), true);
   });
   it("waits while the heap still grows (the burst goes on)", () => {
     const committedBytes = base + 2 * SETTLE_GROWTH_BYTES;
-    assert.equal(
-      shouldSettle(base, {
-        committedBytes,
-        previousCommittedBytes: committedBytes - 1,
-        utilization: 0,
-        sinceLastMs: SETTLE_SPACING_MS,
-      }),
-      false,
-    );
+    assert.equal(shouldSettle(base, sample(committedBytes, { previousCommittedBytes: committedBytes - 1 })), false);
   });
   it("waits while the thread is saturated", () => {
-    const committedBytes = base + 10 * SETTLE_GROWTH_BYTES;
     assert.equal(
-      shouldSettle(base, {
-        committedBytes,
-        previousCommittedBytes: committedBytes,
-        utilization: QUIET_UTILIZATION,
-        sinceLastMs: SETTLE_SPACING_MS,
-      }),
+      shouldSettle(base, sample(base + 10 * SETTLE_GROWTH_BYTES, { utilization: QUIET_UTILIZATION })),
       false,
     );
   });
   it("waits for the spacing after the thread's last collection (a slow burst's plateaus)", () => {
-    const committedBytes = base + 2 * SETTLE_GROWTH_BYTES;
-    const sample = { committedBytes, previousCommittedBytes: committedBytes, utilization: 0 };
-    assert.equal(shouldSettle(base, { ...sample, sinceLastMs: SETTLE_SPACING_MS - 1 }), false);
-  });
-  it("leaves a heap that did not grow (no periodic collection of an idle thread)", () => {
-    const committedBytes = base + SETTLE_GROWTH_BYTES - 1;
     assert.equal(
-      shouldSettle(base, {
-        committedBytes,
-        previousCommittedBytes: committedBytes,
-        utilization: 0,
-        sinceLastMs: SETTLE_SPACING_MS,
-      }),
+      shouldSettle(base, sample(base + 2 * SETTLE_GROWTH_BYTES, { sinceLastMs: SETTLE_SPACING_MS - 1 })),
       false,
     );
+  });
+  it("leaves a heap that did not grow (no periodic collection of an idle thread)", () => {
+    assert.equal(shouldSettle(base, sample(base + SETTLE_GROWTH_BYTES - 1)), false);
   });
 });
 
