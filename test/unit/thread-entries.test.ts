@@ -18,6 +18,7 @@ import {
 import { type HostedWriter, hostLocalWriter } from "../../workers/local-writer/entry.ts";
 import type { RemoteActorPorts } from "../../workers/remote-cluster/actor.ts";
 import { type HostedActor, hostRemoteActors } from "../../workers/remote-cluster/entry.ts";
+import { actorInitMessage } from "../helpers/actor-init.ts";
 
 class FakeParentPort<Out> implements ChannelPort<Out> {
   readonly posted: Out[] = [];
@@ -174,22 +175,8 @@ function fakeActors() {
   return { events, ports, create };
 }
 
-function actorInit(epoch: number, writerPort: MessagePort | object) {
-  return {
-    type: "actor.init",
-    cluster: { name: "east", domain: "cluster.local", excludedNamespaces: [] },
-    epoch,
-    connection: { server: "https://127.0.0.1:1", auth: { kind: "anonymous" } },
-    options: {
-      resolvePeriodMs: 60_000,
-      maxInFlight: 2,
-      batchDelayMs: 10,
-      logLevel: "silent",
-      memberSelector: { key: "mirror.linkerd.io/federated", value: "member" },
-    },
-    writerPort,
-  };
-}
+/** An `actor.init` of cluster `east` at `epoch`. */
+const actorInit = (epoch: number, writerPort: MessagePort) => actorInitMessage("east", epoch, "silent", writerPort);
 
 describe("remote-cluster entry", () => {
   it("answers an actor.init of the running epoch with actor.ready and closes the duplicate's writer port", async () => {

@@ -7,7 +7,8 @@ import assert from "node:assert/strict";
 import { once } from "node:events";
 import { after, describe, it } from "node:test";
 import { MessageChannel, Worker } from "node:worker_threads";
-import { decodeFromRemoteActor, decodeFromWriter, type ToRemoteActor } from "../../src/protocol/messages.ts";
+import { decodeFromRemoteActor, decodeFromWriter } from "../../src/protocol/messages.ts";
+import { type ActorInit, actorInitMessage } from "../helpers/actor-init.ts";
 
 const entry = (actor: string): URL => new URL(`../../workers/${actor}/entry.ts`, import.meta.url);
 
@@ -36,32 +37,14 @@ function inbox(worker: Worker) {
 
 const typed = (type: string) => (m: unknown) => (m as { type?: unknown }).type === type;
 
-type Init = Extract<ToRemoteActor, { type: "actor.init" }>;
-
 /** An `actor.init` of `cluster` at `epoch` against a closed port, with the writer's end and the other end of its channel. */
 function actorInit(
   cluster: string,
   epoch: number,
-  logLevel: Init["options"]["logLevel"],
-): { message: Init; other: MessageChannel["port2"] } {
+  logLevel: ActorInit["options"]["logLevel"],
+): { message: ActorInit; other: MessageChannel["port2"] } {
   const { port1, port2 } = new MessageChannel();
-  return {
-    message: {
-      type: "actor.init",
-      cluster: { name: cluster, domain: "cluster.local", excludedNamespaces: [] },
-      epoch,
-      connection: { server: "https://127.0.0.1:1", auth: { kind: "anonymous" } },
-      options: {
-        resolvePeriodMs: 60_000,
-        maxInFlight: 2,
-        batchDelayMs: 10,
-        logLevel,
-        memberSelector: { key: "mirror.linkerd.io/federated", value: "member" },
-      },
-      writerPort: port1,
-    },
-    other: port2,
-  };
+  return { message: actorInitMessage(cluster, epoch, logLevel, port1), other: port2 };
 }
 
 describe("thread entries in worker threads", () => {
