@@ -193,6 +193,7 @@ export class JsonLineLogger implements LineLogger {
   /**
    * @param level the least level written (`silent`: none); one of `LEVELS`' names or `silent`.
    * @param bindings written in every line after `time`, in their order (pino's `base`).
+   * @param rendered for `child` only: the bindings already rendered (then `bindings` is not read).
    * @throws when `level` is not a level name.
    */
   constructor(level: string, bindings: Record<string, unknown>, sink: LineSink, rendered?: string) {

@@ -50,7 +50,7 @@ export interface HostLimits {
 export const COSTS = {
   /** RSS of the process with no cluster registered (main thread, local writer, admin server): memory scenario baselines 82.1–84.3 MB after the thread-floor steps (95.7–96.6 before them, side by side; 155 before the lean steps). */
   baseMb: 85,
-  /** RSS of one more actor thread (its V8 isolate and bundle): bench/thread-start-probe.ts --entry dist, 20 threads: 9.64 MB; 10.2–10.5 MB per cluster at K = 50 in thread mode (12.9 and 13.7–13.9 before the thread-floor steps, DESIGN §8 fourth round; 17 before the lean steps). */
+  /** RSS of one more actor thread (its V8 isolate and bundle): bench/thread-start-probe.ts --entry dist, 20 threads: 9.64 MB; 10.0–10.5 MB per cluster at K = 50 and 9.83–10.03 at K = 200 in thread mode (12.9, 13.7–13.9 and 13.5 before the thread-floor steps, DESIGN §8 fourth round; 17 before the lean steps). */
   threadMb: 10.5,
   /** CPU to start one actor thread alone (new Worker → actor.ready): thread-start-probe median 0.1 CPU-s; ≈ 0.2–0.3 while 200 start at once on 2 vCPUs. */
   threadStartCpuS: 0.1,
