@@ -51,5 +51,6 @@ COPY deploy/rbac ./deploy/rbac
 USER 65532:65532
 # The admin server (/metrics, /healthz, /readyz, /status; --admin-addr, default :9999).
 EXPOSE 9999
-ENTRYPOINT ["node", "dist/src/main.js"]
+# --no-node-snapshot: src/cli/process-flags.ts (≈ 2 MB less per actor thread).
+ENTRYPOINT ["node", "--no-node-snapshot", "dist/src/main.js"]
 CMD ["run"]

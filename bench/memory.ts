@@ -36,6 +36,7 @@ import {
   sleep,
   writeResult,
 } from "./harness.ts";
+import { processCpuSeconds, threadCpuSeconds } from "./process-cpu.ts";
 
 const SERVICES = 10;
 const PACKED_THREADS = 8;
@@ -59,6 +60,10 @@ type Row = {
   readonly writerIdleMs: number | null;
   readonly actorHeapUsedMbAvg: number | null;
   readonly actorHeapUsedMbMax: number | null;
+  /** CPU-seconds of the process (every thread) from spawn until the writer was idle. */
+  readonly cpuSecondsToIdle?: number | null;
+  /** The same by thread name, the largest first: the writer's share shows what a process-wide flag costs it. */
+  readonly cpuByThread?: string | null;
   readonly note?: string;
 };
 
@@ -182,6 +187,8 @@ async function measure(
       const syncedMs = Date.now() - started;
       await waitStatus(proc, admin, "the writer idle", writerIdle);
       const idleMs = Date.now() - started;
+      const cpuSecondsToIdle = processCpuSeconds(proc.child.pid ?? 0);
+      const byThread = [...threadCpuSeconds(proc.child.pid ?? 0)].sort(([, a], [, b]) => b - a).slice(0, 5);
       await sleep(SETTLE_MS);
       const { rss, peak } = processRss(proc.child.pid ?? 0);
       const used = await actorHeaps(admin);
@@ -199,6 +206,8 @@ async function measure(
         writerIdleMs: idleMs,
         actorHeapUsedMbAvg: used.length === 0 ? null : mb(used.reduce((a, b) => a + b, 0) / used.length),
         actorHeapUsedMbMax: used.length === 0 ? null : mb(Math.max(...used)),
+        cpuSecondsToIdle: round(cpuSecondsToIdle, 2),
+        cpuByThread: byThread.map(([name, seconds]) => `${name} ${round(seconds, 2)}`).join(", "),
       };
     } finally {
       await proc.stop();

@@ -16,6 +16,8 @@
  *
  *   node scripts/bundle-entries.ts [outdir=dist]
  */
+import { readFileSync, writeFileSync } from "node:fs";
+import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build, type Metafile } from "esbuild";
 
@@ -42,10 +44,29 @@ export async function bundleEntries(outdir: string): Promise<Metafile> {
     // Stack traces of the image point into the TypeScript sources (with --enable-source-maps).
     sourcemap: "linked",
     banner: { js: REQUIRE_BANNER },
+    // Non-ASCII characters in code as escapes; in the comments esbuild keeps: `asciiOnly`.
+    charset: "ascii",
     metafile: true,
     logLevel: "warning",
   });
+  for (const file of Object.keys(result.metafile.outputs)) if (file.endsWith(".js")) asciiOnly(resolve(ROOT, file));
   return result.metafile;
+}
+
+/**
+ * Makes a bundle pure ASCII. V8 holds a script's source in memory for as long as its
+ * functions live (lazy compilation, stack traces), one byte per character if every
+ * character is Latin-1 and two otherwise: one `→` in a comment doubles the source's
+ * memory in every thread (≈ 0.15 MB per actor thread; docs/DESIGN.md §8, "The thread
+ * floor"). With `charset: "ascii"` esbuild escapes every non-ASCII character in code
+ * (strings, templates, regular expressions, names); what is left is in the comments it
+ * keeps, and each of those UTF-16 units becomes `?`, one unit for one, so the source
+ * map's columns stay right.
+ */
+function asciiOnly(file: string): void {
+  const text = readFileSync(file, "utf8");
+  const ascii = text.replace(/[\u0080-\uffff]/g, "?");
+  if (ascii !== text) writeFileSync(file, ascii);
 }
 
 if (import.meta.main) {

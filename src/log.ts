@@ -26,7 +26,7 @@ import { isMainThread, type Worker } from "node:worker_threads";
 import { type Logger, pino } from "pino";
 import { fdBackend, stdoutBackend } from "./log/backends.ts";
 import { BoundedDestination } from "./log/bounded-destination.ts";
-import { reportedDrops, ThreadDestination } from "./log/thread-destination.ts";
+import { reportedDrops, threadDestination } from "./log/thread-destination.ts";
 
 export type { Logger };
 
@@ -35,8 +35,6 @@ const MAX_PARTIAL_LINE = 1024 * 1024;
 
 /** This process's destinations, by target ("stdout" or an absolute file path). */
 const destinations = new Map<string, BoundedDestination>();
-/** On a worker thread: its one destination, its `process.stdout`. */
-let threadDestination: ThreadDestination | undefined;
 /** Lines worker threads dropped before they reached the main thread (from their report lines). */
 let droppedInThreads = 0;
 
@@ -74,8 +72,7 @@ function flushDestinations(): void {
  * @throws when `file` cannot be opened for appending.
  */
 export function createLogger(level: string, bindings: Record<string, unknown> = {}, file?: string): Logger {
-  if (!isMainThread && !threadDestination) threadDestination = new ThreadDestination(process.stdout);
-  const destination = threadDestination ?? destinationFor(file);
+  const destination = isMainThread ? destinationFor(file) : threadDestination();
   return pino({ level, base: { pid: process.pid, ...bindings } }, destination);
 }
 

@@ -9,7 +9,7 @@
 import { readFileSync } from "node:fs";
 import type * as HttpModule from "node:http";
 import type * as HttpsModule from "node:https";
-import * as tls from "node:tls";
+import type * as TlsModule from "node:tls";
 import type { ConnectionSpec } from "./connection.ts";
 
 // Not `import * as http from "node:http"`: an ESM namespace import of node:http reads
@@ -18,6 +18,10 @@ import type { ConnectionSpec } from "./connection.ts";
 // getBuiltinModule returns the CommonJS module object, touching nothing.
 export const http: typeof HttpModule = process.getBuiltinModule("node:http");
 const https: typeof HttpsModule = process.getBuiltinModule("node:https");
+// node:tls likewise: its namespace reads `rootCertificates`, which builds Node's ≈ 120
+// root certificates as strings in every thread that imports it (none is used here: a
+// client trusts its kubeconfig's CA, or the default store inside OpenSSL).
+const tls: typeof TlsModule = process.getBuiltinModule("node:tls");
 
 /** Query parameters; `undefined` values are left out. */
 export type Query = Readonly<Record<string, string | number | boolean | undefined>>;

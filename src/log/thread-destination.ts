@@ -44,6 +44,14 @@ export class ThreadDestination {
   }
 }
 
+let current: ThreadDestination | undefined;
+
+/** This worker thread's one destination, on its `process.stdout` (made on first use; every logger of the thread shares it). */
+export function threadDestination(): ThreadDestination {
+  current ??= new ThreadDestination(process.stdout);
+  return current;
+}
+
 /** Lines a thread reported dropped in `line`, if it is a report line (`droppedReportLine`); else 0. */
 export function reportedDrops(line: string): number {
   if (!line.includes('"actor":"log","droppedLines":')) return 0;

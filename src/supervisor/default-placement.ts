@@ -48,10 +48,10 @@ export interface HostLimits {
  * live; docs quote them from here and change with them.
  */
 export const COSTS = {
-  /** RSS of the process with no cluster registered (main thread, local writer, admin server): memory scenario baselines 99.5–99.9 MB (155 before the lean steps). */
-  baseMb: 100,
-  /** RSS of one more actor thread (its V8 isolate and bundle): bench/thread-start-probe.ts --entry dist, 20 threads: 13.3 MB; 12.0 MB per cluster at K = 200 in thread mode (17 before). */
-  threadMb: 13,
+  /** RSS of the process with no cluster registered (main thread, local writer, admin server): memory scenario baselines 82.1–84.3 MB after the thread-floor steps (95.7–96.6 before them, side by side; 155 before the lean steps). */
+  baseMb: 85,
+  /** RSS of one more actor thread (its V8 isolate and bundle): bench/thread-start-probe.ts --entry dist, 20 threads: 9.64 MB; 10.0–10.5 MB per cluster at K = 50 and 9.83–10.03 at K = 200 in thread mode (12.9, 13.7–13.9 and 13.5 before the thread-floor steps, DESIGN §8 fourth round; 17 before the lean steps). */
+  threadMb: 10.5,
   /** CPU to start one actor thread alone (new Worker → actor.ready): thread-start-probe median 0.1 CPU-s; ≈ 0.2–0.3 while 200 start at once on 2 vCPUs. */
   threadStartCpuS: 0.1,
   /** RSS of one more cluster on a shared (packed) thread, its mirrors aside: ≈ 0.16 MB, 0.13 of it its TLS connection and context (DESIGN §8, second memory round; docs/SCALING.md). Not an input of the rule; the sizing docs use it. */
@@ -64,10 +64,10 @@ export const RULE = {
   threadsPerCpu: 1,
   /** Packed threads at least, even on one CPU: one thread's fate is never the whole fleet's when memory allows two. */
   minThreads: 2,
-  /** Packed threads at most (a 16-CPU node: 16 × 13 MB ≈ 210 MB of isolates). */
+  /** Packed threads at most (a 16-CPU node: 16 × 10.5 MB ≈ 170 MB of isolates). */
   maxThreads: 16,
   /**
-   * A thread per cluster up to this many clusters at least: ≈ 52 MB above the base and
+   * A thread per cluster up to this many clusters at least: ≈ 42 MB above the base and
    * ≈ 0.4–1.2 CPU-s at start (4 × COSTS), well inside the 50-cluster targets (RSS ≤ 250 MB,
    * restart ≤ 3 CPU-s) that the packed placement of a larger fleet must also meet.
    */

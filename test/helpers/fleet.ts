@@ -26,6 +26,7 @@ import {
 import { ControlPlane } from "../../sandbox/control-plane.ts";
 import { renderKubeconfig } from "../../sandbox/kubeconfig.ts";
 import { applyRbacYaml, controllerToken, rbacManifestPath, serviceAccountToken } from "../../sandbox/rbac.ts";
+import { PROCESS_NODE_FLAGS } from "../../src/cli/process-flags.ts";
 import { type Config, defaultConfig } from "../../src/config.ts";
 import {
   CLUSTER_NAME,
@@ -396,6 +397,8 @@ export class Fleet {
     const child = spawn(
       process.execPath,
       [
+        // As the image starts it (src/cli/process-flags.ts).
+        ...PROCESS_NODE_FLAGS,
         ...(options.execArgv ?? []),
         main,
         "run",

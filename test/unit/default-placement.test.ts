@@ -44,20 +44,20 @@ describe("default placement: the thread budget", () => {
   });
 
   it("a memory limit bounds both: threads take at most their share of the limit above the base process", () => {
-    // 512 MiB: (512 − base) × share / threadMb threads fit, fewer than 64 CPUs would take.
-    const fit = Math.floor(((512 - COSTS.baseMb) * RULE.threadMemoryShare) / COSTS.threadMb);
-    const bound = autoBudget({ cpus: 64, memoryLimitBytes: 512 * MIB });
+    // 256 MiB: (256 − base) × share / threadMb threads fit, fewer than 64 CPUs would take.
+    const fit = Math.floor(((256 - COSTS.baseMb) * RULE.threadMemoryShare) / COSTS.threadMb);
+    const bound = autoBudget({ cpus: 64, memoryLimitBytes: 256 * MIB });
     assert.equal(bound.threads, fit);
-    assert.equal(bound.basis, "64 CPUs, memory limit 512 MiB, bound by the memory limit");
+    assert.equal(bound.basis, "64 CPUs, memory limit 256 MiB, bound by the memory limit");
     // 4 GiB: the CPUs bind, not the memory.
     assert.deepEqual(autoBudget({ cpus: 4, memoryLimitBytes: 4 * GIB }), {
       isolatedUpTo: Math.max(RULE.isolatedMin, 4),
       threads: 4,
       basis: "4 CPUs, memory limit 4 GiB",
     });
-    // 256 MiB: (256 − 100) × 0.5 / 13 = 6 → 6 threads, and a thread each for at most 6 clusters.
-    const small = autoBudget({ cpus: 8, memoryLimitBytes: 256 * MIB });
-    assert.deepEqual([small.isolatedUpTo, small.threads], [6, 6]);
+    // 192 MiB: (192 − 85) × 0.5 / 10.5 = 5.1 → 5 threads, and a thread each for at most 5 clusters.
+    const small = autoBudget({ cpus: 8, memoryLimitBytes: 192 * MIB });
+    assert.deepEqual([small.isolatedUpTo, small.threads], [5, 5]);
   });
 
   it("gives the examples docs/CLI.md shows (threads and blast radius per Pod and fleet)", () => {
@@ -65,8 +65,8 @@ describe("default placement: the thread budget", () => {
       { cpus: 2, limit: undefined, clusters: 3, packed: false, threads: 3, radius: 1 },
       { cpus: 2, limit: undefined, clusters: 50, packed: true, threads: 2, radius: 25 },
       { cpus: 8, limit: GIB, clusters: 200, packed: true, threads: 8, radius: 25 },
-      { cpus: 16, limit: 512 * MIB, clusters: 200, packed: true, threads: 15, radius: 14 },
-      { cpus: 8, limit: 256 * MIB, clusters: 10, packed: true, threads: 6, radius: 2 },
+      { cpus: 16, limit: 256 * MIB, clusters: 200, packed: true, threads: 8, radius: 25 },
+      { cpus: 8, limit: 192 * MIB, clusters: 10, packed: true, threads: 5, radius: 2 },
     ];
     for (const e of examples) {
       const budget = autoBudget({ cpus: e.cpus, memoryLimitBytes: e.limit });

@@ -30,7 +30,7 @@ import { KubeClient } from "../../src/kube/client.ts";
 import type { ConnectionSpec } from "../../src/kube/connection.ts";
 import { LAST_APPLIED_CONFIGURATION } from "../../src/kube/watch-store.ts";
 import { Watcher, type WatchFailure } from "../../src/kube/watcher.ts";
-import type { Logger } from "../../src/log.ts";
+import type { LineLogger } from "../../src/log/json-lines.ts";
 import type {
   ClusterStatus,
   ClusterSyncState,
@@ -78,7 +78,7 @@ const PROBE_COUNTERS_INTERVAL_MS = 5_000;
 export class RemoteClusterActor {
   readonly #init: RemoteActorInit;
   readonly #ports: RemoteActorPorts;
-  readonly #log: Logger;
+  readonly #log: LineLogger;
   readonly #client: KubeClient;
   readonly #watcher: Watcher<Service>;
   readonly #gateways: GatewayIndex;
@@ -97,7 +97,7 @@ export class RemoteClusterActor {
   constructor(
     init: RemoteActorInit,
     ports: RemoteActorPorts,
-    deps: { logger: Logger; resolve?: Resolver; probe?: Probe },
+    deps: { logger: LineLogger; resolve?: Resolver; probe?: Probe },
   ) {
     this.#init = init;
     this.#ports = ports;

@@ -30,7 +30,7 @@ import {
   memberGateway,
 } from "../../src/core/federated.ts";
 import { objectKey, type Service } from "../../src/core/objects.ts";
-import type { Logger } from "../../src/log.ts";
+import type { LineLogger } from "../../src/log/json-lines.ts";
 import { serializeError } from "../../src/protocol/errors.ts";
 import { type ChannelPort, decodeToActorFromWriter, type ToWriterFromActor } from "../../src/protocol/messages.ts";
 import { acked, type Credits, initialCredits, maySend, sent, settled } from "./credits.ts";
@@ -68,7 +68,7 @@ export interface DesiredSenderDeps {
   readonly lookupHostname: (hostname: string) => readonly string[] | undefined;
   /** The dead addresses of gateway `key` (SPEC §10); undefined when it is not probed. */
   readonly deadAddresses: (gatewayKey: string) => ReadonlySet<string> | undefined;
-  readonly log: Logger;
+  readonly log: LineLogger;
   /** Wraps the sender's callbacks (timer, port messages) in the actor's guard. */
   readonly guard: <A extends unknown[]>(fn: (...args: A) => void) => (...args: A) => void;
   /** Something the status shows changed (a batch sent, a problem set or cleared). */

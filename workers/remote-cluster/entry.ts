@@ -24,7 +24,8 @@
  */
 import { MessagePort, parentPort } from "node:worker_threads";
 import { startHeapSettle } from "../../src/heap-settle.ts";
-import { createLogger, type Logger } from "../../src/log.ts";
+import type { LineLogger } from "../../src/log/json-lines.ts";
+import { createThreadLogger } from "../../src/log/thread-logger.ts";
 import { serializeError } from "../../src/protocol/errors.ts";
 import { InboundGuard, type ProtocolErrorLog } from "../../src/protocol/guard.ts";
 import {
@@ -47,16 +48,16 @@ export type HostedActor = Pick<
 export interface RemoteHostDeps {
   /** Where protocol errors are reported (default: a hosted actor's logger, or an error-level one). */
   readonly log?: ProtocolErrorLog;
-  readonly createActor?: (init: RemoteActorInit, ports: RemoteActorPorts, logger: Logger) => HostedActor;
+  readonly createActor?: (init: RemoteActorInit, ports: RemoteActorPorts, logger: LineLogger) => HostedActor;
 }
 
 interface Hosted {
   readonly actor: HostedActor;
-  readonly logger: Logger;
+  readonly logger: LineLogger;
   readonly testHooks: boolean;
 }
 
-function defaultActor(init: RemoteActorInit, ports: RemoteActorPorts, logger: Logger): HostedActor {
+function defaultActor(init: RemoteActorInit, ports: RemoteActorPorts, logger: LineLogger): HostedActor {
   return new RemoteClusterActor(init, ports, { logger });
 }
 
@@ -75,16 +76,17 @@ export function hostRemoteActors(port: ChannelPort<FromRemoteActor>, deps: Remot
   /** The actors this thread hosts, by cluster. */
   const hosted = new Map<string, Hosted>();
   /**
-   * One pino logger per level on this thread; each actor logs through a child of it with
+   * One logger per level on this thread; each actor logs through a child of it with
    * its cluster and epoch bound (the same lines as a logger of its own). A pino
    * instance per actor cost ≈ 13 KB of RSS, a child < 1 KB: hundreds of times over on a
-   * packed thread (DESIGN §8).
+   * packed thread (DESIGN §8). The loggers write pino's lines without pino
+   * (src/log/thread-logger.ts).
    */
-  const threadLoggers = new Map<string, Logger>();
-  function threadLogger(level: string): Logger {
+  const threadLoggers = new Map<string, LineLogger>();
+  function threadLogger(level: string): LineLogger {
     let logger = threadLoggers.get(level);
     if (logger === undefined) {
-      logger = createLogger(level, { actor: "remote-cluster" });
+      logger = createThreadLogger(level, { actor: "remote-cluster" });
       threadLoggers.set(level, logger);
     }
     return logger;
@@ -94,7 +96,7 @@ export function hostRemoteActors(port: ChannelPort<FromRemoteActor>, deps: Remot
   function log(): ProtocolErrorLog {
     if (deps.log) return deps.log;
     for (const h of hosted.values()) return h.logger;
-    return createLogger("error", { actor: "remote-cluster" });
+    return createThreadLogger("error", { actor: "remote-cluster" });
   }
 
   /**

@@ -11,7 +11,7 @@
 import { type HostnameLookup, viewGateway } from "../../src/core/desired.ts";
 import type { Service } from "../../src/core/objects.ts";
 import { probeSpecOf } from "../../src/core/probe-spec.ts";
-import type { Logger } from "../../src/log.ts";
+import type { LineLogger } from "../../src/log/json-lines.ts";
 import type { GatewayProbeCounters, GatewayProbeStatus } from "../../src/protocol/messages.ts";
 import { GatewayProber, type GatewayProberDeps } from "./gateway-prober.ts";
 
@@ -27,7 +27,7 @@ export interface GatewayHealthDeps extends GatewayProberDeps {
 
 export class GatewayHealth {
   readonly #prober: GatewayProber;
-  readonly #log: Logger;
+  readonly #log: LineLogger;
   readonly #lookup: HostnameLookup;
   readonly #problemsChanged: () => void;
   /** Bad probe annotations per gateway key, as last reported. */

@@ -25,7 +25,7 @@ import {
   transition,
 } from "../../src/core/gateway-liveness.ts";
 import { firstProbeDelayMs, nextProbeDelayMs, type ProbeSpec } from "../../src/core/probe-spec.ts";
-import type { Logger } from "../../src/log.ts";
+import type { LineLogger } from "../../src/log/json-lines.ts";
 import type { GatewayProbeCounters, GatewayProbeStatus } from "../../src/protocol/messages.ts";
 import { MAX_LISTED_DEAD_ADDRESSES, WRITE_DURATION_BUCKETS } from "../../src/protocol/messages.ts";
 import type { Probe, ProbeResult } from "./http-probe.ts";
@@ -39,7 +39,7 @@ export interface GatewayProberDeps {
   readonly random: () => number;
   readonly probe: Probe;
   readonly userAgent: string;
-  readonly log: Logger;
+  readonly log: LineLogger;
   /** Wraps the prober's callbacks (timers, probe results) in the actor's guard. */
   readonly guard: <A extends unknown[]>(fn: (...args: A) => void) => (...args: A) => void;
   /** An address of gateway `key` became dead or alive again. */

@@ -8,7 +8,7 @@
  * round may overlap it; the later answer wins); `changed` is called only when a
  * hostname's addresses differ from the last answer; nothing is reported after `stop()`.
  */
-import type { Logger } from "../../src/log.ts";
+import type { LineLogger } from "../../src/log/json-lines.ts";
 import { serializeError } from "../../src/protocol/errors.ts";
 import type { Resolver } from "./resolver.ts";
 
@@ -19,13 +19,13 @@ interface HostnameState {
 
 export class HostnameCache {
   readonly #resolve: Resolver;
-  readonly #log: Logger;
+  readonly #log: LineLogger;
   readonly #changed: (hostname: string) => void;
   readonly #hostnames = new Map<string, HostnameState>();
   #stopped = false;
 
   /** `changed(hostname)`: its addresses differ from the previous answer (or it stopped resolving). */
-  constructor(resolve: Resolver, log: Logger, changed: (hostname: string) => void) {
+  constructor(resolve: Resolver, log: LineLogger, changed: (hostname: string) => void) {
     this.#resolve = resolve;
     this.#log = log;
     this.#changed = changed;
