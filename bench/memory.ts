@@ -17,7 +17,10 @@
  * default placement of issue 12) at K = 50 and 200, each in both
  * `--endpoints-api` modes side by side (EndpointSlices first); packed mode
  * (--max-threads 8) at K = 200 (the placement trade-off side by side) and K = 1000, in
- * the default EndpointSlices mode only (the K = 1000 run alone takes minutes).
+ * the default EndpointSlices mode only (the K = 1000 run alone takes minutes). K = 1000
+ * also with the default placement (no `--max-threads`: packed on as many threads as the
+ * machine's CPUs allow, default-placement.ts), next to the 8-thread row: 8 threads is
+ * what the default gives an 8-CPU node, so `rss_total_mb_packed_1000` stays that row.
  */
 import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
@@ -255,6 +258,8 @@ export async function runMemory(opts: BenchOptions): Promise<ScenarioResult> {
     if (!opts.memoryClusters) rows.push(await measure(`packed(${PACKED_THREADS})`, "endpointslices", 200, packedArgs));
     save();
     rows.push(await measure(`packed(${PACKED_THREADS})`, "endpointslices", 1000, packedArgs));
+    save();
+    rows.push(await measure("default", "endpointslices", 1000, []));
   }
   printTable(
     "memory and startup (fleet-mirror run from dist/; RSS of the process; per cluster = (RSS − baseline) / K; packed rows in the default endpointslices mode only)",
@@ -265,6 +270,7 @@ export async function runMemory(opts: BenchOptions): Promise<ScenarioResult> {
     rows.find((r) => r.mode === "thread" && r.endpointsApi === api && r.clusters === 200);
   const seconds = (row: Row | undefined) => (row?.allSyncedMs == null ? null : round(row.allSyncedMs / 1000, 2));
   const packed1000 = rows.find((r) => r.mode.startsWith("packed") && r.clusters === 1000);
+  const default1000 = rows.find((r) => r.mode === "default" && r.clusters === 1000);
   // sync_200_clusters_s_thread_mode: one thread per cluster (the default configuration's
   // sync_200_clusters_s is default-config.ts's); the packed
   // figure for the same 200 clusters is in memory.json and SUMMARY.md's notes.
@@ -277,6 +283,7 @@ export async function runMemory(opts: BenchOptions): Promise<ScenarioResult> {
           sync_200_clusters_s_thread_mode: seconds(k200("endpointslices")),
           rss_mb_per_cluster_thread_mode_endpoints_mode: k200("endpoints")?.perClusterRssMb ?? null,
           rss_total_mb_packed_1000: packed1000?.rssMb ?? null,
+          rss_total_mb_1000_default: default1000?.rssMb ?? null,
         },
   };
 }

@@ -1,8 +1,9 @@
 /** The watcher's options, their defaults and their validation. */
 import { type BackoffOptions, WATCH_BACKOFF } from "../core/backoff.ts";
+import type { KubeObject } from "../core/objects.ts";
 import type { KubeClient, Query } from "./client.ts";
 
-export interface WatcherOptions {
+export interface WatcherOptions<T extends KubeObject = KubeObject> {
   readonly client: KubeClient;
   /** A collection path, e.g. `/api/v1/services` or `/api/v1/namespaces/ns/secrets`. */
   readonly path: string;
@@ -38,10 +39,18 @@ export interface WatcherOptions {
    * objects are never written back. Default: none.
    */
   readonly dropAnnotations?: readonly string[];
+  /**
+   * What the store keeps of each accepted object, given its stored form (above) and what
+   * the store holds under its key now: for a store whose reader needs less than the
+   * object, or a form derived from it once (client-go's transform). It must keep
+   * `metadata` (the key, `resourceVersion`: change detection) and must not throw; the
+   * object it gets is only known to have `metadata.name`. Default: the stored form.
+   */
+  readonly keep?: (object: KubeObject, current: T | undefined) => T;
 }
 
 /** The options with every default filled in. */
-export interface ResolvedWatcherOptions {
+export interface ResolvedWatcherOptions<T extends KubeObject = KubeObject> {
   readonly client: KubeClient;
   readonly path: string;
   readonly selectors: Query;
@@ -52,6 +61,7 @@ export interface ResolvedWatcherOptions {
   readonly random: () => number;
   readonly expectedKind: string | undefined;
   readonly dropAnnotations: readonly string[];
+  readonly keep: ((object: KubeObject, current: T | undefined) => T) | undefined;
 }
 
 function positive(name: string, value: number): number {
@@ -61,7 +71,7 @@ function positive(name: string, value: number): number {
 }
 
 /** Throws on invalid options (non-positive sizes, min > max, a path not starting with `/`). */
-export function resolveWatcherOptions(options: WatcherOptions): ResolvedWatcherOptions {
+export function resolveWatcherOptions<T extends KubeObject>(options: WatcherOptions<T>): ResolvedWatcherOptions<T> {
   if (!options.path.startsWith("/")) throw new Error(`watcher path must start with "/": ${options.path}`);
   const min = positive("watchTimeoutSeconds.min", options.watchTimeoutSeconds?.min ?? 240);
   const max = positive("watchTimeoutSeconds.max", options.watchTimeoutSeconds?.max ?? 480);
@@ -79,5 +89,6 @@ export function resolveWatcherOptions(options: WatcherOptions): ResolvedWatcherO
     random: options.random ?? Math.random,
     expectedKind: options.expectedKind,
     dropAnnotations: options.dropAnnotations ?? [],
+    keep: options.keep,
   };
 }

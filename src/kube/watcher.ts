@@ -9,7 +9,8 @@
  * Guarantees:
  * - the store has one writer, this class; objects in it are shallow-frozen and never
  *   mutated; it is keyed by `objectKey(metadata)`; they are stored without
- *   `metadata.managedFields` and the `dropAnnotations` (`storedForm`, watch-store.ts);
+ *   `metadata.managedFields` and the `dropAnnotations` (`storedForm`, watch-store.ts),
+ *   and as the `keep` option makes them (default: that stored form);
  * - after every complete (paginated) list the store is swapped atomically, then `change`
  *   is emitted for every key added, changed (different resourceVersion) or removed
  *   compared with the previous contents, so deletions missed while disconnected surface;
@@ -73,6 +74,7 @@ export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>
   readonly #random: () => number;
   readonly #expectedKind: string | undefined;
   readonly #dropAnnotations: readonly string[];
+  readonly #keep: ((object: KubeObject, current: T | undefined) => T) | undefined;
 
   readonly #store = new WatchStore<T>();
   #hasSynced = false;
@@ -89,7 +91,7 @@ export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>
   readonly #stop = new AbortController();
 
   /** Throws on invalid options (non-positive sizes, min > max, a path not starting with `/`). */
-  constructor(options: WatcherOptions) {
+  constructor(options: WatcherOptions<T>) {
     super();
     const resolved = resolveWatcherOptions(options);
     this.path = resolved.path;
@@ -102,6 +104,7 @@ export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>
     this.#random = resolved.random;
     this.#expectedKind = resolved.expectedKind;
     this.#dropAnnotations = resolved.dropAnnotations;
+    this.#keep = resolved.keep;
   }
 
   /** Starts listing and watching. Idempotent; a stopped watcher stays stopped. */
@@ -360,11 +363,13 @@ export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>
 
   /**
    * Checks the minimum an object needs to be stored (metadata.name); throws a
-   * `decode`-class fault otherwise. Returns the object in its stored form (`storedForm`).
+   * `decode`-class fault otherwise. Returns the object in its stored form (`storedForm`),
+   * then as `keep` makes it.
    */
   #accept(value: unknown, what: string): T {
     if (isRecord(value) && isRecord(value["metadata"]) && typeof value["metadata"]["name"] === "string") {
-      return storedForm(value as unknown as T, this.#dropAnnotations);
+      const stored = storedForm(value as unknown as T, this.#dropAnnotations);
+      return this.#keep ? this.#keep(stored, this.#store.get(objectKey(stored.metadata))) : stored;
     }
     throw new WatchFault("invalid-object", `${this.path}: ${what} has no metadata.name`);
   }

@@ -12,14 +12,14 @@
  */
 import type { Config } from "../config.ts";
 import { SECRET_TYPE } from "../core/labels.ts";
-import { objectKey, type Secret } from "../core/objects.ts";
+import { objectKey } from "../core/objects.ts";
 import type { KubeClient } from "../kube/client.ts";
 import { Watcher } from "../kube/watcher.ts";
 import type { Logger } from "../log.ts";
 import type { EventRequest } from "../protocol/messages.ts";
-import { type ParsedSecret, parseCredentialsSecret } from "./registration.ts";
 import { computeRegistry, type RegistryState, type SecretEntry } from "./registry.ts";
 import { NOTHING_REPORTED, type ReportedRegistry, registryReports } from "./registry-reports.ts";
+import { type StoredSecret, storedSecret } from "./stored-secret.ts";
 
 export interface RegistryControllerOptions {
   readonly config: Config;
@@ -36,21 +36,24 @@ export interface RegistryControllerOptions {
 
 export class RegistryController {
   readonly #o: RegistryControllerOptions;
-  readonly #secrets: Watcher<Secret>;
+  /** Secrets in their stored form: parsed once per version, without their data (stored-secret.ts). */
+  readonly #secrets: Watcher<StoredSecret>;
   #registry: RegistryState = { registered: new Map(), duplicates: [], invalid: [], keep: [], order: [] };
   readonly #winners = new Map<string, string>();
-  readonly #parsed = new Map<string, { readonly version: string; readonly parsed: ParsedSecret }>();
   #reported: ReportedRegistry = NOTHING_REPORTED;
   #scheduled = false;
   #stopped = false;
 
   constructor(options: RegistryControllerOptions) {
     this.#o = options;
-    this.#secrets = new Watcher<Secret>({
+    const parseOptions = { allowFilePaths: options.config.allowKubeconfigFilePaths };
+    this.#secrets = new Watcher<StoredSecret>({
       client: options.client,
       path: `/api/v1/namespaces/${options.config.namespace}/secrets`,
       expectedKind: "Secret",
       fieldSelector: `type=${SECRET_TYPE}`,
+      // A kubeconfig is YAML (≈ 0.1–1 ms to parse): parsed once per version, as it arrives.
+      keep: (secret, current) => storedSecret(secret, current, parseOptions),
     });
     this.#secrets.on("change", () => this.#schedule());
     this.#secrets.on("listed", () => this.#schedule());
@@ -115,21 +118,6 @@ export class RegistryController {
     });
   }
 
-  /**
-   * The parse of a Secret, reused while its uid and resourceVersion are unchanged (a
-   * kubeconfig is YAML: ~0.1–1 ms each). Entries of Secrets no longer listed are dropped.
-   */
-  #parse(secret: Secret, seen: Set<string>): ParsedSecret {
-    const key = objectKey(secret.metadata);
-    seen.add(key);
-    const version = `${secret.metadata.uid ?? ""}/${secret.metadata.resourceVersion ?? ""}`;
-    const cached = this.#parsed.get(key);
-    if (cached && cached.version === version && secret.metadata.resourceVersion !== undefined) return cached.parsed;
-    const parsed = parseCredentialsSecret(secret, { allowFilePaths: this.#o.config.allowKubeconfigFilePaths });
-    this.#parsed.set(key, { version, parsed });
-    return parsed;
-  }
-
   /** The part of `registry` this replica reports (all of it unless `reportsFor` says otherwise). */
   #reportable(registry: RegistryState): RegistryState {
     const reportsFor = this.#o.reportsFor;
@@ -144,13 +132,11 @@ export class RegistryController {
 
   #reconcile(): void {
     const entries: SecretEntry[] = [];
-    const seen = new Set<string>();
     const uids = new Set<string>();
     for (const secret of this.#secrets.values()) {
-      entries.push({ secret, parsed: this.#parse(secret, seen) });
+      entries.push({ secret, parsed: secret.parsed });
       uids.add(secret.metadata.uid ?? objectKey(secret.metadata));
     }
-    for (const key of this.#parsed.keys()) if (!seen.has(key)) this.#parsed.delete(key);
     const registry = computeRegistry(entries, this.#winners);
     this.#registry = registry;
     this.#winners.clear();

@@ -12,11 +12,12 @@
  *   creation time, then its namespace/name. It is stable across restarts, and decides
  *   which member sets a fleet-wide Service's ports (SPEC §11).
  */
-import { objectKey, type Secret } from "../core/objects.ts";
+import { type KubeObject, objectKey } from "../core/objects.ts";
 import type { InvalidReason, ParsedSecret, Registration } from "./registration.ts";
 
 export interface SecretEntry {
-  readonly secret: Secret;
+  /** The Secret (its metadata is all the registry reads) and the parse of its data. */
+  readonly secret: KubeObject;
   readonly parsed: ParsedSecret;
 }
 

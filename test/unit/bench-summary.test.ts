@@ -67,6 +67,7 @@ const sideBySide = {
       { mode: "thread", endpointsApi: "endpointslices", clusters: 200, perClusterRssMb: 14.5, allSyncedMs: 12_345 },
       { mode: "thread", endpointsApi: "endpoints", clusters: 200, perClusterRssMb: 15.5, allSyncedMs: 13_456 },
       { mode: "packed(8)", endpointsApi: "endpointslices", clusters: 1000, rssMb: 640.5 },
+      { mode: "default", endpointsApi: "endpointslices", clusters: 1000, rssMb: 410.5 },
     ],
   },
   "default-config": {
@@ -111,6 +112,7 @@ describe("summaryFromResults", () => {
           gateway_fanout_ratio: 0.95,
           gateway_fanout_ratio_endpoints_mode: 0.85,
           rss_total_mb_packed_1000: 640.5,
+          rss_total_mb_1000_default: 410.5,
           remote_recovery_s: 1.5,
           failover_s: 7.25,
           probe_cpu_ratio: 1.01,

@@ -83,6 +83,25 @@ describe("stored form of watched objects", () => {
     assert.deepEqual(added?.metadata.annotations, { "mirror.linkerd.io/gateway-name": "gateway" });
   });
 
+  it("stores what keep makes of the stored form, given what the store held under its key", async () => {
+    const seen: [string, string | undefined][] = [];
+    const [listed, added] = await stored({
+      dropAnnotations: [LAST_APPLIED_CONFIGURATION],
+      keep: (object, current) => {
+        assert.equal("managedFields" in object.metadata, false);
+        assert.equal(LAST_APPLIED_CONFIGURATION in (object.metadata.annotations ?? {}), false);
+        seen.push([object.metadata.name, current?.metadata.resourceVersion]);
+        return { metadata: object.metadata, spec: { ports: [] } } as Service;
+      },
+    });
+    assert.deepEqual(listed?.spec, { ports: [] });
+    assert.deepEqual(added?.spec, { ports: [] });
+    assert.deepEqual(seen, [
+      ["listed", undefined],
+      ["added", undefined],
+    ]);
+  });
+
   it("returns the object itself when it has nothing to drop", () => {
     const plain: Service = { metadata: { name: "a", annotations: { keep: "me" } }, spec: { ports: [] } };
     assert.equal(storedForm(plain, [LAST_APPLIED_CONFIGURATION]), plain);

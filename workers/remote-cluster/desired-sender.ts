@@ -9,11 +9,15 @@
  *   so the writer may garbage-collect only on complete knowledge (SPEC §6);
  * - between complete batches, changes are coalesced by remote Service key and sent as
  *   deltas, with at most `maxInFlight` batches un-acknowledged (`lastSent − lastAcked`);
- * - `sent` holds, per local mirror key, the JSON of the mirror last sent: what the
- *   writer holds. A mirror equal to it is not sent again. Members of fleet-wide Services
+ * - `sent` holds, per local mirror key, a digest of the mirror last sent (SHA-256 of
+ *   its JSON, `sentDigest`): what the writer holds. A mirror with the same digest is
+ *   not sent again. A digest, not the JSON itself: a packed thread holds the sets of
+ *   its hundred-odd clusters, and ≈ 0.5–1 KB of JSON per mirror was most of what a
+ *   sender kept. Members of fleet-wide Services
  *   (SPEC §11) travel the same way, next to the mirrors, keyed by the fleet-wide key
  *   (`sentMembers`): a remote Service may be both exported and a member.
  */
+import { createHash } from "node:crypto";
 import {
   type ClusterSettings,
   type DesiredMirror,
@@ -79,12 +83,12 @@ export class DesiredSender {
   readonly #deps: DesiredSenderDeps;
   /** Remote service key → the local mirror key last sent for it. */
   readonly #mirrorKeyOf = new Map<string, string>();
-  /** Local mirror key → JSON of the mirror last sent (what the writer holds). */
+  /** Local mirror key → digest of the mirror last sent (what the writer holds). */
   readonly #sent = new Map<string, string>();
   readonly #problems = new Map<string, MirrorProblem>();
   /** Remote service key → the fleet-wide key of the member last sent for it. */
   readonly #memberKeyOf = new Map<string, string>();
-  /** Fleet-wide key → JSON of this cluster's member last sent. */
+  /** Fleet-wide key → digest of this cluster's member last sent. */
   readonly #sentMembers = new Map<string, string>();
   readonly #memberProblems = new Map<string, MirrorProblem>();
   #dirty = new Set<string>();
@@ -295,13 +299,13 @@ export class DesiredSender {
       if (mirror) {
         const mirrorKey = objectKey(mirror);
         this.#mirrorKeyOf.set(key, mirrorKey);
-        this.#sent.set(mirrorKey, JSON.stringify(mirror));
+        this.#sent.set(mirrorKey, sentDigest(mirror));
         changes.upserts.push(mirror);
       }
       if (member) {
         const fleetKey = objectKey(member);
         this.#memberKeyOf.set(key, fleetKey);
-        this.#sentMembers.set(fleetKey, JSON.stringify(member));
+        this.#sentMembers.set(fleetKey, sentDigest(member));
         changes.members.push(member);
       }
     }
@@ -323,6 +327,15 @@ export class DesiredSender {
   }
 }
 
+/**
+ * What `sent` keeps of a mirror or member: SHA-256 of its JSON (44 characters; the JSON
+ * is built from the same code path each time, so equal values give equal JSON). Two
+ * different mirrors would have to collide in SHA-256 for a change to go unsent.
+ */
+function sentDigest(value: object): string {
+  return createHash("sha256").update(JSON.stringify(value)).digest("base64");
+}
+
 /** What one batch carries. */
 interface Changes {
   readonly upserts: DesiredMirror[];
@@ -339,21 +352,21 @@ function diffOne<T extends { readonly namespace: string; readonly name: string }
   key: string,
   value: T | undefined,
   keyOf: Map<string, string>,
-  sentJson: Map<string, string>,
+  sentDigests: Map<string, string>,
   upserts: T[],
   deletes: string[],
 ): void {
   const previousKey = keyOf.get(key);
   const localKey = value ? objectKey(value) : undefined;
   if (previousKey && previousKey !== localKey) {
-    sentJson.delete(previousKey);
+    sentDigests.delete(previousKey);
     keyOf.delete(key);
     deletes.push(previousKey);
   }
   if (!value || !localKey) return;
-  const json = JSON.stringify(value);
-  if (sentJson.get(localKey) === json) return;
-  sentJson.set(localKey, json);
+  const digest = sentDigest(value);
+  if (sentDigests.get(localKey) === digest) return;
+  sentDigests.set(localKey, digest);
   keyOf.set(key, localKey);
   upserts.push(value);
 }
