@@ -29,8 +29,9 @@
  * per process (each syncs a third of the clusters), and lose: (1) start-up, paid once:
  * three processes starting on the same cores, then the join's quiet window (one retry
  * period, 2 s by default: the price of taking no shard before the replicas started
- * together have seen each other), before which no actor starts, and then 12 actor
- * threads (4 per replica) where one replica starts 4; (2) in the write phase,
+ * together have seen each other), before which no actor starts, though each replica's
+ * writer and its 4 actor threads start during it (12 isolates where one replica starts
+ * 4, on the same cores); (2) in the write phase,
  * every replica's writer watches every mirror, so each write is decoded three times on
  * the cores the API server needs. On a 2-core machine shared with the API servers, the
  * ratio is ≈ (one-replica time) / (one-replica time + ≈ 2–3 s of start-up), so it rises
