@@ -1,3 +1,15 @@
+/**
+ * Where a sharded cold start spends its time (diagnostic for `sharded_converge_ratio`,
+ * not part of `npm run bench`): the world of bench/sharded.ts, converged once by one
+ * replica (`--leader-elect`) and, every mirror deleted, by three (`--shards 12`), at
+ * info level with the local API server's audit log on. Per replica, ms after the spawn:
+ * process ready ("fleet-mirror starting"), membership Lease created (its acquireTime),
+ * join settled, actor threads started ahead of the shards, first and last shard (or the
+ * single Lease) held, writer ready, first and last cluster synced, first and last mirror
+ * write (audit log, by Pod identity).
+ *
+ *   node bench/sharded-timeline.ts [--entry src|dist] [--clusters-per-remote 100] [--services 5] [--runs 1]
+ */
 import { parseArgs } from "node:util";
 import { CoordinationV1Api } from "@kubernetes/client-node";
 import type { Service } from "../src/core/objects.ts";
@@ -53,6 +65,7 @@ async function timeline(replica: Replica, spawned: number): Promise<Record<strin
     ready: firstLast(at(/^fleet-mirror starting/)),
     memberLease: created ? String(new Date(created).getTime() - spawned) : "-",
     settled: joined ? `${Math.round(Number(joined["time"]) - spawned)} (joining ${joined["joiningMs"]})` : "-",
+    warm: firstLast(at(/ahead of the shards$/)),
     held: firstLast(at(/^holding shard|: leading$/)),
     writerReady: firstLast(at(/writer ready/)),
     synced: firstLast(at(/ is synced$/)),
@@ -87,7 +100,6 @@ async function converge(names: string[], args: string[]): Promise<void> {
 
 try {
   await shapeShardedWorld(fleet, remotes, perRemote, services);
-
   for (let run = 0; run < Number(values.runs); run++) {
     await converge(["solo"], ["--leader-elect", ...ARGS]);
     await converge(["fm-0", "fm-1", "fm-2"], ["--leader-elect", "--shards", "12", ...ARGS]);

@@ -299,14 +299,18 @@ function warmThreads(d: LifecycleDraft, fleet: number): void {
   let starting = 0;
   for (const t of d.threads.values()) if (!t.started) starting += 1;
   const actorsExpected = Math.ceil(fleet / d.packedSlots);
+  const warmed: number[] = [];
   for (let slot = 0; slot < Math.min(d.packedSlots, fleet); slot++) {
-    if (starting >= d.settings.maxConcurrentStarts) return;
+    if (starting >= d.settings.maxConcurrentStarts) break;
     const id = d.slotThreads.get(slot);
     const thread = id === undefined ? undefined : d.threads.get(id);
     if (thread && !thread.retiring && !thread.terminating) continue;
     d.spawnThread(slot, `thread-${slot}`, actorsExpected);
+    warmed.push(slot);
     starting += 1;
   }
+  if (warmed.length > 0)
+    d.log("info", { slots: warmed }, `no shard held yet: starting ${warmed.length} actor threads ahead of the shards`);
 }
 
 /**
