@@ -4,20 +4,20 @@
  * replica (`--leader-elect`) and, every mirror deleted, by three (`--shards 12`), at
  * info level with the local API server's audit log on. Per replica, ms after the spawn:
  * process ready ("fleet-mirror starting"), membership Lease created (its acquireTime),
- * join settled, first and last shard (or the single Lease) held, writer ready, first and
- * last cluster synced, first and last mirror write (audit log, by Pod identity).
+ * join settled, actor threads started ahead of the shards, first and last shard (or the
+ * single Lease) held, writer ready, first and last cluster synced, first and last mirror
+ * write (audit log, by Pod identity).
  *
  *   node bench/sharded-timeline.ts [--entry src|dist] [--clusters-per-remote 100] [--services 5] [--runs 1]
  */
-import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { CoordinationV1Api } from "@kubernetes/client-node";
-import { applyRbacYaml } from "../sandbox/rbac.ts";
 import type { Service } from "../src/core/objects.ts";
 import { AuditLog, MIRROR_RESOURCES } from "../test/helpers/audit.ts";
 import { CONTROLLER_NAMESPACE, Fleet } from "../test/helpers/fleet.ts";
 import { type Replica, Replicas } from "../test/helpers/replicas.ts";
-import { collectionPath, listAll, localAdminClient, MIRROR_SELECTOR, runPool, shapeRemote, sleep } from "./harness.ts";
+import { collectionPath, listAll, localAdminClient, MIRROR_SELECTOR, runPool, sleep } from "./harness.ts";
+import { shapeShardedWorld } from "./sharded.ts";
 
 const { values } = parseArgs({
   options: {
@@ -65,6 +65,7 @@ async function timeline(replica: Replica, spawned: number): Promise<Record<strin
     ready: firstLast(at(/^fleet-mirror starting/)),
     memberLease: created ? String(new Date(created).getTime() - spawned) : "-",
     settled: joined ? `${Math.round(Number(joined["time"]) - spawned)} (joining ${joined["joiningMs"]})` : "-",
+    warm: firstLast(at(/ahead of the shards$/)),
     held: firstLast(at(/^holding shard|: leading$/)),
     writerReady: firstLast(at(/writer ready/)),
     synced: firstLast(at(/ is synced$/)),
@@ -98,21 +99,7 @@ async function converge(names: string[], args: string[]): Promise<void> {
 }
 
 try {
-  await applyRbacYaml(
-    fleet.kubeConfig("local"),
-    fileURLToPath(new URL("../deploy/sharded/rbac-shards.yaml", import.meta.url)),
-  );
-  await Promise.all(
-    remotes.map((remote) =>
-      shapeRemote(fleet, remote, {
-        services,
-        clusters: perRemote,
-        gatewayIp: "198.18.0.10",
-        namespace: "bench",
-        prefix: `${remote}-`,
-      }),
-    ),
-  );
+  await shapeShardedWorld(fleet, remotes, perRemote, services);
   for (let run = 0; run < Number(values.runs); run++) {
     await converge(["solo"], ["--leader-elect", ...ARGS]);
     await converge(["fm-0", "fm-1", "fm-2"], ["--leader-elect", "--shards", "12", ...ARGS]);

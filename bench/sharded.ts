@@ -29,8 +29,9 @@
  * per process (each syncs a third of the clusters), and lose: (1) start-up, paid once:
  * three processes starting on the same cores, then the join's quiet window (one retry
  * period, 2 s by default: the price of taking no shard before the replicas started
- * together have seen each other), before which no actor starts, and then 12 actor
- * threads (4 per replica) where one replica starts 4; (2) in the write phase,
+ * together have seen each other), before which no actor starts, though each replica's
+ * writer and its 4 actor threads start during it (12 isolates where one replica starts
+ * 4, on the same cores); (2) in the write phase,
  * every replica's writer watches every mirror, so each write is decoded three times on
  * the cores the API server needs. On a 2-core machine shared with the API servers, the
  * ratio is ≈ (one-replica time) / (one-replica time + ≈ 2–3 s of start-up), so it rises
@@ -73,7 +74,7 @@ const COMMON_ARGS = ["--max-threads", "4", "--write-qps", "0", "--log-level", "w
 const TIMEOUT_MS = 1_800_000;
 
 /** Counts of right mirrors (Service with port 80, slice pointing at the gateway) of `names` (all when omitted). */
-async function rightMirrors(client: KubeClient, names?: ReadonlySet<string>): Promise<number> {
+export async function rightMirrors(client: KubeClient, names?: ReadonlySet<string>): Promise<number> {
   const [services, slices] = await Promise.all([
     listAll<Service>(client, "/api/v1/services", MIRROR_SELECTOR),
     listAll<KubeObject>(client, addressesPath("endpointslices"), MIRROR_SELECTOR),
@@ -119,8 +120,37 @@ async function waitFor(
   }
 }
 
+/**
+ * The world of the sharded scenarios (this one, sharded-timeline.ts, sharded-pairs.ts):
+ * the shard Leases' RBAC, and on every remote `clustersPerRemote` cluster names ×
+ * `services` exported Services at one gateway. Returns the cluster names.
+ */
+export async function shapeShardedWorld(
+  fleet: Fleet,
+  remotes: readonly string[],
+  clustersPerRemote: number,
+  services: number,
+): Promise<string[]> {
+  await applyRbacYaml(
+    fleet.kubeConfig("local"),
+    fileURLToPath(new URL("../deploy/sharded/rbac-shards.yaml", import.meta.url)),
+  );
+  const names = await Promise.all(
+    remotes.map((remote) =>
+      shapeRemote(fleet, remote, {
+        services,
+        clusters: clustersPerRemote,
+        gatewayIp: GATEWAY_IP,
+        namespace: NAMESPACE,
+        prefix: `${remote}-`,
+      }),
+    ),
+  );
+  return names.flat();
+}
+
 /** Deletes every mirror Service (their slices go with them: owner references) and every Lease of the controller. */
-async function resetLocal(fleet: Fleet, client: KubeClient): Promise<void> {
+export async function resetLocal(fleet: Fleet, client: KubeClient): Promise<void> {
   const services = await listAll<Service>(client, "/api/v1/services", MIRROR_SELECTOR);
   await runPool(services, 16, async (svc) => {
     await client.request("DELETE", `${collectionPath("services", svc.metadata.namespace ?? "")}/${svc.metadata.name}`);
@@ -173,23 +203,7 @@ export async function runSharded(opts: BenchOptions): Promise<ScenarioResult> {
   const replicas = new Replicas(fleet);
   const client = localAdminClient(fleet);
   try {
-    await applyRbacYaml(
-      fleet.kubeConfig("local"),
-      fileURLToPath(new URL("../deploy/sharded/rbac-shards.yaml", import.meta.url)),
-    );
-    const clusterNames = (
-      await Promise.all(
-        size.remotes.map((remote) =>
-          shapeRemote(fleet, remote, {
-            services: size.services,
-            clusters: size.clustersPerRemote,
-            gatewayIp: GATEWAY_IP,
-            namespace: NAMESPACE,
-            prefix: `${remote}-`,
-          }),
-        ),
-      )
-    ).flat();
+    const clusterNames = await shapeShardedWorld(fleet, size.remotes, size.clustersPerRemote, size.services);
 
     progress(`sharded: one replica converging ${clusters} clusters × ${size.services} Services`);
     let started = Date.now();

@@ -151,7 +151,13 @@ export class LifecycleDraft {
 
   spawn(cluster: string): number {
     const packed = this.packedSlots > 0;
-    const slot = packed ? this.slots.get(cluster) : undefined;
+    // A shared thread's heap limit grows with the actors it is expected to host.
+    const actorsExpected = packed ? Math.max(1, Math.ceil(this.actors.size / this.packedSlots)) : 1;
+    return this.spawnThread(packed ? this.slots.get(cluster) : undefined, cluster, actorsExpected);
+  }
+
+  /** A thread for `slot` (undefined: a thread of its own, named after `cluster`), hosting nothing yet. */
+  spawnThread(slot: number | undefined, cluster: string, actorsExpected: number): number {
     const id = this.nextThread;
     this.nextThread += 1;
     const name = slot === undefined ? cluster : `thread-${slot}`;
@@ -166,8 +172,6 @@ export class LifecycleDraft {
       lastError: undefined,
     });
     if (slot !== undefined) this.slotThreads.set(slot, id);
-    // A shared thread's heap limit grows with the actors it is expected to host.
-    const actorsExpected = packed ? Math.max(1, Math.ceil(this.actors.size / this.packedSlots)) : 1;
     this.effects.push({ type: "spawn-thread", thread: id, name, actorsExpected });
     return id;
   }

@@ -125,6 +125,15 @@ export type LifecycleEvent =
   /** `restarts`: the actor's restart count when the timer was set (a stale timer does nothing). */
   | { readonly type: "restart-timer-fired"; readonly cluster: string; readonly restarts: number }
   | { readonly type: "stop-timeout"; readonly epoch: number }
+  /**
+   * Sharded, while this replica holds no shard yet (the join's quiet window): start the
+   * packed slots' threads now, empty, so that once shards are held their actors start
+   * on threads already up instead of each replica spawning its isolates then. `fleet`:
+   * the clusters registered in the whole fleet; a warm thread's heap limit is sized as
+   * if this replica hosted all of them (the most it ever can), since a thread's limits
+   * are fixed at its spawn. Nothing happens without packed slots (`packedSlots` 0).
+   */
+  | { readonly type: "warm-threads"; readonly fleet: number }
   | { readonly type: "shutdown" };
 
 export type LifecycleEffect =

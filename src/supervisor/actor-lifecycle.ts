@@ -98,6 +98,9 @@ export function transition(state: LifecycleState, event: LifecycleEvent, now: nu
       d.terminate(inc.thread);
       break;
     }
+    case "warm-threads":
+      warmThreads(d, event.fleet);
+      break;
     case "shutdown":
       shutdown(d);
       break;
@@ -128,6 +131,7 @@ function registrations(
     );
   }
   if (d.packedSlots > 0) d.slots = placeClusters(registered.keys(), d.slots, d.packedSlots);
+  if (registered.size > 0) endIdleSlotThreads(d);
   for (const [cluster, registration] of registered) {
     const actor = d.actors.get(cluster);
     if (!actor) {
@@ -281,6 +285,47 @@ function threadExited(d: LifecycleDraft, id: number, code: number, now: number):
     const inc = d.incarnations.get(epoch);
     if (!inc) continue;
     ended(d, { ...inc }, thread.lastError ?? inc.error, now, code);
+  }
+}
+
+/**
+ * Warm threads (sharded, no shard held yet, see the `warm-threads` event): a thread per
+ * packed slot that has none, for at most `fleet` slots (two clusters never need a third
+ * thread), and no more than `maxConcurrentStarts` starting at once (a warm thread counts
+ * as starting until its first actor is ready, like any other). Idempotent.
+ */
+function warmThreads(d: LifecycleDraft, fleet: number): void {
+  if (d.shuttingDown || d.packedSlots <= 0 || fleet <= 0) return;
+  let starting = 0;
+  for (const t of d.threads.values()) if (!t.started) starting += 1;
+  const actorsExpected = Math.ceil(fleet / d.packedSlots);
+  const warmed: number[] = [];
+  for (let slot = 0; slot < Math.min(d.packedSlots, fleet); slot++) {
+    if (starting >= d.settings.maxConcurrentStarts) break;
+    const id = d.slotThreads.get(slot);
+    const thread = id === undefined ? undefined : d.threads.get(id);
+    if (thread && !thread.retiring && !thread.terminating) continue;
+    d.spawnThread(slot, `thread-${slot}`, actorsExpected);
+    warmed.push(slot);
+    starting += 1;
+  }
+  if (warmed.length > 0)
+    d.log("info", { slots: warmed }, `no shard held yet: starting ${warmed.length} actor threads ahead of the shards`);
+}
+
+/**
+ * Clusters are placed here: a slot thread that hosts nothing and has no cluster placed
+ * on its slot (a warm thread the replica's share did not need) ends, rather than idle
+ * for the life of the process. With no cluster at all (a replica holding no shard yet)
+ * warm threads stay for the shards to come.
+ */
+function endIdleSlotThreads(d: LifecycleDraft): void {
+  const used = new Set(d.slots.values());
+  for (const [slot, id] of d.slotThreads) {
+    const thread = d.threads.get(id);
+    if (!thread || used.has(slot) || thread.incarnations.length > 0 || thread.retiring) continue;
+    d.log("info", { thread: thread.name }, `actor thread ${thread.name} hosts no cluster here: ending it`);
+    d.terminate(id);
   }
 }
 

@@ -19,7 +19,9 @@
  * Sharded (`--shards` S > 1): every replica watches every credentials Secret (the
  * registration order and the keep set are the fleet's), but runs actors only for the
  * clusters of the shards it holds (`setShards`), and its writer writes only their keys,
- * each behind its shard's fence. Until the first `setShards` it holds none.
+ * each behind its shard's fence. Until the first `setShards` it holds none; meanwhile
+ * its writer runs (fenced: it writes no shard's key) and, packed, its actor threads
+ * start empty (`warm-threads`), so that a held shard only starts actors.
  */
 import { MessageChannel, type Worker } from "node:worker_threads";
 import { EventEmitter } from "eventemitter3";
@@ -362,6 +364,10 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
       else elsewhere.add(cluster);
     this.#book.retain(hosted);
     this.#actors.dispatch({ type: "registrations", registered: hosted, elsewhere });
+    // No shard held yet (joining, or every shard lost): the packed threads start now,
+    // empty, so that the shards' actors start on threads already up once held.
+    if (this.#ownership.held.size === 0)
+      this.#actors.dispatch({ type: "warm-threads", fleet: registry.registered.size });
   }
 
   /** A (re)started writer knows nothing: give it the keep set and a fresh channel per actor. */

@@ -62,6 +62,11 @@ export interface ReplicaOptions {
   readonly proxied?: boolean;
   /** "dist": the compiled build (`npm run build`), as the image runs it; default: the TS sources. */
   readonly entry?: "src" | "dist";
+  /**
+   * The path of another build's `dist/src/main.js` (a checkout of another commit, for
+   * benchmarks that run two versions side by side); overrides `entry`.
+   */
+  readonly main?: string;
 }
 
 /** One pino JSON log line, parsed; undefined for anything else (e.g. a line still arriving). */
@@ -262,7 +267,7 @@ export class Replicas {
    */
   async add(name: string, options: ReplicaOptions = {}): Promise<Replica> {
     if (this.#all.has(name)) throw new Error(`replica ${name} exists already`);
-    const main = MAIN[options.entry ?? "src"];
+    const main = options.main ?? MAIN[options.entry ?? "src"];
     if (!existsSync(main)) throw new Error(`${main} does not exist: run \`npm run build\` first`);
     const token = await this.#podToken(name);
     const local = this.#fleet.plane.cluster("local");

@@ -289,3 +289,63 @@ describe("actor lifecycle", () => {
     assert.deepEqual(d.state, frozen);
   });
 });
+
+describe("warm threads (sharded, before any shard is held)", () => {
+  const FOUR: LifecycleSettings = { ...SOLO, maxThreads: 4, maxConcurrentStarts: 4 };
+  const clusters = (n: number): RegisteredCluster[] => Array.from({ length: n }, (_, i) => reg(`c${i}`));
+
+  it("starts every packed slot's thread empty, sized for the whole fleet; the shards' actors then start on them with no spawn", () => {
+    const d = new Driver(FOUR);
+    d.step({ type: "warm-threads", fleet: 300 });
+    assert.deepEqual(
+      d.of("spawn-thread").map((e) => [e.name, e.actorsExpected]),
+      [0, 1, 2, 3].map((slot) => [`thread-${slot}`, 75]),
+    );
+    assert.equal(d.of("post-init").length, 0, "no actor before a shard is held");
+    d.step({ type: "warm-threads", fleet: 300 });
+    assert.deepEqual(d.effects, [], "idempotent: every slot has its thread");
+    d.step(registrations(...clusters(100)));
+    assert.equal(d.of("spawn-thread").length, 0, "the actors start on the warm threads");
+    assert.equal(d.of("post-init").length, 100);
+    assert.equal(new Set(clusters(100).map((r) => d.current(r.cluster).thread)).size, 4);
+  });
+
+  it("warms no more threads than maxConcurrentStarts at once, nor than the fleet has clusters", () => {
+    const d = new Driver({ ...FOUR, maxConcurrentStarts: 3 });
+    d.step({ type: "warm-threads", fleet: 300 });
+    assert.equal(d.of("spawn-thread").length, 3);
+    const small = new Driver(FOUR);
+    small.step({ type: "warm-threads", fleet: 2 });
+    assert.deepEqual(
+      small.of("spawn-thread").map((e) => [e.name, e.actorsExpected]),
+      [
+        ["thread-0", 1],
+        ["thread-1", 1],
+      ],
+    );
+  });
+
+  it("does nothing with a thread per cluster (no packed slots yet) or once shutting down", () => {
+    const d = new Driver(SOLO);
+    d.step({ type: "warm-threads", fleet: 300 });
+    assert.deepEqual(d.effects, []);
+    const stopping = new Driver(FOUR);
+    stopping.step({ type: "shutdown" });
+    stopping.step({ type: "warm-threads", fleet: 300 });
+    assert.deepEqual(stopping.effects, []);
+  });
+
+  it("a warm thread the replica's share does not need ends once clusters are placed; with none placed it stays", () => {
+    const d = new Driver(FOUR);
+    d.step({ type: "warm-threads", fleet: 300 });
+    const warm = d.of("spawn-thread").map((e) => e.thread);
+    d.step(registrations());
+    assert.equal(d.of("terminate-thread").length, 0, "no cluster here yet: the warm threads wait");
+    d.step(registrations(reg("c0"), reg("c1")));
+    assert.equal(d.of("post-init").length, 2);
+    assert.deepEqual(
+      d.of("terminate-thread").map((e) => e.thread),
+      warm.slice(2),
+    );
+  });
+});
