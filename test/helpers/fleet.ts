@@ -26,7 +26,7 @@ import {
 import { ControlPlane } from "../../sandbox/control-plane.ts";
 import { renderKubeconfig } from "../../sandbox/kubeconfig.ts";
 import { applyRbacYaml, controllerToken, rbacManifestPath, serviceAccountToken } from "../../sandbox/rbac.ts";
-import { PROCESS_NODE_FLAGS } from "../../src/cli/process-flags.ts";
+import { PROCESS_ENV, PROCESS_NODE_FLAGS } from "../../src/cli/process-flags.ts";
 import { type Config, defaultConfig } from "../../src/config.ts";
 import {
   CLUSTER_NAME,
@@ -387,6 +387,8 @@ export class Fleet {
       /** "dist": the compiled build (`npm run build`), as in production; default: the TS sources. */
       readonly entry?: "src" | "dist";
       readonly execArgv?: readonly string[];
+      /** Added to the environment after PROCESS_ENV (a value here wins: a probe compares without it). */
+      readonly env?: Readonly<Record<string, string>>;
     } = {},
   ): Promise<ControllerProcess> {
     const kubeconfig = join(this.plane.dir, "controller.kubeconfig");
@@ -417,6 +419,7 @@ export class Fleet {
       ],
       {
         stdio: ["ignore", "pipe", "pipe"],
+        env: { ...process.env, ...PROCESS_ENV, ...options.env },
       },
     );
     return new ControllerProcess(child);

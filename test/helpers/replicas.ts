@@ -28,7 +28,7 @@ import { type FaultProxy, startFaultProxyFor } from "../../sandbox/fault-proxy.t
 import { renderKubeconfig } from "../../sandbox/kubeconfig.ts";
 import { CONTROLLER_SERVICE_ACCOUNT } from "../../sandbox/rbac.ts";
 import type { AdminStatus } from "../../src/admin/source.ts";
-import { PROCESS_NODE_FLAGS } from "../../src/cli/process-flags.ts";
+import { PROCESS_ENV, PROCESS_NODE_FLAGS } from "../../src/cli/process-flags.ts";
 import { CONTROLLER_NAMESPACE, ControllerProcess, type Fleet } from "./fleet.ts";
 import { eventually, statusCode } from "./kube.ts";
 
@@ -138,7 +138,7 @@ export class Replica {
       : [process.execPath, [...PROCESS_NODE_FLAGS, ...argv]];
     const child = spawn(command, args, {
       stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, POD_NAME: this.name, POD_NAMESPACE: CONTROLLER_NAMESPACE },
+      env: { ...process.env, ...PROCESS_ENV, POD_NAME: this.name, POD_NAMESPACE: CONTROLLER_NAMESPACE },
     });
     const controller = new ControllerProcess(child);
     this.#process = controller;

@@ -1,0 +1,146 @@
+/**
+ * Native memory of the packed fleet, side by side (docs/DESIGN.md §8, "Native memory per
+ * cluster (issue 12, fifth round)"). Not a scenario of bench/run.ts: a probe run by hand.
+ *
+ *   node bench/native-memory-probe.ts [--clusters 1000] [--runs 6] [--threads 8] \
+ *     [--variant name=VAR=value,VAR=value]... [--args "--more flags"]
+ *
+ * One world (bench/memory.ts's shape: K credentials Secrets, one remote with 10
+ * Services), then `fleet-mirror run` from dist/ once per run, the variants in turn (the
+ * first run writes the mirrors; the later ones start on the converged world). Per run:
+ * RSS at writer idle + 3 s and + 15 s, the peak, /proc/<pid>/smaps_rollup's anonymous
+ * memory, CPU-seconds to idle by thread, and the load average. The controller is started
+ * as test/helpers/fleet.ts starts it (PROCESS_ENV included); a variant's variables come
+ * last: `without=MALLOC_ARENA_MAX=` starts it with glibc's default arenas (an empty value
+ * is not a valid count and glibc ignores it).
+ */
+import { readFileSync } from "node:fs";
+import { parseArgs } from "node:util";
+import type { AdminStatus } from "../src/admin/source.ts";
+import { Fleet } from "../test/helpers/fleet.ts";
+import { mb, progress, round, shapeRemote, sleep } from "./harness.ts";
+import { freePort, processRss, waitStatus, writerIdle } from "./memory.ts";
+import { processCpuSeconds, threadCpuSeconds } from "./process-cpu.ts";
+
+const WRITE_ARGS = ["--write-qps", "0", "--write-concurrency", "16"];
+
+/** "name=A=1,B=2" → [name, {A: "1", B: "2"}]; "name" alone → no variables. */
+function variant(text: string): [string, Record<string, string>] {
+  const [name = text, ...rest] = text.split("=");
+  const env: Record<string, string> = {};
+  const assignments = rest.join("=");
+  for (const pair of assignments === "" ? [] : assignments.split(",")) {
+    const at = pair.indexOf("=");
+    env[pair.slice(0, at)] = pair.slice(at + 1);
+  }
+  return [name, env];
+}
+
+function smapsRollup(pid: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const line of readFileSync(`/proc/${pid}/smaps_rollup`, "utf8").split("\n")) {
+    const m = /^(\w+):\s+(\d+) kB/.exec(line);
+    if (m?.[1] && m[2]) out[m[1]] = round(Number(m[2]) / 1024, 1);
+  }
+  return out;
+}
+
+const loadavg = (): string => readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
+
+async function heaps(admin: string): Promise<string> {
+  const text = await (await fetch(`${admin}/metrics`)).text();
+  const used = new Map<string, number>();
+  for (const line of text.split("\n")) {
+    const m = /^fleet_mirror_thread_heap_used_bytes\{thread="([^"/]*)[^"]*"\} (\S+)$/.exec(line);
+    if (m?.[1] && m[2]) used.set(m[1], (used.get(m[1]) ?? 0) + Number(m[2]));
+  }
+  return [...used].map(([name, bytes]) => `${name} ${mb(bytes)}`).join(", ");
+}
+
+const { values } = parseArgs({
+  options: {
+    clusters: { type: "string", default: "1000" },
+    runs: { type: "string", default: "6" },
+    threads: { type: "string", default: "8" },
+    variant: { type: "string", multiple: true },
+    args: { type: "string", default: "" },
+  },
+});
+const clusters = Number(values.clusters);
+const variants = (values.variant ?? ["without=MALLOC_ARENA_MAX=", "with"]).map(variant);
+const extra = values.args === "" ? [] : (values.args ?? "").split(" ");
+
+const fleet = await Fleet.start(["remote"]);
+try {
+  await shapeRemote(fleet, "remote", { services: 10, clusters, gatewayIp: "198.18.0.30" });
+  for (let run = 0; run < Number(values.runs); run++) {
+    const [name, env] = variants[run % variants.length] ?? ["before", {}];
+    const port = await freePort();
+    const admin = `http://127.0.0.1:${port}`;
+    const started = Date.now();
+    const proc = await fleet.startProcess(
+      [
+        "--log-level",
+        "warn",
+        "--admin-addr",
+        `127.0.0.1:${port}`,
+        ...WRITE_ARGS,
+        "--max-threads",
+        String(values.threads),
+        "--endpoints-api",
+        "endpointslices",
+        ...extra,
+      ],
+      { entry: "dist", env },
+    );
+    try {
+      const pid = proc.child.pid ?? 0;
+      await waitStatus(
+        proc,
+        admin,
+        `${clusters} synced`,
+        (s: AdminStatus) =>
+          (s.clusters ?? []).length === clusters && (s.clusters ?? []).every((r) => r.state === "synced"),
+      );
+      const syncedMs = Date.now() - started;
+      await waitStatus(proc, admin, "writer idle", writerIdle);
+      const idleMs = Date.now() - started;
+      const cpu = round(processCpuSeconds(pid), 2);
+      const byThread = [...threadCpuSeconds(pid)]
+        .sort(([, a], [, b]) => b - a)
+        .slice(0, 4)
+        .map(([n, s]) => `${n} ${round(s, 2)}`)
+        .join(", ");
+      const load = loadavg();
+      await sleep(3_000);
+      const rss3 = mb(processRss(pid).rss);
+      const smaps = smapsRollup(pid);
+      await sleep(12_000);
+      const { rss, peak } = processRss(pid);
+      const heap = await heaps(admin);
+      process.stdout.write(
+        `${JSON.stringify({
+          run: run + 1,
+          variant: name,
+          env,
+          syncedMs,
+          idleMs,
+          rss3,
+          rss15: mb(rss),
+          peak: mb(peak),
+          anon: smaps.Anonymous,
+          privateDirty: smaps.Private_Dirty,
+          cpu,
+          byThread,
+          heap,
+          load,
+        })}\n`,
+      );
+    } finally {
+      await proc.stop();
+    }
+    progress(`run ${run + 1} done`);
+  }
+} finally {
+  await fleet.stop();
+}
