@@ -7,7 +7,7 @@
  * This file wires the parts; each part does one job:
  *   local-stores.ts (the watched local objects), desired-channels.ts (batches in, acks
  *   out), desired-store.ts, reconcile.ts, write-executor.ts, mutation-cache.ts,
- *   event-recorder.ts, fence.ts, status.ts.
+ *   event-recorder.ts, fence.ts, status.ts, shared-strings.ts (the stores' repeated strings).
  *
  * Guarantees:
  * - per-key ordering: the queue never hands out a key that is in flight, and a key
@@ -46,6 +46,7 @@ import { WriteFence } from "./fence.ts";
 import { LocalStores, sliceMirrorKey } from "./local-stores.ts";
 import { type MirrorKind, MutationCache } from "./mutation-cache.ts";
 import { MirrorReconciler } from "./reconcile.ts";
+import { SharedStrings } from "./shared-strings.ts";
 import { WriterStats } from "./status.ts";
 import { WriteExecutor } from "./write-executor.ts";
 
@@ -69,7 +70,8 @@ export class LocalWriterActor {
   readonly #log: Logger;
   readonly #client: KubeClient;
   readonly #stores: LocalStores;
-  readonly #desired = new DesiredStore();
+  readonly #shared = new SharedStrings(); // one table for the desired and the watched stores
+  readonly #desired = new DesiredStore(this.#shared);
   readonly #queue: WorkQueue<string>;
   readonly #stats = new WriterStats();
   readonly #fence: WriteFence;
@@ -93,8 +95,7 @@ export class LocalWriterActor {
     this.#ports = ports;
     this.#log = deps.logger;
     this.#client = new KubeClient(connection, { userAgent: "fleet-mirror/local-writer", logger: deps.logger });
-    const stores = new LocalStores(this.#client);
-    this.#stores = stores;
+    this.#stores = new LocalStores(this.#client, this.#shared);
     this.#queue = new WorkQueue<string>({ itemBackoff: { initialMs: 100, maxMs: 5 * 60_000 }, clock });
     this.#fence = new WriteFence(options.fenced === true, clock, this.#log, options.shards ?? 1);
     this.#cache = new MutationCache(clock);
@@ -124,10 +125,10 @@ export class LocalWriterActor {
     });
     this.#reconciler = new MirrorReconciler({
       desired: this.#desired,
-      services: stores.services,
-      endpoints: stores.endpoints,
-      slices: stores.slices,
-      namespaces: stores.namespaces,
+      services: this.#stores.services,
+      endpoints: this.#stores.endpoints,
+      slices: this.#stores.slices,
+      namespaces: this.#stores.namespaces,
       cache: this.#cache,
       executor: this.#executor,
       client: this.#client,
@@ -138,8 +139,7 @@ export class LocalWriterActor {
     });
     this.#channels = new DesiredChannels({
       absorb: (batch) => {
-        // A late batch of a cluster whose shard was given up: refused (its actor is
-        // stopping), so no stale set is kept for a later gain of the shard.
+        // A late batch of a cluster whose shard was given up: refused, so no stale set is kept.
         if (!hostsCluster(this.#fence.ownership, batch.cluster)) return false;
         const keys = this.#desired.applyBatch(batch);
         if (keys === undefined) return false;
@@ -162,20 +162,20 @@ export class LocalWriterActor {
       this.#cache.watched(kind, key, current);
       this.#enqueue(key);
     };
-    stores.services.on("change", (key, _previous, current) => onMirrorChange("Service", key, current));
-    stores.endpoints.on("change", (key, _previous, current) => onMirrorChange("Endpoints", key, current));
+    this.#stores.services.on("change", (key, _previous, current) => onMirrorChange("Service", key, current));
+    this.#stores.endpoints.on("change", (key, _previous, current) => onMirrorChange("Endpoints", key, current));
     // A slice is cached under its own key, and its mirror's key is reconciled.
-    stores.slices.on("change", (key, previous, current) => {
+    this.#stores.slices.on("change", (key, previous, current) => {
       this.#cache.watched("EndpointSlice", key, current);
       const mirrorKey = sliceMirrorKey(current) ?? sliceMirrorKey(previous);
       if (mirrorKey) this.#enqueue(mirrorKey);
     });
-    stores.namespaces.on("change", (name) => {
+    this.#stores.namespaces.on("change", (name) => {
       this.#executor.namespaceSeen(name);
       for (const key of this.#desired.keys()) if (key.startsWith(`${name}/`)) this.#enqueue(key);
       for (const key of this.#desired.federatedKeys()) if (key.startsWith(`${name}/`)) this.#enqueue(key);
     });
-    for (const watcher of stores.all) {
+    for (const watcher of this.#stores.all) {
       watcher.on("listed", () => {
         // A relist delivered every key it changed ("change" above); what it did not
         // deliver and is old is the watch's truth again.

@@ -23,6 +23,7 @@ import type { DesiredMirror } from "../../src/core/desired.ts";
 import type { FederatedMember } from "../../src/core/federated.ts";
 import { objectKey } from "../../src/core/objects.ts";
 import type { ToWriterFromActor } from "../../src/protocol/messages.ts";
+import type { SharedStrings } from "./shared-strings.ts";
 
 interface ClusterDesired {
   epoch: number;
@@ -33,6 +34,12 @@ interface ClusterDesired {
 }
 
 export class DesiredStore {
+  /**
+   * The writer's table of repeated strings: each mirror and member is kept with its
+   * strings shared (a batch arrives by structured clone, which shares none). Equal
+   * values: what is planned from them is unchanged. Undefined: kept as they arrive.
+   */
+  readonly #shared: SharedStrings | undefined;
   readonly #clusters = new Map<string, ClusterDesired>();
   /** local key → clusters that want a mirror under that name */
   readonly #claimants = new Map<string, Set<string>>();
@@ -40,6 +47,10 @@ export class DesiredStore {
   readonly #memberClusters = new Map<string, Set<string>>();
   #keep: Set<string> | undefined;
   #order: readonly string[] = [];
+
+  constructor(shared?: SharedStrings) {
+    this.#shared = shared;
+  }
 
   /** Registers a cluster: its batches are absorbed and its mirrors kept until a `setKeep` leaves it out. */
   register(cluster: string): void {
@@ -89,7 +100,7 @@ export class DesiredStore {
     }
     for (const member of batch.members ?? []) {
       const key = objectKey(member);
-      cd.members.set(key, member);
+      cd.members.set(key, this.#shared ? this.#shared.compact(member) : member);
       const clusters = this.#memberClusters.get(key) ?? new Set<string>();
       this.#memberClusters.set(key, clusters);
       clusters.add(batch.cluster);
@@ -103,7 +114,7 @@ export class DesiredStore {
     }
     for (const mirror of batch.upserts) {
       const key = objectKey(mirror);
-      cd.mirrors.set(key, mirror);
+      cd.mirrors.set(key, this.#shared ? this.#shared.compact(mirror) : mirror);
       const claimants = this.#claimants.get(key) ?? new Set<string>();
       this.#claimants.set(key, claimants);
       claimants.add(batch.cluster);

@@ -12,6 +12,7 @@ import { objectKey } from "../../src/core/objects.ts";
 import { isFederatedObject } from "../../src/core/plan-federated.ts";
 import type { KubeClient } from "../../src/kube/client.ts";
 import { Watcher } from "../../src/kube/watcher.ts";
+import type { SharedStrings } from "./shared-strings.ts";
 
 const MIRROR_SELECTOR = `${MIRRORED_SERVICE}=true`;
 /**
@@ -33,24 +34,33 @@ export class LocalStores {
   readonly slices: Watcher<EndpointSlice>;
   readonly namespaces: Watcher<Namespace>;
 
-  constructor(client: KubeClient) {
+  /**
+   * `shared`: the writer's table of repeated strings; the three mirror stores keep each
+   * object with its strings shared (`SharedStrings.compact`: equal values, nothing
+   * dropped, so every update built from a stored copy writes what it wrote before).
+   */
+  constructor(client: KubeClient, shared: SharedStrings) {
+    const keep = <T extends KubeObject>(object: KubeObject): T => shared.compact(object as T);
     this.services = new Watcher<Service>({
       client,
       path: "/api/v1/services",
       expectedKind: "Service",
       labelSelector: MIRROR_SELECTOR,
+      keep,
     });
     this.endpoints = new Watcher<Endpoints>({
       client,
       path: "/api/v1/endpoints",
       expectedKind: "Endpoints",
       labelSelector: MIRROR_SELECTOR,
+      keep,
     });
     this.slices = new Watcher<EndpointSlice>({
       client,
       path: "/apis/discovery.k8s.io/v1/endpointslices",
       expectedKind: "EndpointSlice",
       labelSelector: SLICE_SELECTOR,
+      keep,
     });
     this.namespaces = new Watcher<Namespace>({ client, path: "/api/v1/namespaces", expectedKind: "Namespace" });
   }
