@@ -6,10 +6,10 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { AdminStatus } from "../../src/admin/source.ts";
+import { SIGTERM_LISTENER_MARKER } from "../fixtures/sigterm-marker-line.ts";
 import { CONTROLLER_NAMESPACE, type ControllerProcess, Fleet } from "../helpers/fleet.ts";
 import { eventually, objectIdentity, statusCode } from "../helpers/kube.ts";
 import { waitForControllerIdle } from "../helpers/settle.ts";
-import { SIGTERM_LISTENER_MARKER } from "../fixtures/sigterm-marker-line.ts";
 
 const MARKER_FIXTURE = new URL("../fixtures/sigterm-listener-marker.ts", import.meta.url).pathname;
 
