@@ -32,7 +32,7 @@ import {
   sleep,
   writeResult,
 } from "./harness.ts";
-import { adminStatus, freePort, processRss, waitStatus, writerIdle } from "./memory.ts";
+import { adminStatus, freePort, processRss, waitStatus, writerSettled } from "./memory.ts";
 import { processCpuSeconds, threadCpuSeconds } from "./process-cpu.ts";
 
 const SETTLE_MS = 3_000;
@@ -99,7 +99,7 @@ async function runOnce(
     await waitStatus(proc, admin, `${size.clusters} clusters synced`, allSynced(size.clusters));
     const allSyncedMs = Date.now() - started;
     const cpuSecondsToSynced = processCpuSeconds(pid);
-    await waitStatus(proc, admin, "the writer idle", writerIdle);
+    await waitStatus(proc, admin, "the writer idle", writerSettled(size.clusters));
     const writerIdleMs = Date.now() - started;
     const cpuSecondsToIdle = processCpuSeconds(pid);
     const byThread = [...threadCpuSeconds(pid)].sort(([, a], [, b]) => b - a).slice(0, 6);

@@ -124,6 +124,17 @@ export async function waitStatus(
 export const writerIdle = (s: AdminStatus): boolean =>
   s.writer?.ready === true && s.writer.queueDepth === 0 && s.writer.inFlight === 0;
 
+/**
+ * The writer idle AND holding a complete desired set from `clusters` clusters. Idle alone
+ * is true for a moment after every cluster is synced and before their desired sets reach
+ * the writer (the actors report synced to the supervisor and send the writer their sets
+ * separately): a measurement stopped there misses every write.
+ */
+export const writerSettled =
+  (clusters: number) =>
+  (s: AdminStatus): boolean =>
+    writerIdle(s) && Object.values(s.writer?.clusters ?? {}).filter((c) => c.complete).length >= clusters;
+
 /** Used heap of every remote-cluster thread, from the process's /metrics. */
 async function actorHeaps(admin: string): Promise<number[]> {
   const text = await getText(`${admin}/metrics`);
@@ -188,7 +199,7 @@ async function measure(
         (s) => (s.clusters ?? []).length === clusters && (s.clusters ?? []).every((r) => r.state === "synced"),
       );
       const syncedMs = Date.now() - started;
-      await waitStatus(proc, admin, "the writer idle", writerIdle);
+      await waitStatus(proc, admin, "the writer idle", writerSettled(clusters));
       const idleMs = Date.now() - started;
       const cpuSecondsToIdle = processCpuSeconds(proc.child.pid ?? 0);
       const byThread = [...threadCpuSeconds(proc.child.pid ?? 0)].sort(([, a], [, b]) => b - a).slice(0, 5);

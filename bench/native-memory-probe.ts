@@ -19,7 +19,7 @@ import { parseArgs } from "node:util";
 import type { AdminStatus } from "../src/admin/source.ts";
 import { Fleet } from "../test/helpers/fleet.ts";
 import { mb, progress, round, shapeRemote, sleep } from "./harness.ts";
-import { freePort, processRss, waitStatus, writerIdle } from "./memory.ts";
+import { freePort, processRss, waitStatus, writerSettled } from "./memory.ts";
 import { processCpuSeconds, threadCpuSeconds } from "./process-cpu.ts";
 
 const WRITE_ARGS = ["--write-qps", "0", "--write-concurrency", "16"];
@@ -103,7 +103,7 @@ try {
           (s.clusters ?? []).length === clusters && (s.clusters ?? []).every((r) => r.state === "synced"),
       );
       const syncedMs = Date.now() - started;
-      await waitStatus(proc, admin, "writer idle", writerIdle);
+      await waitStatus(proc, admin, "writer idle", writerSettled(clusters));
       const idleMs = Date.now() - started;
       const cpu = round(processCpuSeconds(pid), 2);
       const byThread = [...threadCpuSeconds(pid)]

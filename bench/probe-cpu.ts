@@ -41,7 +41,7 @@ import {
   sleep,
   writeResult,
 } from "./harness.ts";
-import { startController, waitStatus, writerIdle } from "./memory.ts";
+import { startController, waitStatus, writerSettled } from "./memory.ts";
 import { type ProbePair, ProbeServers } from "./probe-servers.ts";
 import { processCpuSeconds, threadCpuSeconds } from "./process-cpu.ts";
 
@@ -190,7 +190,7 @@ export async function runProbeCpu(opts: BenchOptions): Promise<ScenarioResult> {
     try {
       const pid = proc.child.pid ?? 0;
       await waitStatus(proc, admin, "the cluster synced", (s) => s.clusters?.[0]?.state === "synced");
-      await waitStatus(proc, admin, "the writer idle", writerIdle);
+      await waitStatus(proc, admin, "the writer idle", writerSettled(1));
       await sleep(SETTLE_MS);
       progress("probe-cpu: controller, probing off");
       off = await cpuWindow(pid, seconds, servers);
