@@ -235,6 +235,32 @@ describe("the operator CLI", () => {
     await fleet.waitForNoMirror("shop", "api-east");
   });
 
+  it("export --mode label sets the export label (SPEC §12); unexport removes it; the controller follows", async () => {
+    await fleet.createService("east", "shop", "labelled", { gateway: false });
+    const exp = await cli(["export", "labelled", "-n", "shop", "--mode", "label", "--remote-kubeconfig", eastAdmin]);
+    assert.equal(exp.code, 0, show(exp));
+    assert.match(
+      exp.stdout,
+      /exported by label mirror\.linkerd\.io\/exported=true, through the cluster's default gateway/,
+    );
+    // east has no linkerd-multicluster/linkerd-gateway: a hint, not a failure.
+    assert.match(exp.stderr, /warning: gateway linkerd-multicluster\/linkerd-gateway: gateway Service not found/);
+    const labelled = await fleet.api("east").readNamespacedService({ namespace: "shop", name: "labelled" });
+    assert.equal(labelled.metadata?.labels?.["mirror.linkerd.io/exported"], "true");
+    assert.equal(labelled.metadata?.annotations?.[GATEWAY_NAME], undefined);
+    const mirror = await fleet.waitForMirror("shop", "labelled-east");
+    assert.equal(mirror.metadata?.labels?.["mirror.linkerd.io/remote-gateway-name"], "linkerd-gateway");
+    const bad = await cli(["export", "labelled", "-n", "shop", "--mode", "carrier-pigeon", "--kubeconfig", eastAdmin]);
+    assert.equal(bad.code, 2, show(bad));
+    assert.match(bad.stderr, /--mode: "carrier-pigeon" is not one of annotation, label/);
+    const unexp = await cli(["unexport", "labelled", "-n", "shop", "--kubeconfig", eastAdmin]);
+    assert.equal(unexp.code, 0, show(unexp));
+    const plain = await fleet.api("east").readNamespacedService({ namespace: "shop", name: "labelled" });
+    assert.equal(plain.metadata?.labels?.["mirror.linkerd.io/exported"], undefined);
+    await fleet.waitForNoMirror("shop", "labelled-east");
+    await fleet.deleteService("east", "shop", "labelled");
+  });
+
   it("status reads the controller's admin endpoint: a table, -o json and -o yaml", async () => {
     // The state the table below must show, read from the same endpoint first: each cluster
     // synced, with its one mirror and a usable gateway.
