@@ -106,6 +106,41 @@ describe("the operator CLI", () => {
     assert.match(yaml.stdout, /^apiVersion: v1\n/);
     assert.match(yaml.stdout, /\nkind: Secret\n/);
     assert.match(yaml.stderr, /serviceaccount\/fleet-mirror-reader reused/);
+    // --gateway-name/--gateway-namespace: the cluster's default gateway (SPEC §12), as annotations.
+    const withGateway = await cli([
+      "link",
+      "--cluster-name",
+      "east-print",
+      "--remote-kubeconfig",
+      eastAdmin,
+      "--gateway-name",
+      "edge",
+      "--gateway-namespace",
+      "mesh",
+      ...ns,
+      "-o",
+      "json",
+    ]);
+    assert.equal(withGateway.code, 0, show(withGateway));
+    const gatewaySecret = JSON.parse(withGateway.stdout) as Secret & { type: string };
+    const gatewayParse = parseCredentialsSecret(gatewaySecret, { allowFilePaths: false });
+    assert.ok(gatewayParse.kind === "valid", JSON.stringify(gatewayParse));
+    assert.deepEqual(gatewayParse.registration.defaultGateway, { name: "edge", namespace: "mesh" });
+    const badGateway = await cli([
+      "link",
+      "--cluster-name",
+      "east-print",
+      "--remote-kubeconfig",
+      eastAdmin,
+      "--gateway-name",
+      "Edge_1",
+      ...ns,
+    ]);
+    assert.equal(badGateway.code, 1, show(badGateway));
+    assert.match(
+      badGateway.stderr,
+      /would be refused by the controller: annotation mirror\.linkerd\.io\/gateway-name "Edge_1"/,
+    );
   });
 
   it("link --token-source secret fails clearly when the remote has no token controller", async () => {
