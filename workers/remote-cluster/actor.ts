@@ -265,7 +265,11 @@ export class RemoteClusterActor {
     this.#sender.markDirty(key);
     // A gateway changed: every mirror of THIS cluster that uses it is recomputed.
     for (const user of this.#gateways.usersOf(key)) this.#sender.markDirty(user);
+    const countsBefore = this.#gateways.countsVersion;
     const newGateways = this.#gateways.update(key, previous, current);
+    // Export counts are in the status: a Service declining its export changes nothing
+    // else the status would otherwise publish.
+    if (this.#gateways.countsVersion !== countsBefore) this.#publish.markDirty();
     if (current && this.#gateways.isGateway(key)) this.#resolveHostnames(current);
     // Probes follow the gateways in use: this one changed, or a Service started or
     // stopped using one.
