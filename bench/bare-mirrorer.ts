@@ -109,7 +109,12 @@ export class BareMirrorer {
   /** One remote event: every cluster name's mirror written now, at most `concurrency` at once. */
   #onChange(r: BareRemote, gateway: GatewayView, current: Service | undefined, service: Service): Promise<void> {
     return runPool(r.clusters, this.#concurrency, async (cluster) => {
-      const settings: ClusterSettings = { name: cluster, domain: "cluster.local", excludedNamespaces: [] };
+      const settings: ClusterSettings = {
+        name: cluster,
+        domain: "cluster.local",
+        excludedNamespaces: [],
+        defaultGateway: { name: "linkerd-gateway", namespace: "linkerd-multicluster" },
+      };
       const outcome = current ? desiredMirrorFor(settings, current, gateway) : { kind: "not-exported" as const };
       const name = `${service.metadata.name}-${cluster}`;
       const previous = this.#chains.get(name) ?? Promise.resolve();

@@ -76,16 +76,23 @@ export interface ConvergeRun {
  * Starts a fleet of K clusters × S services and the controller with `--endpoints-api`
  * `mode`; resolves when every mirror is right.
  */
-export async function converge(clusters: number, services: number, mode: BenchMode): Promise<ConvergeRun> {
+export async function converge(
+  clusters: number,
+  services: number,
+  mode: BenchMode,
+  exportBy: "annotation" | "label" = "annotation",
+): Promise<ConvergeRun> {
   const fleet = await Fleet.start(["remote"]);
   try {
-    await shapeRemote(fleet, "remote", { services, clusters, gatewayIp: GATEWAY_IP });
+    await shapeRemote(fleet, "remote", { services, clusters, gatewayIp: GATEWAY_IP, exportBy });
     const client = localAdminClient(fleet);
     const mirrors = clusters * services;
     const kindsBefore = await localWritesByKind(fleet);
     globalThis.gc?.();
     const started = Date.now();
-    progress(`cold convergence (${mode}): ${clusters} clusters × ${services} services, controller starting`);
+    progress(
+      `cold convergence (${mode}, by ${exportBy}): ${clusters} clusters × ${services} services, controller starting`,
+    );
     const supervisor = fleet.startInProcess({
       endpointsApi: mode,
       logLevel: "silent",

@@ -10,7 +10,14 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, release, totalmem } from "node:os";
 import { join } from "node:path";
 import { sliceName } from "../src/core/endpoint-slices.ts";
-import { MANAGED_BY_FLEET_MIRROR, MANAGED_BY_LABEL, MIRRORED_SERVICE } from "../src/core/labels.ts";
+import { EXPORTED_LABEL } from "../src/core/export.ts";
+import {
+  GATEWAY_NAME,
+  GATEWAY_NS,
+  MANAGED_BY_FLEET_MIRROR,
+  MANAGED_BY_LABEL,
+  MIRRORED_SERVICE,
+} from "../src/core/labels.ts";
 import type { EndpointSlice, Endpoints, KubeObject, Service } from "../src/core/objects.ts";
 import { KubeClient } from "../src/kube/client.ts";
 import { Watcher } from "../src/kube/watcher.ts";
@@ -143,22 +150,43 @@ export function localAdminClient(fleet: Fleet): KubeClient {
  * `svc-0..svc-(S-1)` in namespace `namespace`, registered `clusters` times as
  * `<prefix>0..<prefix>(K-1)`.
  */
+/**
+ * `exportBy: "label"` exports the Services by the export label of SPEC §12 instead of the
+ * §2 annotations, through each cluster's default gateway, which its Secret names (the
+ * same gateway Service `gateway/gateway`): the same mirrors, another mode.
+ */
 export async function shapeRemote(
   fleet: Fleet,
   remote: string,
-  opts: { services: number; clusters: number; gatewayIp: string; namespace?: string; prefix?: string },
+  opts: {
+    services: number;
+    clusters: number;
+    gatewayIp: string;
+    namespace?: string;
+    prefix?: string;
+    exportBy?: "annotation" | "label";
+  },
 ): Promise<string[]> {
   const namespace = opts.namespace ?? "bench";
+  const byLabel = opts.exportBy === "label";
   await fleet.createGateway(remote, { ingress: [{ ip: opts.gatewayIp }], port: GATEWAY_PORT });
   await fleet.ensureNamespace(remote, namespace);
   const names = Array.from({ length: opts.services }, (_, i) => `svc-${i}`);
   await runPool(names, 8, async (name) => {
-    await fleet.createService(remote, namespace, name);
+    await fleet.createService(
+      remote,
+      namespace,
+      name,
+      byLabel ? { gateway: false, labels: { [EXPORTED_LABEL]: "true" } } : {},
+    );
   });
   const clusters = Array.from({ length: opts.clusters }, (_, k) => `${opts.prefix ?? "c"}${k}`);
   await fleet.remoteToken(remote);
   await runPool(clusters, 8, async (clusterName) => {
-    await fleet.register(remote, { clusterName });
+    await fleet.register(
+      remote,
+      byLabel ? { clusterName, annotations: { [GATEWAY_NAME]: "gateway", [GATEWAY_NS]: "gateway" } } : { clusterName },
+    );
   });
   return clusters;
 }

@@ -30,7 +30,12 @@ for (let i = 0; i < N; i++)
     },
   });
 const byKey = new Map(services.map((s) => [`${s.metadata.namespace}/${s.metadata.name}`, s]));
-const settings = { name: "east", domain: "cluster.local", excludedNamespaces: ["kube-system"] };
+const settings = {
+  name: "east",
+  domain: "cluster.local",
+  excludedNamespaces: ["kube-system"],
+  defaultGateway: { name: "linkerd-gateway", namespace: "linkerd-multicluster" },
+};
 const time = (label: string, fn: () => void, reps = 50) => {
   for (let i = 0; i < 5; i++) fn();
   const t = performance.now();

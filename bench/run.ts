@@ -21,6 +21,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { runColdConvergence } from "./cold-convergence.ts";
 import { defaultConfigSummary, runDefaultConfig } from "./default-config.ts";
+import { runExportModes } from "./export-modes.ts";
 import { runFailover } from "./failover.ts";
 import { runGatewayFanout } from "./gateway-fanout.ts";
 import { type BenchOptions, machineString, type ScenarioResult } from "./harness.ts";
@@ -42,6 +43,7 @@ const SCENARIOS: Readonly<Record<string, (opts: BenchOptions) => Promise<Scenari
   "probe-cpu": runProbeCpu,
   "default-config": runDefaultConfig,
   sharded: runSharded,
+  "export-modes": runExportModes,
 };
 
 const SUMMARY_KEYS = [
@@ -71,6 +73,7 @@ const SUMMARY_KEYS = [
   "probe_cpu_ratio",
   "sharded_converge_ratio",
   "shard_failover_s",
+  "label_export_converge_ratio",
 ] as const;
 
 /** The issue's targets, for SUMMARY.md: [comparison, bound, unit]; null: a figure shown next to a target's, with none of its own. */
@@ -106,6 +109,8 @@ const TARGETS: Readonly<Record<(typeof SUMMARY_KEYS)[number], readonly [">=" | "
   sharded_converge_ratio: [">=", 0.9, "× one replica"],
   // The default Lease duration (10 s) + 10 s.
   shard_failover_s: ["<=", 10 + 10, "s"],
+  // Cold convergence of one world exported by annotation / by label (SPEC §12), alternating runs.
+  label_export_converge_ratio: [">=", 0.95, "× annotation export"],
 };
 
 function verdict(key: (typeof SUMMARY_KEYS)[number], value: number | null): string {
@@ -207,6 +212,7 @@ export function summaryFromResults(out: string): Record<string, number | null> {
     failover_s: num(full(read("failover"))?.["failoverS"]),
     probe_cpu_ratio: num(full(read("probe-cpu"))?.["ratio"]),
     ...shardedFigures(rows(full(read("sharded")))[0]),
+    label_export_converge_ratio: num(full(read("export-modes"))?.["ratio"]),
   };
 }
 

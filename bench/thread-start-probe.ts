@@ -53,7 +53,12 @@ function init(cluster: string): { message: ToRemoteActor; transfer: MessageChann
   return {
     message: {
       type: "actor.init",
-      cluster: { name: cluster, domain: "cluster.local", excludedNamespaces: [] },
+      cluster: {
+        name: cluster,
+        domain: "cluster.local",
+        excludedNamespaces: [],
+        defaultGateway: { name: "linkerd-gateway", namespace: "linkerd-multicluster" },
+      },
       epoch: 1,
       connection: { server: "http://127.0.0.1:1", auth: { kind: "anonymous" } },
       options: {

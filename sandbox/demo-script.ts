@@ -6,6 +6,7 @@
  */
 import { CoreV1Api, DiscoveryV1Api, KubeConfig, type V1Service } from "@kubernetes/client-node";
 import type { FleetStatus } from "../src/admin/fleet-view.ts";
+import { EXPORTED_LABEL } from "../src/core/export.ts";
 import { FEDERATED_LABEL } from "../src/core/federated.ts";
 import { CLUSTER_NAME, GATEWAY_NAME, GATEWAY_NS, REMOTE_CLUSTER_DOMAIN, SECRET_TYPE } from "../src/core/labels.ts";
 import { PROBE_PERIOD, PROBE_PORT_NAME } from "../src/core/probe-spec.ts";
@@ -45,22 +46,31 @@ async function ensureNamespace(core: CoreV1Api, name: string): Promise<void> {
 /** The local row of the fleet-wide Service the demo shows (SPEC §11): `shop/search` of both remotes. */
 export const FLEET_WIDE_KEY = "shop/search-federated";
 
-/** Exports a Service (SPEC §2); `member` also makes it a member of its fleet-wide Service (SPEC §11). */
+/**
+ * Exports a Service: by the §2 annotations naming the demo's gateway, or (`mode: "label"`)
+ * by the export label of SPEC §12, through the cluster's default gateway, which the
+ * demo's Secrets name (`registerRemotes`). `member` also makes it a member of its
+ * fleet-wide Service (SPEC §11).
+ */
 async function exportService(
   core: CoreV1Api,
   namespace: string,
   name: string,
   port: number,
-  member = false,
+  options: { member?: boolean; mode?: "annotation" | "label" } = {},
 ): Promise<void> {
   await ensureNamespace(core, namespace);
+  const labels = {
+    ...(options.member ? { [FEDERATED_LABEL]: "member" } : {}),
+    ...(options.mode === "label" ? { [EXPORTED_LABEL]: "true" } : {}),
+  };
   await core.createNamespacedService({
     namespace,
     body: {
       metadata: {
         name,
-        annotations: { [GATEWAY_NAME]: "gateway", [GATEWAY_NS]: "gateway" },
-        ...(member ? { labels: { [FEDERATED_LABEL]: "member" } } : {}),
+        ...(options.mode === "label" ? {} : { annotations: { [GATEWAY_NAME]: "gateway", [GATEWAY_NS]: "gateway" } }),
+        ...(Object.keys(labels).length > 0 ? { labels } : {}),
       },
       spec: { selector: { app: name }, ports: [{ name: "http", port, targetPort: 8080 }] },
     },
@@ -114,11 +124,12 @@ export async function shapeRemotes(remotes: Remotes, gateways: DemoGateways): Pr
   await exportService(remotes.east, "shop", "web", 80);
   await exportService(remotes.east, "shop", "cart", 8080);
   await exportService(remotes.west, "shop", "web", 80);
-  await exportService(remotes.west, "billing", "invoices", 443);
+  // Exported as linkerd's link does it: a label, through the cluster's default gateway.
+  await exportService(remotes.west, "billing", "invoices", 443, { mode: "label" });
   // One name for shop/search in every cluster: its endpoints are both gateways, and
   // traffic fails over when one of them dies.
-  await exportService(remotes.east, "shop", "search", 80, true);
-  await exportService(remotes.west, "shop", "search", 80, true);
+  await exportService(remotes.east, "shop", "search", 80, { member: true });
+  await exportService(remotes.west, "shop", "search", 80, { member: true });
 }
 
 /** A least-privilege token per remote (get/list/watch Services), in a credentials Secret in the local cluster. */
@@ -147,7 +158,13 @@ export async function registerRemotes(plane: ControlPlane, local: CoreV1Api): Pr
       body: {
         metadata: {
           name: `cluster-credentials-${name}`,
-          annotations: { [CLUSTER_NAME]: name, [REMOTE_CLUSTER_DOMAIN]: "cluster.local" },
+          annotations: {
+            [CLUSTER_NAME]: name,
+            [REMOTE_CLUSTER_DOMAIN]: "cluster.local",
+            // The cluster's default gateway (SPEC §12): label exports and fleet-wide members use it.
+            [GATEWAY_NAME]: "gateway",
+            [GATEWAY_NS]: "gateway",
+          },
         },
         type: SECRET_TYPE,
         data: { kubeconfig: Buffer.from(kubeconfig).toString("base64") },

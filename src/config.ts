@@ -5,7 +5,9 @@
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { parseArgs } from "node:util";
-import { DEFAULT_MEMBER_SELECTOR, type MemberSelector, parseMemberSelector } from "./core/federated.ts";
+import { DEFAULT_EXPORT_SELECTOR } from "./core/export.ts";
+import { DEFAULT_MEMBER_SELECTOR, type MemberSelector } from "./core/federated.ts";
+import { type LabelRequirement, parseLabelRequirement } from "./core/label-requirement.ts";
 import { ENDPOINTS_APIS, type EndpointsApi } from "./core/mirror-kinds.ts";
 
 export interface Config {
@@ -38,6 +40,8 @@ export interface Config {
   readonly endpointsApi: EndpointsApi;
   /** Remote Services with this label are members of fleet-wide Services (SPEC §11). */
   readonly federatedSelector: MemberSelector;
+  /** Remote Services with this label are exported through their cluster's default gateway (SPEC §12); undefined: off. */
+  readonly exportSelector: LabelRequirement | undefined;
   /** `host:port` of the admin HTTP server (/metrics, /healthz, /readyz, /status); "" disables it. */
   readonly adminAddr: string;
   /** Run for leadership of a coordination.k8s.io Lease; only the leader runs the controller. */
@@ -216,6 +220,11 @@ export const runFlags = {
     default: DEFAULT_MEMBER_SELECTOR,
     description: "label (key=value) of the remote Services that join a fleet-wide Service <svc>-federated",
   },
+  "export-selector": {
+    type: "string",
+    default: DEFAULT_EXPORT_SELECTOR,
+    description: "label (key=value) that exports a remote Service through its cluster's default gateway (empty: off)",
+  },
   "admin-addr": {
     type: "string",
     default: ":9999",
@@ -316,12 +325,10 @@ function parseEndpointsApi(text: string): EndpointsApi {
   return mode;
 }
 
-function parseFederatedSelector(text: string): MemberSelector {
-  const selector = parseMemberSelector(text);
+function parseSelectorFlag(flag: string, text: string, example: string): LabelRequirement {
+  const selector = parseLabelRequirement(text);
   if (typeof selector === "string")
-    throw new ConfigError(
-      `--federated-selector: ${JSON.stringify(text)}: ${selector} (e.g. ${DEFAULT_MEMBER_SELECTOR})`,
-    );
+    throw new ConfigError(`--${flag}: ${JSON.stringify(text)}: ${selector} (e.g. ${example})`);
   return Object.freeze(selector);
 }
 
@@ -360,7 +367,11 @@ export function parseRunConfig(argv: readonly string[], env: NodeJS.ProcessEnv =
     allowKubeconfigFilePaths: values["allow-kubeconfig-file-paths"] === true,
     blockedRecheckMs: parseNumericFlag("blocked-recheck-period", str("blocked-recheck-period")),
     endpointsApi: parseEndpointsApi(str("endpoints-api")),
-    federatedSelector: parseFederatedSelector(str("federated-selector")),
+    federatedSelector: parseSelectorFlag("federated-selector", str("federated-selector"), DEFAULT_MEMBER_SELECTOR),
+    exportSelector:
+      str("export-selector").trim() === ""
+        ? undefined
+        : parseSelectorFlag("export-selector", str("export-selector"), DEFAULT_EXPORT_SELECTOR),
     adminAddr: str("admin-addr").trim(),
     leaderElect: values["leader-elect"] === true,
     leaderElectionNamespace:

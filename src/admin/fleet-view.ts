@@ -17,6 +17,8 @@ export interface ClusterRow {
   readonly reason?: string;
   readonly mirrors: number;
   readonly exportedServices: number;
+  /** Exported Services by mode, and those whose export label declines (SPEC §12); absent: unknown. */
+  readonly exports?: ClusterStatus["exports"];
   readonly lastSyncedAt?: number;
   readonly restarts: number;
   readonly gateways: ClusterStatus["gateways"];

@@ -153,6 +153,20 @@ export function createMetrics(source: MetricsSource): Registry {
     "Remote Services of the cluster exported through a gateway.",
     (row) => row.exportedServices,
   );
+  labelled(
+    "gauge",
+    "fleet_mirror_cluster_exports",
+    "Remote Services of the cluster by export mode (SPEC §12): annotation, label, and label-declined (an explicit negative label value, not exported).",
+    ["cluster", "mode"],
+    (set) => {
+      for (const row of source.fleet()?.clusters ?? []) {
+        if (!row.exports) continue;
+        set({ cluster: row.cluster, mode: "annotation" }, row.exports.annotation);
+        set({ cluster: row.cluster, mode: "label" }, row.exports.label);
+        set({ cluster: row.cluster, mode: "label-declined" }, row.exports.declined);
+      }
+    },
+  );
   clusterGauge(
     "fleet_mirror_cluster_last_sync_timestamp_seconds",
     "Unix time of the cluster's last complete, successful list (absent before the first).",

@@ -16,8 +16,10 @@
  * This file reads the clusters; check-rules.ts holds the pure rules and the report.
  */
 import { lookup } from "node:dns/promises";
-import { exportedGateway, viewGateway } from "../core/desired.ts";
-import { DEFAULT_MEMBER_SELECTOR, isMember, type MemberSelector, parseMemberSelector } from "../core/federated.ts";
+import { viewGateway } from "../core/desired.ts";
+import { DEFAULT_EXPORT_SELECTOR, type ExportSettings, exportOf } from "../core/export.ts";
+import { DEFAULT_MEMBER_SELECTOR, isMember, type MemberSelector } from "../core/federated.ts";
+import { type LabelRequirement, parseLabelRequirement } from "../core/label-requirement.ts";
 import { SECRET_TYPE } from "../core/labels.ts";
 import { type KubeObject, objectKey, type Secret, type Service } from "../core/objects.ts";
 import type { KubeClient } from "../kube/client.ts";
@@ -63,6 +65,11 @@ const flags = {
     type: "string",
     default: DEFAULT_MEMBER_SELECTOR,
     description: "member label of fleet-wide Services, as the controller's flag of the same name",
+  },
+  "export-selector": {
+    type: "string",
+    default: DEFAULT_EXPORT_SELECTOR,
+    description: "label export's label, as the controller's flag of the same name (empty: off)",
   },
   "allow-kubeconfig-file-paths": {
     type: "boolean",
@@ -158,6 +165,7 @@ interface RemoteFindings {
 async function checkRemote(
   cluster: RegisteredCluster,
   selector: MemberSelector,
+  exportSelector: LabelRequirement | undefined,
   timeoutMs: number,
 ): Promise<RemoteFindings> {
   const section = `remote cluster ${cluster.cluster}`;
@@ -173,17 +181,28 @@ async function checkRemote(
     }
     const services = await listAll<Service>(client, "/api/v1/services");
     const byKey = new Map(services.map((s) => [objectKey(s.metadata), s]));
-    const exported = services.filter((s) => exportedGateway(s));
+    const settings: ExportSettings = {
+      defaultGateway: cluster.defaultGateway,
+      ...(exportSelector ? { exportSelector } : {}),
+    };
+    const exported: Service[] = [];
+    const byLabel: Service[] = [];
     const users = new Map<string, number>();
-    for (const s of exported) {
-      const gw = exportedGateway(s);
-      if (gw) users.set(`${gw.namespace}/${gw.name}`, (users.get(`${gw.namespace}/${gw.name}`) ?? 0) + 1);
+    for (const s of services) {
+      const decision = exportOf(settings, s);
+      if (decision.kind === "label-value")
+        results.push({ section, ok: false, message: `Service ${objectKey(s.metadata)}: ${decision.message}` });
+      if (decision.kind !== "exported") continue;
+      exported.push(s);
+      if (decision.mode === "label") byLabel.push(s);
+      const key = objectKey(decision.gateway);
+      users.set(key, (users.get(key) ?? 0) + 1);
     }
     const members = services.filter((s) => isMember(selector, s));
     results.push({
       section,
       ok: true,
-      message: `${exported.length} exported Service(s), ${members.length} fleet-wide member(s)`,
+      message: `${exported.length} exported Service(s) (${byLabel.length} by label), ${members.length} fleet-wide member(s)`,
     });
     for (const [key, count] of [...users].sort(([a], [b]) => a.localeCompare(b))) {
       const gateway = byKey.get(key);
@@ -217,9 +236,13 @@ async function runChecks(
   const namespace = credentialsNamespace(values);
   const timeoutMs = durationFlag(values, "timeout", "10s");
   const selectorText = stringFlag(values, "federated-selector") ?? DEFAULT_MEMBER_SELECTOR;
-  const selector = parseMemberSelector(selectorText);
+  const selector = parseLabelRequirement(selectorText);
   if (typeof selector === "string")
     throw new UsageError(`--federated-selector: ${JSON.stringify(selectorText)}: ${selector}`);
+  const exportText = stringFlag(values, "export-selector") ?? DEFAULT_EXPORT_SELECTOR;
+  const exportSelector = exportText.trim() === "" ? undefined : parseLabelRequirement(exportText);
+  if (typeof exportSelector === "string")
+    throw new UsageError(`--export-selector: ${JSON.stringify(exportText)}: ${exportSelector}`);
   const client = cliClient(localConnection(values), timeoutMs);
   const results: CheckResult[] = [];
   try {
@@ -288,7 +311,7 @@ async function runChecks(
     const remotes = await Promise.all(
       [...registry.registered.values()].map(async (reg) => ({
         reg,
-        found: await checkRemote(reg, selector, timeoutMs),
+        found: await checkRemote(reg, selector, exportSelector, timeoutMs),
       })),
     );
     remotes.sort((a, b) => a.reg.cluster.localeCompare(b.reg.cluster));

@@ -1,11 +1,14 @@
 /**
- * `fleet-mirror export` / `unexport`: set or remove the two gateway annotations of
- * SPEC §2 on a Service of a remote cluster. The cluster is the one of
- * `--remote-kubeconfig`/`--remote-context` when given, else kubectl's current one
+ * `fleet-mirror export` / `unexport`: mark a Service of a remote cluster as exported, by
+ * the two gateway annotations of SPEC §2 (`--mode annotation`, the default) or by the
+ * export label of SPEC §12 (`--mode label`), or remove both marks. The cluster is the
+ * one of `--remote-kubeconfig`/`--remote-context` when given, else kubectl's current one
  * (`--kubeconfig`/`--context`): exporting is something done *on* the remote cluster.
  */
 
 import { viewGateway } from "../core/desired.ts";
+import { DEFAULT_EXPORT_SELECTOR, DEFAULT_GATEWAY, EXPORT_MODES, type ExportMode } from "../core/export.ts";
+import { type LabelRequirement, parseLabelRequirement } from "../core/label-requirement.ts";
 import { GATEWAY_NAME, GATEWAY_NS } from "../core/labels.ts";
 import type { Service } from "../core/objects.ts";
 import type { ConnectionSpec } from "../kube/connection.ts";
@@ -38,26 +41,63 @@ const clusterFlags = {
   namespace: { type: "string", short: "n", description: "namespace of the Service (default: default)" },
 } as const;
 
+const selectorFlag = {
+  "export-selector": {
+    type: "string",
+    default: DEFAULT_EXPORT_SELECTOR,
+    description: "the controller's --export-selector: the label that label mode sets (and unexport removes)",
+  },
+} as const;
+
 const exportFlags = {
   ...clusterFlags,
-  gateway: { type: "string", description: "name of the gateway Service (required)" },
-  "gateway-namespace": { type: "string", description: "namespace of the gateway Service (required)" },
+  ...selectorFlag,
+  mode: { type: "string", default: "annotation", description: `how to export: ${EXPORT_MODES.join("|")}` },
+  gateway: {
+    type: "string",
+    description:
+      "name of the gateway Service (annotation mode: required; label mode: the cluster's default gateway, checked only)",
+  },
+  "gateway-namespace": {
+    type: "string",
+    description: "namespace of the gateway Service (annotation mode: required; label mode: checked only)",
+  },
 } as const;
 
 const exportHelp = commandHelp(
-  "export SERVICE --gateway NAME --gateway-namespace NS [-n NAMESPACE] [flags]",
-  `Exports a Service of a remote cluster: sets the annotations ${GATEWAY_NAME} and
-${GATEWAY_NS}, so fleet-mirror mirrors it into the local cluster through that
-gateway. Warns (without failing) when the gateway is missing or not usable yet.`,
+  "export SERVICE [--mode annotation|label] [--gateway NAME --gateway-namespace NS] [-n NAMESPACE] [flags]",
+  `Exports a Service of a remote cluster, so fleet-mirror mirrors it into the local cluster.
+
+  --mode annotation  sets the annotations ${GATEWAY_NAME} and ${GATEWAY_NS}
+                     (--gateway, --gateway-namespace): mirrored through that gateway
+  --mode label       sets the label of --export-selector (${DEFAULT_EXPORT_SELECTOR}):
+                     mirrored through the cluster's default gateway, which its
+                     credentials Secret names (else ${DEFAULT_GATEWAY.namespace}/${DEFAULT_GATEWAY.name})
+
+Warns (without failing) when the gateway is missing or not usable yet.`,
   exportFlags,
 );
 
 const unexportHelp = commandHelp(
   "unexport SERVICE [-n NAMESPACE] [flags]",
-  `Stops exporting a Service of a remote cluster: removes both gateway annotations;
-fleet-mirror then deletes its mirror.`,
-  clusterFlags,
+  `Stops exporting a Service of a remote cluster: removes both gateway annotations and
+the export label; fleet-mirror then deletes its mirror.`,
+  { ...clusterFlags, ...selectorFlag },
 );
+
+function exportSelector(values: FlagValues): LabelRequirement {
+  const text = stringFlag(values, "export-selector") ?? DEFAULT_EXPORT_SELECTOR;
+  const parsed = parseLabelRequirement(text);
+  if (typeof parsed === "string") throw new UsageError(`--export-selector: ${JSON.stringify(text)}: ${parsed}`);
+  return parsed;
+}
+
+function exportMode(values: FlagValues): ExportMode {
+  const text = stringFlag(values, "mode") ?? "annotation";
+  const mode = EXPORT_MODES.find((m) => m === text);
+  if (!mode) throw new UsageError(`--mode: ${JSON.stringify(text)} is not one of ${EXPORT_MODES.join(", ")}`);
+  return mode;
+}
 
 function targetConnection(values: FlagValues): ConnectionSpec {
   const remote = stringFlag(values, "remote-kubeconfig");
@@ -75,11 +115,11 @@ function serviceArgument(positionals: readonly string[]): string {
   return name.replace(/^(service|svc|services)\//, "");
 }
 
-/** Merge-patches the Service's annotations (null removes one); a missing Service is a clear error. */
-async function patchAnnotations(
+/** Merge-patches the Service's annotations and labels (null removes one); a missing Service is a clear error. */
+async function patchMetadata(
   values: FlagValues,
   positionals: readonly string[],
-  annotations: Record<string, string | null>,
+  metadata: { annotations?: Record<string, string | null>; labels?: Record<string, string | null> },
 ): Promise<{ service: Service; namespace: string; client: ReturnType<typeof cliClient> }> {
   const name = serviceArgument(positionals);
   const namespace = stringFlag(values, "namespace") ?? "default";
@@ -88,7 +128,7 @@ async function patchAnnotations(
     const service = await client.request<Service>(
       "PATCH",
       `/api/v1/namespaces/${encodeURIComponent(namespace)}/services/${encodeURIComponent(name)}`,
-      { body: { metadata: { annotations } }, contentType: "application/merge-patch+json" },
+      { body: { metadata }, contentType: "application/merge-patch+json" },
     );
     return { service, namespace, client };
   } catch (error) {
@@ -105,16 +145,31 @@ export const exportDefinition: CommandDefinition = {
   flags: exportFlags,
   maxPositionals: 1,
   async run({ values, positionals }) {
-    const gateway = requiredFlag(values, "gateway");
-    const gatewayNamespace = requiredFlag(values, "gateway-namespace");
-    const { service, namespace, client } = await patchAnnotations(values, positionals, {
-      [GATEWAY_NAME]: gateway,
-      [GATEWAY_NS]: gatewayNamespace,
-    });
+    const mode = exportMode(values);
+    const selector = exportSelector(values);
+    const gateway =
+      mode === "annotation" ? requiredFlag(values, "gateway") : (stringFlag(values, "gateway") ?? DEFAULT_GATEWAY.name);
+    const gatewayNamespace =
+      mode === "annotation"
+        ? requiredFlag(values, "gateway-namespace")
+        : (stringFlag(values, "gateway-namespace") ?? DEFAULT_GATEWAY.namespace);
+    const { service, namespace, client } = await patchMetadata(
+      values,
+      positionals,
+      mode === "annotation"
+        ? { annotations: { [GATEWAY_NAME]: gateway, [GATEWAY_NS]: gatewayNamespace } }
+        : { labels: { [selector.key]: selector.value } },
+    );
     try {
       writeOut(
-        `service/${service.metadata.name} in ${namespace} exported through gateway ${gatewayNamespace}/${gateway}\n`,
+        mode === "annotation"
+          ? `service/${service.metadata.name} in ${namespace} exported through gateway ${gatewayNamespace}/${gateway}\n`
+          : `service/${service.metadata.name} in ${namespace} exported by label ${selector.key}=${selector.value}, through the cluster's default gateway\n`,
       );
+      if (mode === "label" && service.metadata.annotations?.[GATEWAY_NAME] && service.metadata.annotations[GATEWAY_NS])
+        writeErr(
+          `note: its annotations ${GATEWAY_NAME} and ${GATEWAY_NS} still name gateway ${service.metadata.annotations[GATEWAY_NS]}/${service.metadata.annotations[GATEWAY_NAME]}, and they win over the label\n`,
+        );
       let gw: Service | undefined;
       try {
         gw = await client.request<Service>(
@@ -140,12 +195,13 @@ export const exportDefinition: CommandDefinition = {
 export const unexportDefinition: CommandDefinition = {
   name: "unexport",
   help: unexportHelp,
-  flags: clusterFlags,
+  flags: { ...clusterFlags, ...selectorFlag },
   maxPositionals: 1,
   async run({ values, positionals }) {
-    const { service, namespace, client } = await patchAnnotations(values, positionals, {
-      [GATEWAY_NAME]: null,
-      [GATEWAY_NS]: null,
+    const selector = exportSelector(values);
+    const { service, namespace, client } = await patchMetadata(values, positionals, {
+      annotations: { [GATEWAY_NAME]: null, [GATEWAY_NS]: null },
+      labels: { [selector.key]: null },
     });
     client.close();
     writeOut(`service/${service.metadata.name} in ${namespace} unexported\n`);

@@ -26,6 +26,8 @@ export interface StatusRow {
   readonly reason?: string;
   readonly mirrors: number;
   readonly exportedServices?: number;
+  /** Exported Services by mode, and Services whose export label declines (SPEC §12); absent: unknown. */
+  readonly exports?: { readonly annotation: number; readonly label: number; readonly declined: number };
   readonly lastSyncedAt?: string;
   readonly restarts?: number;
   /** Each gateway in use, why it is unusable, if it is, and its probe; absent when unknown. */
@@ -157,6 +159,7 @@ export function rowsFromAdmin(status: AdminStatus): StatusRow[] {
       ...(row.reason ? { reason: row.reason } : {}),
       mirrors: row.mirrors,
       exportedServices: row.exportedServices,
+      ...(row.exports ? { exports: row.exports } : {}),
       ...(lastSyncedAt ? { lastSyncedAt } : {}),
       restarts: row.restarts,
       gateways: row.gateways.map((g) => ({
@@ -329,6 +332,23 @@ export function formatFederatedTable(rows: readonly FederatedRow[]): string {
   );
 }
 
+/** The EXPORTS cell: `3 annotation, 2 label (1 declined)`; `-` when none; `unknown` without the actor's counts. */
+export function exportsCell(row: StatusRow): string {
+  const e = row.exports;
+  if (!e)
+    return row.exportedServices === undefined
+      ? "unknown"
+      : row.exportedServices === 0
+        ? "-"
+        : String(row.exportedServices);
+  const parts = [
+    ...(e.annotation > 0 ? [`${e.annotation} annotation`] : []),
+    ...(e.label > 0 ? [`${e.label} label`] : []),
+  ];
+  const declined = e.declined > 0 ? ` (${e.declined} declined)` : "";
+  return parts.length === 0 ? `-${declined}` : `${parts.join(", ")}${declined}`;
+}
+
 /** The tables `status` prints (pure). */
 export function formatStatusTable(report: StatusReport, now: number): string {
   const header =
@@ -345,6 +365,7 @@ export function formatStatusTable(report: StatusReport, now: number): string {
     r.cluster || "(none)",
     stateCell(r, now),
     String(r.mirrors),
+    exportsCell(r),
     r.lastSyncedAt
       ? `${formatAge(now - Date.parse(r.lastSyncedAt))} ago`
       : report.source === "controller"
@@ -354,7 +375,10 @@ export function formatStatusTable(report: StatusReport, now: number): string {
     gatewayCell(r),
     healthCell(r),
   ]);
-  const clusters = formatTable(["cluster", "state", "mirrors", "last sync", "restarts", "gateway", "health"], rows);
+  const clusters = formatTable(
+    ["cluster", "state", "mirrors", "exports", "last sync", "restarts", "gateway", "health"],
+    rows,
+  );
   const placement = report.placement ? `\n${placementLine(report.placement)}` : "";
   return header + clusters + placement + (federated ? `\n${federated}` : "") + shards;
 }

@@ -2,11 +2,10 @@
  * The desired mirrors of one remote cluster, as a pure function of what its actor
  * observes (SPEC §2–§4). No I/O, no clock, no mutation of its inputs.
  */
+import { type ExportSettings, exportOf } from "./export.ts";
 import {
   CLUSTER_NAME,
   GATEWAY_IDENTITY,
-  GATEWAY_NAME,
-  GATEWAY_NS,
   GATEWAY_PORT_NAME,
   MIRRORED_SERVICE,
   REMOTE_GATEWAY_IDENTITY,
@@ -62,7 +61,7 @@ export interface DesiredMirror {
   readonly endpointPorts: readonly MirrorEndpointPort[];
 }
 
-export type SkipReason = "mirror-name-invalid" | "no-ports" | "excluded-namespace";
+export type SkipReason = "mirror-name-invalid" | "no-ports" | "excluded-namespace" | "export-label-value";
 
 /** A remote Service that is exported but cannot be mirrored; reported, never fatal. */
 export interface MirrorProblem {
@@ -72,7 +71,8 @@ export interface MirrorProblem {
   readonly message: string;
 }
 
-export interface ClusterSettings {
+/** One cluster's settings, fixed for an actor's life (a change restarts the actor). */
+export interface ClusterSettings extends ExportSettings {
   readonly name: string;
   /** e.g. `cluster.local` */
   readonly domain: string;
@@ -97,13 +97,6 @@ export interface GatewayView {
 
 /** Looks up resolved IPs of an ingress hostname; undefined while unresolved or failing. */
 export type HostnameLookup = (hostname: string) => readonly string[] | undefined;
-
-/** A remote Service is exported when it carries BOTH gateway annotations (SPEC §2). */
-export function exportedGateway(service: Service): { name: string; namespace: string } | undefined {
-  const name = service.metadata.annotations?.[GATEWAY_NAME];
-  const namespace = service.metadata.annotations?.[GATEWAY_NS];
-  return name && namespace ? { name, namespace } : undefined;
-}
 
 /** Every hostname (no IP) in a gateway's ingress, for the resolver. */
 export function ingressHostnames(gateway: Service): string[] {
@@ -254,16 +247,21 @@ export type MirrorOutcome =
   | { readonly kind: "problem"; readonly problem: MirrorProblem }
   | { readonly kind: "not-exported" };
 
-/** The mirror of one remote Service, given the view of its gateway. */
+/**
+ * The mirror of one remote Service, given the view of the gateway its export names
+ * (`exportOf`, SPEC §2 and §12).
+ */
 export function desiredMirrorFor(settings: ClusterSettings, service: Service, gateway: GatewayView): MirrorOutcome {
-  const gw = exportedGateway(service);
-  if (!gw) return { kind: "not-exported" };
+  const decision = exportOf(settings, service);
+  if (decision.kind === "not-exported" || decision.kind === "declined") return { kind: "not-exported" };
   const namespace = service.metadata.namespace ?? "default";
   const remote = objectKey({ namespace, name: service.metadata.name });
   const problem = (reason: SkipReason, message: string): MirrorOutcome => ({
     kind: "problem",
     problem: { cluster: settings.name, remote, reason, message },
   });
+  if (decision.kind === "label-value") return problem("export-label-value", decision.message);
+  const gw = decision.gateway;
   if (settings.excludedNamespaces.includes(namespace)) {
     return problem("excluded-namespace", `namespace ${namespace} is excluded from mirroring`);
   }
@@ -337,9 +335,9 @@ export function desiredMirrors(
   const problems: MirrorProblem[] = [];
   const gatewayViews = new Map<string, GatewayView>();
   for (const service of services) {
-    const gw = exportedGateway(service);
-    if (!gw) continue;
-    const gwKey = objectKey(gw);
+    const decision = exportOf(settings, service);
+    if (decision.kind === "not-exported" || decision.kind === "declined") continue;
+    const gwKey = decision.kind === "exported" ? objectKey(decision.gateway) : "";
     let view = gatewayViews.get(gwKey);
     if (!view) {
       view = viewGateway(getService(gwKey), lookup);

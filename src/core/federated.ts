@@ -7,13 +7,14 @@
 import {
   type ClusterSettings,
   carryPorts,
-  exportedGateway,
   type GatewayView,
   type MirrorEndpointPort,
   type MirrorProblem,
   type MirrorServicePort,
   type SkipReason,
 } from "./desired.ts";
+import { type ExportSettings, exportedGateway, type GatewayRef } from "./export.ts";
+import type { LabelRequirement } from "./label-requirement.ts";
 import { validateMirrorName } from "./naming.ts";
 import { objectKey, type Service } from "./objects.ts";
 
@@ -22,45 +23,18 @@ export const FEDERATED_LABEL = "mirror.linkerd.io/federated";
 /** The member clusters of a fleet-wide Service, sorted, comma-separated (SPEC §11). */
 export const FEDERATED_CLUSTERS = "mirror.linkerd.io/federated-clusters";
 export const DEFAULT_MEMBER_SELECTOR = `${FEDERATED_LABEL}=member`;
-/**
- * The gateway of a member that names none with the §2 annotations: the default gateway
- * that a linkerd multicluster link installs (SPEC §12 names the same default).
- */
-export const DEFAULT_GATEWAY = { name: "linkerd-gateway", namespace: "linkerd-multicluster" } as const;
 
-/** A member selector: one label that must equal one value. */
-export interface MemberSelector {
-  readonly key: string;
-  readonly value: string;
-}
-
-const LABEL_NAME =
-  /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
-const LABEL_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/;
-
-/**
- * Parses `key=value` (also `key==value`), Kubernetes' equality form of a label
- * selector with one requirement. Returns why it is not one (a set-based form, two
- * requirements, an invalid key or value) as a string.
- */
-export function parseMemberSelector(text: string): MemberSelector | string {
-  const match = /^([^=!,\s]+)==?([^=!,\s]*)$/.exec(text.trim());
-  if (!match?.[1] || match[2] === undefined) return "must be one requirement key=value";
-  const [, key, value] = match;
-  const name = key.includes("/") ? key.slice(key.indexOf("/") + 1) : key;
-  if (!LABEL_NAME.test(key) || name.length > 63 || key.length > 253) return `${JSON.stringify(key)} is not a label key`;
-  if (value.length > 63 || !LABEL_VALUE.test(value)) return `${JSON.stringify(value)} is not a label value`;
-  return { key, value };
-}
+/** A member selector: one label that must equal one value (`--federated-selector`). */
+export type MemberSelector = LabelRequirement;
 
 /** The local name of the fleet-wide Service of remote Services named `service` (SPEC §11). */
 export function federatedName(service: string): string {
   return `${service}-federated`;
 }
 
-/** The gateway whose addresses a member contributes: its §2 annotations, else the default gateway. */
-export function memberGateway(service: Service): { name: string; namespace: string } {
-  return exportedGateway(service) ?? DEFAULT_GATEWAY;
+/** The gateway whose addresses a member contributes: its §2 annotations, else its cluster's default gateway (SPEC §12). */
+export function memberGateway(settings: ExportSettings, service: Service): GatewayRef {
+  return exportedGateway(service) ?? settings.defaultGateway;
 }
 
 export function isMember(selector: MemberSelector, service: Service): boolean {

@@ -62,7 +62,7 @@ const federatedMember = v.object({
 type _FederatedMemberAgrees = Assert<Agree<DeepReadonly<v.InferOutput<typeof federatedMember>>, FederatedMember>>;
 export const FederatedMemberSchema: v.GenericSchema<FederatedMember> = federatedMember;
 
-const SKIP_REASONS = ["mirror-name-invalid", "no-ports", "excluded-namespace"] as const;
+const SKIP_REASONS = ["mirror-name-invalid", "no-ports", "excluded-namespace", "export-label-value"] as const;
 type _SkipReasonsAgree = Assert<Agree<(typeof SKIP_REASONS)[number], SkipReason>>;
 
 const mirrorProblem = v.object({
@@ -74,10 +74,14 @@ const mirrorProblem = v.object({
 type _MirrorProblemAgrees = Assert<Agree<DeepReadonly<v.InferOutput<typeof mirrorProblem>>, MirrorProblem>>;
 export const MirrorProblemSchema: v.GenericSchema<MirrorProblem> = mirrorProblem;
 
+const gatewayRef = v.object({ name, namespace: name });
+
 const clusterSettings = v.object({
   name,
   domain: v.string(),
   excludedNamespaces: v.array(v.string()),
+  defaultGateway: gatewayRef,
+  exportSelector: v.exactOptional(v.object({ key: name, value: v.string() })),
 });
 type _ClusterSettingsAgree = Assert<Agree<DeepReadonly<v.InferOutput<typeof clusterSettings>>, ClusterSettings>>;
 export const ClusterSettingsSchema: v.GenericSchema<ClusterSettings> = clusterSettings;

@@ -93,6 +93,8 @@ export const ClusterStatusSchema = v.object({
   since: finite,
   lastSyncedAt: v.exactOptional(finite),
   exportedServices: count,
+  /** Exported Services by mode, and those whose export label declines (SPEC §12); absent: an older actor. */
+  exports: v.exactOptional(v.object({ annotation: count, label: count, declined: count })),
   mirrors: count,
   problems: v.array(MirrorProblemSchema),
   lastFailure: v.exactOptional(WatchFailureInfoSchema),

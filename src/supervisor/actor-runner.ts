@@ -160,6 +160,8 @@ export class ActorRunner {
       name: effect.cluster,
       domain: effect.registration.domain,
       excludedNamespaces: this.#o.config.excludedNamespaces,
+      defaultGateway: effect.registration.defaultGateway,
+      ...(this.#o.config.exportSelector ? { exportSelector: this.#o.config.exportSelector } : {}),
     };
     const init: ToRemoteActor = {
       type: "actor.init",

@@ -119,6 +119,7 @@ export class FleetStatusBook {
         ...(reason ? { reason } : {}),
         mirrors: writerCluster?.mirrors ?? s?.mirrors ?? 0,
         exportedServices: s?.exportedServices ?? 0,
+        ...(s?.exports ? { exports: s.exports } : {}),
         ...(s?.lastSyncedAt !== undefined ? { lastSyncedAt: s.lastSyncedAt } : {}),
         restarts: actor.restarts,
         gateways: s?.gateways ?? [],

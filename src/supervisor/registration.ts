@@ -5,8 +5,16 @@
  * (SPEC §7's auth-method policy).
  */
 import { createHash } from "node:crypto";
-import { CLUSTER_NAME, KUBECONFIG_KEY, REMOTE_CLUSTER_DOMAIN, SECRET_TYPE } from "../core/labels.ts";
-import { validateDns1123Label } from "../core/naming.ts";
+import { DEFAULT_GATEWAY, type GatewayRef } from "../core/export.ts";
+import {
+  CLUSTER_NAME,
+  GATEWAY_NAME,
+  GATEWAY_NS,
+  KUBECONFIG_KEY,
+  REMOTE_CLUSTER_DOMAIN,
+  SECRET_TYPE,
+} from "../core/labels.ts";
+import { validateDns1123Label, validateMirrorName } from "../core/naming.ts";
 import type { Secret } from "../core/objects.ts";
 import type { ConnectionSpec } from "../kube/connection.ts";
 import {
@@ -23,6 +31,12 @@ export interface Registration {
   readonly cluster: string;
   readonly domain: string;
   readonly connection: ConnectionSpec;
+  /**
+   * The cluster's default gateway (SPEC §12): the Secret's `mirror.linkerd.io/gateway-name`
+   * and `mirror.linkerd.io/gateway-ns` annotations, each defaulting on its own to
+   * DEFAULT_GATEWAY's. Label export and fleet-wide members without §2 annotations use it.
+   */
+  readonly defaultGateway: GatewayRef;
   /** Changes whenever anything the actor uses changes (rotation → restart). */
   readonly fingerprint: string;
 }
@@ -32,6 +46,7 @@ export type InvalidReason =
   | "invalid-cluster-name"
   | "missing-cluster-domain"
   | "invalid-cluster-domain"
+  | "invalid-default-gateway"
   | "missing-kubeconfig"
   | "kubeconfig-not-base64"
   | KubeconfigProblem;
@@ -65,6 +80,21 @@ export function parseCredentialsSecret(secret: Secret, options: ParseOptions): P
   if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(domain) || domain.length > 253) {
     return invalid("invalid-cluster-domain", `cluster domain ${JSON.stringify(domain)} is not a DNS name`);
   }
+  const defaultGateway = {
+    name: annotations[GATEWAY_NAME] ?? DEFAULT_GATEWAY.name,
+    namespace: annotations[GATEWAY_NS] ?? DEFAULT_GATEWAY.namespace,
+  };
+  for (const [key, value, validate] of [
+    [GATEWAY_NAME, defaultGateway.name, validateMirrorName],
+    [GATEWAY_NS, defaultGateway.namespace, validateDns1123Label],
+  ] as const) {
+    const problem = validate(value);
+    if (problem)
+      return invalid(
+        "invalid-default-gateway",
+        `annotation ${key} ${JSON.stringify(value)} ${problem} (it names the cluster's default gateway Service or its namespace)`,
+      );
+  }
   const encoded = secret.data?.[KUBECONFIG_KEY];
   if (!encoded) return invalid("missing-kubeconfig", `data key ${KUBECONFIG_KEY} is missing or empty`);
   if (!/^[A-Za-z0-9+/=\s]*$/.test(encoded))
@@ -76,6 +106,9 @@ export function parseCredentialsSecret(secret: Secret, options: ParseOptions): P
     if (error instanceof InvalidKubeconfig) return invalid(error.reason, error.message);
     return invalid("kubeconfig-unparsable", (error as Error).message);
   }
-  const fingerprint = createHash("sha256").update(JSON.stringify({ domain, connection })).digest("hex").slice(0, 16);
-  return { kind: "valid", registration: { cluster, domain, connection, fingerprint } };
+  const fingerprint = createHash("sha256")
+    .update(JSON.stringify({ domain, connection, defaultGateway }))
+    .digest("hex")
+    .slice(0, 16);
+  return { kind: "valid", registration: { cluster, domain, connection, defaultGateway, fingerprint } };
 }

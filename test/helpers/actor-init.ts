@@ -15,7 +15,12 @@ export function actorInitMessage(
 ): ActorInit {
   return {
     type: "actor.init",
-    cluster: { name: cluster, domain: "cluster.local", excludedNamespaces: [] },
+    cluster: {
+      name: cluster,
+      domain: "cluster.local",
+      excludedNamespaces: [],
+      defaultGateway: { name: "linkerd-gateway", namespace: "linkerd-multicluster" },
+    },
     epoch,
     connection: { server: "https://127.0.0.1:1", auth: { kind: "anonymous" } },
     options: {

@@ -197,6 +197,7 @@ export class Fleet {
       ports?: V1ServicePort[];
       gateway?: { name: string; namespace: string } | false;
       annotations?: Record<string, string>;
+      labels?: Record<string, string>;
     } = {},
   ): Promise<V1Service> {
     await this.ensureNamespace(cluster, namespace);
@@ -206,6 +207,7 @@ export class Fleet {
       body: {
         metadata: {
           name,
+          ...(opts.labels ? { labels: opts.labels } : {}),
           annotations: {
             ...(gateway ? { [GATEWAY_NAME]: gateway.name, [GATEWAY_NS]: gateway.namespace } : {}),
             ...(opts.annotations ?? {}),
@@ -290,12 +292,22 @@ export class Fleet {
     });
   }
 
-  secretBody(opts: { secretName: string; clusterName: string; kubeconfig: string; domain?: string }): object {
+  secretBody(opts: {
+    secretName: string;
+    clusterName: string;
+    kubeconfig: string;
+    domain?: string;
+    annotations?: Record<string, string>;
+  }): object {
     return {
       metadata: {
         name: opts.secretName,
         namespace: CONTROLLER_NAMESPACE,
-        annotations: { [CLUSTER_NAME]: opts.clusterName, [REMOTE_CLUSTER_DOMAIN]: opts.domain ?? "cluster.local" },
+        annotations: {
+          ...opts.annotations,
+          [CLUSTER_NAME]: opts.clusterName,
+          [REMOTE_CLUSTER_DOMAIN]: opts.domain ?? "cluster.local",
+        },
       },
       type: SECRET_TYPE,
       data: { kubeconfig: Buffer.from(opts.kubeconfig).toString("base64") },
@@ -325,9 +337,10 @@ export class Fleet {
     );
   }
 
+  /** `annotations`: more Secret annotations, e.g. the cluster's default gateway (SPEC §12). */
   async register(
     remote: string,
-    opts: { clusterName?: string; secretName?: string; domain?: string } = {},
+    opts: { clusterName?: string; secretName?: string; domain?: string; annotations?: Record<string, string> } = {},
   ): Promise<string> {
     const clusterName = opts.clusterName ?? remote;
     const secretName = opts.secretName ?? `cluster-credentials-${clusterName}`;
@@ -338,6 +351,7 @@ export class Fleet {
         clusterName,
         kubeconfig: await this.remoteKubeconfig(remote),
         ...(opts.domain ? { domain: opts.domain } : {}),
+        ...(opts.annotations ? { annotations: opts.annotations } : {}),
       }),
     });
     return secretName;

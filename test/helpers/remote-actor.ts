@@ -73,7 +73,13 @@ export function startActor(
   const port = new FakeDesiredPort();
   const actor = new RemoteClusterActor(
     {
-      cluster: { name: cluster, domain: "cluster.local", excludedNamespaces: ["kube-system"] },
+      cluster: {
+        name: cluster,
+        domain: "cluster.local",
+        excludedNamespaces: ["kube-system"],
+        defaultGateway: { name: "linkerd-gateway", namespace: "linkerd-multicluster" },
+        exportSelector: { key: "mirror.linkerd.io/exported", value: "true" },
+      },
       epoch,
       connection,
       options: {

@@ -24,6 +24,7 @@ function reg(cluster: string, opts: { uid?: string; fingerprint?: string } = {})
     cluster,
     domain: "example.test",
     connection: { server: `https://${cluster}.test:6443`, auth: { kind: "token", token: "t" } },
+    defaultGateway: { name: "linkerd-gateway", namespace: "linkerd-multicluster" },
     fingerprint: opts.fingerprint ?? "f1",
     secretKey: `fleet/cluster-credentials-${cluster}`,
     secretUid: opts.uid ?? `uid-${cluster}`,

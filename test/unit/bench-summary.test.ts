@@ -83,6 +83,7 @@ const sideBySide = {
   failover: { smoke: false, failoverS: 7.25 },
   "probe-cpu": { smoke: false, ratio: 1.01 },
   sharded: { smoke: false, runs: [{ ratio: 0.93, failoverMovedMs: 14_567, failoverAllMs: 15_000 }] },
+  "export-modes": { smoke: false, ratio: 0.98, runs: [] },
 };
 
 describe("summaryFromResults", () => {
@@ -119,6 +120,7 @@ describe("summaryFromResults", () => {
           sharded_converge_ratio: 0.93,
           // The moved clusters' figure, in seconds: the others never stopped.
           shard_failover_s: 14.57,
+          label_export_converge_ratio: 0.98,
         }).sort(([a], [b]) => a.localeCompare(b)),
       ),
     );

@@ -163,6 +163,7 @@ describe("status rows", () => {
         since: NOW - 60_000,
         mirrors: 3,
         exportedServices: 3,
+        exports: { annotation: 2, label: 1, declined: 1 },
         lastSyncedAt: NOW - 5_000,
         restarts: 1,
         gateways: [{ key: "gw/gateway", usable: true }],
@@ -193,9 +194,9 @@ describe("status rows", () => {
     assert.equal(
       formatStatusTable({ source: "controller", clusters: rows, federated: [] }, NOW),
       [
-        "CLUSTER   STATE                                  MIRRORS   LAST SYNC   RESTARTS   GATEWAY                                           HEALTH",
-        "east      synced                                 3         5s ago      1          usable                                            -",
-        "west      stale since 3m: connect ECONNREFUSED   2         never       0          gw/gateway unusable: gateway has no ingress yet   -",
+        "CLUSTER   STATE                                  MIRRORS   EXPORTS                              LAST SYNC   RESTARTS   GATEWAY                                           HEALTH",
+        "east      synced                                 3         2 annotation, 1 label (1 declined)   5s ago      1          usable                                            -",
+        "west      stale since 3m: connect ECONNREFUSED   2         2                                    never       0          gw/gateway unusable: gateway has no ingress yet   -",
         "",
       ].join("\n"),
     );
@@ -225,7 +226,7 @@ describe("status rows", () => {
       NOW,
     );
     assert.match(table, /^controller not reachable; from cluster objects \(ECONNREFUSED\)\nCLUSTER/);
-    assert.match(table, /\neast\s+registered\s+1\s+unknown\s+unknown\s+unknown\s+unknown\n/);
+    assert.match(table, /\neast\s+registered\s+1\s+unknown\s+unknown\s+unknown\s+unknown\s+unknown\n/);
   });
 });
 

@@ -16,6 +16,7 @@ const NOT_NUMERIC = new Set([
   "leader-election-identity",
   "endpoints-api",
   "federated-selector",
+  "export-selector",
 ]);
 
 /**
@@ -177,6 +178,30 @@ describe("--federated-selector", () => {
       assert.throws(
         () => parseRunConfig(["--federated-selector", value], {}),
         (error: Error) => error.message.startsWith(`--federated-selector: ${JSON.stringify(value)}: `),
+        value,
+      );
+    }
+  });
+});
+
+describe("--export-selector", () => {
+  it("defaults to mirror.linkerd.io/exported=true, accepts another key=value, and is off when empty", () => {
+    const defaults = parseRunConfig([], {});
+    assert.ok(defaults !== "help");
+    assert.deepEqual(defaults.exportSelector, { key: "mirror.linkerd.io/exported", value: "true" });
+    const other = parseRunConfig(["--export-selector", "example.com/export=yes"], {});
+    assert.ok(other !== "help");
+    assert.deepEqual(other.exportSelector, { key: "example.com/export", value: "yes" });
+    const off = parseRunConfig(["--export-selector="], {});
+    assert.ok(off !== "help");
+    assert.equal(off.exportSelector, undefined);
+  });
+
+  it("refuses anything but one key=value requirement at start-up, naming the flag and the value", () => {
+    for (const value of ["exported", "a!=b", "a in (b)", "a=b,c=d", "bad key=x"]) {
+      assert.throws(
+        () => parseRunConfig(["--export-selector", value], {}),
+        (error: Error) => error.message.startsWith(`--export-selector: ${JSON.stringify(value)}: `),
         value,
       );
     }

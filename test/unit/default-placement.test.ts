@@ -101,6 +101,7 @@ function reg(cluster: string, fingerprint = "f1"): RegisteredCluster {
     cluster,
     domain: "example.test",
     connection: { server: `https://${cluster}.test:6443`, auth: { kind: "token", token: "t" } },
+    defaultGateway: { name: "linkerd-gateway", namespace: "linkerd-multicluster" },
     fingerprint,
     secretKey: `fleet/cluster-credentials-${cluster}`,
     secretUid: `uid-${cluster}`,

@@ -6,11 +6,11 @@ import {
   type DesiredState,
   desiredMirrorFor,
   desiredMirrors,
-  exportedGateway,
   type HostnameLookup,
   ingressHostnames,
   viewGateway,
 } from "../../src/core/desired.ts";
+import { exportedGateway } from "../../src/core/export.ts";
 import type { LoadBalancerIngress, Service, ServicePort } from "../../src/core/objects.ts";
 import { deepFreeze } from "../helpers/freeze.ts";
 
@@ -18,6 +18,8 @@ const east: ClusterSettings = deepFreeze({
   name: "east",
   domain: "cluster.local",
   excludedNamespaces: ["kube-system", "kube-public", "kube-node-lease"],
+  defaultGateway: { name: "linkerd-gateway", namespace: "linkerd-multicluster" },
+  exportSelector: { key: "mirror.linkerd.io/exported", value: "true" },
 });
 
 interface ServiceOptions {

@@ -5,11 +5,11 @@ import {
   desiredMemberFor,
   type FederatedMember,
   memberGateway,
-  parseMemberSelector,
   type ReduceInput,
   reduceFederated,
   summarizeReduction,
 } from "../../src/core/federated.ts";
+import { parseLabelRequirement } from "../../src/core/label-requirement.ts";
 import type { Service } from "../../src/core/objects.ts";
 import { deepFreeze } from "../helpers/freeze.ts";
 
@@ -17,6 +17,8 @@ const east: ClusterSettings = deepFreeze({
   name: "east",
   domain: "cluster.local",
   excludedNamespaces: ["kube-system"],
+  defaultGateway: { name: "linkerd-gateway", namespace: "linkerd-multicluster" },
+  exportSelector: { key: "mirror.linkerd.io/exported", value: "true" },
 });
 const selector = deepFreeze({ key: "mirror.linkerd.io/federated", value: "member" });
 
@@ -60,18 +62,18 @@ function input(members: FederatedMember[], options: Partial<ReduceInput> = {}): 
   };
 }
 
-describe("member selector", () => {
+describe("label requirement (member and export selectors)", () => {
   it("parses key=value and key==value", () => {
-    assert.deepEqual(parseMemberSelector("mirror.linkerd.io/federated=member"), {
+    assert.deepEqual(parseLabelRequirement("mirror.linkerd.io/federated=member"), {
       key: "mirror.linkerd.io/federated",
       value: "member",
     });
-    assert.deepEqual(parseMemberSelector("fleet==yes"), { key: "fleet", value: "yes" });
+    assert.deepEqual(parseLabelRequirement("fleet==yes"), { key: "fleet", value: "yes" });
   });
 
   it("rejects set-based forms, two requirements and invalid keys or values with a reason", () => {
     for (const bad of ["", "fleet", "fleet!=no", "fleet in (a)", "a=b,c=d", "-bad=x", "fleet=no way", "x=y=z"]) {
-      assert.equal(typeof parseMemberSelector(bad), "string", bad);
+      assert.equal(typeof parseLabelRequirement(bad), "string", bad);
     }
   });
 });
@@ -131,7 +133,12 @@ describe("desiredMemberFor", () => {
   });
 
   it("the member gateway is the one the §2 annotations name, else the default gateway", () => {
-    assert.deepEqual(memberGateway(remoteService({})), { name: "linkerd-gateway", namespace: "linkerd-multicluster" });
+    assert.deepEqual(memberGateway(east, remoteService({})), {
+      name: "linkerd-gateway",
+      namespace: "linkerd-multicluster",
+    });
+    const ownDefault = { ...east, defaultGateway: { name: "edge", namespace: "mesh" } };
+    assert.deepEqual(memberGateway(ownDefault, remoteService({})), { name: "edge", namespace: "mesh" });
     const annotated = remoteService(
       {},
       {
@@ -141,7 +148,7 @@ describe("desiredMemberFor", () => {
         },
       },
     );
-    assert.deepEqual(memberGateway(annotated), { name: "gw", namespace: "mc" });
+    assert.deepEqual(memberGateway(ownDefault, annotated), { name: "gw", namespace: "mc" });
   });
 });
 

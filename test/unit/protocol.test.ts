@@ -102,7 +102,12 @@ const connection = { server: "https://127.0.0.1:6443", caPem: "PEM", auth: { kin
 function init(writerPort = channel.port1): Extract<ToRemoteActor, { type: "actor.init" }> {
   return {
     type: "actor.init",
-    cluster: { name: "east", domain: "cluster.local", excludedNamespaces: ["kube-system"] },
+    cluster: {
+      name: "east",
+      domain: "cluster.local",
+      excludedNamespaces: ["kube-system"],
+      defaultGateway: { name: "linkerd-gateway", namespace: "linkerd-multicluster" },
+    },
     epoch: 3,
     connection,
     options: {
@@ -315,7 +320,15 @@ const malformed: { decode: (value: unknown) => unknown; message: unknown; error:
   },
   {
     decode: decodeToRemoteActor,
-    message: { ...init(), cluster: { name: "east", domain: "cluster.local", excludedNamespaces: [1] } },
+    message: {
+      ...init(),
+      cluster: {
+        name: "east",
+        domain: "cluster.local",
+        excludedNamespaces: [1],
+        defaultGateway: { name: "linkerd-gateway", namespace: "linkerd-multicluster" },
+      },
+    },
     error: "actor.init: cluster.excludedNamespaces[0]: expected string but received 1",
   },
   {

@@ -100,6 +100,36 @@ describe("parseCredentialsSecret", () => {
     assert.notEqual(a.registration.fingerprint, rotated.registration.fingerprint);
   });
 
+  it("reads the cluster's default gateway from the Secret's annotations, each defaulting on its own (SPEC §12)", () => {
+    const base = {
+      "mirror.linkerd.io/cluster-name": "east",
+      "mirror.linkerd.io/remote-cluster-domain": "cluster.local",
+    };
+    const gatewayOf = (annotations: Record<string, string>) => {
+      const parsed = parseCredentialsSecret(secret({ annotations: { ...base, ...annotations } }), strict);
+      assert.equal(parsed.kind, "valid", JSON.stringify(parsed));
+      return parsed.kind === "valid" ? parsed.registration.defaultGateway : undefined;
+    };
+    assert.deepEqual(gatewayOf({}), { name: "linkerd-gateway", namespace: "linkerd-multicluster" });
+    assert.deepEqual(gatewayOf({ "mirror.linkerd.io/gateway-name": "edge" }), {
+      name: "edge",
+      namespace: "linkerd-multicluster",
+    });
+    assert.deepEqual(gatewayOf({ "mirror.linkerd.io/gateway-name": "edge", "mirror.linkerd.io/gateway-ns": "mesh" }), {
+      name: "edge",
+      namespace: "mesh",
+    });
+    // A changed default gateway restarts the actor: the fingerprint covers it.
+    const a = parseCredentialsSecret(secret({ annotations: base }), strict);
+    const b = parseCredentialsSecret(
+      secret({ annotations: { ...base, "mirror.linkerd.io/gateway-name": "edge" } }),
+      strict,
+    );
+    assert.ok(a.kind === "valid" && b.kind === "valid");
+    if (a.kind === "valid" && b.kind === "valid")
+      assert.notEqual(a.registration.fingerprint, b.registration.fingerprint);
+  });
+
   it("ignores Secrets of other types silently", () => {
     assert.deepEqual(parseCredentialsSecret(secret({ type: "Opaque" }), strict), { kind: "ignored" });
   });
@@ -197,6 +227,28 @@ describe("parseCredentialsSecret", () => {
         ),
       }),
       "kubeconfig-forbidden-auth",
+    ],
+    [
+      "the default gateway's name is not a Service name",
+      secret({
+        annotations: {
+          "mirror.linkerd.io/cluster-name": "east",
+          "mirror.linkerd.io/remote-cluster-domain": "cluster.local",
+          "mirror.linkerd.io/gateway-name": "Edge_Gateway",
+        },
+      }),
+      "invalid-default-gateway",
+    ],
+    [
+      "the default gateway's namespace is empty",
+      secret({
+        annotations: {
+          "mirror.linkerd.io/cluster-name": "east",
+          "mirror.linkerd.io/remote-cluster-domain": "cluster.local",
+          "mirror.linkerd.io/gateway-ns": "",
+        },
+      }),
+      "invalid-default-gateway",
     ],
     [
       "the kubeconfig uses basic auth",

@@ -13,6 +13,7 @@ function registered(cluster: string, uid: string, fingerprint = "f1"): Registere
     cluster,
     domain: "example.test",
     connection: { server: `https://${cluster}.test:6443`, auth: { kind: "token", token: "t" } },
+    defaultGateway: { name: "linkerd-gateway", namespace: "linkerd-multicluster" },
     fingerprint,
     secretKey: `fleet/${cluster}`,
     secretUid: uid,

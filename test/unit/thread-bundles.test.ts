@@ -75,7 +75,12 @@ describe("bundled thread entries", () => {
     const { port1, port2 } = new MessageChannel();
     const init: ToRemoteActor = {
       type: "actor.init",
-      cluster: { name: "east", domain: "cluster.local", excludedNamespaces: [] },
+      cluster: {
+        name: "east",
+        domain: "cluster.local",
+        excludedNamespaces: [],
+        defaultGateway: { name: "linkerd-gateway", namespace: "linkerd-multicluster" },
+      },
       epoch: 1,
       connection: { server: "https://127.0.0.1:1", auth: { kind: "anonymous" } },
       options: {

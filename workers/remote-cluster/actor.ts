@@ -24,6 +24,7 @@
  */
 import { systemClock } from "../../src/core/clock.ts";
 import { type ClusterSettings, ingressHostnames, viewGateway } from "../../src/core/desired.ts";
+import { exportOf } from "../../src/core/export.ts";
 import { isMember, memberGateway } from "../../src/core/federated.ts";
 import { objectKey, type Service } from "../../src/core/objects.ts";
 import { KubeClient } from "../../src/kube/client.ts";
@@ -103,12 +104,19 @@ export class RemoteClusterActor {
     this.#ports = ports;
     this.#log = deps.logger;
     const selector = init.options.memberSelector;
-    // A Service uses its export's gateway (SPEC §2) and, as a fleet-wide member, its
+    const settings = init.cluster;
+    // A Service uses its export's gateway (SPEC §2, §12) and, as a fleet-wide member, its
     // member gateway (SPEC §11): a change of either recomputes it.
-    this.#gateways = new GatewayIndex((service) => {
-      const keys = exportGatewayOf(service);
-      return isMember(selector, service) ? [...new Set([...keys, objectKey(memberGateway(service))])] : keys;
-    });
+    const exportGateway = exportGatewayOf(settings);
+    this.#gateways = new GatewayIndex(
+      (service) => exportOf(settings, service),
+      (service) => {
+        const keys = exportGateway(service);
+        return isMember(selector, service)
+          ? [...new Set([...keys, objectKey(memberGateway(settings, service))])]
+          : keys;
+      },
+    );
     this.#client = new KubeClient(init.connection, {
       userAgent: `fleet-mirror/remote-cluster ${init.cluster.name}`,
       logger: deps.logger,
@@ -257,7 +265,11 @@ export class RemoteClusterActor {
     this.#sender.markDirty(key);
     // A gateway changed: every mirror of THIS cluster that uses it is recomputed.
     for (const user of this.#gateways.usersOf(key)) this.#sender.markDirty(user);
+    const countsBefore = this.#gateways.countsVersion;
     const newGateways = this.#gateways.update(key, previous, current);
+    // Export counts are in the status: a Service declining its export changes nothing
+    // else the status would otherwise publish.
+    if (this.#gateways.countsVersion !== countsBefore) this.#publish.markDirty();
     if (current && this.#gateways.isGateway(key)) this.#resolveHostnames(current);
     // Probes follow the gateways in use: this one changed, or a Service started or
     // stopped using one.
@@ -371,6 +383,7 @@ export class RemoteClusterActor {
       epoch: this.#init.epoch,
       ...this.#sync.report(),
       exportedServices: this.#gateways.exportedCount,
+      exports: this.#gateways.exportCounts,
       mirrors: this.#sender.mirrors,
       problems: this.#sender.problems(),
       gateways,

@@ -22,11 +22,11 @@ import {
   type ClusterSettings,
   type DesiredMirror,
   desiredMirrorFor,
-  exportedGateway,
   type GatewayView,
   type MirrorProblem,
   viewGateway,
 } from "../../src/core/desired.ts";
+import { exportOf, type GatewayRef } from "../../src/core/export.ts";
 import {
   desiredMemberFor,
   type FederatedMember,
@@ -189,7 +189,7 @@ export class DesiredSender {
     this.scheduleFlush();
   }
 
-  #gatewayView(gw: { name: string; namespace: string } | undefined, cache: Map<string, GatewayView>): GatewayView {
+  #gatewayView(gw: GatewayRef | undefined, cache: Map<string, GatewayView>): GatewayView {
     const key = gw ? objectKey(gw) : "";
     let view = cache.get(key);
     if (!view) {
@@ -208,8 +208,14 @@ export class DesiredSender {
     cache: Map<string, GatewayView>,
   ): { mirror: DesiredMirror | undefined; member: FederatedMember | undefined } {
     const service = this.#deps.services.get(key);
+    const settings = this.#deps.cluster;
+    const decision = service ? exportOf(settings, service) : undefined;
     const outcome = service
-      ? desiredMirrorFor(this.#deps.cluster, service, this.#gatewayView(exportedGateway(service), cache))
+      ? desiredMirrorFor(
+          settings,
+          service,
+          this.#gatewayView(decision?.kind === "exported" ? decision.gateway : undefined, cache),
+        )
       : ({ kind: "not-exported" } as const);
     this.#setProblem(this.#problems, "exported", key, outcome.kind === "problem" ? outcome.problem : undefined);
     const membership = service
@@ -217,7 +223,7 @@ export class DesiredSender {
           this.#deps.cluster,
           this.#deps.memberSelector,
           service,
-          this.#gatewayView(memberGateway(service), cache),
+          this.#gatewayView(memberGateway(settings, service), cache),
         )
       : ({ kind: "not-member" } as const);
     this.#setProblem(

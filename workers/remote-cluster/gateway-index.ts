@@ -4,25 +4,39 @@
  * fleet-wide Services (SPEC §11). Keys are `namespace/name` of remote Services; one
  * writer, the actor, from its watcher's `change` events.
  */
-import { exportedGateway } from "../../src/core/desired.ts";
+import { type ExportDecision, type ExportMode, type ExportSettings, exportOf } from "../../src/core/export.ts";
 import { objectKey, type Service } from "../../src/core/objects.ts";
 
 /** The gateway keys a Service uses (none, one, or its export's and its membership's). */
 export type GatewaysOf = (service: Service) => readonly string[];
 
-/** Only the gateway of the §2 export annotations. */
-export const exportGatewayOf: GatewaysOf = (service) => {
-  const gw = exportedGateway(service);
-  return gw ? [objectKey(gw)] : [];
-};
+/** How a Service is exported, as the index counts it (SPEC §2, §12). */
+export type ExportOf = (service: Service) => ExportDecision;
+
+/** Exported Services by mode, and Services whose export label declines (SPEC §12). */
+export type ExportCounts = Readonly<Record<ExportMode | "declined", number>>;
+
+/** Only the gateway of the Service's export (§2 annotations, else label export's default gateway). */
+export function exportGatewayOf(settings: ExportSettings): GatewaysOf {
+  return (service) => {
+    const decision = exportOf(settings, service);
+    return decision.kind === "exported" ? [objectKey(decision.gateway)] : [];
+  };
+}
+
+const countKey = (decision: ExportDecision): ExportMode | "declined" | undefined =>
+  decision.kind === "exported" ? decision.mode : decision.kind === "declined" ? "declined" : undefined;
 
 export class GatewayIndex {
   /** Gateway key → keys of the Services that use it. */
   readonly #users = new Map<string, Set<string>>();
   readonly #gatewaysOf: GatewaysOf;
-  #exported = 0;
+  readonly #exportOf: ExportOf;
+  readonly #counts: Record<ExportMode | "declined", number> = { annotation: 0, label: 0, declined: 0 };
+  #countsVersion = 0;
 
-  constructor(gatewaysOf: GatewaysOf = exportGatewayOf) {
+  constructor(exportOf: ExportOf, gatewaysOf: GatewaysOf) {
+    this.#exportOf = exportOf;
     this.#gatewaysOf = gatewaysOf;
   }
 
@@ -31,7 +45,13 @@ export class GatewayIndex {
    * the gateways `current` newly uses (ones it did not use before).
    */
   update(key: string, previous: Service | undefined, current: Service | undefined): string[] {
-    this.#exported += (current && exportedGateway(current) ? 1 : 0) - (previous && exportedGateway(previous) ? 1 : 0);
+    const was = previous ? countKey(this.#exportOf(previous)) : undefined;
+    const now = current ? countKey(this.#exportOf(current)) : undefined;
+    if (was !== now) {
+      if (was) this.#counts[was] -= 1;
+      if (now) this.#counts[now] += 1;
+      this.#countsVersion += 1;
+    }
     const before = new Set(previous ? this.#gatewaysOf(previous) : []);
     const after = new Set(current ? this.#gatewaysOf(current) : []);
     const added: string[] = [];
@@ -76,8 +96,18 @@ export class GatewayIndex {
     return this.#users.entries();
   }
 
-  /** Exported Services that name a gateway (SPEC §2). */
+  /** Exported Services, by any mode (SPEC §2, §12). */
   get exportedCount(): number {
-    return this.#exported;
+    return this.#counts.annotation + this.#counts.label;
+  }
+
+  /** Changes whenever `exportCounts` changes (the status shows them). */
+  get countsVersion(): number {
+    return this.#countsVersion;
+  }
+
+  /** Exported Services by mode, and those whose export label declines. */
+  get exportCounts(): ExportCounts {
+    return { ...this.#counts };
   }
 }
