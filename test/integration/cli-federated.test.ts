@@ -106,7 +106,7 @@ describe("check and status for fleet-wide Services", () => {
 
     const failed = await check();
     assert.equal(failed.code, 1, show(failed));
-    assert.match(failed.stdout, /\n✓ 0 exported Service\(s\), 1 fleet-wide member\(s\)\n/);
+    assert.match(failed.stdout, /\n✓ 0 exported Service\(s\) \(0 by label\), 1 fleet-wide member\(s\)\n/);
     assert.match(
       failed.stdout,
       /\n✗ service\/fed\/search-federated is needed for the fleet-wide Service fed\/search-federated \(member fed\/search from east, fed\/search from west\) but is not fleet-mirror's .*: a user's object\n/,
