@@ -66,6 +66,8 @@ export interface SupervisorOptions {
   /** Batching window of actors (ms). */
   readonly batchDelayMs?: number;
   readonly watchInactivityTimeoutMs?: number;
+  /** How often a remote read denied by RBAC is tried again (SPEC §12; tests only, default 60 s). */
+  readonly deniedRetryMs?: number;
   /**
    * Tests only, default false, never set from the command line: actors accept
    * `actor.inject-fault`, and `injectActorFault` works.
@@ -154,6 +156,7 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
         logLevel: config.logLevel,
         memberSelector: config.federatedSelector,
         ...(options.watchInactivityTimeoutMs ? { watchInactivityTimeoutMs: options.watchInactivityTimeoutMs } : {}),
+        ...(options.deniedRetryMs ? { deniedRetryMs: options.deniedRetryMs } : {}),
         ...(options.testHooks === true ? { testHooks: true } : {}),
       },
       onIncarnation: (cluster, epoch, port) => {
