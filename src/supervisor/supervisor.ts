@@ -178,6 +178,16 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
               `cluster ${status.cluster}: remote Service ${problem.remote} is not mirrored (${problem.reason}): ${problem.message}`,
             );
         }
+        for (const { resource, message } of fresh.deniedReads) {
+          // A read the remote's role lacks (SPEC §12): once per cluster, the other modes go on.
+          if (secretKey)
+            this.#registry.secretEvent(
+              secretKey,
+              "Warning",
+              "RemoteReadDenied",
+              `cluster ${status.cluster}: ${resource}: ${message}`,
+            );
+        }
         for (const { gateway, problem } of fresh.probeConfig) {
           // A bad probe annotation or port (SPEC §10): the problem names it, its value and the fallback.
           if (secretKey)
