@@ -64,6 +64,8 @@ export interface FlowState {
   readonly snapshotPending: boolean;
   /** Flushes that found changes to send but no credit. */
   readonly refusedFlushes: number;
+  /** Flushes of a complete set that waited for headless Services' hostnames (SPEC §12). */
+  readonly hostnameWaits: number;
 }
 
 export interface DesiredSenderDeps {
@@ -107,6 +109,7 @@ export class DesiredSender {
   #writer: DesiredPort | undefined;
   #credits: Credits;
   #refusedFlushes = 0;
+  #hostnameWaits = 0;
   #flushTimer: NodeJS.Timeout | undefined;
   #stopped = false;
 
@@ -165,6 +168,7 @@ export class DesiredSender {
       pendingChanges: this.#dirty.size,
       snapshotPending: this.#needSnapshot,
       refusedFlushes: this.#refusedFlushes,
+      hostnameWaits: this.#hostnameWaits,
     };
   }
 
@@ -301,7 +305,10 @@ export class DesiredSender {
     const complete = this.#needSnapshot;
     // A complete set waits for the hostnames of every exported headless Service: without
     // them it would turn a headless mirror into an ordinary one (SPEC §12), and back.
-    if (complete && this.#deps.headlessPending()) return;
+    if (complete && this.#deps.headlessPending()) {
+      this.#hostnameWaits += 1; // the watch's first list schedules the next flush
+      return;
+    }
     const { upserts, deletes, members, memberDeletes } = complete ? this.#completeSet() : this.#delta();
     const empty = upserts.length + deletes.length + members.length + memberDeletes.length === 0;
     if (!complete && empty) return;
