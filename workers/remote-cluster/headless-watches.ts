@@ -158,12 +158,16 @@ export class HeadlessWatches {
     watcher.on(
       "failure",
       guard((failure: WatchFailure) => {
-        if (failure.reason === "http-403") this.#deny(failure);
-        else
-          this.#deps.log.warn(
-            { failure, service: key },
-            `remote EndpointSlices of headless Service ${key}: ${failure.phase} failed: ${failure.message}`,
-          );
+        // Denied, or not served at all (a remote without discovery.k8s.io/v1): cluster-wide.
+        if (failure.reason === "http-403" || (failure.reason === "http-404" && failure.phase === "list"))
+          this.#deny(failure);
+        else {
+          // The first failure of a streak is news; the retries of an outage are not (the
+          // Services' watch reports it too).
+          const line = `remote EndpointSlices of headless Service ${key}: ${failure.message}`;
+          if (failure.attempt === 1) this.#deps.log.warn({ failure, service: key }, line);
+          else this.#deps.log.debug({ failure, service: key }, line);
+        }
       }),
     );
     watcher.start();
@@ -187,8 +191,8 @@ export class HeadlessWatches {
   /** The remote refuses EndpointSlices: every watch stops; every Service is an ordinary mirror until a retry lists. */
   #deny(failure: WatchFailure): void {
     const first = this.#denied === undefined;
-    const why = failure.message.slice(0, 300);
-    this.#denied = `reading ${SLICES_RESOURCE} is forbidden (${why}); headless Services are mirrored as ordinary Services`;
+    const why = `${failure.reason === "http-403" ? "forbidden" : "not served"} (${failure.message.slice(0, 300)})`;
+    this.#denied = `reading ${SLICES_RESOURCE} is ${why}; headless Services are mirrored as ordinary Services`;
     const keys = [...this.#watches.keys()];
     for (const key of keys) this.#stopWatch(key);
     if (first) {
