@@ -347,14 +347,12 @@ export function planMirror(input: PlanInput): MirrorPlan {
   const wanted = desiredObjects(desired, input.endpointsApi, service?.metadata.uid);
   // A Service that can only be replaced goes first, alone: deleting it takes its
   // Endpoints and (by their ownerReference) its slices along; the next pass, once the
-  // delete is seen, creates the mirror anew.
+  // delete is seen, creates the mirror anew. One being deleted already is waited for.
   const serviceObserved = find("Service", desired.name);
-  if (
-    serviceObserved &&
-    wanted[0]?.replaced(serviceObserved.object) &&
-    !serviceObserved.object.metadata.deletionTimestamp
-  )
-    return { actions: [...actions, deleteAction(serviceObserved, desired.cluster)] };
+  if (serviceObserved && wanted[0]?.replaced(serviceObserved.object)) {
+    const deleting = serviceObserved.object.metadata.deletionTimestamp !== undefined;
+    return { actions: deleting ? actions : [...actions, deleteAction(serviceObserved, desired.cluster)] };
+  }
 
   const { namespace } = desired;
   const writes: WriteAction[] = [];
