@@ -16,6 +16,7 @@
 import assert from "node:assert/strict";
 import type { Resolver } from "node:dns/promises";
 import { after, before, describe, it } from "node:test";
+import type { V1Secret } from "@kubernetes/client-node";
 import type { CoreDns } from "../../sandbox/coredns.ts";
 import { createMetrics } from "../../src/admin/metrics.ts";
 import { HEADLESS_MIRROR_LABEL } from "../../src/core/headless.ts";
@@ -187,7 +188,7 @@ describe("headless Services (SPEC §12)", () => {
           secretName: "cluster-credentials-noslices",
           clusterName: "noslices",
           kubeconfig: await fleet.remoteKubeconfig("east", token),
-        }) as never,
+        }) as V1Secret,
       );
       const web = await fleet.waitForMirror(namespace, "kv-noslices");
       assert.notEqual(web.spec?.clusterIP, "None");
