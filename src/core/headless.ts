@@ -67,9 +67,15 @@ export interface HeadlessOutcome {
 /**
  * The mirrors of an exported headless Service whose ordinary mirror is `mirror`, given
  * the hostnames of its remote endpoints. A per-host mirror's FQDN annotation is
- * `<h>.<svc>.<ns>.svc.<domain>`, the remote pod's own name.
+ * `<h>.<svc>.<ns>.svc.<domain>`, the remote pod's own name. `exported(h)`: whether
+ * the cluster exports a Service named `h` in the mirror's namespace, whose own mirror
+ * is `<h>-<c>` too: such a host is left out and reported (the Service keeps its name).
  */
-export function headlessMirrors(mirror: DesiredMirror, hostnames: readonly string[]): HeadlessOutcome {
+export function headlessMirrors(
+  mirror: DesiredMirror,
+  hostnames: readonly string[],
+  exported: (hostname: string) => boolean = () => false,
+): HeadlessOutcome {
   const refused: string[] = [];
   const valid: string[] = [];
   for (const hostname of hostnames) {
@@ -79,7 +85,9 @@ export function headlessMirrors(mirror: DesiredMirror, hostnames: readonly strin
       ? `hostname ${JSON.stringify(hostname.slice(0, 80))} is not a DNS label: ${invalid}`
       : validateMirrorName(service)
         ? `per-host mirror name ${service} is not a valid Service name: ${validateMirrorName(service)}`
-        : undefined;
+        : exported(hostname)
+          ? `per-host mirror name ${service} is the mirror of exported Service ${mirror.namespace}/${hostname}`
+          : undefined;
     if (why) refused.push(why);
     else valid.push(hostname);
   }

@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { ClusterSettings } from "../../src/core/desired.ts";
-import { type HeadlessHosts, MAX_HEADLESS_HOSTS } from "../../src/core/headless.ts";
+import { HEADLESS_MIRROR_LABEL, type HeadlessHosts, MAX_HEADLESS_HOSTS } from "../../src/core/headless.ts";
 import { GATEWAY_NAME, GATEWAY_NS } from "../../src/core/labels.ts";
 import { objectKey, type Service } from "../../src/core/objects.ts";
 import { silentLogger } from "../../src/log.ts";
@@ -127,6 +127,16 @@ describe("the desired sender and headless Services", () => {
     const denied = await w.next("web as an ordinary mirror");
     assert.deepEqual(denied.deletes, ["shop/web-1-east"]);
     assert.equal(denied.upserts.find((m) => m.name === "web-east")?.headless, undefined);
+  });
+
+  it("a host named like an exported Service: that Service's own mirror, not a per-host one", async () => {
+    const w = world([gateway, service("web", true), service("web-0", false)]);
+    w.hosts.set("shop/web", { kind: "listed", hostnames: ["web-0", "web-1"] });
+    w.sender.requestSnapshot();
+    const first = await w.next("the complete set");
+    assert.deepEqual(names(first), ["web-0-east", "web-1-east", "web-east"]);
+    assert.equal(first.upserts.find((m) => m.name === "web-0-east")?.labels[HEADLESS_MIRROR_LABEL], undefined);
+    assert.equal(w.sender.problems().find((p) => p.remote === "shop/web")?.reason, "headless-hostname-invalid");
   });
 
   it(`5 000 hosts: one batch, at most ${MAX_HEADLESS_HOSTS} per-host mirrors, and a report`, async () => {

@@ -85,6 +85,10 @@ describe("headless watches", () => {
     await until("web-2", () => w.changed.length > 1);
     assert.deepEqual(w.changed, ["shop/web", "shop/web"]);
     assert.deepEqual(w.watches.hosts("shop/web"), { kind: "listed", hostnames: ["web-0", "web-1", "web-2"] });
+    // A Service named like one of its hosts changed: web is recomputed (its host may lose its mirror name).
+    w.watches.sync("shop/web-1", false);
+    w.watches.sync("other/web-1", false);
+    assert.deepEqual(w.changed, ["shop/web", "shop/web", "shop/web"]);
     w.watches.sync("shop/web", false);
     assert.equal(w.watches.watching, 0);
     assert.deepEqual(w.watches.hosts("shop/web"), { kind: "pending" });

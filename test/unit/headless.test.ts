@@ -90,6 +90,18 @@ describe("the mirrors of a headless Service", () => {
     assert.match(problem?.message ?? "", /per-host mirror name 0-starts-with-digit-east is not a valid Service name/);
   });
 
+  it("leaves out a host named like an exported Service of the namespace (that Service keeps its mirror name)", () => {
+    const { mirrors, problem } = headlessMirrors(mirror(), ["web-0", "web-1"], (h) => h === "web-0");
+    assert.deepEqual(
+      mirrors.map((m) => m.name),
+      ["web-east", "web-1-east"],
+    );
+    assert.match(
+      problem?.message ?? "",
+      /per-host mirror name web-0-east is the mirror of exported Service shop\/web-0/,
+    );
+  });
+
   it("only bad hostnames: the ordinary mirror, and the report", () => {
     const { mirrors, problem } = headlessMirrors(mirror(), ["UPPER"]);
     assert.deepEqual(mirrors, [mirror()]);

@@ -247,7 +247,12 @@ export class DesiredSender {
       const hosts = this.#deps.headlessHosts(key);
       if (hosts.kind === "pending") mirrors = undefined;
       else if (hosts.kind === "listed") {
-        const headless = headlessMirrors(outcome.mirror, hosts.hostnames);
+        // A host named like an exported Service of the namespace would take that Service's mirror name.
+        const exported = (h: string): boolean => {
+          const other = this.#deps.services.get(objectKey({ namespace: outcome.mirror.namespace, name: h }));
+          return other !== undefined && exportOf(settings, other).kind === "exported";
+        };
+        const headless = headlessMirrors(outcome.mirror, hosts.hostnames, exported);
         mirrors = headless.mirrors;
         hostProblem = headless.problem;
       }

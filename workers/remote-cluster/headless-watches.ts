@@ -81,9 +81,17 @@ export class HeadlessWatches {
     this.#deps = deps;
   }
 
-  /** Service `key` is (`wanted`) or is not an exported headless Service now. */
+  /**
+   * Service `key` changed, and is (`wanted`) or is not an exported headless Service now.
+   * A headless Service of the same namespace with a host of the same name is told too:
+   * whether that host may have a mirror depends on it (`headlessMirrors`).
+   */
   sync(key: string, wanted: boolean): void {
     if (this.#stopped) return;
+    const { namespace, name } = splitKey(key);
+    for (const [other, watch] of this.#watches)
+      if (other !== key && splitKey(other).namespace === namespace && watch.hostnames?.includes(name))
+        this.#deps.hostsChanged(other);
     if (!wanted) {
       this.#wanted.delete(key);
       this.#stopWatch(key);
