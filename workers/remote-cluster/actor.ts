@@ -40,7 +40,7 @@ import type {
 import { type DesiredPort, DesiredSender, type FlowState } from "./desired-sender.ts";
 import { GatewayHealth } from "./gateway-health.ts";
 import { clusterGatewayIndex, type GatewayIndex } from "./gateway-index.ts";
-import { HeadlessWatches, SLICES_RESOURCE } from "./headless-watches.ts";
+import { HeadlessWatches } from "./headless-watches.ts";
 import { HostnameCache } from "./hostnames.ts";
 import { httpProbe, type Probe } from "./http-probe.ts";
 import { createResolver, type Resolver } from "./resolver.ts";
@@ -385,9 +385,7 @@ export class RemoteClusterActor {
       watch: { ...this.#watcher.stats },
       ...(Object.keys(gatewayProbes).length > 0 ? { gatewayProbes } : {}),
       ...(apiWarnings > 0 ? { apiWarnings } : {}),
-      ...(this.#headless.denied
-        ? { deniedReads: [{ resource: SLICES_RESOURCE, message: this.#headless.denied }] }
-        : {}),
+      ...this.#headless.status(),
     };
   }
 

@@ -123,6 +123,11 @@ export class HeadlessWatches {
     return this.#denied;
   }
 
+  /** The status fields of a denied read (SPEC §12): none while reads are allowed. */
+  status(): { deniedReads?: { resource: string; message: string }[] } {
+    return this.#denied === undefined ? {} : { deniedReads: [{ resource: SLICES_RESOURCE, message: this.#denied }] };
+  }
+
   /** Watches running now. */
   get watching(): number {
     return this.#watches.size;
