@@ -2,7 +2,15 @@
  * `link` on the local cluster: the credentials Secret (SPEC §1) holding a kubeconfig
  * with inline credentials only, and applying it.
  */
-import { CLUSTER_NAME, KUBECONFIG_KEY, REMOTE_CLUSTER_DOMAIN, SECRET_TYPE } from "../core/labels.ts";
+import type { GatewayRef } from "../core/export.ts";
+import {
+  CLUSTER_NAME,
+  GATEWAY_NAME,
+  GATEWAY_NS,
+  KUBECONFIG_KEY,
+  REMOTE_CLUSTER_DOMAIN,
+  SECRET_TYPE,
+} from "../core/labels.ts";
 import type { Secret } from "../core/objects.ts";
 import type { KubeClient } from "../kube/client.ts";
 import type { ConnectionSpec } from "../kube/connection.ts";
@@ -36,21 +44,28 @@ export function remoteKubeconfigText(cluster: string, connection: ConnectionSpec
   );
 }
 
-/** The credentials Secret of SPEC §1. */
+/** The credentials Secret of SPEC §1; `defaultGateway` parts given become its annotations (SPEC §12). */
 export function credentialsSecret(opts: {
   readonly secretName: string;
   readonly namespace: string;
   readonly cluster: string;
   readonly domain: string;
   readonly kubeconfig: string;
+  readonly defaultGateway?: Partial<GatewayRef>;
 }): Secret & { type: string; data: Record<string, string> } {
+  const gateway = opts.defaultGateway ?? {};
   return {
     apiVersion: "v1",
     kind: "Secret",
     metadata: {
       name: opts.secretName,
       namespace: opts.namespace,
-      annotations: { [CLUSTER_NAME]: opts.cluster, [REMOTE_CLUSTER_DOMAIN]: opts.domain },
+      annotations: {
+        [CLUSTER_NAME]: opts.cluster,
+        [REMOTE_CLUSTER_DOMAIN]: opts.domain,
+        ...(gateway.name !== undefined ? { [GATEWAY_NAME]: gateway.name } : {}),
+        ...(gateway.namespace !== undefined ? { [GATEWAY_NS]: gateway.namespace } : {}),
+      },
     },
     type: SECRET_TYPE,
     data: { [KUBECONFIG_KEY]: Buffer.from(opts.kubeconfig).toString("base64") },

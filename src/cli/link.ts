@@ -55,6 +55,15 @@ const flags = {
   "remote-kubeconfig": { type: "string", description: "kubeconfig of the remote cluster (required)" },
   "remote-context": { type: "string", description: "context in --remote-kubeconfig (default: its current context)" },
   "cluster-domain": { type: "string", default: "cluster.local", description: "the remote cluster's DNS domain" },
+  "gateway-name": {
+    type: "string",
+    description:
+      "the cluster's default gateway Service, for label export and fleet-wide members (default linkerd-gateway)",
+  },
+  "gateway-namespace": {
+    type: "string",
+    description: "namespace of the default gateway Service (default linkerd-multicluster)",
+  },
   "service-account": {
     type: "string",
     description: "remote ServiceAccount to create or reuse (default: the one of deploy/rbac/remote.yaml)",
@@ -101,6 +110,13 @@ Tokens (--token-source):
                      without one, link fails after --timeout.`,
   flags,
 );
+
+/** `--gateway-name`, `--gateway-namespace`: the parts given (the controller defaults each on its own). */
+function defaultGatewayFlags(values: FlagValues): { name?: string; namespace?: string } {
+  const name = stringFlag(values, "gateway-name");
+  const namespace = stringFlag(values, "gateway-namespace");
+  return { ...(name !== undefined ? { name } : {}), ...(namespace !== undefined ? { namespace } : {}) };
+}
 
 /** Waits until the controller reports the cluster synced (or says why it cannot be). */
 async function waitRegistered(values: FlagValues, cluster: string, timeoutMs: number): Promise<number> {
@@ -178,6 +194,7 @@ export const linkDefinition: CommandDefinition = {
       cluster,
       domain: stringFlag(values, "cluster-domain") ?? "cluster.local",
       kubeconfig: remoteKubeconfigText(cluster, remoteConnection, token),
+      defaultGateway: defaultGatewayFlags(values),
     });
     // The controller's own parser: never hand out a Secret the controller would refuse.
     const parsed = parseCredentialsSecret(secret, { allowFilePaths: false });

@@ -106,6 +106,41 @@ describe("the operator CLI", () => {
     assert.match(yaml.stdout, /^apiVersion: v1\n/);
     assert.match(yaml.stdout, /\nkind: Secret\n/);
     assert.match(yaml.stderr, /serviceaccount\/fleet-mirror-reader reused/);
+    // --gateway-name/--gateway-namespace: the cluster's default gateway (SPEC §12), as annotations.
+    const withGateway = await cli([
+      "link",
+      "--cluster-name",
+      "east-print",
+      "--remote-kubeconfig",
+      eastAdmin,
+      "--gateway-name",
+      "edge",
+      "--gateway-namespace",
+      "mesh",
+      ...ns,
+      "-o",
+      "json",
+    ]);
+    assert.equal(withGateway.code, 0, show(withGateway));
+    const gatewaySecret = JSON.parse(withGateway.stdout) as Secret & { type: string };
+    const gatewayParse = parseCredentialsSecret(gatewaySecret, { allowFilePaths: false });
+    assert.ok(gatewayParse.kind === "valid", JSON.stringify(gatewayParse));
+    assert.deepEqual(gatewayParse.registration.defaultGateway, { name: "edge", namespace: "mesh" });
+    const badGateway = await cli([
+      "link",
+      "--cluster-name",
+      "east-print",
+      "--remote-kubeconfig",
+      eastAdmin,
+      "--gateway-name",
+      "Edge_1",
+      ...ns,
+    ]);
+    assert.equal(badGateway.code, 1, show(badGateway));
+    assert.match(
+      badGateway.stderr,
+      /would be refused by the controller: annotation mirror\.linkerd\.io\/gateway-name "Edge_1"/,
+    );
   });
 
   it("link --token-source secret fails clearly when the remote has no token controller", async () => {
@@ -278,10 +313,10 @@ describe("the operator CLI", () => {
     const table = await cli(["status", "--admin-url", adminUrl]);
     assert.equal(table.code, 0, show(table));
     const lines = table.stdout.trimEnd().split("\n");
-    assert.match(lines[0] ?? "", /^CLUSTER\s+STATE\s+MIRRORS\s+LAST SYNC\s+RESTARTS\s+GATEWAY\s+HEALTH$/);
+    assert.match(lines[0] ?? "", /^CLUSTER\s+STATE\s+MIRRORS\s+EXPORTS\s+LAST SYNC\s+RESTARTS\s+GATEWAY\s+HEALTH$/);
     // No gateway here has an mc-probe port: none is probed (HEALTH "-").
-    assert.match(table.stdout, /\neast\s+synced\s+1\s+\d+[sm] ago\s+0\s+usable\s+-\n/);
-    assert.match(table.stdout, /\nwest\s+synced\s+1\s+\d+[sm] ago\s+0\s+usable\s+-\n/);
+    assert.match(table.stdout, /\neast\s+synced\s+1\s+1 annotation\s+\d+[sm] ago\s+0\s+usable\s+-\n/);
+    assert.match(table.stdout, /\nwest\s+synced\s+1\s+1 annotation\s+\d+[sm] ago\s+0\s+usable\s+-\n/);
     const json = await cli(["status", "--admin-url", adminUrl, "-o", "json"]);
     assert.equal(json.code, 0, show(json));
     const report = JSON.parse(json.stdout) as { source: string; clusters: { cluster: string; state: string }[] };
@@ -301,7 +336,7 @@ describe("the operator CLI", () => {
     const r = await cli(["status", "--admin-url", "http://127.0.0.1:1", "--kubeconfig", controllerKc, ...ns]);
     assert.equal(r.code, 0, show(r));
     assert.match(r.stdout, /^controller not reachable; from cluster objects/);
-    assert.match(r.stdout, /\neast\s+registered\s+1\s+unknown\s+unknown\s+unknown\s+unknown\n/);
+    assert.match(r.stdout, /\neast\s+registered\s+1\s+unknown\s+unknown\s+unknown\s+unknown\s+unknown\n/);
     const json = await cli([
       "status",
       "--admin-url",

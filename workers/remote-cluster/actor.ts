@@ -23,8 +23,6 @@
  */
 import { systemClock } from "../../src/core/clock.ts";
 import { type ClusterSettings, ingressHostnames } from "../../src/core/desired.ts";
-import { exportOf } from "../../src/core/export.ts";
-import { isHeadless } from "../../src/core/headless.ts";
 import type { Service } from "../../src/core/objects.ts";
 import { KubeClient } from "../../src/kube/client.ts";
 import type { ConnectionSpec } from "../../src/kube/connection.ts";
@@ -267,12 +265,12 @@ export class RemoteClusterActor {
     this.#sender.markDirty(key);
     // A gateway changed: every mirror of THIS cluster that uses it is recomputed.
     for (const user of this.#gateways.usersOf(key)) this.#sender.markDirty(user);
+    const countsBefore = this.#gateways.countsVersion;
     const newGateways = this.#gateways.update(key, previous, current);
-    // Only exported headless Services have their remote endpoints watched (SPEC §12).
-    this.#headless.sync(
-      key,
-      !!current && isHeadless(current) && exportOf(this.#init.cluster, current).kind === "exported",
-    );
+    // Export counts are in the status: a Service declining its export changes nothing
+    // else the status would otherwise publish.
+    if (this.#gateways.countsVersion !== countsBefore) this.#publish.markDirty();
+    this.#headless.syncService(key, current, this.#init.cluster);
     if (current && this.#gateways.isGateway(key)) this.#resolveHostnames(current);
     // Probes follow the gateways in use: this one changed, or a Service started or
     // stopped using one.

@@ -50,6 +50,7 @@ export class GatewayIndex {
   readonly #gatewaysOf: GatewaysOf;
   readonly #exportOf: ExportOf;
   readonly #counts: Record<ExportMode | "declined", number> = { annotation: 0, label: 0, declined: 0 };
+  #countsVersion = 0;
 
   constructor(exportOf: ExportOf, gatewaysOf: GatewaysOf) {
     this.#exportOf = exportOf;
@@ -63,8 +64,11 @@ export class GatewayIndex {
   update(key: string, previous: Service | undefined, current: Service | undefined): string[] {
     const was = previous ? countKey(this.#exportOf(previous)) : undefined;
     const now = current ? countKey(this.#exportOf(current)) : undefined;
-    if (was) this.#counts[was] -= 1;
-    if (now) this.#counts[now] += 1;
+    if (was !== now) {
+      if (was) this.#counts[was] -= 1;
+      if (now) this.#counts[now] += 1;
+      this.#countsVersion += 1;
+    }
     const before = new Set(previous ? this.#gatewaysOf(previous) : []);
     const after = new Set(current ? this.#gatewaysOf(current) : []);
     const added: string[] = [];
@@ -112,6 +116,11 @@ export class GatewayIndex {
   /** Exported Services, by any mode (SPEC §2, §12). */
   get exportedCount(): number {
     return this.#counts.annotation + this.#counts.label;
+  }
+
+  /** Changes whenever `exportCounts` changes (the status shows them). */
+  get countsVersion(): number {
+    return this.#countsVersion;
   }
 
   /** Exported Services by mode, and those whose export label declines. */

@@ -19,9 +19,10 @@
  *   actor's complete set waits for it, so a complete set never turns a headless mirror
  *   into an ordinary one and back (or leaves it out, which would delete it).
  */
-import { type HeadlessHosts, hostnamesOf } from "../../src/core/headless.ts";
+import { type ExportSettings, exportOf } from "../../src/core/export.ts";
+import { type HeadlessHosts, hostnamesOf, isHeadless } from "../../src/core/headless.ts";
 import { SERVICE_NAME_LABEL } from "../../src/core/labels.ts";
-import { type EndpointSlice, type KubeObject, splitKey } from "../../src/core/objects.ts";
+import { type EndpointSlice, type KubeObject, type Service, splitKey } from "../../src/core/objects.ts";
 import type { KubeClient } from "../../src/kube/client.ts";
 import { Watcher, type WatchFailure } from "../../src/kube/watcher.ts";
 import type { LineLogger } from "../../src/log/json-lines.ts";
@@ -79,6 +80,11 @@ export class HeadlessWatches {
 
   constructor(deps: HeadlessWatchesDeps) {
     this.#deps = deps;
+  }
+
+  /** Service `key` changed to `service` (undefined: deleted); only an exported headless Service is watched. */
+  syncService(key: string, service: Service | undefined, settings: ExportSettings): void {
+    this.sync(key, isHeadless(service) && !!service && exportOf(settings, service).kind === "exported");
   }
 
   /**
