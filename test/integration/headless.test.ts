@@ -3,7 +3,7 @@
  * Service whose remote endpoints carry hostnames (a StatefulSet) gets a per-host
  * ClusterIP mirror `<h>-<c>` per hostname, through the gateway, and a headless mirror
  * `<svc>-<c>` (clusterIP None) whose endpoints are those Services' cluster IPs with
- * their hostnames, in `endpointslices` and `endpoints` mode; CoreDNS, reading the local
+ * their hostnames, in every `--endpoints-api` mode; CoreDNS, reading the local
  * API server, resolves `<h>.<svc>-<c>.<ns>.svc.cluster.local` to the per-host Service's
  * cluster IP. Scaling converges; a headless Service without hostnames is an ordinary
  * mirror, and a mirror changing sides is replaced (clusterIP is immutable); bad
@@ -20,7 +20,7 @@ import type { V1Secret } from "@kubernetes/client-node";
 import type { CoreDns } from "../../sandbox/coredns.ts";
 import { createMetrics } from "../../src/admin/metrics.ts";
 import { HEADLESS_MIRROR_LABEL } from "../../src/core/headless.ts";
-import type { EndpointsApi } from "../../src/core/mirror-kinds.ts";
+import { ENDPOINTS_APIS, type EndpointsApi } from "../../src/core/mirror-kinds.ts";
 import { mintServiceAccountToken } from "../../src/kube/service-account.ts";
 import type { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { lookupA, startDnsFleet, waitForA } from "../helpers/dns.ts";
@@ -61,7 +61,7 @@ describe("headless Services (SPEC §12)", () => {
     );
   };
 
-  for (const mode of ["endpointslices", "endpoints"] as const) {
+  for (const mode of ENDPOINTS_APIS) {
     describe(`--endpoints-api=${mode}`, () => {
       let controller: Supervisor;
       const namespace = `hl-${mode}`;
