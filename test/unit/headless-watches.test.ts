@@ -8,6 +8,7 @@
 import assert from "node:assert/strict";
 import type * as http from "node:http";
 import { afterEach, describe, it } from "node:test";
+import type { Service } from "../../src/core/objects.ts";
 import { silentLogger } from "../../src/log.ts";
 import { HeadlessWatches } from "../../workers/remote-cluster/headless-watches.ts";
 import { type FakeApi, fakeApi, openStream, type Stream, sendJson, sendStatus, until } from "../helpers/fake-api.ts";
@@ -93,6 +94,32 @@ describe("headless watches", () => {
     assert.equal(w.watches.watching, 0);
     assert.deepEqual(w.watches.hosts("shop/web"), { kind: "pending" });
     assert.equal(w.watches.pending, false, "a Service no longer wanted is not waited for");
+  });
+
+  it("watches only exported headless Services: not an unexported headless one, not an exported ClusterIP one", async () => {
+    const w = await start((url, res) => {
+      if (url.searchParams.get("watch") === "true") openStream(res);
+      else sendJson(res, 200, sliceList([]));
+    });
+    const settings = { defaultGateway: { name: "linkerd-gateway", namespace: "linkerd-multicluster" } };
+    const annotations = { "mirror.linkerd.io/gateway-name": "gw", "mirror.linkerd.io/gateway-ns": "gw" };
+    const svc = (name: string, headless: boolean, exported: boolean): Service => ({
+      metadata: { name, namespace: "shop", ...(exported ? { annotations } : {}) },
+      spec: headless ? { clusterIP: "None" } : { clusterIP: "10.0.0.1" },
+    });
+    w.watches.syncService("shop/quiet", svc("quiet", true, false), settings);
+    w.watches.syncService("shop/plain", svc("plain", false, true), settings);
+    assert.equal(w.watches.watching, 0);
+    w.watches.syncService("shop/sts", svc("sts", true, true), settings);
+    assert.equal(w.watches.watching, 1);
+    await until("sts's first list", () => w.changed.includes("shop/sts"));
+    assert.deepEqual(
+      api?.lists().map((u) => u.searchParams.get("labelSelector")),
+      ["kubernetes.io/service-name=sts"],
+    );
+    // Unexported, or deleted: the watch stops.
+    w.watches.syncService("shop/sts", svc("sts", true, false), settings);
+    assert.equal(w.watches.watching, 0);
   });
 
   it("a 403 denies every headless Service at once, stops every watch, and a retry that lists allows them again", async () => {
