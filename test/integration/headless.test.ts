@@ -118,7 +118,8 @@ describe("headless Services (SPEC §12)", () => {
     const namespace = "hl-edges";
     const row = (cluster: string) => controller.status().clusters.find((r) => r.cluster === cluster);
     before(() => {
-      controller = fleet.startInProcess({ endpointsApi: "endpoints" });
+      // Denied reads are tried again every 2 s instead of 60 s, so a test sees a granted read.
+      controller = fleet.startInProcess({ endpointsApi: "endpoints" }, { deniedRetryMs: 2_000 });
     });
     after(async () => {
       await controller?.stop();
@@ -222,6 +223,17 @@ describe("headless Services (SPEC §12)", () => {
       // The cluster with the full role is untouched by its neighbour's denial.
       assert.equal((await fleet.waitForMirror(namespace, "kv-east")).spec?.clusterIP, "None");
       assert.equal(row("east")?.deniedReads, undefined);
+    });
+
+    it("once the role grants EndpointSlices, the next retry lists them and the Services turn headless", async () => {
+      await mintServiceAccountToken(fleet.kubeConfig("east"), {
+        namespace: REMOTE_READER_NAMESPACE,
+        serviceAccount: "fleet-mirror-reader-no-slices",
+        role: { kind: "ClusterRole", name: "fleet-mirror-remote-reader-no-slices", rules: REMOTE_READER_RULES },
+      });
+      await fleet.waitForMirror(namespace, "kv-noslices", (s) => s.spec?.clusterIP === "None");
+      await fleet.waitForMirror(namespace, "kv-0-noslices");
+      await eventually("noslices without a denied read", () => (row("noslices")?.deniedReads ? undefined : true));
     });
   });
 });
