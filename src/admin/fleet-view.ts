@@ -22,6 +22,8 @@ export interface ClusterRow {
   readonly lastSyncedAt?: number;
   readonly restarts: number;
   readonly gateways: ClusterStatus["gateways"];
+  /** Optional remote reads the remote denies (SPEC §12); absent: none. */
+  readonly deniedReads?: ClusterStatus["deniedReads"];
   readonly problems: readonly {
     readonly remote?: string;
     readonly key?: string;

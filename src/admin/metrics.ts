@@ -210,6 +210,16 @@ export function createMetrics(source: MetricsSource): Registry {
   );
   labelled(
     "gauge",
+    "fleet_mirror_cluster_reads_denied",
+    "Optional remote reads the cluster's RBAC denies (SPEC §12: discovery.k8s.io/endpointslices for headless Services); 0 series: none.",
+    ["cluster", "resource"],
+    (set) => {
+      for (const row of source.fleet()?.clusters ?? [])
+        for (const d of row.deniedReads ?? []) set({ cluster: row.cluster, resource: d.resource }, 1);
+    },
+  );
+  labelled(
+    "gauge",
     "fleet_mirror_gateway_probe_config_invalid",
     "Bad probe annotations or mc-probe port of each gateway in use (SPEC §10), each replaced by its default; 0 series: none.",
     ["cluster", "gateway"],

@@ -150,7 +150,10 @@ export function rowsFromAdmin(status: AdminStatus): StatusRow[] {
   return (status.clusters ?? []).map((row: ClusterRow) => {
     const since = iso(row.since);
     const lastSyncedAt = iso(row.lastSyncedAt);
-    const problems = row.problems.map((p) => `${p.remote ?? p.key ?? ""}: ${p.reason}: ${p.message}`);
+    const problems = [
+      ...(row.deniedReads ?? []).map((d) => `${d.resource}: read-denied: ${d.message}`),
+      ...row.problems.map((p) => `${p.remote ?? p.key ?? ""}: ${p.reason}: ${p.message}`),
+    ];
     return {
       cluster: row.cluster,
       secret: row.secret,

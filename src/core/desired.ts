@@ -32,6 +32,19 @@ export interface MirrorEndpointPort {
   readonly port: number;
 }
 
+/** One host of a headless mirror (SPEC §12): a remote hostname and its per-host mirror Service. */
+export interface HeadlessHost {
+  readonly hostname: string;
+  /** The per-host mirror's name, `<hostname>-<cluster>`, in the mirror's namespace. */
+  readonly service: string;
+  /**
+   * The per-host Service's cluster IP: filled in by the local writer from what it
+   * observes (`resolveHeadless`, core/headless.ts), never by an actor (the writer
+   * replaces whatever a batch carries).
+   */
+  readonly address?: string;
+}
+
 /**
  * Everything fleet-mirror owns of one mirror (a local Service + Endpoints pair).
  * Plain data: it crosses threads by structured clone.
@@ -59,9 +72,21 @@ export interface DesiredMirror {
    */
   readonly notReadyAddresses: readonly string[];
   readonly endpointPorts: readonly MirrorEndpointPort[];
+  /**
+   * Set on the headless mirror of a headless Service with hostnames (SPEC §12): a
+   * Service with `clusterIP: None` whose addresses are its hosts' per-host Services'
+   * cluster IPs, each with its hostname (`addresses` and `notReadyAddresses` are empty
+   * then). Absent: an ordinary mirror.
+   */
+  readonly headless?: { readonly hosts: readonly HeadlessHost[] };
 }
 
-export type SkipReason = "mirror-name-invalid" | "no-ports" | "excluded-namespace" | "export-label-value";
+export type SkipReason =
+  | "mirror-name-invalid"
+  | "no-ports"
+  | "excluded-namespace"
+  | "export-label-value"
+  | "headless-hostname-invalid";
 
 /** A remote Service that is exported but cannot be mirrored; reported, never fatal. */
 export interface MirrorProblem {

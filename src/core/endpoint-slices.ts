@@ -59,7 +59,10 @@ export interface SliceContent {
   readonly ports: readonly SlicePort[];
 }
 
-/** The slices a desired mirror stands for, IPv4 first. */
+/**
+ * The slices a desired mirror stands for, IPv4 first. A headless mirror's endpoints are
+ * its hosts that have an address, each with its hostname, ready (SPEC §12).
+ */
 export function desiredSliceContents(desired: DesiredMirror): SliceContent[] {
   const notReady = new Set(desired.notReadyAddresses);
   const ports: SlicePort[] = desired.endpointPorts.map((p) => ({
@@ -68,13 +71,20 @@ export function desiredSliceContents(desired: DesiredMirror): SliceContent[] {
     port: p.port,
   }));
   const byFamily = new Map<AddressFamily, SliceEndpoint[]>();
-  for (const ip of desired.addresses) {
+  const add = (ip: string, hostname?: string): void => {
     const family = addressFamily(ip);
     const ready = !notReady.has(ip);
     const endpoints = byFamily.get(family) ?? [];
-    endpoints.push({ addresses: [ip], conditions: { ready, serving: ready, terminating: false } });
+    endpoints.push({
+      addresses: [ip],
+      ...(hostname ? { hostname } : {}),
+      conditions: { ready, serving: ready, terminating: false },
+    });
     byFamily.set(family, endpoints);
-  }
+  };
+  if (desired.headless) {
+    for (const host of desired.headless.hosts) if (host.address) add(host.address, host.hostname);
+  } else for (const ip of desired.addresses) add(ip);
   if (byFamily.size === 0) byFamily.set("ipv4", []);
   return FAMILIES.filter((family) => byFamily.has(family)).map((family) => ({
     name: sliceName(desired.name, family),
@@ -117,6 +127,7 @@ function normalizeEndpoints(endpoints: readonly SliceEndpoint[] | null | undefin
     (endpoints ?? [])
       .map((e) => [
         [...e.addresses].sort(),
+        e.hostname ?? null,
         e.conditions?.ready ?? null,
         e.conditions?.serving ?? null,
         e.conditions?.terminating ?? null,

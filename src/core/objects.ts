@@ -59,6 +59,8 @@ export interface Service extends KubeObject {
 
 export interface EndpointAddress {
   readonly ip: string;
+  /** Set on a headless Service's endpoints: the DNS name `<hostname>.<service>.<ns>.svc` (SPEC §12). */
+  readonly hostname?: string;
   readonly [field: string]: unknown;
 }
 
@@ -103,6 +105,8 @@ export function splitKey(key: string): { namespace: string | undefined; name: st
 /** One endpoint of an EndpointSlice (`discovery.k8s.io/v1`). */
 export interface SliceEndpoint {
   readonly addresses: readonly string[];
+  /** Set on a headless Service's endpoints (SPEC §12). */
+  readonly hostname?: string;
   readonly conditions?: {
     readonly ready?: boolean;
     readonly serving?: boolean;

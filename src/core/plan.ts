@@ -37,6 +37,8 @@ import {
   type WriteAction,
 } from "./mirror-kinds.ts";
 import type {
+  EndpointAddress,
+  EndpointPort,
   EndpointSlice,
   EndpointSubset,
   Endpoints,
@@ -81,16 +83,29 @@ function normalizeServicePorts(ports: readonly ComparablePort[] | undefined): st
 function normalizeSubsets(subsets: readonly EndpointSubset[] | undefined): string {
   const normalized = (subsets ?? [])
     .map((s) => ({
-      addresses: (s.addresses ?? []).map((a) => a.ip).sort(),
-      notReady: (s.notReadyAddresses ?? []).map((a) => a.ip).sort(),
+      addresses: (s.addresses ?? []).map(addressKey).sort(),
+      notReady: (s.notReadyAddresses ?? []).map(addressKey).sort(),
       ports: (s.ports ?? []).map((p) => [p.name ?? "", p.protocol ?? "TCP", p.port]).sort(),
     }))
     .filter((s) => s.addresses.length + s.notReady.length > 0 || s.ports.length > 0);
   return JSON.stringify(normalized);
 }
 
-/** The Endpoints subsets a desired mirror stands for: none while the gateway is unusable. */
+/** An address as compared: its IP, and its hostname when it has one (headless, SPEC §12). */
+const addressKey = (a: EndpointAddress): string => (a.hostname ? `${a.ip} ${a.hostname}` : a.ip);
+
+/**
+ * The Endpoints subsets a desired mirror stands for: none while the gateway is unusable.
+ * A headless mirror's are its hosts that have an address, each with its hostname.
+ */
 export function desiredSubsets(desired: DesiredMirror): EndpointSubset[] {
+  if (desired.headless) {
+    const addresses = desired.headless.hosts.flatMap((h) =>
+      h.address ? [{ ip: h.address, hostname: h.hostname }] : [],
+    );
+    if (addresses.length === 0 || desired.endpointPorts.length === 0) return [];
+    return [{ addresses, ports: endpointsPorts(desired) }];
+  }
   if (desired.addresses.length === 0 || desired.endpointPorts.length === 0) return [];
   const notReady = new Set(desired.notReadyAddresses);
   const ready = desired.addresses.filter((ip) => !notReady.has(ip));
@@ -98,13 +113,26 @@ export function desiredSubsets(desired: DesiredMirror): EndpointSubset[] {
     {
       ...(ready.length > 0 ? { addresses: ready.map((ip) => ({ ip })) } : {}),
       ...(notReady.size > 0 ? { notReadyAddresses: desired.notReadyAddresses.map((ip) => ({ ip })) } : {}),
-      ports: desired.endpointPorts.map((p) => ({
-        ...(p.name ? { name: p.name } : {}),
-        port: p.port,
-        protocol: p.protocol,
-      })),
+      ports: endpointsPorts(desired),
     },
   ];
+}
+
+function endpointsPorts(desired: DesiredMirror): EndpointPort[] {
+  return desired.endpointPorts.map((p) => ({
+    ...(p.name ? { name: p.name } : {}),
+    port: p.port,
+    protocol: p.protocol,
+  }));
+}
+
+/**
+ * Whether an observed Service's `clusterIP` is what `desired` needs: `None` for a
+ * headless mirror, an IP (or not yet allocated) for any other. `clusterIP` is
+ * immutable: a Service on the wrong side is deleted and created again.
+ */
+export function clusterIpMatches(desired: DesiredMirror, observed: Service): boolean {
+  return (observed.spec?.clusterIP === "None") === (desired.headless !== undefined);
 }
 
 /** The labels of the mirror Endpoints: in `both` mode they also say "do not derive slices from us". */
@@ -117,6 +145,7 @@ export function serviceMatches(desired: DesiredMirror, observed: Service): boole
     sortedLabels(observed.metadata.labels) === sortedLabels(desired.labels) &&
     mirrorAnnotations(observed.metadata.annotations) === mirrorAnnotations(desired.serviceAnnotations) &&
     (observed.spec?.type ?? "ClusterIP") === "ClusterIP" &&
+    clusterIpMatches(desired, observed) &&
     Object.keys(observed.spec?.selector ?? {}).length === 0 &&
     normalizeServicePorts(observed.spec?.ports) === normalizeServicePorts(desired.ports)
   );
@@ -142,7 +171,7 @@ export function serviceBody(desired: DesiredMirror, observed?: Service): object 
         labels: { ...desired.labels },
         annotations: { ...desired.serviceAnnotations },
       },
-      spec: { type: "ClusterIP", ports },
+      spec: { type: "ClusterIP", ...(desired.headless ? { clusterIP: "None" } : {}), ports },
     };
   }
   const { selector: _selector, ...spec } = observed.spec ?? {};
@@ -204,7 +233,8 @@ function desiredObjects(desired: DesiredMirror, mode: EndpointsApi, serviceUid: 
       name: desired.name,
       deferred: false,
       matches: (o) => serviceMatches(desired, o as Service),
-      replaced: never,
+      // A mirror turning headless or back (SPEC §12): clusterIP is immutable.
+      replaced: (o) => !clusterIpMatches(desired, o as Service),
       body: (o) => serviceBody(desired, o as Service | undefined),
     },
   ];
@@ -315,6 +345,14 @@ export function planMirror(input: PlanInput): MirrorPlan {
     input.observed.find((o) => o.kind === kind && o.object.metadata.name === name);
   const service = find("Service", desired.name)?.object;
   const wanted = desiredObjects(desired, input.endpointsApi, service?.metadata.uid);
+  // A Service that can only be replaced goes first, alone: deleting it takes its
+  // Endpoints and (by their ownerReference) its slices along; the next pass, once the
+  // delete is seen, creates the mirror anew. One being deleted already is waited for.
+  const serviceObserved = find("Service", desired.name);
+  if (serviceObserved && wanted[0]?.replaced(serviceObserved.object)) {
+    const deleting = serviceObserved.object.metadata.deletionTimestamp !== undefined;
+    return { actions: deleting ? actions : [...actions, deleteAction(serviceObserved, desired.cluster)] };
+  }
 
   const { namespace } = desired;
   const writes: WriteAction[] = [];

@@ -17,6 +17,8 @@ export const RemoteActorOptionsSchema = v.object({
   batchDelayMs: nonNegative,
   logLevel: v.string(),
   watchInactivityTimeoutMs: v.exactOptional(nonNegative),
+  /** How often remote reads that were denied (403) are tried again (SPEC §12). Default 60 s; tests set less. */
+  deniedRetryMs: v.exactOptional(nonNegative),
   /** Remote Services with this label (key = value) are members of fleet-wide Services (SPEC §11). */
   memberSelector: v.object({ key: name, value: v.string() }),
   /**

@@ -44,6 +44,11 @@ const desiredMirror = v.object({
   addresses: v.array(v.string()),
   notReadyAddresses: v.array(v.string()),
   endpointPorts: v.array(mirrorEndpointPort),
+  headless: v.exactOptional(
+    v.object({
+      hosts: v.array(v.object({ hostname: name, service: name, address: v.exactOptional(v.string()) })),
+    }),
+  ),
 });
 type _DesiredMirrorAgrees = Assert<Agree<DeepReadonly<v.InferOutput<typeof desiredMirror>>, DesiredMirror>>;
 export const DesiredMirrorSchema: v.GenericSchema<DesiredMirror> = desiredMirror;
@@ -62,7 +67,13 @@ const federatedMember = v.object({
 type _FederatedMemberAgrees = Assert<Agree<DeepReadonly<v.InferOutput<typeof federatedMember>>, FederatedMember>>;
 export const FederatedMemberSchema: v.GenericSchema<FederatedMember> = federatedMember;
 
-const SKIP_REASONS = ["mirror-name-invalid", "no-ports", "excluded-namespace", "export-label-value"] as const;
+const SKIP_REASONS = [
+  "mirror-name-invalid",
+  "no-ports",
+  "excluded-namespace",
+  "export-label-value",
+  "headless-hostname-invalid",
+] as const;
 type _SkipReasonsAgree = Assert<Agree<(typeof SKIP_REASONS)[number], SkipReason>>;
 
 const mirrorProblem = v.object({

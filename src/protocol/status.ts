@@ -109,6 +109,13 @@ export const ClusterStatusSchema = v.object({
   failuresByReason: countRecord,
   /** `Warning` headers the remote API server sent this incarnation (absent: none). */
   apiWarnings: v.exactOptional(count),
+  /**
+   * Optional remote reads the remote's RBAC denies (403), with what that costs (SPEC
+   * §12: the other modes keep working); absent: none. At most 4, messages cut at 512.
+   */
+  deniedReads: v.exactOptional(
+    v.pipe(v.array(v.object({ resource: v.string(), message: v.pipe(v.string(), v.maxLength(512)) })), v.maxLength(4)),
+  ),
   protocolErrors,
 });
 /** What a remote-cluster actor asserts about itself; the latest one replaces the previous. */

@@ -2,8 +2,8 @@
  * Status and counters of the fleet, aggregated from what the actors and the writer
  * report: one `ClusterStatus` per cluster (its current incarnation's latest), the
  * counters of the incarnations that ended (so totals never go down), and the problems
- * already reported (so a MirrorSkipped or InvalidProbeConfig Event is sent when a problem
- * appears, not again when an actor restarts and finds the same problem).
+ * already reported (so a MirrorSkipped, InvalidProbeConfig or RemoteReadDenied Event is
+ * sent when a problem appears, not again when an actor restarts and finds the same problem).
  */
 import {
   addClusterCounters,
@@ -27,6 +27,12 @@ interface ClusterBook {
   problems: ReadonlySet<string>;
   /** `gateway\nproblem` of the probe problems in the last listed status of any incarnation. */
   probeProblems: ReadonlySet<string>;
+  /**
+   * Remote resources whose read was reported denied (SPEC §12), with the epoch of the
+   * incarnation that last said so: only that incarnation's saying it is allowed again
+   * forgets it (a new incarnation reports a denial only once its reads have been tried).
+   */
+  deniedReads: Map<string, number>;
 }
 
 const problemKey = (p: MirrorProblem): string => `${p.remote}/${p.reason}`;
@@ -42,9 +48,10 @@ export interface ProbeConfigProblem {
 export interface NewProblems {
   readonly mirrors: readonly MirrorProblem[];
   readonly probeConfig: readonly ProbeConfigProblem[];
+  readonly deniedReads: NonNullable<ClusterStatus["deniedReads"]>;
 }
 
-const NOTHING_NEW: NewProblems = { mirrors: [], probeConfig: [] };
+const NOTHING_NEW: NewProblems = { mirrors: [], probeConfig: [], deniedReads: [] };
 
 const probeProblemsOf = (status: ClusterStatus): ProbeConfigProblem[] =>
   status.gateways.flatMap((g) => (g.probeProblems ?? []).map((problem) => ({ gateway: g.key, problem })));
@@ -63,6 +70,7 @@ export class FleetStatusBook {
         counterBase: EMPTY_CLUSTER_COUNTERS,
         problems: new Set(),
         probeProblems: new Set(),
+        deniedReads: new Map(),
       });
       return;
     }
@@ -86,7 +94,12 @@ export class FleetStatusBook {
     const probes = probeProblemsOf(status);
     const probeConfig = probes.filter((p) => !book.probeProblems.has(probeKey(p)));
     book.probeProblems = new Set(probes.map(probeKey));
-    return { mirrors, probeConfig };
+    const denied = status.deniedReads ?? [];
+    const deniedReads = denied.filter((d) => !book.deniedReads.has(d.resource));
+    for (const [resource, epoch] of book.deniedReads)
+      if (epoch === status.epoch && !denied.some((d) => d.resource === resource)) book.deniedReads.delete(resource);
+    for (const d of denied) book.deniedReads.set(d.resource, status.epoch);
+    return { mirrors, probeConfig, deniedReads };
   }
 
   /** Drops what is kept about clusters no longer registered. */
@@ -123,6 +136,7 @@ export class FleetStatusBook {
         ...(s?.lastSyncedAt !== undefined ? { lastSyncedAt: s.lastSyncedAt } : {}),
         restarts: actor.restarts,
         gateways: s?.gateways ?? [],
+        ...(s?.deniedReads ? { deniedReads: s.deniedReads } : {}),
         problems: [
           ...(s?.problems ?? []).map((p) => ({ remote: p.remote, reason: p.reason, message: p.message })),
           ...(writerCluster?.blocked ?? []).map((b) => ({ key: b.key, reason: b.reason, message: b.message })),

@@ -66,6 +66,8 @@ export interface SupervisorOptions {
   /** Batching window of actors (ms). */
   readonly batchDelayMs?: number;
   readonly watchInactivityTimeoutMs?: number;
+  /** How often a remote read denied by RBAC is tried again (SPEC §12; tests only, default 60 s). */
+  readonly deniedRetryMs?: number;
   /**
    * Tests only, default false, never set from the command line: actors accept
    * `actor.inject-fault`, and `injectActorFault` works.
@@ -154,6 +156,7 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
         logLevel: config.logLevel,
         memberSelector: config.federatedSelector,
         ...(options.watchInactivityTimeoutMs ? { watchInactivityTimeoutMs: options.watchInactivityTimeoutMs } : {}),
+        ...(options.deniedRetryMs ? { deniedRetryMs: options.deniedRetryMs } : {}),
         ...(options.testHooks === true ? { testHooks: true } : {}),
       },
       onIncarnation: (cluster, epoch, port) => {
@@ -165,26 +168,18 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
       onStatus: (status) => {
         const secretKey = this.#actors.state.actors.get(status.cluster)?.registration.secretKey;
         const fresh = this.#book.update(status);
-        for (const problem of fresh.mirrors) {
-          // A remote Service that cannot be mirrored (SPEC §3): a Warning Event on its cluster's Secret.
+        const warn = (reason: string, message: string): void => {
           if (secretKey)
-            this.#registry.secretEvent(
-              secretKey,
-              "Warning",
-              "MirrorSkipped",
-              `cluster ${status.cluster}: remote Service ${problem.remote} is not mirrored (${problem.reason}): ${problem.message}`,
-            );
-        }
-        for (const { gateway, problem } of fresh.probeConfig) {
-          // A bad probe annotation or port (SPEC §10): the problem names it, its value and the fallback.
-          if (secretKey)
-            this.#registry.secretEvent(
-              secretKey,
-              "Warning",
-              "InvalidProbeConfig",
-              `cluster ${status.cluster}: gateway ${gateway}: ${problem}`,
-            );
-        }
+            this.#registry.secretEvent(secretKey, "Warning", reason, `cluster ${status.cluster}: ${message}`);
+        };
+        // A remote Service that cannot be mirrored (SPEC §3): a Warning Event on its cluster's Secret.
+        for (const p of fresh.mirrors)
+          warn("MirrorSkipped", `remote Service ${p.remote} is not mirrored (${p.reason}): ${p.message}`);
+        // A read the remote's role lacks (SPEC §12): once per cluster, the other modes go on.
+        for (const { resource, message } of fresh.deniedReads) warn("RemoteReadDenied", `${resource}: ${message}`);
+        // A bad probe annotation or port (SPEC §10): the problem names it, its value and the fallback.
+        for (const { gateway, problem } of fresh.probeConfig)
+          warn("InvalidProbeConfig", `gateway ${gateway}: ${problem}`);
         this.emit("status");
       },
       onEvent: (secretKey, type, reason, message) => this.#registry.secretEvent(secretKey, type, reason, message),

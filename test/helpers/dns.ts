@@ -5,12 +5,29 @@
  */
 import { Resolver } from "node:dns/promises";
 import { CoreDns } from "../../sandbox/coredns.ts";
-import type { Fleet } from "./fleet.ts";
+import { Fleet } from "./fleet.ts";
 import { eventually } from "./kube.ts";
 
 /** CoreDNS serving `cluster.local` from the fleet's local API server; stop it before the fleet. */
 export async function startLocalCoreDns(fleet: Fleet): Promise<CoreDns> {
   return CoreDns.start(fleet.plane, { cluster: "local", admin: fleet.kubeConfig("local") });
+}
+
+/**
+ * A fleet with remote `east` registered (its gateway `gateway/gateway` at `gatewayIp`),
+ * CoreDNS for its local cluster, and a resolver asking it. Stop `dns` before `fleet`.
+ */
+export async function startDnsFleet(gatewayIp: string): Promise<{ fleet: Fleet; dns: CoreDns; resolver: Resolver }> {
+  const fleet = await Fleet.start(["east"]);
+  try {
+    const dns = await startLocalCoreDns(fleet);
+    await fleet.createGateway("east", { ingress: [{ ip: gatewayIp }] });
+    await fleet.register("east");
+    return { fleet, dns, resolver: resolverFor(dns) };
+  } catch (error) {
+    await fleet.stop();
+    throw error;
+  }
 }
 
 /** A resolver that asks only `dns`; one try per query, so a wait's poll is what retries. */

@@ -47,7 +47,10 @@ export const CONTROLLER_NAMESPACE = "fleet-mirror";
 export const REMOTE_READER_NAMESPACE = "fleet-mirror-remote";
 export const REMOTE_READER_SERVICE_ACCOUNT = "fleet-mirror-reader";
 /** The rules of ClusterRole fleet-mirror-remote-reader in `deploy/rbac/remote.yaml`. */
-export const REMOTE_READER_RULES = [{ apiGroups: [""], resources: ["services"], verbs: ["get", "list", "watch"] }];
+export const REMOTE_READER_RULES = [
+  { apiGroups: [""], resources: ["services"], verbs: ["get", "list", "watch"] },
+  { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: ["get", "list", "watch"] },
+];
 
 export class Fleet {
   readonly plane: ControlPlane;
@@ -378,7 +381,7 @@ export class Fleet {
   /** The controller in this process: a Supervisor with real worker threads, least-privilege. */
   startInProcess(
     overrides: Partial<Config> = {},
-    extra: { watchInactivityTimeoutMs?: number; writeFence?: boolean } = {},
+    extra: { watchInactivityTimeoutMs?: number; writeFence?: boolean; deniedRetryMs?: number } = {},
   ): Supervisor {
     const supervisor = new Supervisor({
       config: this.config(overrides),

@@ -12,8 +12,8 @@ import type { Config } from "../../src/config.ts";
 import { ENDPOINTS_APIS, type EndpointsApi } from "../../src/core/mirror-kinds.ts";
 import { mirrorName } from "../../src/core/naming.ts";
 import type { Supervisor } from "../../src/supervisor/supervisor.ts";
-import { lookupA, resolverFor, startLocalCoreDns, waitForA } from "../helpers/dns.ts";
-import { Fleet } from "../helpers/fleet.ts";
+import { lookupA, startDnsFleet, waitForA } from "../helpers/dns.ts";
+import type { Fleet } from "../helpers/fleet.ts";
 
 /** Every `--endpoints-api` mode (SPEC §9): the built-in controllers and DNS must work with each. */
 const MODES: readonly EndpointsApi[] = ENDPOINTS_APIS;
@@ -25,11 +25,7 @@ describe("CoreDNS resolves mirrors", () => {
   let resolver: Resolver;
 
   before(async () => {
-    fleet = await Fleet.start(["east"]);
-    dns = await startLocalCoreDns(fleet);
-    resolver = resolverFor(dns);
-    await fleet.createGateway("east", { ingress: [{ ip: "198.18.0.10" }] });
-    await fleet.register("east");
+    ({ fleet, dns, resolver } = await startDnsFleet("198.18.0.10"));
   });
   after(async () => {
     await dns?.stop();

@@ -301,7 +301,7 @@ describe("deploy/: the installation manifests on a real API server", () => {
     assert.deepEqual(wrong, []);
   });
 
-  it("applies the remote side (deploy/rbac/remote.yaml) server-side: read-only access to Services", async () => {
+  it("applies the remote side (deploy/rbac/remote.yaml) server-side: read-only access to Services and EndpointSlices", async () => {
     await kubectlOk("east", ["apply", "--server-side", "-f", remoteManifest]);
     await kubectlOk("east", ["apply", "--server-side", "--dry-run=server", "-f", remoteManifest]);
     const diff = await kubectl("east", ["diff", "--server-side", "-f", remoteManifest]);
@@ -311,11 +311,14 @@ describe("deploy/: the installation manifests on a real API server", () => {
 
     const wrong: string[] = [];
     for (const verb of ["get", "list", "watch"]) {
-      if (!(await canI("east", REMOTE_READER, [verb, "services", "--all-namespaces"]))) wrong.push(`denied: ${verb}`);
+      for (const resource of ["services", "endpointslices.discovery.k8s.io"])
+        if (!(await canI("east", REMOTE_READER, [verb, resource, "--all-namespaces"])))
+          wrong.push(`denied: ${verb} ${resource}`);
     }
     for (const args of [
       ["create", "services", "-n", "default"],
       ["update", "services", "-n", "default"],
+      ["create", "endpointslices.discovery.k8s.io", "-n", "default"],
       ["get", "secrets", "-n", "fleet-mirror-remote"],
       ["list", "endpoints", "--all-namespaces"],
       ["list", "pods", "--all-namespaces"],

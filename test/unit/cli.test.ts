@@ -180,13 +180,17 @@ describe("status rows", () => {
         restarts: 0,
         gateways: [{ key: "gw/gateway", usable: false, reason: "gateway has no ingress yet" }],
         problems: [{ key: "shop/web-west", reason: "user-owned", message: "held by a user's Service" }],
+        deniedReads: [{ resource: "discovery.k8s.io/endpointslices", message: "reading it is forbidden" }],
       },
     ],
   };
 
   it("builds rows from the controller's status, and prints states, ages and gateways", () => {
     const rows = rowsFromAdmin(admin);
-    assert.deepEqual(rows[1]?.problems, ["shop/web-west: user-owned: held by a user's Service"]);
+    assert.deepEqual(rows[1]?.problems, [
+      "discovery.k8s.io/endpointslices: read-denied: reading it is forbidden",
+      "shop/web-west: user-owned: held by a user's Service",
+    ]);
     assert.equal(
       stateCell(rows[1] ?? { cluster: "", secret: "", state: "", mirrors: 0 }, NOW),
       "stale since 3m: connect ECONNREFUSED",

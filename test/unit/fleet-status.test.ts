@@ -1,7 +1,7 @@
 /**
- * The status book: MirrorSkipped and InvalidProbeConfig are reported when a problem
- * appears, not again when a restarted actor finds the same problem; counters never go
- * down across incarnations.
+ * The status book: MirrorSkipped, InvalidProbeConfig and RemoteReadDenied are reported
+ * when a problem appears, not again when a restarted actor finds the same problem;
+ * counters never go down across incarnations.
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
@@ -12,7 +12,7 @@ import { FleetStatusBook } from "../../src/supervisor/fleet-status.ts";
 function status(
   epoch: number,
   problems: string[],
-  opts: { listed?: boolean; lists?: number; probeProblems?: Record<string, string[]> } = {},
+  opts: { listed?: boolean; lists?: number; probeProblems?: Record<string, string[]>; denied?: string[] } = {},
 ): ClusterStatus {
   return {
     cluster: "east",
@@ -32,6 +32,7 @@ function status(
     })),
     watch: { lists: opts.lists ?? 1, watchesStarted: 1, failures: 0, relistsOnGone: 0 },
     failuresByReason: {},
+    ...(opts.denied ? { deniedReads: opts.denied.map((resource) => ({ resource, message: "forbidden" })) } : {}),
   };
 }
 
@@ -62,6 +63,20 @@ describe("fleet status book", () => {
     book.update(status(1, ["ns/a"]));
     book.update(status(1, []));
     assert.deepEqual(remotes(book.update(status(1, ["ns/a"])).mirrors), ["ns/a"]);
+  });
+
+  it("reports a denied remote read once per cluster: not per status, not after a restart that has not tried it yet", () => {
+    const book = new FleetStatusBook();
+    const fresh = (s: ClusterStatus) => book.update(s).deniedReads.map((d) => d.resource);
+    const slices = "discovery.k8s.io/endpointslices";
+    book.incarnationStarted("east", 1);
+    assert.deepEqual(fresh(status(1, [], { denied: [slices] })), [slices]);
+    assert.deepEqual(fresh(status(1, [], { denied: [slices] })), [], "not on every status");
+    book.incarnationStarted("east", 2);
+    assert.deepEqual(fresh(status(2, [])), [], "a new incarnation that has not tried the read yet");
+    assert.deepEqual(fresh(status(2, [], { denied: [slices] })), [], "then finds it denied too: already reported");
+    assert.deepEqual(fresh(status(2, [])), [], "allowed again, said by the incarnation that found it denied");
+    assert.deepEqual(fresh(status(2, [], { denied: [slices] })), [slices], "denied again: reported again");
   });
 
   it("reports a gateway's bad probe config when it appears, once per problem, and not again after a restart", () => {

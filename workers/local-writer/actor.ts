@@ -22,7 +22,6 @@
  */
 import { type Clock, systemClock } from "../../src/core/clock.ts";
 import { shardedFederatedProblem } from "../../src/core/federated-shards.ts";
-import type { KubeObject } from "../../src/core/objects.ts";
 import { splitKey } from "../../src/core/objects.ts";
 import { TokenBucket } from "../../src/core/rate-limit.ts";
 import { hostsCluster, type ShardOwnership } from "../../src/core/shards.ts";
@@ -43,8 +42,8 @@ import { type ActorPort, DesiredChannels } from "./desired-channels.ts";
 import { DesiredStore } from "./desired-store.ts";
 import { EventRecorder } from "./event-recorder.ts";
 import { WriteFence } from "./fence.ts";
-import { LocalStores, sliceMirrorKey } from "./local-stores.ts";
-import { type MirrorKind, MutationCache } from "./mutation-cache.ts";
+import { LocalStores } from "./local-stores.ts";
+import { MutationCache } from "./mutation-cache.ts";
 import { MirrorReconciler } from "./reconcile.ts";
 import { SharedStrings } from "./shared-strings.ts";
 import { WriterStats } from "./status.ts";
@@ -63,6 +62,11 @@ export interface WriterDeps {
 }
 
 const STATUS_INTERVAL_MS = 1_000;
+/**
+ * How long a headless mirror waits for more changes of its per-host Services (SPEC §12):
+ * a burst of new hosts costs it a write per interval, not one per host.
+ */
+const HEADLESS_HOSTS_DELAY_MS = 500;
 
 export class LocalWriterActor {
   readonly #options: WriterOptions;
@@ -158,17 +162,10 @@ export class LocalWriterActor {
       log: this.#log,
     });
 
-    const onMirrorChange = (kind: MirrorKind, key: string, current: KubeObject | undefined): void => {
-      this.#cache.watched(kind, key, current);
-      this.#enqueue(key);
-    };
-    this.#stores.services.on("change", (key, _previous, current) => onMirrorChange("Service", key, current));
-    this.#stores.endpoints.on("change", (key, _previous, current) => onMirrorChange("Endpoints", key, current));
-    // A slice is cached under its own key, and its mirror's key is reconciled.
-    this.#stores.slices.on("change", (key, previous, current) => {
-      this.#cache.watched("EndpointSlice", key, current);
-      const mirrorKey = sliceMirrorKey(current) ?? sliceMirrorKey(previous);
-      if (mirrorKey) this.#enqueue(mirrorKey);
+    this.#stores.routeChanges({
+      watched: (kind, key, current) => this.#cache.watched(kind, key, current),
+      enqueue: (key) => this.#enqueue(key),
+      enqueueLater: (key) => this.#queue.addAfter(key, HEADLESS_HOSTS_DELAY_MS),
     });
     this.#stores.namespaces.on("change", (name) => {
       this.#executor.namespaceSeen(name);

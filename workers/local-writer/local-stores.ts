@@ -2,16 +2,18 @@
  * The local writer's view of the local cluster: four watched stores, label-selected so
  * that only objects that can be fleet-mirror's are held in memory (mirror Services and
  * Endpoints, fleet-mirror's EndpointSlices), plus every Namespace. Read-only: the stores
- * have one writer each, their watch. The actor routes their changes to its queue; the
- * reconciler reads them.
+ * have one writer each, their watch. `routeChanges` maps their changes to mirror keys
+ * for the actor's queue; the reconciler reads them.
  */
 import { sliceMirrorName, sliceOwner } from "../../src/core/endpoint-slices.ts";
+import { HEADLESS_MIRROR_LABEL } from "../../src/core/headless.ts";
 import { MANAGED_BY_FLEET_MIRROR, MANAGED_BY_LABEL, MIRRORED_SERVICE, ownerCluster } from "../../src/core/labels.ts";
 import type { EndpointSlice, Endpoints, KubeObject, Namespace, Service } from "../../src/core/objects.ts";
 import { objectKey } from "../../src/core/objects.ts";
 import { isFederatedObject } from "../../src/core/plan-federated.ts";
 import type { KubeClient } from "../../src/kube/client.ts";
 import { Watcher } from "../../src/kube/watcher.ts";
+import type { MirrorKind } from "./mutation-cache.ts";
 import type { SharedStrings } from "./shared-strings.ts";
 
 const MIRROR_SELECTOR = `${MIRRORED_SERVICE}=true`;
@@ -26,6 +28,16 @@ const SLICE_SELECTOR = `${MIRRORED_SERVICE}=true,${MANAGED_BY_LABEL}=${MANAGED_B
 export function sliceMirrorKey(slice: KubeObject | undefined): string | undefined {
   const mirror = slice ? sliceMirrorName(slice) : undefined;
   return slice && mirror ? objectKey({ namespace: slice.metadata.namespace, name: mirror }) : undefined;
+}
+
+/**
+ * The key of the headless mirror a per-host mirror Service belongs to (its
+ * `headless-mirror-svc-name` label, SPEC §12): that mirror's addresses include this
+ * Service's cluster IP. Undefined for any other Service.
+ */
+export function headlessMirrorKey(service: Service | undefined): string | undefined {
+  const headless = service?.metadata.labels?.[HEADLESS_MIRROR_LABEL];
+  return service && headless ? objectKey({ namespace: service.metadata.namespace, name: headless }) : undefined;
 }
 
 export class LocalStores {
@@ -63,6 +75,34 @@ export class LocalStores {
       keep,
     });
     this.namespaces = new Watcher<Namespace>({ client, path: "/api/v1/namespaces", expectedKind: "Namespace" });
+  }
+
+  /**
+   * Routes the mirror stores' changes: every changed object to `watched` (the mutation
+   * cache), and the key of the mirror it belongs to to `enqueue` (a slice's mirror is
+   * its `kubernetes.io/service-name`). A per-host Service's headless mirror (SPEC §12)
+   * goes to `enqueueLater`: that Service's cluster IP is one of the mirror's addresses.
+   */
+  routeChanges(route: {
+    readonly watched: (kind: MirrorKind, key: string, current: KubeObject | undefined) => void;
+    readonly enqueue: (key: string) => void;
+    readonly enqueueLater: (key: string) => void;
+  }): void {
+    this.services.on("change", (key, previous, current) => {
+      route.watched("Service", key, current);
+      route.enqueue(key);
+      const headless = headlessMirrorKey(current) ?? headlessMirrorKey(previous);
+      if (headless) route.enqueueLater(headless);
+    });
+    this.endpoints.on("change", (key, _previous, current) => {
+      route.watched("Endpoints", key, current);
+      route.enqueue(key);
+    });
+    this.slices.on("change", (key, previous, current) => {
+      route.watched("EndpointSlice", key, current);
+      const mirrorKey = sliceMirrorKey(current) ?? sliceMirrorKey(previous);
+      if (mirrorKey) route.enqueue(mirrorKey);
+    });
   }
 
   /** The four watchers, in start order. */

@@ -13,10 +13,14 @@
  * not held are left out of the claimants. Garbage collection of an unregistered
  * cluster's mirrors is therefore done by the holder of that cluster's shard only.
  * A fleet-wide key goes to `FederatedReconciler` (reconcile-federated.ts), which splits
- * it across shards instead (DESIGN §3 "Across shards").
+ * it across shards instead (DESIGN §3 "Across shards"). A headless mirror (SPEC §12) is
+ * planned with its hosts' addresses read from their observed per-host Services.
  */
 
+import type { DesiredMirror } from "../../src/core/desired.ts";
 import { desiredSliceContents, sliceNames } from "../../src/core/endpoint-slices.ts";
+import { HEADLESS_MIRROR_LABEL, resolveHeadless } from "../../src/core/headless.ts";
+import { ownerCluster } from "../../src/core/labels.ts";
 import { type Blocked, MIRROR_KINDS, type ObservedObject } from "../../src/core/mirror-kinds.ts";
 import type { EndpointSlice, Endpoints } from "../../src/core/objects.ts";
 import { objectKey, splitKey } from "../../src/core/objects.ts";
@@ -123,7 +127,9 @@ export class MirrorReconciler {
     if (owner !== undefined && !hostsCluster(ownership, owner)) return undefined;
     const winner = owner && claimants.includes(owner) ? owner : claimants[0];
     if (winner === undefined && owner === undefined && ownership.shards > 1) return undefined;
-    const desired = winner ? store.get(winner, key) : undefined;
+    const wanted = winner ? store.get(winner, key) : undefined;
+    // A headless mirror's addresses are its per-host Services' cluster IPs (SPEC §12).
+    const desired = wanted?.headless ? resolveHeadless(wanted, (svc) => this.#hostIp(namespace, svc, wanted)) : wanted;
     const plan = planMirror({
       key,
       desired,
@@ -143,6 +149,19 @@ export class MirrorReconciler {
     }
     if (!plan.blocked && !claimants.some((c) => c !== winner)) this.#blocked.delete(key);
     return { plan, desired, observed, shard: shardOf(owner ?? winner ?? "", ownership.shards) };
+  }
+
+  /**
+   * The cluster IP of per-host Service `service` of headless mirror `headless` as observed
+   * (our own writes included), when it is that mirror's: labelled as its cluster's mirror
+   * and as belonging to it. A user's Service under the name never lends its IP.
+   */
+  #hostIp(namespace: string | undefined, service: string, headless: DesiredMirror): string | undefined {
+    const key = objectKey({ namespace, name: service });
+    const observed = this.#deps.cache.observed("Service", key, this.#deps.services.get(key));
+    const labels = observed?.metadata.labels;
+    if (!observed || observed.metadata.deletionTimestamp || ownerCluster(labels) !== headless.cluster) return undefined;
+    return labels?.[HEADLESS_MIRROR_LABEL] === headless.name ? observed.spec?.clusterIP : undefined;
   }
 
   /** A mirror that is not written: logged (once per message) and reported as an Event. */

@@ -4,29 +4,26 @@
  * what it observes (core/desired.ts), and asserts them to the local writer. It never
  * writes to any API.
  *
- * Runs in its own worker thread in production (entry.ts wires the ports), and
- * in-process in tests: everything it talks to comes in through `RemoteActorPorts` and
- * the desired port given to `attachWriter`.
+ * Runs in a worker thread (entry.ts wires the ports), or in-process in tests: it talks
+ * only through `RemoteActorPorts` and the desired port given to `attachWriter`.
  *
  * Parts: gateway-index.ts (which Services use which gateway), hostnames.ts +
  * resolver.ts (gateway hostnames, off libuv's pool), gateway-health.ts +
- * gateway-prober.ts + http-probe.ts (gateway health, SPEC §10), desired-sender.ts +
+ * gateway-prober.ts + http-probe.ts (gateway health, SPEC §10), headless-watches.ts
+ * (the remote slices of exported headless Services, SPEC §12), desired-sender.ts +
  * credits.ts (batches and flow control to the writer), status-state.ts (the sync state
  * and when a status is due); this file wires them to the watcher and reports status.
  *
- * Fault containment: every callback the actor registers runs under its guard, so an
- * exception in this actor's handling is reported through `ports.onFault` as this
- * actor's failure and never reaches the thread's event loop (where it would take down
- * every actor the thread hosts).
+ * Fault containment: every callback the actor registers runs under its guard: a throw
+ * is this actor's failure (`ports.onFault`), never its thread's event loop's (which
+ * would take down every actor the thread hosts).
  *
  * Invariants: see desired-sender.ts for what is sent when; while the remote API is
  * unreachable nothing is sent: the writer keeps the mirrors.
  */
 import { systemClock } from "../../src/core/clock.ts";
-import { type ClusterSettings, ingressHostnames, viewGateway } from "../../src/core/desired.ts";
-import { exportOf } from "../../src/core/export.ts";
-import { isMember, memberGateway } from "../../src/core/federated.ts";
-import { objectKey, type Service } from "../../src/core/objects.ts";
+import { type ClusterSettings, ingressHostnames } from "../../src/core/desired.ts";
+import type { Service } from "../../src/core/objects.ts";
 import { KubeClient } from "../../src/kube/client.ts";
 import type { ConnectionSpec } from "../../src/kube/connection.ts";
 import { LAST_APPLIED_CONFIGURATION } from "../../src/kube/watch-store.ts";
@@ -40,7 +37,8 @@ import type {
 } from "../../src/protocol/messages.ts";
 import { type DesiredPort, DesiredSender, type FlowState } from "./desired-sender.ts";
 import { GatewayHealth } from "./gateway-health.ts";
-import { exportGatewayOf, GatewayIndex } from "./gateway-index.ts";
+import { clusterGatewayIndex, type GatewayIndex } from "./gateway-index.ts";
+import { HeadlessWatches } from "./headless-watches.ts";
 import { HostnameCache } from "./hostnames.ts";
 import { httpProbe, type Probe } from "./http-probe.ts";
 import { createResolver, type Resolver } from "./resolver.ts";
@@ -86,6 +84,7 @@ export class RemoteClusterActor {
   readonly #hostnames: HostnameCache;
   readonly #sender: DesiredSender;
   readonly #health: GatewayHealth;
+  readonly #headless: HeadlessWatches;
 
   #resolveTimer: NodeJS.Timeout | undefined;
   #statusTimer: NodeJS.Timeout | undefined;
@@ -105,18 +104,7 @@ export class RemoteClusterActor {
     this.#log = deps.logger;
     const selector = init.options.memberSelector;
     const settings = init.cluster;
-    // A Service uses its export's gateway (SPEC §2, §12) and, as a fleet-wide member, its
-    // member gateway (SPEC §11): a change of either recomputes it.
-    const exportGateway = exportGatewayOf(settings);
-    this.#gateways = new GatewayIndex(
-      (service) => exportOf(settings, service),
-      (service) => {
-        const keys = exportGateway(service);
-        return isMember(selector, service)
-          ? [...new Set([...keys, objectKey(memberGateway(settings, service))])]
-          : keys;
-      },
-    );
+    this.#gateways = clusterGatewayIndex(settings, selector);
     this.#client = new KubeClient(init.connection, {
       userAgent: `fleet-mirror/remote-cluster ${init.cluster.name}`,
       logger: deps.logger,
@@ -144,6 +132,15 @@ export class RemoteClusterActor {
       probed: () => this.#publish.markProbed(),
       problemsChanged: () => this.#publish.markDirty(),
     });
+    this.#headless = new HeadlessWatches({
+      client: this.#client,
+      log: deps.logger,
+      guard: (fn) => this.#guard(fn),
+      track: (promise) => this.#track(promise),
+      hostsChanged: (key) => this.#sender.changed(key),
+      statusChanged: () => this.#publish.markDirty(),
+      options: init.options,
+    });
     this.#sender = new DesiredSender({
       cluster: init.cluster,
       epoch: init.epoch,
@@ -153,6 +150,8 @@ export class RemoteClusterActor {
       memberSelector: selector,
       lookupHostname: this.#hostnames.lookup,
       deadAddresses: (gatewayKey) => this.#health.deadAddresses(gatewayKey),
+      headlessHosts: (key) => this.#headless.hosts(key),
+      headlessPending: () => this.#headless.pending,
       log: deps.logger,
       guard: (fn) => this.#guard(fn),
       statusChanged: () => this.#publish.markDirty(),
@@ -252,6 +251,7 @@ export class RemoteClusterActor {
     this.#sender.stop();
     this.#hostnames.stop();
     this.#health.stop();
+    this.#headless.stop();
     clearInterval(this.#resolveTimer);
     clearInterval(this.#statusTimer);
     await this.#watcher.stop();
@@ -270,6 +270,7 @@ export class RemoteClusterActor {
     // Export counts are in the status: a Service declining its export changes nothing
     // else the status would otherwise publish.
     if (this.#gateways.countsVersion !== countsBefore) this.#publish.markDirty();
+    this.#headless.syncService(key, current, this.#init.cluster);
     if (current && this.#gateways.isGateway(key)) this.#resolveHostnames(current);
     // Probes follow the gateways in use: this one changed, or a Service started or
     // stopped using one.
@@ -367,15 +368,7 @@ export class RemoteClusterActor {
   }
 
   status(): ClusterStatus {
-    const gateways = [...this.#gateways.gateways()].sort().map((key) => {
-      const view = viewGateway(this.#watcher.get(key), this.#hostnames.lookup);
-      return {
-        key,
-        usable: view.addresses.length > 0 && view.incomingPort !== undefined,
-        ...(view.unusable ? { reason: view.unusable } : {}),
-        ...this.#health.status(key),
-      };
-    });
+    const gateways = this.#health.rows(this.#gateways.gateways(), (key) => this.#watcher.get(key));
     const gatewayProbes = this.#health.counters();
     const apiWarnings = this.#client.apiWarnings.total;
     return {
@@ -390,6 +383,7 @@ export class RemoteClusterActor {
       watch: { ...this.#watcher.stats },
       ...(Object.keys(gatewayProbes).length > 0 ? { gatewayProbes } : {}),
       ...(apiWarnings > 0 ? { apiWarnings } : {}),
+      ...this.#headless.status(),
     };
   }
 

@@ -15,9 +15,12 @@
  *   its hundred-odd clusters, and ≈ 0.5–1 KB of JSON per mirror was most of what a
  *   sender kept. Members of fleet-wide Services
  *   (SPEC §11) travel the same way, next to the mirrors, keyed by the fleet-wide key
- *   (`sentMembers`): a remote Service may be both exported and a member.
+ *   (`sentMembers`): a remote Service may be both exported and a member;
+ * - an exported headless Service with hostnames stands for several mirrors (its
+ *   headless mirror and one per host, SPEC §12; `mirrorKeyOf`); while its hostnames are
+ *   not known (its slices' first list) nothing new is sent for it, and a complete set
+ *   waits until they are, so it never flaps to an ordinary mirror and back.
  */
-import { createHash } from "node:crypto";
 import {
   type ClusterSettings,
   type DesiredMirror,
@@ -33,11 +36,13 @@ import {
   type MemberSelector,
   memberGateway,
 } from "../../src/core/federated.ts";
+import { type HeadlessHosts, headlessMirrors, isHeadless } from "../../src/core/headless.ts";
 import { objectKey, type Service } from "../../src/core/objects.ts";
 import type { LineLogger } from "../../src/log/json-lines.ts";
 import { serializeError } from "../../src/protocol/errors.ts";
 import { type ChannelPort, decodeToActorFromWriter, type ToWriterFromActor } from "../../src/protocol/messages.ts";
 import { acked, type Credits, initialCredits, maySend, sent, settled } from "./credits.ts";
+import { type Changes, diffMany, noChanges } from "./sent-diff.ts";
 
 /** The actor's end of its desired channel to the local writer. */
 export type DesiredPort = ChannelPort<ToWriterFromActor>;
@@ -59,6 +64,8 @@ export interface FlowState {
   readonly snapshotPending: boolean;
   /** Flushes that found changes to send but no credit. */
   readonly refusedFlushes: number;
+  /** Flushes of a complete set that waited for headless Services' hostnames (SPEC §12). */
+  readonly hostnameWaits: number;
 }
 
 export interface DesiredSenderDeps {
@@ -72,6 +79,10 @@ export interface DesiredSenderDeps {
   readonly lookupHostname: (hostname: string) => readonly string[] | undefined;
   /** The dead addresses of gateway `key` (SPEC §10); undefined when it is not probed. */
   readonly deadAddresses: (gatewayKey: string) => ReadonlySet<string> | undefined;
+  /** The hostnames of exported headless Service `key` (SPEC §12, headless-watches.ts). */
+  readonly headlessHosts: (key: string) => HeadlessHosts;
+  /** Some exported headless Service's hostnames are not known yet: a complete set waits. */
+  readonly headlessPending: () => boolean;
   readonly log: LineLogger;
   /** Wraps the sender's callbacks (timer, port messages) in the actor's guard. */
   readonly guard: <A extends unknown[]>(fn: (...args: A) => void) => (...args: A) => void;
@@ -81,13 +92,15 @@ export interface DesiredSenderDeps {
 
 export class DesiredSender {
   readonly #deps: DesiredSenderDeps;
-  /** Remote service key → the local mirror key last sent for it. */
-  readonly #mirrorKeyOf = new Map<string, string>();
+  /** Remote service key → the local mirror keys last sent for it (a headless Service's are several). */
+  readonly #mirrorKeyOf = new Map<string, readonly string[]>();
   /** Local mirror key → digest of the mirror last sent (what the writer holds). */
   readonly #sent = new Map<string, string>();
   readonly #problems = new Map<string, MirrorProblem>();
+  /** Hostnames of headless Services left out (SPEC §12); the Service is mirrored all the same. */
+  readonly #hostProblems = new Map<string, MirrorProblem>();
   /** Remote service key → the fleet-wide key of the member last sent for it. */
-  readonly #memberKeyOf = new Map<string, string>();
+  readonly #memberKeyOf = new Map<string, readonly string[]>();
   /** Fleet-wide key → digest of this cluster's member last sent. */
   readonly #sentMembers = new Map<string, string>();
   readonly #memberProblems = new Map<string, MirrorProblem>();
@@ -96,6 +109,7 @@ export class DesiredSender {
   #writer: DesiredPort | undefined;
   #credits: Credits;
   #refusedFlushes = 0;
+  #hostnameWaits = 0;
   #flushTimer: NodeJS.Timeout | undefined;
   #stopped = false;
 
@@ -124,6 +138,12 @@ export class DesiredSender {
     this.#dirty.add(key);
   }
 
+  /** The mirror of remote Service `key` must be recomputed, and sent soon. */
+  changed(key: string): void {
+    this.markDirty(key);
+    this.scheduleFlush();
+  }
+
   /** The complete set must be sent (after a complete list). */
   requestSnapshot(): void {
     this.#needSnapshot = true;
@@ -148,6 +168,7 @@ export class DesiredSender {
       pendingChanges: this.#dirty.size,
       snapshotPending: this.#needSnapshot,
       refusedFlushes: this.#refusedFlushes,
+      hostnameWaits: this.#hostnameWaits,
     };
   }
 
@@ -162,7 +183,7 @@ export class DesiredSender {
   }
 
   problems(): MirrorProblem[] {
-    return [...this.#problems.values(), ...this.#memberProblems.values()];
+    return [...this.#problems.values(), ...this.#hostProblems.values(), ...this.#memberProblems.values()];
   }
 
   stop(): void {
@@ -200,13 +221,15 @@ export class DesiredSender {
   }
 
   /**
-   * Recomputes one remote service's mirror and fleet-wide member, each with this
-   * cluster's own view of its gateway; records problems.
+   * Recomputes one remote service's mirrors (one, none, or a headless Service's headless
+   * and per-host mirrors, SPEC §12) and fleet-wide member, each with this cluster's own
+   * view of its gateway; records problems. `mirrors` undefined: a headless Service whose
+   * hostnames are not known yet, whose mirrors stay as they were sent.
    */
   #compute(
     key: string,
     cache: Map<string, GatewayView>,
-  ): { mirror: DesiredMirror | undefined; member: FederatedMember | undefined } {
+  ): { mirrors: readonly DesiredMirror[] | undefined; member: FederatedMember | undefined } {
     const service = this.#deps.services.get(key);
     const settings = this.#deps.cluster;
     const decision = service ? exportOf(settings, service) : undefined;
@@ -218,6 +241,23 @@ export class DesiredSender {
         )
       : ({ kind: "not-exported" } as const);
     this.#setProblem(this.#problems, "exported", key, outcome.kind === "problem" ? outcome.problem : undefined);
+    let mirrors: readonly DesiredMirror[] | undefined = outcome.kind === "mirror" ? [outcome.mirror] : [];
+    let hostProblem: MirrorProblem | undefined;
+    if (outcome.kind === "mirror" && isHeadless(service)) {
+      const hosts = this.#deps.headlessHosts(key);
+      if (hosts.kind === "pending") mirrors = undefined;
+      else if (hosts.kind === "listed") {
+        // A host named like an exported Service of the namespace would take that Service's mirror name.
+        const exported = (h: string): boolean => {
+          const other = this.#deps.services.get(objectKey({ namespace: outcome.mirror.namespace, name: h }));
+          return other !== undefined && exportOf(settings, other).kind === "exported";
+        };
+        const headless = headlessMirrors(outcome.mirror, hosts.hostnames, exported);
+        mirrors = headless.mirrors;
+        hostProblem = headless.problem;
+      }
+    }
+    if (mirrors) this.#setProblem(this.#hostProblems, "headless", key, hostProblem);
     const membership = service
       ? desiredMemberFor(
           this.#deps.cluster,
@@ -232,23 +272,25 @@ export class DesiredSender {
       key,
       membership.kind === "problem" ? membership.problem : undefined,
     );
-    return {
-      mirror: outcome.kind === "mirror" ? outcome.mirror : undefined,
-      member: membership.kind === "member" ? membership.member : undefined,
-    };
+    return { mirrors, member: membership.kind === "member" ? membership.member : undefined };
   }
 
   /** Records (or clears) a problem of one remote Service; a change is logged and published. */
   #setProblem(
     problems: Map<string, MirrorProblem>,
-    role: "exported" | "member",
+    role: "exported" | "member" | "headless",
     key: string,
     problem: MirrorProblem | undefined,
   ): void {
     const previous = problems.get(key);
     if (previous?.message === problem?.message && previous?.reason === problem?.reason) return;
     this.#deps.statusChanged();
-    const what = role === "exported" ? `exported Service ${key} is not mirrored` : `Service ${key} is not a member`;
+    const what =
+      role === "exported"
+        ? `exported Service ${key} is not mirrored`
+        : role === "headless"
+          ? `headless Service ${key} has hosts that are not mirrored`
+          : `Service ${key} is not a member`;
     if (problem) {
       problems.set(key, problem);
       this.#deps.log.warn({ remote: key, reason: problem.reason }, `${what}: ${problem.message}`);
@@ -266,6 +308,12 @@ export class DesiredSender {
       return;
     }
     const complete = this.#needSnapshot;
+    // A complete set waits for the hostnames of every exported headless Service: without
+    // them it would turn a headless mirror into an ordinary one (SPEC §12), and back.
+    if (complete && this.#deps.headlessPending()) {
+      this.#hostnameWaits += 1; // the watch's first list schedules the next flush
+      return;
+    }
     const { upserts, deletes, members, memberDeletes } = complete ? this.#completeSet() : this.#delta();
     const empty = upserts.length + deletes.length + members.length + memberDeletes.length === 0;
     if (!complete && empty) return;
@@ -288,12 +336,13 @@ export class DesiredSender {
   /** Every mirror and member of the cluster, with `sent` and `sentMembers` rebuilt to match. */
   #completeSet(): Changes {
     const cache = new Map<string, GatewayView>();
-    const changes: Changes = { upserts: [], deletes: [], members: [], memberDeletes: [] };
+    const changes = noChanges();
     this.#needSnapshot = false;
     this.#dirty.clear();
     for (const sent of [this.#sent, this.#mirrorKeyOf, this.#sentMembers, this.#memberKeyOf]) sent.clear();
     for (const [problems, role] of [
       [this.#problems, "exported"],
+      [this.#hostProblems, "headless"],
       [this.#memberProblems, "member"],
     ] as const) {
       for (const key of [...problems.keys()])
@@ -301,19 +350,9 @@ export class DesiredSender {
     }
     for (const service of this.#deps.services.values()) {
       const key = objectKey(service.metadata);
-      const { mirror, member } = this.#compute(key, cache);
-      if (mirror) {
-        const mirrorKey = objectKey(mirror);
-        this.#mirrorKeyOf.set(key, mirrorKey);
-        this.#sent.set(mirrorKey, sentDigest(mirror));
-        changes.upserts.push(mirror);
-      }
-      if (member) {
-        const fleetKey = objectKey(member);
-        this.#memberKeyOf.set(key, fleetKey);
-        this.#sentMembers.set(fleetKey, sentDigest(member));
-        changes.members.push(member);
-      }
+      const { mirrors, member } = this.#compute(key, cache);
+      // `mirrors` is never undefined here: the flush waited for every headless Service's hostnames.
+      this.#diff(key, mirrors ?? [], member, changes);
     }
     return changes;
   }
@@ -321,58 +360,26 @@ export class DesiredSender {
   /** The mirrors and members of the changed Services that differ from what was sent, and those gone. */
   #delta(): Changes {
     const cache = new Map<string, GatewayView>();
-    const changes: Changes = { upserts: [], deletes: [], members: [], memberDeletes: [] };
+    const changes = noChanges();
     const dirty = this.#dirty;
     this.#dirty = new Set();
     for (const key of dirty) {
-      const { mirror, member } = this.#compute(key, cache);
-      diffOne(key, mirror, this.#mirrorKeyOf, this.#sent, changes.upserts, changes.deletes);
-      diffOne(key, member, this.#memberKeyOf, this.#sentMembers, changes.members, changes.memberDeletes);
+      const { mirrors, member } = this.#compute(key, cache);
+      // Hostnames not known yet: what was sent stays (the watch's first list marks it dirty again).
+      this.#diff(key, mirrors, member, changes);
     }
     return changes;
   }
-}
 
-/**
- * What `sent` keeps of a mirror or member: SHA-256 of its JSON (44 characters; the JSON
- * is built from the same code path each time, so equal values give equal JSON). Two
- * different mirrors would have to collide in SHA-256 for a change to go unsent.
- */
-function sentDigest(value: object): string {
-  return createHash("sha256").update(JSON.stringify(value)).digest("base64");
-}
-
-/** What one batch carries. */
-interface Changes {
-  readonly upserts: DesiredMirror[];
-  readonly deletes: string[];
-  readonly members: FederatedMember[];
-  readonly memberDeletes: string[];
-}
-
-/**
- * Compares the recomputed value of remote Service `key` (a mirror or a member, keyed by
- * its local key) with what was last sent; records and returns the upsert or delete due.
- */
-function diffOne<T extends { readonly namespace: string; readonly name: string }>(
-  key: string,
-  value: T | undefined,
-  keyOf: Map<string, string>,
-  sentDigests: Map<string, string>,
-  upserts: T[],
-  deletes: string[],
-): void {
-  const previousKey = keyOf.get(key);
-  const localKey = value ? objectKey(value) : undefined;
-  if (previousKey && previousKey !== localKey) {
-    sentDigests.delete(previousKey);
-    keyOf.delete(key);
-    deletes.push(previousKey);
+  /** Records remote Service `key`'s mirrors (undefined: leave them as sent) and member against what was sent. */
+  #diff(
+    key: string,
+    mirrors: readonly DesiredMirror[] | undefined,
+    member: FederatedMember | undefined,
+    changes: Changes,
+  ): void {
+    if (mirrors) diffMany(key, mirrors, this.#mirrorKeyOf, this.#sent, changes.upserts, changes.deletes);
+    const members = member ? [member] : [];
+    diffMany(key, members, this.#memberKeyOf, this.#sentMembers, changes.members, changes.memberDeletes);
   }
-  if (!value || !localKey) return;
-  const digest = sentDigest(value);
-  if (sentDigests.get(localKey) === digest) return;
-  sentDigests.set(localKey, digest);
-  keyOf.set(key, localKey);
-  upserts.push(value);
 }

@@ -12,7 +12,7 @@ import { type HostnameLookup, viewGateway } from "../../src/core/desired.ts";
 import type { Service } from "../../src/core/objects.ts";
 import { probeSpecOf } from "../../src/core/probe-spec.ts";
 import type { LineLogger } from "../../src/log/json-lines.ts";
-import type { GatewayProbeCounters, GatewayProbeStatus } from "../../src/protocol/messages.ts";
+import type { GatewayProbeCounters, GatewayProbeStatus, GatewayStatus } from "../../src/protocol/messages.ts";
 import { GatewayProber, type GatewayProberDeps } from "./gateway-prober.ts";
 
 /** At most this many problems per gateway, each cut to MAX_PROBLEM characters, go into the status. */
@@ -78,6 +78,19 @@ export class GatewayHealth {
       ...(probe ? { probe } : {}),
       ...(problems ? { probeProblems: problems.slice(0, MAX_PROBLEMS).map((p) => p.slice(0, MAX_PROBLEM)) } : {}),
     };
+  }
+
+  /** The status rows of gateways `keys` (sorted): usable or why not, and their probe (`get`: the gateway Service). */
+  rows(keys: Iterable<string>, get: (key: string) => Service | undefined): GatewayStatus[] {
+    return [...keys].sort().map((key) => {
+      const view = viewGateway(get(key), this.#lookup);
+      return {
+        key,
+        usable: view.addresses.length > 0 && view.incomingPort !== undefined,
+        ...(view.unusable ? { reason: view.unusable } : {}),
+        ...this.status(key),
+      };
+    });
   }
 
   counters(): Record<string, GatewayProbeCounters> {

@@ -5,6 +5,7 @@
  * writer, the actor, from its watcher's `change` events.
  */
 import { type ExportDecision, type ExportMode, type ExportSettings, exportOf } from "../../src/core/export.ts";
+import { isMember, type MemberSelector, memberGateway } from "../../src/core/federated.ts";
 import { objectKey, type Service } from "../../src/core/objects.ts";
 
 /** The gateway keys a Service uses (none, one, or its export's and its membership's). */
@@ -22,6 +23,22 @@ export function exportGatewayOf(settings: ExportSettings): GatewaysOf {
     const decision = exportOf(settings, service);
     return decision.kind === "exported" ? [objectKey(decision.gateway)] : [];
   };
+}
+
+/**
+ * The index of a cluster's actor: a Service uses its export's gateway (SPEC §2, §12)
+ * and, as a fleet-wide member, its member gateway (SPEC §11); a change of either
+ * recomputes it.
+ */
+export function clusterGatewayIndex(settings: ExportSettings, selector: MemberSelector): GatewayIndex {
+  const exportGateway = exportGatewayOf(settings);
+  return new GatewayIndex(
+    (service) => exportOf(settings, service),
+    (service) => {
+      const keys = exportGateway(service);
+      return isMember(selector, service) ? [...new Set([...keys, objectKey(memberGateway(settings, service))])] : keys;
+    },
+  );
 }
 
 const countKey = (decision: ExportDecision): ExportMode | "declined" | undefined =>

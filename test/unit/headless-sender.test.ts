@@ -1,0 +1,154 @@
+/**
+ * The desired sender with headless Services (SPEC §12), on fake inputs: a complete set
+ * waits for every exported headless Service's hostnames; while a Service's hostnames are
+ * not known nothing new is sent for it (no flapping to an ordinary mirror and back);
+ * hostnames appearing and disappearing upsert and delete per-host mirrors; 5 000 hosts
+ * are one batch of at most 1 001 mirrors, and a report.
+ */
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { ClusterSettings } from "../../src/core/desired.ts";
+import { HEADLESS_MIRROR_LABEL, type HeadlessHosts, MAX_HEADLESS_HOSTS } from "../../src/core/headless.ts";
+import { GATEWAY_NAME, GATEWAY_NS } from "../../src/core/labels.ts";
+import { objectKey, type Service } from "../../src/core/objects.ts";
+import { silentLogger } from "../../src/log.ts";
+import { DesiredSender } from "../../workers/remote-cluster/desired-sender.ts";
+import { eventually } from "../helpers/kube.ts";
+import { type Batch, FakeDesiredPort, summary } from "../helpers/remote-actor.ts";
+
+const SETTINGS: ClusterSettings = {
+  name: "east",
+  domain: "cluster.local",
+  excludedNamespaces: [],
+  defaultGateway: { name: "linkerd-gateway", namespace: "linkerd-multicluster" },
+};
+
+const gateway: Service = {
+  metadata: { name: "gateway", namespace: "gw", resourceVersion: "1" },
+  spec: { type: "LoadBalancer", ports: [{ name: "incoming-port", port: 4143 }] },
+  status: { loadBalancer: { ingress: [{ ip: "198.18.0.1" }] } },
+};
+
+const service = (name: string, headless: boolean): Service => ({
+  metadata: {
+    name,
+    namespace: "shop",
+    resourceVersion: "1",
+    annotations: { [GATEWAY_NAME]: "gateway", [GATEWAY_NS]: "gw" },
+  },
+  spec: { ...(headless ? { clusterIP: "None" } : {}), ports: [{ name: "http", port: 80, protocol: "TCP" }] },
+});
+
+function world(services: Service[]) {
+  const store = new Map(services.map((s) => [objectKey(s.metadata), s]));
+  const hosts = new Map<string, HeadlessHosts>();
+  const port = new FakeDesiredPort();
+  let acked = 0;
+  const sender = new DesiredSender({
+    cluster: SETTINGS,
+    epoch: 1,
+    batchDelayMs: 0,
+    maxInFlight: 100,
+    services: { get: (k) => store.get(k), values: () => store.values(), hasSynced: true },
+    memberSelector: { key: "mirror.linkerd.io/federated", value: "member" },
+    lookupHostname: () => undefined,
+    deadAddresses: () => undefined,
+    headlessHosts: (k) => hosts.get(k) ?? { kind: "pending" },
+    headlessPending: () =>
+      [...store.values()].some(
+        (s) =>
+          s.spec?.clusterIP === "None" && (hosts.get(objectKey(s.metadata)) ?? { kind: "pending" }).kind === "pending",
+      ),
+    log: silentLogger(),
+    guard: (fn) => fn,
+    statusChanged: () => {},
+  });
+  sender.attach(port);
+  const next = (what: string, match: (b: Batch) => boolean = () => true): Promise<Batch> =>
+    eventually(
+      () => `${what} (batches: ${port.batches.map(summary).join(" ")})`,
+      () => port.batches.find((b) => b.seq > acked && match(b)),
+      5_000,
+      5,
+    ).then((b) => {
+      acked = b.seq;
+      return b;
+    });
+  return { store, hosts, port, sender, next };
+}
+
+const names = (b: Batch): string[] => b.upserts.map((m) => m.name).sort();
+
+describe("the desired sender and headless Services", () => {
+  it("a complete set waits for the hostnames of every exported headless Service", async () => {
+    const w = world([gateway, service("web", true), service("api", false)]);
+    w.sender.requestSnapshot();
+    await eventually("a flush that waited for web's hostnames", () =>
+      w.sender.flowState.hostnameWaits > 0 ? true : undefined,
+    );
+    assert.equal(w.port.batches.length, 0, "nothing sent while web's hostnames are pending");
+    w.hosts.set("shop/web", { kind: "listed", hostnames: ["web-0", "web-1"] });
+    w.sender.changed("shop/web");
+    const first = await w.next("the complete set");
+    assert.equal(first.complete, true);
+    assert.deepEqual(names(first), ["api-east", "web-0-east", "web-1-east", "web-east"]);
+    assert.deepEqual(
+      first.upserts.find((m) => m.name === "web-east")?.headless?.hosts.map((h) => h.service),
+      ["web-0-east", "web-1-east"],
+    );
+  });
+
+  it("hostnames appearing and disappearing upsert and delete per-host mirrors; pending sends nothing new", async () => {
+    const w = world([gateway, service("web", true)]);
+    w.hosts.set("shop/web", { kind: "listed", hostnames: ["web-0"] });
+    w.sender.requestSnapshot();
+    await w.next("the complete set");
+    w.hosts.set("shop/web", { kind: "listed", hostnames: ["web-0", "web-1"] });
+    w.sender.changed("shop/web");
+    const up = await w.next("web-1 added");
+    assert.deepEqual(names(up), ["web-1-east", "web-east"]);
+    assert.deepEqual(up.deletes, []);
+    w.hosts.set("shop/web", { kind: "listed", hostnames: ["web-1"] });
+    w.sender.changed("shop/web");
+    const down = await w.next("web-0 removed");
+    assert.deepEqual(down.deletes, ["shop/web-0-east"]);
+    assert.deepEqual(names(down), ["web-east"]);
+    // A watch started again (its store not listed yet): what was sent stays.
+    w.hosts.set("shop/web", { kind: "pending" });
+    w.sender.changed("shop/web");
+    w.store.set("shop/other", service("other", false));
+    w.sender.changed("shop/other");
+    const other = await w.next("other's mirror");
+    assert.deepEqual(names(other), ["other-east"]);
+    assert.deepEqual(other.deletes, []);
+    // Denied: the ordinary mirror, and the per-host mirrors go.
+    w.hosts.set("shop/web", { kind: "denied" });
+    w.sender.changed("shop/web");
+    const denied = await w.next("web as an ordinary mirror");
+    assert.deepEqual(denied.deletes, ["shop/web-1-east"]);
+    assert.equal(denied.upserts.find((m) => m.name === "web-east")?.headless, undefined);
+  });
+
+  it("a host named like an exported Service: that Service's own mirror, not a per-host one", async () => {
+    const w = world([gateway, service("web", true), service("web-0", false)]);
+    w.hosts.set("shop/web", { kind: "listed", hostnames: ["web-0", "web-1"] });
+    w.sender.requestSnapshot();
+    const first = await w.next("the complete set");
+    assert.deepEqual(names(first), ["web-0-east", "web-1-east", "web-east"]);
+    assert.equal(first.upserts.find((m) => m.name === "web-0-east")?.labels[HEADLESS_MIRROR_LABEL], undefined);
+    assert.equal(w.sender.problems().find((p) => p.remote === "shop/web")?.reason, "headless-hostname-invalid");
+  });
+
+  it(`5 000 hosts: one batch, at most ${MAX_HEADLESS_HOSTS} per-host mirrors, and a report`, async () => {
+    const w = world([gateway, service("big", true)]);
+    const hostnames = Array.from({ length: 5_000 }, (_, i) => `big-${i}`).sort();
+    w.hosts.set("shop/big", { kind: "listed", hostnames });
+    w.sender.requestSnapshot();
+    const batch = await w.next("the complete set");
+    assert.equal(w.port.batches.length, 1);
+    assert.equal(batch.upserts.length, MAX_HEADLESS_HOSTS + 1);
+    const problem = w.sender.problems().find((p) => p.remote === "shop/big");
+    assert.equal(problem?.reason, "headless-hostname-invalid");
+    assert.match(problem?.message ?? "", /5000 hostnames, more than the 1000 mirrored: 4000 left out/);
+  });
+});

@@ -1,0 +1,148 @@
+/**
+ * The remote-slice watches of exported headless Services (SPEC §12), against a fake API
+ * server: one label-selected watch per wanted Service in its namespace (never the
+ * cluster's slices), `pending` until its first list, hostnames changed only when they
+ * change, stopped when no longer wanted; a 403 denies every Service at once, stops every
+ * watch, and a retry that lists allows them again.
+ */
+import assert from "node:assert/strict";
+import type * as http from "node:http";
+import { afterEach, describe, it } from "node:test";
+import type { Service } from "../../src/core/objects.ts";
+import { silentLogger } from "../../src/log.ts";
+import { HeadlessWatches } from "../../workers/remote-cluster/headless-watches.ts";
+import { type FakeApi, fakeApi, openStream, type Stream, sendJson, sendStatus, until } from "../helpers/fake-api.ts";
+
+const sliceList = (hostnames: string[]) => ({
+  apiVersion: "discovery.k8s.io/v1",
+  kind: "EndpointSliceList",
+  metadata: { resourceVersion: "10" },
+  items: [
+    {
+      metadata: { name: "web-abc", namespace: "shop", resourceVersion: "9" },
+      addressType: "IPv4",
+      endpoints: hostnames.map((hostname, i) => ({ addresses: [`10.0.0.${i + 1}`], hostname })),
+    },
+  ],
+});
+
+describe("headless watches", () => {
+  let api: FakeApi | undefined;
+  let watches: HeadlessWatches | undefined;
+  afterEach(async () => {
+    watches?.stop();
+    await api?.close();
+  });
+
+  function start(handle: (url: URL, res: http.ServerResponse) => void, deniedRetryMs = 60_000) {
+    const changed: string[] = [];
+    let statusChanges = 0;
+    return fakeApi(handle).then((fake) => {
+      api = fake;
+      watches = new HeadlessWatches({
+        client: fake.client,
+        log: silentLogger(),
+        guard: (fn) => fn,
+        track: (promise) => void promise,
+        hostsChanged: (key) => changed.push(key),
+        statusChanged: () => {
+          statusChanges += 1;
+        },
+        options: { deniedRetryMs },
+      });
+      return { watches, changed, statusChanges: () => statusChanges };
+    });
+  }
+
+  it("watches only the wanted Service's slices, by label, in its namespace; pending until listed", async () => {
+    const streams: Stream[] = [];
+    const w = await start((url, res) => {
+      if (url.searchParams.get("watch") === "true") streams.push(openStream(res));
+      else sendJson(res, 200, sliceList(["web-1", "web-0", "web-1"]));
+    });
+    assert.deepEqual(w.watches.hosts("shop/web"), { kind: "pending" });
+    w.watches.sync("shop/web", true);
+    assert.equal(w.watches.pending, true);
+    await until("the first list", () => w.changed.length > 0);
+    const list = api?.lists()[0];
+    assert.equal(list?.pathname, "/apis/discovery.k8s.io/v1/namespaces/shop/endpointslices");
+    assert.equal(list?.searchParams.get("labelSelector"), "kubernetes.io/service-name=web");
+    assert.deepEqual(w.watches.hosts("shop/web"), { kind: "listed", hostnames: ["web-0", "web-1"] });
+    assert.equal(w.watches.pending, false);
+    await until("the watch", () => streams.length > 0);
+    // A change that leaves the hostnames as they were is not news; one that changes them is.
+    const slice = sliceList(["web-0", "web-1"]).items[0];
+    streams[0]?.event("MODIFIED", {
+      ...slice,
+      kind: "EndpointSlice",
+      metadata: { ...slice?.metadata, resourceVersion: "11" },
+    });
+    streams[0]?.event("ADDED", {
+      kind: "EndpointSlice",
+      metadata: { name: "web-def", namespace: "shop", resourceVersion: "12" },
+      addressType: "IPv4",
+      endpoints: [{ addresses: ["10.0.0.9"], hostname: "web-2" }],
+    });
+    await until("web-2", () => w.changed.length > 1);
+    assert.deepEqual(w.changed, ["shop/web", "shop/web"]);
+    assert.deepEqual(w.watches.hosts("shop/web"), { kind: "listed", hostnames: ["web-0", "web-1", "web-2"] });
+    // A Service named like one of its hosts changed: web is recomputed (its host may lose its mirror name).
+    w.watches.sync("shop/web-1", false);
+    w.watches.sync("other/web-1", false);
+    assert.deepEqual(w.changed, ["shop/web", "shop/web", "shop/web"]);
+    w.watches.sync("shop/web", false);
+    assert.equal(w.watches.watching, 0);
+    assert.deepEqual(w.watches.hosts("shop/web"), { kind: "pending" });
+    assert.equal(w.watches.pending, false, "a Service no longer wanted is not waited for");
+  });
+
+  it("watches only exported headless Services: not an unexported headless one, not an exported ClusterIP one", async () => {
+    const w = await start((url, res) => {
+      if (url.searchParams.get("watch") === "true") openStream(res);
+      else sendJson(res, 200, sliceList([]));
+    });
+    const settings = { defaultGateway: { name: "linkerd-gateway", namespace: "linkerd-multicluster" } };
+    const annotations = { "mirror.linkerd.io/gateway-name": "gw", "mirror.linkerd.io/gateway-ns": "gw" };
+    const svc = (name: string, headless: boolean, exported: boolean): Service => ({
+      metadata: { name, namespace: "shop", ...(exported ? { annotations } : {}) },
+      spec: headless ? { clusterIP: "None" } : { clusterIP: "10.0.0.1" },
+    });
+    w.watches.syncService("shop/quiet", svc("quiet", true, false), settings);
+    w.watches.syncService("shop/plain", svc("plain", false, true), settings);
+    assert.equal(w.watches.watching, 0);
+    w.watches.syncService("shop/sts", svc("sts", true, true), settings);
+    assert.equal(w.watches.watching, 1);
+    await until("sts's first list", () => w.changed.includes("shop/sts"));
+    assert.deepEqual(
+      api?.lists().map((u) => u.searchParams.get("labelSelector")),
+      ["kubernetes.io/service-name=sts"],
+    );
+    // Unexported, or deleted: the watch stops.
+    w.watches.syncService("shop/sts", svc("sts", true, false), settings);
+    assert.equal(w.watches.watching, 0);
+  });
+
+  it("a 403 denies every headless Service at once, stops every watch, and a retry that lists allows them again", async () => {
+    let forbidden = true;
+    const w = await start((url, res) => {
+      if (forbidden) sendStatus(res, 403, "Forbidden");
+      else if (url.searchParams.get("watch") === "true") openStream(res);
+      else sendJson(res, 200, sliceList(["db-0"]));
+    }, 200);
+    w.watches.sync("shop/web", true);
+    w.watches.sync("shop/db", true);
+    await until("denied", () => w.watches.denied);
+    assert.match(w.watches.denied ?? "", /discovery\.k8s\.io\/endpointslices is forbidden/);
+    assert.deepEqual(w.watches.hosts("shop/web"), { kind: "denied" });
+    assert.deepEqual(w.watches.hosts("shop/db"), { kind: "denied" });
+    assert.equal(w.watches.pending, false, "a denied read holds nothing back");
+    assert.equal(w.watches.watching, 0);
+    assert.deepEqual([...w.changed].sort(), ["shop/db", "shop/web"]);
+    const requestsWhenDenied = api?.requests.length ?? 0;
+    assert.ok(requestsWhenDenied <= 2, `one list per watch, not a retry loop (${requestsWhenDenied})`);
+    forbidden = false;
+    await until("allowed again after the retry", () => (w.watches.denied === undefined ? true : undefined), 3_000);
+    await until("db's hostnames", () => w.watches.hosts("shop/db").kind === "listed");
+    assert.deepEqual(w.watches.hosts("shop/db"), { kind: "listed", hostnames: ["db-0"] });
+  });
+});

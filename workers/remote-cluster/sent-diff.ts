@@ -1,0 +1,63 @@
+/**
+ * What the desired sender remembers of what it sent, and the delta of one remote
+ * Service against it: per local key a digest of the value the writer holds, per remote
+ * Service the local keys it stands for (one mirror, none, or a headless Service's
+ * headless and per-host mirrors, SPEC §12).
+ */
+import { createHash } from "node:crypto";
+import type { DesiredMirror } from "../../src/core/desired.ts";
+import type { FederatedMember } from "../../src/core/federated.ts";
+import { objectKey } from "../../src/core/objects.ts";
+
+/**
+ * What `sent` keeps of a mirror or member: SHA-256 of its JSON (44 characters; the JSON
+ * is built from the same code path each time, so equal values give equal JSON). Two
+ * different mirrors would have to collide in SHA-256 for a change to go unsent.
+ */
+export function sentDigest(value: object): string {
+  return createHash("sha256").update(JSON.stringify(value)).digest("base64");
+}
+
+/** What one batch carries. */
+export interface Changes {
+  readonly upserts: DesiredMirror[];
+  readonly deletes: string[];
+  readonly members: FederatedMember[];
+  readonly memberDeletes: string[];
+}
+
+export const noChanges = (): Changes => ({ upserts: [], deletes: [], members: [], memberDeletes: [] });
+
+type Keyed = { readonly namespace: string; readonly name: string };
+
+/**
+ * Compares the recomputed values of remote Service `key` (mirrors or a member, each
+ * keyed by its local key) with what was last sent; records and returns the upserts and
+ * deletes due: a local key the Service no longer stands for is deleted.
+ */
+export function diffMany<T extends Keyed>(
+  key: string,
+  values: readonly T[],
+  keyOf: Map<string, readonly string[]>,
+  sentDigests: Map<string, string>,
+  upserts: T[],
+  deletes: string[],
+): void {
+  const previous = keyOf.get(key) ?? [];
+  const now = values.map((v) => objectKey(v));
+  const keep = new Set(now);
+  for (const localKey of previous) {
+    if (keep.has(localKey)) continue;
+    sentDigests.delete(localKey);
+    deletes.push(localKey);
+  }
+  if (now.length > 0) keyOf.set(key, now);
+  else keyOf.delete(key);
+  for (const value of values) {
+    const localKey = objectKey(value);
+    const digest = sentDigest(value);
+    if (sentDigests.get(localKey) === digest) continue;
+    sentDigests.set(localKey, digest);
+    upserts.push(value);
+  }
+}
