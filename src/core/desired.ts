@@ -61,7 +61,15 @@ export interface DesiredMirror {
   readonly endpointPorts: readonly MirrorEndpointPort[];
 }
 
-export type SkipReason = "mirror-name-invalid" | "no-ports" | "excluded-namespace" | "export-label-value";
+export type SkipReason =
+  | "mirror-name-invalid"
+  | "no-ports"
+  | "excluded-namespace"
+  | "export-label-value"
+  /** A ServiceExport without the Service of its name (SPEC §12). */
+  | "service-export-without-service"
+  /** The cluster refuses the read of ServiceExports (403): MCS export is off there, reported once (SPEC §12). */
+  | "export-mode-forbidden";
 
 /** A remote Service that is exported but cannot be mirrored; reported, never fatal. */
 export interface MirrorProblem {

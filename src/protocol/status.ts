@@ -3,6 +3,7 @@
  * schemas from one definition. The latest status of an actor replaces the previous one.
  */
 import * as v from "valibot";
+import { MCS_STATES } from "../core/mcs.ts";
 import { count, countRecord, type DeepReadonly, finite, name } from "./codec.ts";
 import { SerializedErrorSchema } from "./error-schema.ts";
 import { MirrorProblemSchema } from "./shapes.ts";
@@ -93,8 +94,13 @@ export const ClusterStatusSchema = v.object({
   since: finite,
   lastSyncedAt: v.exactOptional(finite),
   exportedServices: count,
-  /** Exported Services by mode, and those whose export label declines (SPEC §12); absent: an older actor. */
-  exports: v.exactOptional(v.object({ annotation: count, label: count, declined: count })),
+  /**
+   * Exported Services by mode, and those whose export label declines (SPEC §12); absent:
+   * an older actor. `mcs`: ServiceExports that export (absent: an actor without MCS).
+   */
+  exports: v.exactOptional(v.object({ annotation: count, label: count, declined: count, mcs: v.exactOptional(count) })),
+  /** Whether MCS export is active in this cluster, and why not (SPEC §12). Absent: an actor without MCS. */
+  mcs: v.exactOptional(v.object({ state: v.picklist(MCS_STATES), message: v.exactOptional(v.string()) })),
   mirrors: count,
   problems: v.array(MirrorProblemSchema),
   lastFailure: v.exactOptional(WatchFailureInfoSchema),
