@@ -100,7 +100,14 @@ export const ClusterStatusSchema = v.object({
    */
   exports: v.exactOptional(v.object({ annotation: count, label: count, declined: count, mcs: v.exactOptional(count) })),
   /** Whether MCS export is active in this cluster, and why not (SPEC §12). Absent: an actor without MCS. */
-  mcs: v.exactOptional(v.object({ state: v.picklist(MCS_STATES), message: v.exactOptional(v.string()) })),
+  mcs: v.exactOptional(
+    v.object({
+      state: v.picklist(MCS_STATES),
+      message: v.exactOptional(v.string()),
+      /** Discovery requests of this incarnation (the first and every recheck). */
+      discoveries: v.exactOptional(count),
+    }),
+  ),
   mirrors: count,
   problems: v.array(MirrorProblemSchema),
   lastFailure: v.exactOptional(WatchFailureInfoSchema),

@@ -166,13 +166,16 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
         const secretKey = this.#actors.state.actors.get(status.cluster)?.registration.secretKey;
         const fresh = this.#book.update(status);
         for (const problem of fresh.mirrors) {
-          // A remote Service that cannot be mirrored (SPEC §3): a Warning Event on its cluster's Secret.
+          // A remote Service that cannot be mirrored (SPEC §3): a Warning Event on its cluster's
+          // Secret; a refused ServiceExport read (SPEC §12) is the cluster's, not a Service's.
           if (secretKey)
             this.#registry.secretEvent(
               secretKey,
               "Warning",
-              "MirrorSkipped",
-              `cluster ${status.cluster}: remote Service ${problem.remote} is not mirrored (${problem.reason}): ${problem.message}`,
+              problem.reason === "export-mode-forbidden" ? "ExportModeForbidden" : "MirrorSkipped",
+              problem.reason === "export-mode-forbidden"
+                ? `cluster ${status.cluster}: MCS export is off: ${problem.message}`
+                : `cluster ${status.cluster}: remote Service ${problem.remote} is not mirrored (${problem.reason}): ${problem.message}`,
             );
         }
         for (const { gateway, problem } of fresh.probeConfig) {

@@ -47,7 +47,10 @@ export const CONTROLLER_NAMESPACE = "fleet-mirror";
 export const REMOTE_READER_NAMESPACE = "fleet-mirror-remote";
 export const REMOTE_READER_SERVICE_ACCOUNT = "fleet-mirror-reader";
 /** The rules of ClusterRole fleet-mirror-remote-reader in `deploy/rbac/remote.yaml`. */
-export const REMOTE_READER_RULES = [{ apiGroups: [""], resources: ["services"], verbs: ["get", "list", "watch"] }];
+export const REMOTE_READER_RULES = [
+  { apiGroups: [""], resources: ["services"], verbs: ["get", "list", "watch"] },
+  { apiGroups: ["multicluster.x-k8s.io"], resources: ["serviceexports"], verbs: ["get", "list", "watch"] },
+];
 
 export class Fleet {
   readonly plane: ControlPlane;

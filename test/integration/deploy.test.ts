@@ -312,6 +312,9 @@ describe("deploy/: the installation manifests on a real API server", () => {
     const wrong: string[] = [];
     for (const verb of ["get", "list", "watch"]) {
       if (!(await canI("east", REMOTE_READER, [verb, "services", "--all-namespaces"]))) wrong.push(`denied: ${verb}`);
+      // The MCS API's ServiceExports (SPEC §12), whether or not their CRD is installed.
+      if (!(await canI("east", REMOTE_READER, [verb, "serviceexports.multicluster.x-k8s.io", "--all-namespaces"])))
+        wrong.push(`denied: ${verb} serviceexports`);
     }
     for (const args of [
       ["create", "services", "-n", "default"],
@@ -319,6 +322,8 @@ describe("deploy/: the installation manifests on a real API server", () => {
       ["get", "secrets", "-n", "fleet-mirror-remote"],
       ["list", "endpoints", "--all-namespaces"],
       ["list", "pods", "--all-namespaces"],
+      ["create", "serviceexports.multicluster.x-k8s.io", "-n", "default"],
+      ["list", "serviceimports.multicluster.x-k8s.io", "--all-namespaces"],
     ]) {
       if (await canI("east", REMOTE_READER, args)) wrong.push(`allowed: ${args.join(" ")}`);
     }

@@ -8,11 +8,12 @@
  * in-process in tests: everything it talks to comes in through `RemoteActorPorts` and
  * the desired port given to `attachWriter`.
  *
- * Parts: gateway-index.ts (which Services use which gateway), hostnames.ts +
- * resolver.ts (gateway hostnames, off libuv's pool), gateway-health.ts +
- * gateway-prober.ts + http-probe.ts (gateway health, SPEC §10), desired-sender.ts +
- * credits.ts (batches and flow control to the writer), status-state.ts (the sync state
- * and when a status is due); this file wires them to the watcher and reports status.
+ * Parts: gateway-index.ts (which Services and ServiceExports use which gateway),
+ * hostnames.ts + resolver.ts (gateway hostnames, off libuv's pool), gateway-health.ts +
+ * gateway-prober.ts + http-probe.ts (gateway health, SPEC §10), service-exports.ts (the
+ * MCS API's ServiceExports, when served, SPEC §12), desired-sender.ts + credits.ts
+ * (batches and flow control to the writer), status-state.ts + status-report.ts (the
+ * sync state, when a status is due, the status); this file wires them to the watchers.
  *
  * Fault containment: every callback the actor registers runs under its guard, so an
  * exception in this actor's handling is reported through `ports.onFault` as this
@@ -23,9 +24,7 @@
  * unreachable nothing is sent: the writer keeps the mirrors.
  */
 import { systemClock } from "../../src/core/clock.ts";
-import { type ClusterSettings, ingressHostnames, viewGateway } from "../../src/core/desired.ts";
-import { exportOf } from "../../src/core/export.ts";
-import { isMember, memberGateway } from "../../src/core/federated.ts";
+import { type ClusterSettings, ingressHostnames } from "../../src/core/desired.ts";
 import { objectKey, type Service } from "../../src/core/objects.ts";
 import { KubeClient } from "../../src/kube/client.ts";
 import type { ConnectionSpec } from "../../src/kube/connection.ts";
@@ -40,10 +39,12 @@ import type {
 } from "../../src/protocol/messages.ts";
 import { type DesiredPort, DesiredSender, type FlowState } from "./desired-sender.ts";
 import { GatewayHealth } from "./gateway-health.ts";
-import { exportGatewayOf, GatewayIndex } from "./gateway-index.ts";
+import { type GatewayIndex, gatewayIndexFor } from "./gateway-index.ts";
 import { HostnameCache } from "./hostnames.ts";
 import { httpProbe, type Probe } from "./http-probe.ts";
 import { createResolver, type Resolver } from "./resolver.ts";
+import { ServiceExports } from "./service-exports.ts";
+import { clusterStatus } from "./status-report.ts";
 import { StatusThrottle, SyncTracker } from "./status-state.ts";
 
 export type { DesiredPort, FlowState } from "./desired-sender.ts";
@@ -86,6 +87,7 @@ export class RemoteClusterActor {
   readonly #hostnames: HostnameCache;
   readonly #sender: DesiredSender;
   readonly #health: GatewayHealth;
+  readonly #exports: ServiceExports;
 
   #resolveTimer: NodeJS.Timeout | undefined;
   #statusTimer: NodeJS.Timeout | undefined;
@@ -105,18 +107,7 @@ export class RemoteClusterActor {
     this.#log = deps.logger;
     const selector = init.options.memberSelector;
     const settings = init.cluster;
-    // A Service uses its export's gateway (SPEC §2, §12) and, as a fleet-wide member, its
-    // member gateway (SPEC §11): a change of either recomputes it.
-    const exportGateway = exportGatewayOf(settings);
-    this.#gateways = new GatewayIndex(
-      (service) => exportOf(settings, service),
-      (service) => {
-        const keys = exportGateway(service);
-        return isMember(selector, service)
-          ? [...new Set([...keys, objectKey(memberGateway(settings, service))])]
-          : keys;
-      },
-    );
+    this.#gateways = gatewayIndexFor(settings, selector);
     this.#client = new KubeClient(init.connection, {
       userAgent: `fleet-mirror/remote-cluster ${init.cluster.name}`,
       logger: deps.logger,
@@ -144,12 +135,25 @@ export class RemoteClusterActor {
       probed: () => this.#publish.markProbed(),
       problemsChanged: () => this.#publish.markDirty(),
     });
+    this.#exports = new ServiceExports({
+      client: this.#client,
+      options: init.options,
+      log: deps.logger,
+      guard: (fn) => this.#guard(fn),
+      track: (promise) => this.#track(promise),
+      changed: (key) => this.#onExportChange(key),
+      availabilityChanged: (availability) => {
+        if (availability.settled && this.#watcher.hasSynced) this.#sender.requestSnapshot();
+        this.#publish.markDirty();
+      },
+    });
     this.#sender = new DesiredSender({
       cluster: init.cluster,
       epoch: init.epoch,
       batchDelayMs: init.options.batchDelayMs,
       maxInFlight: init.options.maxInFlight,
       services: this.#watcher,
+      serviceExports: this.#exports,
       memberSelector: selector,
       lookupHostname: this.#hostnames.lookup,
       deadAddresses: (gatewayKey) => this.#health.deadAddresses(gatewayKey),
@@ -197,6 +201,7 @@ export class RemoteClusterActor {
   start(): void {
     this.#setState("syncing");
     this.#watcher.start();
+    this.#exports.start();
     this.#statusTimer ??= setInterval(
       this.#guard(() => this.#publishStatus()),
       STATUS_INTERVAL_MS,
@@ -254,7 +259,7 @@ export class RemoteClusterActor {
     this.#health.stop();
     clearInterval(this.#resolveTimer);
     clearInterval(this.#statusTimer);
-    await this.#watcher.stop();
+    await Promise.all([this.#watcher.stop(), this.#exports.stop()]);
     this.#client.close();
   }
 
@@ -273,26 +278,36 @@ export class RemoteClusterActor {
     for (const service of [previous, current]) {
       if (service) for (const gatewayKey of this.#gateways.gatewaysOf(service)) touched.add(gatewayKey);
     }
+    this.#usesChanged(touched, newGateways);
+    if (this.#sync.state === "stale") this.#setState("synced");
+    // Its ServiceExport's export follows the Service.
+    if (this.#exports.get(key)) this.#onExportChange(key);
+    this.#sender.scheduleFlush();
+  }
+
+  /** ServiceExport `key` (or its Service) changed: it uses the default gateway while both exist (SPEC §12). */
+  #onExportChange(key: string): void {
+    this.#sender.markDirty(key);
+    const gateway = objectKey(this.#init.cluster.defaultGateway);
+    const uses = this.#exports.get(key) && this.#watcher.get(key) ? [gateway] : [];
+    this.#usesChanged(new Set([gateway]), this.#gateways.setExportUses(key, uses));
+    this.#sender.scheduleFlush();
+  }
+
+  /** Probes follow `touched`; `newGateways`' hostnames resolve now, not at the next round (their users would wait). */
+  #usesChanged(touched: ReadonlySet<string>, newGateways: readonly string[]): void {
     for (const gatewayKey of touched) this.#syncProbe(gatewayKey);
-    // A Service that starts using a gateway whose hostnames nobody used before: resolve
-    // them now, not at the next periodic round (its Endpoints would stay empty meanwhile).
     for (const gatewayKey of newGateways) {
       const gateway = this.#watcher.get(gatewayKey);
       if (gateway) this.#resolveHostnames(gateway);
     }
-    if (this.#sync.state === "stale") this.#setState("synced");
-    this.#sender.scheduleFlush();
   }
 
   #onListed(): void {
     this.#sync.listed(Date.now());
     this.#setState("synced");
-    for (const gatewayKey of this.#gateways.gateways()) {
-      const gateway = this.#watcher.get(gatewayKey);
-      if (gateway) this.#resolveHostnames(gateway);
-    }
-    for (const gatewayKey of new Set([...this.#health.keys(), ...this.#gateways.gateways()]))
-      this.#syncProbe(gatewayKey);
+    const inUse = [...this.#gateways.gateways()];
+    this.#usesChanged(new Set([...this.#health.keys(), ...inUse]), inUse);
     this.#sender.requestSnapshot();
   }
 
@@ -317,12 +332,8 @@ export class RemoteClusterActor {
   }
 
   #hostnamesInUse(): Set<string> {
-    const inUse = new Set<string>();
-    for (const gatewayKey of this.#gateways.gateways()) {
-      const gateway = this.#watcher.get(gatewayKey);
-      if (gateway) for (const h of ingressHostnames(gateway)) inUse.add(h);
-    }
-    return inUse;
+    const gateways = [...this.#gateways.gateways()].map((key) => this.#watcher.get(key));
+    return new Set(gateways.flatMap((gateway) => (gateway ? ingressHostnames(gateway) : [])));
   }
 
   /** A hostname's addresses changed: the mirrors behind every gateway naming it are recomputed. */
@@ -363,30 +374,18 @@ export class RemoteClusterActor {
   }
 
   status(): ClusterStatus {
-    const gateways = [...this.#gateways.gateways()].sort().map((key) => {
-      const view = viewGateway(this.#watcher.get(key), this.#hostnames.lookup);
-      return {
-        key,
-        usable: view.addresses.length > 0 && view.incomingPort !== undefined,
-        ...(view.unusable ? { reason: view.unusable } : {}),
-        ...this.#health.status(key),
-      };
-    });
-    const gatewayProbes = this.#health.counters();
-    const apiWarnings = this.#client.apiWarnings.total;
-    return {
+    return clusterStatus({
       cluster: this.#init.cluster.name,
       epoch: this.#init.epoch,
-      ...this.#sync.report(),
-      exportedServices: this.#gateways.exportedCount,
-      exports: this.#gateways.exportCounts,
-      mirrors: this.#sender.mirrors,
-      problems: this.#sender.problems(),
-      gateways,
-      watch: { ...this.#watcher.stats },
-      ...(Object.keys(gatewayProbes).length > 0 ? { gatewayProbes } : {}),
-      ...(apiWarnings > 0 ? { apiWarnings } : {}),
-    };
+      sync: this.#sync,
+      gateways: this.#gateways,
+      services: this.#watcher,
+      lookup: this.#hostnames.lookup,
+      health: this.#health,
+      sender: this.#sender,
+      exports: this.#exports,
+      apiWarnings: this.#client.apiWarnings.total,
+    });
   }
 
   #publishStatus(): void {

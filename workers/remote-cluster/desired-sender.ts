@@ -17,7 +17,6 @@
  *   (SPEC §11) travel the same way, next to the mirrors, keyed by the fleet-wide key
  *   (`sentMembers`): a remote Service may be both exported and a member.
  */
-import { createHash } from "node:crypto";
 import {
   type ClusterSettings,
   type DesiredMirror,
@@ -33,11 +32,13 @@ import {
   type MemberSelector,
   memberGateway,
 } from "../../src/core/federated.ts";
+import { type McsExport, mcsExportFor, type ServiceExport } from "../../src/core/mcs.ts";
 import { objectKey, type Service } from "../../src/core/objects.ts";
 import type { LineLogger } from "../../src/log/json-lines.ts";
 import { serializeError } from "../../src/protocol/errors.ts";
 import { type ChannelPort, decodeToActorFromWriter, type ToWriterFromActor } from "../../src/protocol/messages.ts";
 import { acked, type Credits, initialCredits, maySend, sent, settled } from "./credits.ts";
+import { type Changes, diffOne, sentDigest } from "./sent-set.ts";
 
 /** The actor's end of its desired channel to the local writer. */
 export type DesiredPort = ChannelPort<ToWriterFromActor>;
@@ -47,6 +48,14 @@ export interface ServiceSource {
   get(key: string): Service | undefined;
   values(): IterableIterator<Service>;
   readonly hasSynced: boolean;
+}
+
+/** What the sender reads of the cluster's ServiceExports (SPEC §12; service-exports.ts). */
+export interface ServiceExportSource {
+  get(key: string): ServiceExport | undefined;
+  keys(): Iterable<string>;
+  /** The exports are known: the complete set may be sent. */
+  readonly settled: boolean;
 }
 
 /** The sender's flow control, for status and tests. */
@@ -67,6 +76,7 @@ export interface DesiredSenderDeps {
   readonly batchDelayMs: number;
   readonly maxInFlight: number;
   readonly services: ServiceSource;
+  readonly serviceExports: ServiceExportSource;
   /** Remote Services with this label are fleet-wide members (SPEC §11). */
   readonly memberSelector: MemberSelector;
   readonly lookupHostname: (hostname: string) => readonly string[] | undefined;
@@ -91,6 +101,11 @@ export class DesiredSender {
   /** Fleet-wide key → digest of this cluster's member last sent. */
   readonly #sentMembers = new Map<string, string>();
   readonly #memberProblems = new Map<string, MirrorProblem>();
+  /** ServiceImport key (the same as its ServiceExport's) → itself, while an export is sent (SPEC §12). */
+  readonly #mcsKeyOf = new Map<string, string>();
+  /** ServiceImport key → digest of this cluster's export last sent. */
+  readonly #sentMcs = new Map<string, string>();
+  readonly #mcsProblems = new Map<string, MirrorProblem>();
   #dirty = new Set<string>();
   #needSnapshot = false;
   #writer: DesiredPort | undefined;
@@ -116,10 +131,15 @@ export class DesiredSender {
       "message",
       this.#deps.guard((raw: unknown) => this.#onMessage(raw)),
     );
-    if (this.#deps.services.hasSynced) this.requestSnapshot();
+    if (this.#synced) this.requestSnapshot();
   }
 
-  /** The mirror of remote Service `key` must be recomputed. */
+  /** Services listed and ServiceExports known: a complete set can be computed. */
+  get #synced(): boolean {
+    return this.#deps.services.hasSynced && this.#deps.serviceExports.settled;
+  }
+
+  /** The mirror, member and MCS export of remote Service (or ServiceExport) `key` must be recomputed. */
   markDirty(key: string): void {
     this.#dirty.add(key);
   }
@@ -161,8 +181,13 @@ export class DesiredSender {
     return this.#sentMembers.size;
   }
 
+  /** MCS exports the writer holds (as last sent). */
+  get mcsExports(): number {
+    return this.#sentMcs.size;
+  }
+
   problems(): MirrorProblem[] {
-    return [...this.#problems.values(), ...this.#memberProblems.values()];
+    return [...this.#problems.values(), ...this.#memberProblems.values(), ...this.#mcsProblems.values()];
   }
 
   stop(): void {
@@ -184,7 +209,7 @@ export class DesiredSender {
     if (result.resend) {
       this.#deps.log.info({ seq: ack.seq }, "the local writer asked for the complete desired set again");
       // Only a complete list gives a complete set; before the first, the list sends it anyway.
-      if (this.#deps.services.hasSynced) this.#needSnapshot = true;
+      if (this.#synced) this.#needSnapshot = true;
     }
     this.scheduleFlush();
   }
@@ -206,7 +231,7 @@ export class DesiredSender {
   #compute(
     key: string,
     cache: Map<string, GatewayView>,
-  ): { mirror: DesiredMirror | undefined; member: FederatedMember | undefined } {
+  ): { mirror: DesiredMirror | undefined; member: FederatedMember | undefined; mcs: McsExport | undefined } {
     const service = this.#deps.services.get(key);
     const settings = this.#deps.cluster;
     const decision = service ? exportOf(settings, service) : undefined;
@@ -232,23 +257,34 @@ export class DesiredSender {
       key,
       membership.kind === "problem" ? membership.problem : undefined,
     );
+    const serviceExport = this.#deps.serviceExports.get(key);
+    const exported = serviceExport
+      ? mcsExportFor(settings, serviceExport, service, this.#gatewayView(settings.defaultGateway, cache))
+      : undefined;
+    this.#setProblem(this.#mcsProblems, "mcs", key, exported?.kind === "problem" ? exported.problem : undefined);
     return {
       mirror: outcome.kind === "mirror" ? outcome.mirror : undefined,
       member: membership.kind === "member" ? membership.member : undefined,
+      mcs: exported?.kind === "export" ? exported.export : undefined,
     };
   }
 
   /** Records (or clears) a problem of one remote Service; a change is logged and published. */
   #setProblem(
     problems: Map<string, MirrorProblem>,
-    role: "exported" | "member",
+    role: "exported" | "member" | "mcs",
     key: string,
     problem: MirrorProblem | undefined,
   ): void {
     const previous = problems.get(key);
     if (previous?.message === problem?.message && previous?.reason === problem?.reason) return;
     this.#deps.statusChanged();
-    const what = role === "exported" ? `exported Service ${key} is not mirrored` : `Service ${key} is not a member`;
+    const what =
+      role === "exported"
+        ? `exported Service ${key} is not mirrored`
+        : role === "member"
+          ? `Service ${key} is not a member`
+          : `ServiceExport ${key} does not export`;
     if (problem) {
       problems.set(key, problem);
       this.#deps.log.warn({ remote: key, reason: problem.reason }, `${what}: ${problem.message}`);
@@ -259,15 +295,16 @@ export class DesiredSender {
   }
 
   #flush(): void {
-    if (!this.#writer || !this.#deps.services.hasSynced) return;
+    if (!this.#writer || !this.#synced) return;
     if (!this.#needSnapshot && this.#dirty.size === 0) return;
     if (!maySend(this.#credits, this.#deps.maxInFlight)) {
       this.#refusedFlushes += 1; // the next ack reschedules
       return;
     }
     const complete = this.#needSnapshot;
-    const { upserts, deletes, members, memberDeletes } = complete ? this.#completeSet() : this.#delta();
-    const empty = upserts.length + deletes.length + members.length + memberDeletes.length === 0;
+    const changes = complete ? this.#completeSet() : this.#delta();
+    const { upserts, deletes, members, memberDeletes, mcsExports, mcsExportDeletes } = changes;
+    const empty = Object.values(changes).every((list: readonly unknown[]) => list.length === 0);
     if (!complete && empty) return;
     this.#credits = sent(this.#credits);
     this.#writer.postMessage({
@@ -280,6 +317,8 @@ export class DesiredSender {
       deletes,
       ...(members.length > 0 ? { members } : {}),
       ...(memberDeletes.length > 0 ? { memberDeletes } : {}),
+      ...(mcsExports.length > 0 ? { mcsExports } : {}),
+      ...(mcsExportDeletes.length > 0 ? { mcsExportDeletes } : {}),
     });
     this.#deps.statusChanged();
     if (this.#dirty.size > 0 || this.#needSnapshot) this.scheduleFlush();
@@ -288,20 +327,34 @@ export class DesiredSender {
   /** Every mirror and member of the cluster, with `sent` and `sentMembers` rebuilt to match. */
   #completeSet(): Changes {
     const cache = new Map<string, GatewayView>();
-    const changes: Changes = { upserts: [], deletes: [], members: [], memberDeletes: [] };
+    const changes = noChanges();
     this.#needSnapshot = false;
     this.#dirty.clear();
-    for (const sent of [this.#sent, this.#mirrorKeyOf, this.#sentMembers, this.#memberKeyOf]) sent.clear();
+    const sentSets = [
+      this.#sent,
+      this.#mirrorKeyOf,
+      this.#sentMembers,
+      this.#memberKeyOf,
+      this.#sentMcs,
+      this.#mcsKeyOf,
+    ];
+    for (const sent of sentSets) sent.clear();
+    const keys = new Set<string>(this.#deps.serviceExports.keys());
+    for (const service of this.#deps.services.values()) keys.add(objectKey(service.metadata));
     for (const [problems, role] of [
       [this.#problems, "exported"],
       [this.#memberProblems, "member"],
+      [this.#mcsProblems, "mcs"],
     ] as const) {
-      for (const key of [...problems.keys()])
-        if (!this.#deps.services.get(key)) this.#setProblem(problems, role, key, undefined);
+      for (const key of [...problems.keys()]) if (!keys.has(key)) this.#setProblem(problems, role, key, undefined);
     }
-    for (const service of this.#deps.services.values()) {
-      const key = objectKey(service.metadata);
-      const { mirror, member } = this.#compute(key, cache);
+    for (const key of keys) {
+      const { mirror, member, mcs } = this.#compute(key, cache);
+      if (mcs) {
+        this.#mcsKeyOf.set(key, key);
+        this.#sentMcs.set(key, sentDigest(mcs));
+        changes.mcsExports.push(mcs);
+      }
       if (mirror) {
         const mirrorKey = objectKey(mirror);
         this.#mirrorKeyOf.set(key, mirrorKey);
@@ -321,58 +374,19 @@ export class DesiredSender {
   /** The mirrors and members of the changed Services that differ from what was sent, and those gone. */
   #delta(): Changes {
     const cache = new Map<string, GatewayView>();
-    const changes: Changes = { upserts: [], deletes: [], members: [], memberDeletes: [] };
+    const changes = noChanges();
     const dirty = this.#dirty;
     this.#dirty = new Set();
     for (const key of dirty) {
-      const { mirror, member } = this.#compute(key, cache);
+      const { mirror, member, mcs } = this.#compute(key, cache);
       diffOne(key, mirror, this.#mirrorKeyOf, this.#sent, changes.upserts, changes.deletes);
       diffOne(key, member, this.#memberKeyOf, this.#sentMembers, changes.members, changes.memberDeletes);
+      diffOne(key, mcs, this.#mcsKeyOf, this.#sentMcs, changes.mcsExports, changes.mcsExportDeletes);
     }
     return changes;
   }
 }
 
-/**
- * What `sent` keeps of a mirror or member: SHA-256 of its JSON (44 characters; the JSON
- * is built from the same code path each time, so equal values give equal JSON). Two
- * different mirrors would have to collide in SHA-256 for a change to go unsent.
- */
-function sentDigest(value: object): string {
-  return createHash("sha256").update(JSON.stringify(value)).digest("base64");
-}
-
-/** What one batch carries. */
-interface Changes {
-  readonly upserts: DesiredMirror[];
-  readonly deletes: string[];
-  readonly members: FederatedMember[];
-  readonly memberDeletes: string[];
-}
-
-/**
- * Compares the recomputed value of remote Service `key` (a mirror or a member, keyed by
- * its local key) with what was last sent; records and returns the upsert or delete due.
- */
-function diffOne<T extends { readonly namespace: string; readonly name: string }>(
-  key: string,
-  value: T | undefined,
-  keyOf: Map<string, string>,
-  sentDigests: Map<string, string>,
-  upserts: T[],
-  deletes: string[],
-): void {
-  const previousKey = keyOf.get(key);
-  const localKey = value ? objectKey(value) : undefined;
-  if (previousKey && previousKey !== localKey) {
-    sentDigests.delete(previousKey);
-    keyOf.delete(key);
-    deletes.push(previousKey);
-  }
-  if (!value || !localKey) return;
-  const digest = sentDigest(value);
-  if (sentDigests.get(localKey) === digest) return;
-  sentDigests.set(localKey, digest);
-  keyOf.set(key, localKey);
-  upserts.push(value);
+function noChanges(): Changes {
+  return { upserts: [], deletes: [], members: [], memberDeletes: [], mcsExports: [], mcsExportDeletes: [] };
 }
