@@ -17,13 +17,31 @@ import { type KubeObject, objectKey, type Service } from "./objects.ts";
 export const MCS_GROUP = "multicluster.x-k8s.io";
 export const MCS_VERSION = "v1alpha1";
 export const MCS_API_VERSION = `${MCS_GROUP}/${MCS_VERSION}`;
-/** The group-version's discovery document: lists `serviceexports` when the CRD is installed. */
-export const MCS_DISCOVERY_PATH = `/apis/${MCS_API_VERSION}`;
-/** Every ServiceExport of a cluster (list and watch). */
-export const SERVICE_EXPORTS_PATH = `/apis/${MCS_API_VERSION}/serviceexports`;
-export const SERVICE_EXPORTS_RESOURCE = "serviceexports";
+
+/** A resource of the MCS API: where it is discovered and watched. */
+export interface McsResource {
+  readonly group: string;
+  readonly plural: string;
+  readonly kind: string;
+  /** The group-version's discovery document: lists `plural` when the CRD is installed. */
+  readonly discoveryPath: string;
+  /** Every object of the resource (list and watch). */
+  readonly path: string;
+  /** Who lacks the read when it is refused, for the message ("the remote role"). */
+  readonly reader: string;
+}
+
+function mcsResource(plural: string, kind: string, reader: string): McsResource {
+  const discoveryPath = `/apis/${MCS_API_VERSION}`;
+  return Object.freeze({ group: MCS_GROUP, plural, kind, discoveryPath, path: `${discoveryPath}/${plural}`, reader });
+}
+
+/** ServiceExports, read in remote clusters. */
+export const SERVICE_EXPORTS = mcsResource("serviceexports", "ServiceExport", "the remote role");
+/** ServiceImports, written in the local cluster. */
+export const SERVICE_IMPORTS = mcsResource("serviceimports", "ServiceImport", "fleet-mirror's local role");
 /** The "resource" a problem names when the whole ServiceExport read is refused (SPEC §12). */
-export const SERVICE_EXPORTS_REMOTE = `${MCS_GROUP}/${SERVICE_EXPORTS_RESOURCE}`;
+export const SERVICE_EXPORTS_REMOTE = `${MCS_GROUP}/${SERVICE_EXPORTS.plural}`;
 
 /** Labels of MCS EndpointSlices (SPEC §12). */
 export const MCS_SERVICE_NAME_LABEL = "multicluster.kubernetes.io/service-name";
@@ -89,9 +107,10 @@ export interface McsTransition {
   readonly changed: boolean;
 }
 
-const NOT_INSTALLED = `the cluster does not serve ${SERVICE_EXPORTS_RESOURCE}.${MCS_GROUP} (${MCS_VERSION}): the MCS API's CRDs are not installed`;
-const forbiddenMessage = (detail: string): string =>
-  `reading ${SERVICE_EXPORTS_RESOURCE}.${MCS_GROUP} is forbidden (403): the remote role lacks get/list/watch on them; the other export modes go on (${detail})`;
+const notInstalled = (r: McsResource): string =>
+  `the cluster does not serve ${r.plural}.${r.group} (${MCS_VERSION}): the MCS API's CRDs are not installed`;
+const forbiddenMessage = (r: McsResource, detail: string): string =>
+  `reading ${r.plural}.${r.group} is forbidden (403): ${r.reader} lacks get/list/watch on them; the other export modes go on (${detail})`;
 
 /**
  * One step of the availability of ServiceExports (unit tested). Invariants: a watch is
@@ -99,7 +118,11 @@ const forbiddenMessage = (detail: string): string =>
  * discovery must leave has a recheck scheduled; a `forbidden` cluster stays `forbidden`
  * through its rechecks until a list succeeds (so it is reported once, not per recheck).
  */
-export function mcsTransition(current: McsAvailability, event: McsEvent): McsTransition {
+export function mcsTransition(
+  current: McsAvailability,
+  event: McsEvent,
+  resource: McsResource = SERVICE_EXPORTS,
+): McsTransition {
   const next = (
     state: McsState,
     effects: McsEffect[],
@@ -121,21 +144,24 @@ export function mcsTransition(current: McsAvailability, event: McsEvent): McsTra
     case "discovered":
       if (!event.served)
         return next("not-installed", [...(current.watching ? (["drop-watch"] as const) : []), "schedule-recheck"], {
-          message: NOT_INSTALLED,
+          message: notInstalled(resource),
           settled: true,
           watching: false,
         });
       if (current.watching) return { availability: current, effects: [], changed: false };
       // Forbidden stays forbidden (with its message) until the new watch lists.
       return current.state === "forbidden"
-        ? next("forbidden", ["start-watch"], { message: current.message ?? forbiddenMessage(""), watching: true })
+        ? next("forbidden", ["start-watch"], {
+            message: current.message ?? forbiddenMessage(resource, ""),
+            watching: true,
+          })
         : next("watching", ["start-watch"], { watching: true });
     case "discovery-failed":
       if (current.watching) return { availability: current, effects: [], changed: false };
       return next(current.state === "unknown" ? "unavailable" : current.state, ["schedule-recheck"], {
         message:
           current.state === "unknown"
-            ? `discovery of ${MCS_DISCOVERY_PATH} failed: ${event.message}`
+            ? `discovery of ${resource.discoveryPath} failed: ${event.message}`
             : (current.message ?? ""),
         settled: true,
       });
@@ -146,13 +172,13 @@ export function mcsTransition(current: McsAvailability, event: McsEvent): McsTra
       if (!current.watching) return { availability: current, effects: [], changed: false };
       if (event.status === 403)
         return next("forbidden", ["stop-watch", "schedule-recheck"], {
-          message: forbiddenMessage(event.message),
+          message: forbiddenMessage(resource, event.message),
           settled: true,
           watching: false,
         });
       if (event.status === 404)
         return next("not-installed", ["drop-watch", "schedule-recheck"], {
-          message: NOT_INSTALLED,
+          message: notInstalled(resource),
           settled: true,
           watching: false,
         });
@@ -160,15 +186,13 @@ export function mcsTransition(current: McsAvailability, event: McsEvent): McsTra
   }
 }
 
-/** Whether a discovery document (`APIResourceList`) lists serviceexports. */
-export function servesServiceExports(document: unknown): boolean {
+/** Whether a discovery document (`APIResourceList`) lists `resource`. */
+export function serves(document: unknown, resource: McsResource = SERVICE_EXPORTS): boolean {
   if (typeof document !== "object" || document === null) return false;
   const resources = (document as { resources?: unknown }).resources;
   return (
     Array.isArray(resources) &&
-    resources.some(
-      (r) => typeof r === "object" && r !== null && (r as { name?: unknown }).name === SERVICE_EXPORTS_RESOURCE,
-    )
+    resources.some((r) => typeof r === "object" && r !== null && (r as { name?: unknown }).name === resource.plural)
   );
 }
 
@@ -230,7 +254,7 @@ export function mcsForbiddenProblem(cluster: string, availability: McsAvailabili
         cluster,
         remote: SERVICE_EXPORTS_REMOTE,
         reason: "export-mode-forbidden",
-        message: availability.message ?? forbiddenMessage(""),
+        message: availability.message ?? forbiddenMessage(SERVICE_EXPORTS, ""),
       }
     : undefined;
 }

@@ -66,6 +66,8 @@ export interface SupervisorOptions {
   /** Batching window of actors (ms). */
   readonly batchDelayMs?: number;
   readonly watchInactivityTimeoutMs?: number;
+  /** How often actors re-check a cluster whose ServiceExports are not readable (SPEC §12); default 60 s. */
+  readonly mcsRecheckMs?: number;
   /**
    * Tests only, default false, never set from the command line: actors accept
    * `actor.inject-fault`, and `injectActorFault` works.
@@ -154,6 +156,7 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
         logLevel: config.logLevel,
         memberSelector: config.federatedSelector,
         ...(options.watchInactivityTimeoutMs ? { watchInactivityTimeoutMs: options.watchInactivityTimeoutMs } : {}),
+        ...(options.mcsRecheckMs ? { mcsRecheckMs: options.mcsRecheckMs } : {}),
         ...(options.testHooks === true ? { testHooks: true } : {}),
       },
       onIncarnation: (cluster, epoch, port) => {

@@ -381,7 +381,7 @@ export class Fleet {
   /** The controller in this process: a Supervisor with real worker threads, least-privilege. */
   startInProcess(
     overrides: Partial<Config> = {},
-    extra: { watchInactivityTimeoutMs?: number; writeFence?: boolean } = {},
+    extra: { watchInactivityTimeoutMs?: number; mcsRecheckMs?: number; writeFence?: boolean } = {},
   ): Supervisor {
     const supervisor = new Supervisor({
       config: this.config(overrides),

@@ -8,7 +8,7 @@ import {
   mcsExportFor,
   mcsForbiddenProblem,
   mcsTransition,
-  servesServiceExports,
+  serves,
 } from "../../src/core/mcs.ts";
 import type { Service } from "../../src/core/objects.ts";
 import { deepFreeze } from "../helpers/freeze.ts";
@@ -133,9 +133,9 @@ describe("availability of ServiceExports in a remote cluster (SPEC §12)", () =>
   });
 
   it("reads a discovery document", () => {
-    assert.equal(servesServiceExports({ resources: [{ name: "serviceimports" }, { name: "serviceexports" }] }), true);
-    assert.equal(servesServiceExports({ resources: [{ name: "serviceimports" }] }), false);
-    assert.equal(servesServiceExports("nope"), false);
+    assert.equal(serves({ resources: [{ name: "serviceimports" }, { name: "serviceexports" }] }), true);
+    assert.equal(serves({ resources: [{ name: "serviceimports" }] }), false);
+    assert.equal(serves("nope"), false);
   });
 });
 

@@ -25,9 +25,11 @@
  */
 import { systemClock } from "../../src/core/clock.ts";
 import { type ClusterSettings, ingressHostnames } from "../../src/core/desired.ts";
+import { SERVICE_EXPORTS, type ServiceExport } from "../../src/core/mcs.ts";
 import { objectKey, type Service } from "../../src/core/objects.ts";
 import { KubeClient } from "../../src/kube/client.ts";
 import type { ConnectionSpec } from "../../src/kube/connection.ts";
+import { OptionalWatch } from "../../src/kube/optional-watch.ts";
 import { LAST_APPLIED_CONFIGURATION } from "../../src/kube/watch-store.ts";
 import { Watcher, type WatchFailure } from "../../src/kube/watcher.ts";
 import type { LineLogger } from "../../src/log/json-lines.ts";
@@ -43,7 +45,6 @@ import { type GatewayIndex, gatewayIndexFor } from "./gateway-index.ts";
 import { HostnameCache } from "./hostnames.ts";
 import { httpProbe, type Probe } from "./http-probe.ts";
 import { createResolver, type Resolver } from "./resolver.ts";
-import { ServiceExports } from "./service-exports.ts";
 import { clusterStatus } from "./status-report.ts";
 import { StatusThrottle, SyncTracker } from "./status-state.ts";
 
@@ -87,7 +88,7 @@ export class RemoteClusterActor {
   readonly #hostnames: HostnameCache;
   readonly #sender: DesiredSender;
   readonly #health: GatewayHealth;
-  readonly #exports: ServiceExports;
+  readonly #exports: OptionalWatch<ServiceExport>;
 
   #resolveTimer: NodeJS.Timeout | undefined;
   #statusTimer: NodeJS.Timeout | undefined;
@@ -135,9 +136,11 @@ export class RemoteClusterActor {
       probed: () => this.#publish.markProbed(),
       problemsChanged: () => this.#publish.markDirty(),
     });
-    this.#exports = new ServiceExports({
+    this.#exports = new OptionalWatch<ServiceExport>({
       client: this.#client,
-      options: init.options,
+      resource: SERVICE_EXPORTS,
+      ...(init.options.mcsRecheckMs ? { recheckMs: init.options.mcsRecheckMs } : {}),
+      ...(init.options.watchInactivityTimeoutMs ? { inactivityTimeoutMs: init.options.watchInactivityTimeoutMs } : {}),
       log: deps.logger,
       guard: (fn) => this.#guard(fn),
       track: (promise) => this.#track(promise),
@@ -280,8 +283,7 @@ export class RemoteClusterActor {
     }
     this.#usesChanged(touched, newGateways);
     if (this.#sync.state === "stale") this.#setState("synced");
-    // Its ServiceExport's export follows the Service.
-    if (this.#exports.get(key)) this.#onExportChange(key);
+    if (this.#exports.get(key)) this.#onExportChange(key); // its ServiceExport's export follows it
     this.#sender.scheduleFlush();
   }
 

@@ -1,44 +1,51 @@
 /**
- * The remote cluster's ServiceExports (SPEC §12), found at run time: a discovery GET of
- * the MCS group-version says whether the cluster serves them; while it does, a watch of
- * every ServiceExport holds them; while it does not, or refuses the read (403), or
- * discovery fails, discovery is repeated every recheck period, so CRDs installed or a
- * rule granted later are picked up. The state machine is `mcsTransition`
- * (core/mcs.ts); this file performs its effects. It reads; it never writes.
+ * A watch of a resource that a cluster may not serve (the MCS API's ServiceExports in a
+ * remote cluster, its ServiceImports in the local one; SPEC §12), found at run time: a
+ * discovery GET of the group-version says whether the cluster serves it; while it does,
+ * a watch holds its objects; while it does not, or refuses the read (403), or discovery
+ * fails, discovery is repeated every recheck period, so CRDs installed or a rule granted
+ * later are picked up. The state machine is `mcsTransition` (core/mcs.ts); this file
+ * performs its effects. It reads; it never writes.
  *
  * Invariants:
  * - at most one watch runs; a refused read stops it and keeps what it held (a 403 is no
  *   answer about which exports exist, as an unreachable cluster keeps its mirrors), a
  *   CRD that went away (404, or discovery without it) forgets every export;
- * - `changed(key)` is called for every ServiceExport key whose object `get` returns
- *   differently, whatever the transition;
+ * - `changed(key)` is called for every key whose object `get` returns differently,
+ *   whatever the transition;
  * - `settled` turns true once, when the exports are first known (listed, or known not
- *   to be served or readable), so the actor's complete set never lacks them by accident.
+ *   to be served or readable), so a complete set never lacks them by accident.
  */
 import {
   INITIAL_MCS_AVAILABILITY,
-  MCS_DISCOVERY_PATH,
   type McsAvailability,
   type McsEvent,
+  type McsResource,
   mcsTransition,
-  SERVICE_EXPORTS_PATH,
-  type ServiceExport,
-  servesServiceExports,
-} from "../../src/core/mcs.ts";
-import { objectKey } from "../../src/core/objects.ts";
-import { KubeApiError, type KubeClient } from "../../src/kube/client.ts";
-import { Watcher, type WatchFailure } from "../../src/kube/watcher.ts";
-import type { LineLogger } from "../../src/log/json-lines.ts";
-import type { RemoteActorOptions } from "../../src/protocol/messages.ts";
+  serves,
+} from "../core/mcs.ts";
+import { type KubeObject, objectKey } from "../core/objects.ts";
+import { KubeApiError, type KubeClient } from "./client.ts";
+import { Watcher, type WatchFailure } from "./watcher.ts";
 
-/** How often a cluster without readable ServiceExports is checked again, unless the options say otherwise. */
+/** How often a cluster without the readable resource is checked again, unless told otherwise. */
 export const DEFAULT_MCS_RECHECK_MS = 60_000;
 
-export interface ServiceExportsDeps {
+/** The log lines of a state change (a pino-like logger). */
+export interface OptionalWatchLog {
+  info(fields: object, message: string): void;
+  warn(fields: object, message: string): void;
+}
+
+export interface OptionalWatchDeps {
   readonly client: KubeClient;
-  /** `mcsRecheckMs` (default DEFAULT_MCS_RECHECK_MS) and `watchInactivityTimeoutMs` are read. */
-  readonly options: Pick<RemoteActorOptions, "mcsRecheckMs" | "watchInactivityTimeoutMs">;
-  readonly log: LineLogger;
+  readonly resource: McsResource;
+  /** Only objects with these labels are held (e.g. the writer's own ServiceImports). */
+  readonly labelSelector?: string;
+  /** Default DEFAULT_MCS_RECHECK_MS. */
+  readonly recheckMs?: number;
+  readonly inactivityTimeoutMs?: number;
+  readonly log: OptionalWatchLog;
   /** Wraps callbacks (watcher events, timers) in the actor's guard. */
   readonly guard: <A extends unknown[]>(fn: (...args: A) => void) => (...args: A) => void;
   /** Hands a promise of the actor's to its fault handling. */
@@ -49,18 +56,18 @@ export interface ServiceExportsDeps {
   readonly availabilityChanged: (availability: McsAvailability) => void;
 }
 
-export class ServiceExports {
-  readonly #deps: ServiceExportsDeps;
+export class OptionalWatch<T extends KubeObject> {
+  readonly #deps: OptionalWatchDeps;
   #availability: McsAvailability = INITIAL_MCS_AVAILABILITY;
   /** The running watch. */
-  #watcher: Watcher<ServiceExport> | undefined;
+  #watcher: Watcher<T> | undefined;
   /** A stopped watch whose objects still count (a refused read): until a new watch lists. */
-  #held: Watcher<ServiceExport> | undefined;
+  #held: Watcher<T> | undefined;
   #recheck: NodeJS.Timeout | undefined;
   #stopped = false;
   #discoveries = 0;
 
-  constructor(deps: ServiceExportsDeps) {
+  constructor(deps: OptionalWatchDeps) {
     this.#deps = deps;
   }
 
@@ -78,7 +85,7 @@ export class ServiceExports {
     return this.#availability.settled;
   }
 
-  get(key: string): ServiceExport | undefined {
+  get(key: string): T | undefined {
     const watcher = this.#watcher;
     return watcher?.hasSynced ? watcher.get(key) : this.#held?.get(key);
   }
@@ -106,8 +113,8 @@ export class ServiceExports {
     this.#recheck = undefined;
     this.#discoveries += 1;
     this.#deps.track(
-      this.#deps.client.request<unknown>("GET", MCS_DISCOVERY_PATH).then(
-        (document) => this.#apply({ kind: "discovered", served: servesServiceExports(document) }),
+      this.#deps.client.request<unknown>("GET", this.#deps.resource.discoveryPath).then(
+        (document) => this.#apply({ kind: "discovered", served: serves(document, this.#deps.resource) }),
         (error: unknown) =>
           this.#apply(
             error instanceof KubeApiError && error.status === 404
@@ -121,7 +128,7 @@ export class ServiceExports {
   #apply(event: McsEvent): void {
     if (this.#stopped) return;
     const previous = this.#availability;
-    const step = mcsTransition(previous, event);
+    const step = mcsTransition(previous, event, this.#deps.resource);
     this.#availability = step.availability;
     for (const effect of step.effects) {
       switch (effect) {
@@ -138,28 +145,29 @@ export class ServiceExports {
           clearTimeout(this.#recheck);
           this.#recheck = setTimeout(
             this.#deps.guard(() => this.#discover()),
-            this.#deps.options.mcsRecheckMs ?? DEFAULT_MCS_RECHECK_MS,
+            this.#deps.recheckMs ?? DEFAULT_MCS_RECHECK_MS,
           );
           break;
       }
     }
     if (step.changed) {
       const { state, message } = step.availability;
-      if (state === "active" || state === "watching") this.#deps.log.info({ mcs: state }, `MCS export is ${state}`);
-      else this.#deps.log.warn({ mcs: state }, `MCS export is ${state}: ${message ?? ""}`);
+      const what = `${this.#deps.resource.plural}.${this.#deps.resource.group}`;
+      if (state === "active" || state === "watching") this.#deps.log.info({ mcs: state }, `${what}: ${state}`);
+      else this.#deps.log.warn({ mcs: state }, `${what}: ${state}: ${message ?? ""}`);
     }
     if (step.changed || previous.settled !== step.availability.settled)
       this.#deps.availabilityChanged(step.availability);
   }
 
   #startWatch(): void {
-    const watcher = new Watcher<ServiceExport>({
+    const { resource, labelSelector, inactivityTimeoutMs } = this.#deps;
+    const watcher = new Watcher<T>({
       client: this.#deps.client,
-      path: SERVICE_EXPORTS_PATH,
-      expectedKind: "ServiceExport",
-      ...(this.#deps.options.watchInactivityTimeoutMs
-        ? { inactivityTimeoutMs: this.#deps.options.watchInactivityTimeoutMs }
-        : {}),
+      path: resource.path,
+      expectedKind: resource.kind,
+      ...(labelSelector ? { labelSelector } : {}),
+      ...(inactivityTimeoutMs ? { inactivityTimeoutMs } : {}),
     });
     this.#watcher = watcher;
     const { guard } = this.#deps;
@@ -217,6 +225,6 @@ export class ServiceExports {
   }
 }
 
-function* keysOf(watcher: Watcher<ServiceExport> | undefined): Generator<string> {
+function* keysOf<T extends KubeObject>(watcher: Watcher<T> | undefined): Generator<string> {
   if (watcher) for (const object of watcher.values()) yield objectKey(object.metadata);
 }
