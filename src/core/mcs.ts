@@ -47,6 +47,28 @@ export const SERVICE_EXPORTS_REMOTE = `${MCS_GROUP}/${SERVICE_EXPORTS.plural}`;
 export const MCS_SERVICE_NAME_LABEL = "multicluster.kubernetes.io/service-name";
 export const MCS_SOURCE_CLUSTER_LABEL = "multicluster.kubernetes.io/source-cluster";
 
+/**
+ * The name of the derived ClusterIP Service of ServiceImport `<svc>` in `<ns>` (SPEC §12):
+ * `derived` and 16 hex digits of a 64-bit FNV-1a hash of `<ns>/<svc>`. Why: it has no
+ * `-`, so it can never be a mirror's name (`<svc>-<cluster>`), a fleet-wide Service's
+ * (`<svc>-federated`) or a slice's; it fits in 63 characters whatever `<svc>`'s length;
+ * and it is a pure function of the ServiceImport, so every replica and restart finds it
+ * again. A user's Service of that name is reported and never touched (SPEC §5).
+ */
+export function derivedServiceName(namespace: string, service: string): string {
+  let hash = 0xcbf29ce484222325n;
+  for (const byte of new TextEncoder().encode(`${namespace}/${service}`)) {
+    hash ^= BigInt(byte);
+    hash = (hash * 0x100000001b3n) & 0xffffffffffffffffn;
+  }
+  return `derived${hash.toString(16).padStart(16, "0")}`;
+}
+
+/** The writer's key of ServiceImport `namespace/name`: its derived Service's key. */
+export function importKey(serviceImport: { readonly namespace: string; readonly name: string }): string {
+  return `${serviceImport.namespace}/${derivedServiceName(serviceImport.namespace, serviceImport.name)}`;
+}
+
 /** A ServiceExport: only its name, namespace and creation time matter. */
 export type ServiceExport = KubeObject;
 

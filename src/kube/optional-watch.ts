@@ -90,6 +90,12 @@ export class OptionalWatch<T extends KubeObject> {
     return watcher?.hasSynced ? watcher.get(key) : this.#held?.get(key);
   }
 
+  /** The objects `get` returns. */
+  values(): T[] {
+    const watcher = this.#watcher?.hasSynced ? this.#watcher : this.#held;
+    return watcher ? [...watcher.values()] : [];
+  }
+
   keys(): string[] {
     return [...keysOf(this.#watcher?.hasSynced ? this.#watcher : this.#held)];
   }

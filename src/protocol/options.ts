@@ -68,6 +68,8 @@ export const WriterOptionsSchema = v.object({
    * `fenced`).
    */
   shards: v.exactOptional(v.pipe(count, v.minValue(1, "must be >= 1"))),
+  /** How often the local cluster is checked again for ServiceImports while they are not readable (SPEC §12); absent: 60 s. */
+  mcsRecheckMs: v.exactOptional(v.pipe(finite, v.minValue(1, "must be >= 1"))),
 });
 export type WriterOptions = DeepReadonly<v.InferOutput<typeof WriterOptionsSchema>>;
 

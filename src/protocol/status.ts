@@ -161,6 +161,10 @@ export const WriterStatusSchema = v.object({
   clusters: v.record(v.string(), WriterClusterStatusSchema),
   /** Fleet-wide Services by key order (absent: none). */
   federated: v.exactOptional(v.array(FederatedServiceStatusSchema)),
+  /** MCS imports (SPEC §12) by ServiceImport key order, reduced like fleet-wide Services (absent: none). */
+  imports: v.exactOptional(v.array(FederatedServiceStatusSchema)),
+  /** Whether the local cluster serves and lets fleet-mirror read ServiceImports (SPEC §12); absent: an older writer. */
+  mcs: v.exactOptional(v.object({ state: v.picklist(MCS_STATES), message: v.exactOptional(v.string()) })),
   lastError: v.exactOptional(SerializedErrorSchema),
   /** `Warning` headers the local API server sent since the writer started (absent: none). */
   apiWarnings: v.exactOptional(count),

@@ -112,6 +112,7 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
       policy: this.#policy,
       stopTimeoutMs: STOP_TIMEOUT_MS,
       writeFence: options.writeFence === true,
+      ...(options.mcsRecheckMs ? { mcsRecheckMs: options.mcsRecheckMs } : {}),
       onReady: () => {
         this.#attachAllToWriter();
         this.emit("writer-ready");
