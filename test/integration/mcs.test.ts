@@ -1,0 +1,176 @@
+/**
+ * End to end on real API servers: the Kubernetes MCS API (SPEC §12). A ServiceExport in
+ * a remote cluster becomes, in the local cluster, a ServiceImport (type ClusterSetIP,
+ * ports, `spec.ips` = its derived Service's cluster IP, `status.clusters`), a derived
+ * ClusterIP Service, and EndpointSlices per exporting cluster labelled with the MCS
+ * labels; CoreDNS resolves the derived Service. Bad input: two clusters exporting one
+ * name with different ports (the oldest export's ports win, the other is reported), a
+ * user's ServiceImport of the name (never touched, reported). Remote `north` has no MCS
+ * CRDs and keeps exporting by annotation.
+ */
+import assert from "node:assert/strict";
+import type { Resolver } from "node:dns/promises";
+import { after, before, describe, it } from "node:test";
+import type { CoreDns } from "../../sandbox/coredns.ts";
+import type { ClusterRow } from "../../src/admin/fleet-view.ts";
+import { MCS_SERVICE_NAME_LABEL, MCS_SOURCE_CLUSTER_LABEL } from "../../src/core/mcs.ts";
+import type { Supervisor } from "../../src/supervisor/supervisor.ts";
+import { resolverFor, startLocalCoreDns, waitForA } from "../helpers/dns.ts";
+import { Fleet } from "../helpers/fleet.ts";
+import { eventually } from "../helpers/kube.ts";
+import {
+  createServiceExport,
+  createUserServiceImport,
+  deleteServiceExport,
+  derivedName,
+  importSlices,
+  installMcs,
+  serviceImport,
+  waitForServiceImport,
+} from "../helpers/mcs.ts";
+
+const DEFAULT_GATEWAY = { namespace: "linkerd-multicluster", name: "linkerd-gateway" };
+const NS = "mcs";
+const endpointIps = (slices: { endpoints?: { addresses: string[] }[] | null }[]): string[] =>
+  slices.flatMap((s) => (s.endpoints ?? []).flatMap((e) => e.addresses)).sort();
+
+describe("the Kubernetes MCS API (SPEC §12)", () => {
+  let fleet: Fleet;
+  let controller: Supervisor;
+  let dns: CoreDns;
+  let resolver: Resolver;
+
+  const row = (cluster: string): ClusterRow | undefined =>
+    controller.status().clusters.find((r) => r.cluster === cluster);
+
+  before(async () => {
+    fleet = await Fleet.start(["east", "west", "north"]);
+    await installMcs(fleet, ["local", "east", "west"]);
+    await fleet.createGateway("east", { ...DEFAULT_GATEWAY, ingress: [{ ip: "198.18.7.1" }] });
+    await fleet.createGateway("west", { ...DEFAULT_GATEWAY, ingress: [{ ip: "198.18.7.2" }] });
+    await fleet.createGateway("north", { ingress: [{ ip: "198.18.7.3" }] });
+    await fleet.createService("north", NS, "legacy"); // exported by annotation
+    await fleet.register("east");
+    await fleet.register("west");
+    await fleet.register("north");
+    dns = await startLocalCoreDns(fleet);
+    resolver = resolverFor(dns);
+    controller = fleet.startInProcess({ endpointsApi: "endpointslices" }, { mcsRecheckMs: 500 });
+  });
+
+  after(async () => {
+    await controller?.stop();
+    await dns?.stop();
+    await fleet?.stop();
+  });
+
+  it("imports a remote ServiceExport: ServiceImport, derived Service and its IP, MCS-labelled slices", async () => {
+    await fleet.createService("east", NS, "web", { gateway: false });
+    await createServiceExport(fleet, "east", NS, "web");
+    const derived = derivedName(NS, "web");
+    const service = await fleet.waitForMirror(NS, derived);
+    assert.equal(service.spec?.type, "ClusterIP");
+    const si = await waitForServiceImport(fleet, NS, "web", (s) => (s.status?.clusters ?? []).length === 1);
+    assert.equal(si.spec.type, "ClusterSetIP");
+    assert.deepEqual(si.spec.ports, [{ name: "http", protocol: "TCP", port: 80 }]);
+    assert.deepEqual(si.spec.ips, [service.spec?.clusterIP]);
+    assert.deepEqual(si.status?.clusters, [{ cluster: "east" }]);
+    const slices = await eventually("east's slice with the gateway address", async () => {
+      const found = await importSlices(fleet, NS, "web");
+      return endpointIps(found).length === 1 ? found : undefined;
+    });
+    assert.deepEqual(endpointIps(slices), ["198.18.7.1"]);
+    const labels = slices[0]?.metadata?.labels ?? {};
+    assert.equal(labels[MCS_SERVICE_NAME_LABEL], "web");
+    assert.equal(labels[MCS_SOURCE_CLUSTER_LABEL], "east");
+    assert.equal(labels["kubernetes.io/service-name"], derived);
+    assert.deepEqual(slices[0]?.ports, [{ name: "http", protocol: "TCP", port: 4143 }]);
+    await eventually("status: east has one MCS export, active", () =>
+      row("east")?.mcs?.state === "active" && row("east")?.exports?.mcs === 1 ? true : undefined,
+    );
+  });
+
+  it("adds a second exporting cluster with the same ports: both in status.clusters, a slice each", async () => {
+    await fleet.createService("west", NS, "web", { gateway: false });
+    await createServiceExport(fleet, "west", NS, "web");
+    await waitForServiceImport(fleet, NS, "web", (s) => (s.status?.clusters ?? []).length === 2);
+    assert.deepEqual((await serviceImport(fleet, NS, "web"))?.status?.clusters, [
+      { cluster: "east" },
+      { cluster: "west" },
+    ]);
+    const slices = await eventually("a slice per cluster", async () => {
+      const found = await importSlices(fleet, NS, "web");
+      return endpointIps(found).length === 2 ? found : undefined;
+    });
+    assert.deepEqual(endpointIps(slices), ["198.18.7.1", "198.18.7.2"]);
+    assert.deepEqual(slices.map((s) => s.metadata?.labels?.[MCS_SOURCE_CLUSTER_LABEL]).sort(), ["east", "west"]);
+  });
+
+  it("resolves the derived Service through CoreDNS (cluster.local) to its cluster IP", async () => {
+    const service = await fleet.waitForMirror(NS, derivedName(NS, "web"));
+    await waitForA(resolver, `${derivedName(NS, "web")}.${NS}.svc.cluster.local`, [service.spec?.clusterIP ?? ""]);
+  });
+
+  it("keeps the oldest export's ports when a later one differs, and reports the later cluster", async () => {
+    await fleet.createService("east", NS, "api", { gateway: false });
+    await createServiceExport(fleet, "east", NS, "api");
+    await waitForServiceImport(fleet, NS, "api", (s) => (s.status?.clusters ?? []).length === 1);
+    await fleet.createService("west", NS, "api", {
+      gateway: false,
+      ports: [{ name: "grpc", port: 9090, protocol: "TCP" }],
+    });
+    await createServiceExport(fleet, "west", NS, "api");
+    const problem = await eventually("west reported as a port conflict", () =>
+      row("west")?.problems.find((p) => p.reason === "port-conflict" && p.key === `${NS}/${derivedName(NS, "api")}`),
+    );
+    assert.match(problem.message, /differ from those of cluster east/);
+    const si = await serviceImport(fleet, NS, "api");
+    assert.deepEqual(si?.spec.ports, [{ name: "http", protocol: "TCP", port: 80 }]);
+    assert.deepEqual(si?.status?.clusters, [{ cluster: "east" }]);
+    assert.deepEqual(
+      (await importSlices(fleet, NS, "api")).map((s) => s.metadata?.labels?.[MCS_SOURCE_CLUSTER_LABEL]),
+      ["east"],
+    );
+    const event = await eventually("a Warning Event on the ServiceImport", async () => {
+      const events = await fleet.local.listNamespacedEvent({ namespace: NS, fieldSelector: "involvedObject.name=api" });
+      return events.items.find(
+        (e) => e.reason === "ServiceImportPortConflict" && e.involvedObject.kind === "ServiceImport",
+      );
+    });
+    assert.equal(event.type, "Warning");
+  });
+
+  it("never touches a user's ServiceImport of the name, and reports it", async () => {
+    const mine = await createUserServiceImport(fleet, NS, "mine");
+    await fleet.createService("east", NS, "mine", { gateway: false });
+    await createServiceExport(fleet, "east", NS, "mine");
+    const problem = await eventually("east reported: user-owned", () =>
+      row("east")?.problems.find((p) => p.reason === "user-owned" && p.key === `${NS}/${derivedName(NS, "mine")}`),
+    );
+    assert.match(problem.message, /ServiceImport mcs\/mine exists and is not fleet-mirror's/);
+    const after = await serviceImport(fleet, NS, "mine");
+    assert.equal(after?.metadata.resourceVersion, mine.metadata.resourceVersion);
+    assert.equal(await fleet.localService(NS, derivedName(NS, "mine")), undefined);
+  });
+
+  it("keeps a cluster without the CRDs exporting by annotation, with MCS not installed in its status", async () => {
+    await fleet.waitForMirror(NS, "legacy-north");
+    await eventually("north: MCS not installed", () =>
+      row("north")?.mcs?.state === "not-installed" ? true : undefined,
+    );
+    assert.ok(!row("north")?.problems.some((p) => p.reason === "export-mode-forbidden"));
+  });
+
+  it("deletes the ServiceImport and its derived objects once no cluster exports the name", async () => {
+    await deleteServiceExport(fleet, "east", NS, "web");
+    await waitForServiceImport(fleet, NS, "web", (s) => JSON.stringify(s.status?.clusters) === '[{"cluster":"west"}]');
+    await deleteServiceExport(fleet, "west", NS, "web");
+    await eventually("the ServiceImport gone", async () =>
+      (await serviceImport(fleet, NS, "web")) ? undefined : true,
+    );
+    await fleet.waitForNoMirror(NS, derivedName(NS, "web"));
+    await eventually("its slices gone", async () =>
+      (await importSlices(fleet, NS, "web")).length === 0 ? true : undefined,
+    );
+  });
+});
