@@ -171,11 +171,14 @@ export function createMetrics(source: MetricsSource): Registry {
   labelled(
     "gauge",
     "fleet_mirror_cluster_export_mode",
-    "Whether an optional export mode is active in the cluster (SPEC §12): 1 for its current state (mode mcs: active, watching, not-installed, forbidden, unavailable, unknown).",
+    "Whether an optional export mode is active in the cluster (SPEC §12; cluster \"\": the local cluster, where ServiceImports are written): 1 for its current state (mode mcs: active, watching, not-installed, forbidden, unavailable, unknown).",
     ["cluster", "mode", "state"],
     (set) => {
       for (const row of source.fleet()?.clusters ?? [])
         if (row.mcs) set({ cluster: row.cluster, mode: "mcs", state: row.mcs.state }, 1);
+      // The local cluster (cluster ""): whether ServiceImports can be written there.
+      const local = source.fleet()?.writer?.mcs;
+      if (local) set({ cluster: "", mode: "mcs", state: local.state }, 1);
     },
   );
   clusterGauge(
