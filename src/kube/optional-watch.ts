@@ -102,7 +102,7 @@ export class OptionalWatch<T extends KubeObject> {
 
   /** Discovers at once. Idempotent. */
   start(): void {
-    if (this.#stopped || this.#availability.state !== "unknown" || this.#recheck) return;
+    if (this.#stopped || this.#discoveries > 0) return;
     this.#discover();
   }
 

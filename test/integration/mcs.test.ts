@@ -28,6 +28,7 @@ import {
   serviceImport,
   waitForServiceImport,
 } from "../helpers/mcs.ts";
+import { waitForWriterIdle } from "../helpers/settle.ts";
 
 const DEFAULT_GATEWAY = { namespace: "linkerd-multicluster", name: "linkerd-gateway" };
 const NS = "mcs";
@@ -159,6 +160,29 @@ describe("the Kubernetes MCS API (SPEC §12)", () => {
       row("north")?.mcs?.state === "not-installed" ? true : undefined,
     );
     assert.ok(!row("north")?.problems.some((p) => p.reason === "export-mode-forbidden"));
+  });
+
+  it("restarts over intact imports without a write to them", async () => {
+    const before = await serviceImport(fleet, NS, "web");
+    const beforeSlices = (await importSlices(fleet, NS, "web")).map((s) => s.metadata?.resourceVersion);
+    await controller.stop();
+    controller = fleet.startInProcess({ endpointsApi: "endpointslices" }, { mcsRecheckMs: 500 });
+    await eventually("every cluster's complete set and web's import reduced", () => {
+      const writer = controller.status().writer;
+      const complete = ["east", "west", "north"].every((c) => writer?.clusters[c]?.complete === true);
+      const web = writer?.imports?.find((i) => i.key === `${NS}/web`);
+      return complete && web?.clusters.length === 2 ? true : undefined;
+    });
+    const idle = await waitForWriterIdle(controller, { reports: 2 });
+    const writes = Object.keys(idle.writes).filter((k) =>
+      /\/(Service|EndpointSlice|ServiceImport|Endpoints)\//.test(k),
+    );
+    assert.deepEqual(writes, []);
+    assert.equal((await serviceImport(fleet, NS, "web"))?.metadata.resourceVersion, before?.metadata.resourceVersion);
+    assert.deepEqual(
+      (await importSlices(fleet, NS, "web")).map((s) => s.metadata?.resourceVersion),
+      beforeSlices,
+    );
   });
 
   it("deletes the ServiceImport and its derived objects once no cluster exports the name", async () => {
