@@ -11,12 +11,15 @@
 import assert from "node:assert/strict";
 import type { Resolver } from "node:dns/promises";
 import { after, before, describe, it } from "node:test";
+import type { V1Secret } from "@kubernetes/client-node";
 import type { CoreDns } from "../../sandbox/coredns.ts";
 import type { ClusterRow } from "../../src/admin/fleet-view.ts";
+import { createMetrics } from "../../src/admin/metrics.ts";
 import { MCS_SERVICE_NAME_LABEL, MCS_SOURCE_CLUSTER_LABEL } from "../../src/core/mcs.ts";
+import { mintServiceAccountToken } from "../../src/kube/service-account.ts";
 import type { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { resolverFor, startLocalCoreDns, waitForA } from "../helpers/dns.ts";
-import { Fleet } from "../helpers/fleet.ts";
+import { Fleet, REMOTE_READER_RULES } from "../helpers/fleet.ts";
 import { eventually } from "../helpers/kube.ts";
 import {
   createServiceExport,
@@ -183,6 +186,52 @@ describe("the Kubernetes MCS API (SPEC §12)", () => {
       (await importSlices(fleet, NS, "web")).map((s) => s.metadata?.resourceVersion),
       beforeSlices,
     );
+  });
+
+  it("turns MCS off for a remote whose role lacks the ServiceExport read: one Event, a metric, other modes go on", async () => {
+    // The least-privilege remote role (deploy/rbac/remote.yaml) minus its ServiceExport rule.
+    const token = await mintServiceAccountToken(fleet.kubeConfig("west"), {
+      namespace: "mcs-reader",
+      serviceAccount: "reader",
+      role: {
+        kind: "ClusterRole",
+        name: "mcs-reader",
+        rules: REMOTE_READER_RULES.filter((r) => !r.resources.includes("serviceexports")),
+      },
+    });
+    await fleet.createGateway("west", { ingress: [{ ip: "198.18.7.4" }] });
+    await fleet.createService("west", NS, "ro");
+    const secretName = "cluster-credentials-west-ro";
+    await fleet.createSecret(
+      fleet.secretBody({
+        secretName,
+        clusterName: "west-ro",
+        kubeconfig: await fleet.remoteKubeconfig("west", token),
+      }) as V1Secret,
+    );
+    await fleet.waitForMirror(NS, "ro-west-ro");
+    const event = await fleet.waitForSecretEvent(secretName, "ExportModeForbidden");
+    assert.equal(event.type, "Warning");
+    assert.match(
+      event.message ?? "",
+      /cluster west-ro: MCS export is off: reading serviceexports\.multicluster\.x-k8s\.io is forbidden \(403\)/,
+    );
+    assert.equal(row("west-ro")?.mcs?.state, "forbidden");
+    const text = await createMetrics({
+      fleet: () => controller.status(),
+      counters: () => controller.counters(),
+      leadership: () => ({ enabled: false, leading: true, identity: "test" }),
+      threadHeaps: async () => [],
+    }).metrics();
+    assert.match(text, /fleet_mirror_cluster_export_mode\{cluster="west-ro",mode="mcs",state="forbidden"\} 1/);
+    assert.match(text, /fleet_mirror_cluster_export_mode\{cluster="",mode="mcs",state="active"\} 1/);
+    // West's own exports (its full role) are unaffected.
+    assert.deepEqual(
+      (await serviceImport(fleet, NS, "web"))?.status?.clusters?.map((c) => c.cluster),
+      ["east", "west"],
+    );
+    await fleet.local.deleteNamespacedSecret({ namespace: "fleet-mirror", name: secretName });
+    await fleet.waitForNoMirror(NS, "ro-west-ro");
   });
 
   it("deletes the ServiceImport and its derived objects once no cluster exports the name", async () => {
