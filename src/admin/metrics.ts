@@ -171,7 +171,7 @@ export function createMetrics(source: MetricsSource): Registry {
   labelled(
     "gauge",
     "fleet_mirror_cluster_export_mode",
-    "Whether an optional export mode is active in the cluster (SPEC §12; cluster \"\": the local cluster, where ServiceImports are written): 1 for its current state (mode mcs: active, watching, not-installed, forbidden, unavailable, unknown).",
+    'Whether an optional export mode is active in the cluster (SPEC §12; cluster "": the local cluster, where ServiceImports are written): 1 for its current state (mode mcs: active, watching, not-installed, forbidden, unavailable, unknown).',
     ["cluster", "mode", "state"],
     (set) => {
       for (const row of source.fleet()?.clusters ?? [])

@@ -17,7 +17,7 @@
  */
 import { sortedLabels } from "./compare.ts";
 import type { MirrorServicePort } from "./desired.ts";
-import type { Reduction } from "./federated.ts";
+import { portsSignature, type Reduction } from "./federated.ts";
 import { MANAGED_BY_FLEET_MIRROR, MANAGED_BY_LABEL, MIRRORED_SERVICE, SERVICE_IMPORT_LABEL } from "./labels.ts";
 import { MCS_API_VERSION, MCS_SERVICE_NAME_LABEL, MCS_SOURCE_CLUSTER_LABEL, type McsExport } from "./mcs.ts";
 import { type Blocked, deleteAction, type MirrorObjectKind, type WriteAction } from "./mirror-kinds.ts";
@@ -72,6 +72,23 @@ export function exportOrder(exports: ReadonlyMap<string, McsExport>): string[] {
             : Date.parse(a.exportedAt) - Date.parse(b.exportedAt),
     )
     .map((e) => e.cluster);
+}
+
+/**
+ * The reduction an import writes, given the ports its derived Service has now: while a
+ * cluster it names is unknown (kept after a writer start), a reduction that would change
+ * those ports waits instead. An unknown cluster's export time is not known, so it may be
+ * the oldest exporter: the known first one does not get to set the ports meanwhile (a
+ * restart would otherwise flip the ports and the parts, then flip them back).
+ */
+export function holdWhileKept(
+  reduction: Reduction,
+  observedPorts: readonly MirrorServicePort[] | undefined,
+): Reduction {
+  if (reduction.kind !== "write" || reduction.kept.length === 0 || observedPorts === undefined) return reduction;
+  return portsSignature(observedPorts) === portsSignature(reduction.ports)
+    ? reduction
+    : { kind: "wait", kept: reduction.kept };
 }
 
 export interface ServiceImportPlanInput {

@@ -88,7 +88,10 @@ describe("the Kubernetes MCS API (SPEC §12)", () => {
     assert.equal(labels[MCS_SERVICE_NAME_LABEL], "web");
     assert.equal(labels[MCS_SOURCE_CLUSTER_LABEL], "east");
     assert.equal(labels["kubernetes.io/service-name"], derived);
-    assert.deepEqual(slices[0]?.ports, [{ name: "http", protocol: "TCP", port: 4143 }]);
+    assert.deepEqual(
+      slices[0]?.ports?.map((p) => ({ ...p })),
+      [{ name: "http", protocol: "TCP", port: 4143 }],
+    );
     await eventually("status: east has one MCS export, active", () =>
       row("east")?.mcs?.state === "active" && row("east")?.exports?.mcs === 1 ? true : undefined,
     );

@@ -8,6 +8,7 @@ import { planFederated } from "../../src/core/plan-federated.ts";
 import {
   DERIVED_NAME,
   exportOrder,
+  holdWhileKept,
   importFlavor,
   importLabels,
   isImportObject,
@@ -80,6 +81,26 @@ describe("exporters' order: the oldest export first (the MCS conflict rule)", ()
       reduction.excluded.map((e) => e.cluster),
       ["west"],
     );
+  });
+});
+
+describe("an import with an unknown exporter after a writer start", () => {
+  it("waits rather than let the known first exporter change the ports: the unknown one may be the oldest", () => {
+    const east = exported("east", "2026-12-04T10:00:00Z");
+    const west = exported("west", "2026-12-04T11:00:00Z", 9090);
+    const reduction = reduceFederated({
+      members: new Map([["west", west]]),
+      order: ["west"],
+      unknown: new Set(["east"]),
+      registrationKnown: true,
+      observedClusters: ["east"],
+    });
+    assert.equal(reduction.kind, "write");
+    assert.deepEqual(holdWhileKept(reduction, east.ports), { kind: "wait", kept: ["east"] });
+    // Same ports, or nothing kept: written as reduced.
+    assert.equal(holdWhileKept(reduction, west.ports), reduction);
+    const known = reduce([east, west]);
+    assert.equal(holdWhileKept(known, west.ports), known);
   });
 });
 

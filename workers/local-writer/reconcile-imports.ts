@@ -16,9 +16,10 @@
  * Sharded writers (`--shards` > 1) do not write imports yet (planned, SPEC §12): each
  * exporting cluster is told so.
  */
+import { carryPorts } from "../../src/core/desired.ts";
 import { sliceNames } from "../../src/core/endpoint-slices.ts";
 import { type ReductionSummary, reduceFederated, summarizeReduction } from "../../src/core/federated.ts";
-import { SERVICE_IMPORT_LABEL, SERVICE_NAME_LABEL } from "../../src/core/labels.ts";
+import { CLUSTER_NAME, SERVICE_IMPORT_LABEL, SERVICE_NAME_LABEL } from "../../src/core/labels.ts";
 import { derivedServiceName, type McsAvailability } from "../../src/core/mcs.ts";
 import type { ObservedObject, WriteAction } from "../../src/core/mirror-kinds.ts";
 import type { EndpointSlice, Endpoints, KubeObject, Service } from "../../src/core/objects.ts";
@@ -27,6 +28,7 @@ import { annotatedClusters, planFederated } from "../../src/core/plan-federated.
 import {
   DERIVED_NAME,
   exportOrder,
+  holdWhileKept,
   importFlavor,
   isImportObject,
   planServiceImport,
@@ -167,24 +169,40 @@ export class ImportReconciler {
       endpoints ??= await getUnlabelled<Endpoints>(this.#deps, "Endpoints", key);
       serviceImport ??= await getUnlabelled<KubeObject>(this.#deps, "ServiceImport", importKey);
     }
-    const reduction = reduceFederated({
-      members: exports,
-      order: exportOrder(exports),
-      unknown: store.unknownClusters(),
-      registrationKnown: store.registrationKnown,
-      observedClusters:
-        derivedService && isImportObject("Service", derivedService) ? annotatedClusters(derivedService) : [],
-    });
+    const sliceKeys = new Set<string>();
+    const partClusters = new Set<string>();
+    for (const slice of this.#deps.slices.values())
+      if (slice.metadata.namespace === namespace && slice.metadata.labels?.[SERVICE_NAME_LABEL] === derived) {
+        sliceKeys.add(objectKey(slice.metadata));
+        const cluster = isImportObject("EndpointSlice", slice) ? slice.metadata.labels?.[CLUSTER_NAME] : undefined;
+        if (cluster) partClusters.add(cluster);
+      }
+    const observedClusters = [
+      ...(derivedService && isImportObject("Service", derivedService) ? annotatedClusters(derivedService) : []),
+      ...partClusters,
+    ];
+    // As for a fleet-wide Service (SPEC §11): before the registered clusters are known, a
+    // cluster the observed objects name that has not sent its complete set may still be
+    // registered: unknown, not absent, so its part is kept (a restart writes nothing).
+    const unknown = store.unknownClusters();
+    if (!store.registrationKnown) for (const c of observedClusters) if (!store.known(c)) unknown.add(c);
+    const ours = derivedService && isImportObject("Service", derivedService) ? derivedService : undefined;
+    const reduction = holdWhileKept(
+      reduceFederated({
+        members: exports,
+        order: exportOrder(exports),
+        unknown,
+        registrationKnown: store.registrationKnown,
+        observedClusters,
+      }),
+      ours ? carryPorts(ours) : undefined,
+    );
     if (reduction.kind === "delete") this.#summaries.delete(key);
     else this.#summaries.set(key, { ...summarizeReduction(reduction), name: service });
     const observed: ObservedObject[] = [];
     if (derivedService) observed.push({ kind: "Service", object: derivedService });
     if (endpoints) observed.push({ kind: "Endpoints", object: endpoints });
     if (serviceImport) observed.push({ kind: "ServiceImport", object: serviceImport });
-    const sliceKeys = new Set<string>();
-    for (const slice of this.#deps.slices.values())
-      if (slice.metadata.namespace === namespace && slice.metadata.labels?.[SERVICE_NAME_LABEL] === derived)
-        sliceKeys.add(objectKey(slice.metadata));
     if (reduction.kind === "write")
       for (const part of reduction.parts)
         for (const sliceName of sliceNames(`${derived}-${part.cluster}`)) sliceKeys.add(`${namespace}/${sliceName}`);
