@@ -116,7 +116,7 @@ export class ImportReconciler {
         `ServiceImport ${namespace}/${service} is not written by a sharded writer yet`,
       );
     for (let pass = 0; pass < MAX_PASSES; pass++) {
-      const { actions, observed, blocked } = await this.#plan(key, namespace, derived, service, exports);
+      const { actions, observed, blocked } = await this.#plan(key, namespace, derived, service);
       if (blocked) return blockedFor(blocked.reason, blocked.message);
       if (actions.length === 0) return { kind: "done" };
       const outcome = await applyActions(this.#deps, key, actions, undefined, observed, 0);
@@ -155,7 +155,6 @@ export class ImportReconciler {
     namespace: string,
     derived: string,
     service: string,
-    exports: ReturnType<ReconcilerDeps["desired"]["exports"]>,
   ): Promise<{ actions: WriteAction[]; observed: ObservedObject[]; blocked?: { reason: string; message: string } }> {
     const { desired: store, cache, options } = this.#deps;
     const importKey = objectKey({ namespace, name: service });
@@ -164,11 +163,14 @@ export class ImportReconciler {
     let serviceImport = cache.observed("ServiceImport", importKey, this.#imports.get(importKey));
     const namespaceExists = this.#deps.namespaces.get(namespace) !== undefined;
     // Objects without our labels are invisible to the stores: looked up before creating.
-    if (exports.size > 0 && namespaceExists) {
+    if (store.exports(key).size > 0 && namespaceExists) {
       derivedService ??= await getUnlabelled<Service>(this.#deps, "Service", key);
       endpoints ??= await getUnlabelled<Endpoints>(this.#deps, "Endpoints", key);
       serviceImport ??= await getUnlabelled<KubeObject>(this.#deps, "ServiceImport", importKey);
     }
+    // The desired state is read after the GETs, in one go (exports, unknown clusters):
+    // a batch absorbed meanwhile must not leave a snapshot of one next to the other.
+    const exports = store.exports(key);
     const sliceKeys = new Set<string>();
     const partClusters = new Set<string>();
     for (const slice of this.#deps.slices.values())
