@@ -52,8 +52,8 @@ export interface OptionalWatchDeps {
   readonly track: (promise: Promise<void>) => void;
   /** What `get(key)` returns changed. */
   readonly changed: (key: string) => void;
-  /** The availability changed (state, message or settled). */
-  readonly availabilityChanged: (availability: McsAvailability) => void;
+  /** The availability changed (state, message or settled); `previous` is what it was. */
+  readonly availabilityChanged: (availability: McsAvailability, previous: McsAvailability) => void;
 }
 
 export class OptionalWatch<T extends KubeObject> {
@@ -163,7 +163,7 @@ export class OptionalWatch<T extends KubeObject> {
       else this.#deps.log.warn({ mcs: state }, `${what}: ${state}: ${message ?? ""}`);
     }
     if (step.changed || previous.settled !== step.availability.settled)
-      this.#deps.availabilityChanged(step.availability);
+      this.#deps.availabilityChanged(step.availability, previous);
   }
 
   #startWatch(): void {

@@ -145,8 +145,8 @@ export class RemoteClusterActor {
       guard: (fn) => this.#guard(fn),
       track: (promise) => this.#track(promise),
       changed: (key) => this.#onExportChange(key),
-      availabilityChanged: (availability) => {
-        if (availability.settled && this.#watcher.hasSynced) this.#sender.requestSnapshot();
+      availabilityChanged: (now, before) => {
+        if (now.settled && !before.settled && this.#watcher.hasSynced) this.#sender.requestSnapshot();
         this.#publish.markDirty();
       },
     });
