@@ -108,7 +108,7 @@ export class RemoteClusterActor {
     this.#log = deps.logger;
     const selector = init.options.memberSelector;
     const settings = init.cluster;
-    this.#gateways = gatewayIndexFor(settings, selector);
+    this.#gateways = gatewayIndexFor(settings, selector, () => this.#publish.markDirty());
     this.#client = new KubeClient(init.connection, {
       userAgent: `fleet-mirror/remote-cluster ${init.cluster.name}`,
       logger: deps.logger,

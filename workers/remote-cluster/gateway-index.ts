@@ -30,7 +30,11 @@ export function exportGatewayOf(settings: ExportSettings): GatewaysOf {
  * and, as a fleet-wide member, its member gateway (SPEC §11): a change of either
  * recomputes it.
  */
-export function gatewayIndexFor(settings: ExportSettings, selector: MemberSelector): GatewayIndex {
+export function gatewayIndexFor(
+  settings: ExportSettings,
+  selector: MemberSelector,
+  countsChanged?: () => void,
+): GatewayIndex {
   const exportGateway = exportGatewayOf(settings);
   return new GatewayIndex(
     (service) => exportOf(settings, service),
@@ -38,6 +42,7 @@ export function gatewayIndexFor(settings: ExportSettings, selector: MemberSelect
       const keys = exportGateway(service);
       return isMember(selector, service) ? [...new Set([...keys, objectKey(memberGateway(settings, service))])] : keys;
     },
+    countsChanged,
   );
 }
 
@@ -55,9 +60,13 @@ export class GatewayIndex {
   readonly #exportOf: ExportOf;
   readonly #counts: Record<ExportMode | "declined", number> = { annotation: 0, label: 0, declined: 0 };
 
-  constructor(exportOf: ExportOf, gatewaysOf: GatewaysOf) {
+  readonly #countsChanged: (() => void) | undefined;
+
+  /** `countsChanged`: called when the export counts change (the status shows them). */
+  constructor(exportOf: ExportOf, gatewaysOf: GatewaysOf, countsChanged?: () => void) {
     this.#exportOf = exportOf;
     this.#gatewaysOf = gatewaysOf;
+    this.#countsChanged = countsChanged;
   }
 
   /**
@@ -69,6 +78,7 @@ export class GatewayIndex {
     const now = current ? countKey(this.#exportOf(current)) : undefined;
     if (was) this.#counts[was] -= 1;
     if (now) this.#counts[now] += 1;
+    if (was !== now) this.#countsChanged?.();
     return moveUses(
       this.#users,
       key,
