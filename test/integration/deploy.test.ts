@@ -19,6 +19,8 @@ import { fileURLToPath } from "node:url";
 import { loadAllYaml } from "@kubernetes/client-node";
 import { ensureKubectl } from "../../sandbox/binaries.ts";
 import { ControlPlane } from "../../sandbox/control-plane.ts";
+import { installMcsCrds } from "../../sandbox/mcs-crds.ts";
+import { adminKubeConfig } from "../helpers/kube.ts";
 
 const NAMESPACE = "fleet-mirror";
 const SERVICE_ACCOUNT = `system:serviceaccount:${NAMESPACE}:fleet-mirror`;
@@ -309,10 +311,12 @@ describe("deploy/: the installation manifests on a real API server", () => {
     await getJson("east", ["clusterrole", "fleet-mirror-remote-reader"]);
     await getJson("east", ["serviceaccount", "fleet-mirror-reader", "-n", "fleet-mirror-remote"]);
 
+    // kubectl resolves a resource through discovery: the MCS CRDs make serviceexports one.
+    await installMcsCrds(adminKubeConfig(plane.cluster("east")));
     const wrong: string[] = [];
     for (const verb of ["get", "list", "watch"]) {
       if (!(await canI("east", REMOTE_READER, [verb, "services", "--all-namespaces"]))) wrong.push(`denied: ${verb}`);
-      // The MCS API's ServiceExports (SPEC §12), whether or not their CRD is installed.
+      // The MCS API's ServiceExports (SPEC §12).
       if (!(await canI("east", REMOTE_READER, [verb, "serviceexports.multicluster.x-k8s.io", "--all-namespaces"])))
         wrong.push(`denied: ${verb} serviceexports`);
     }
