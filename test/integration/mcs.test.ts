@@ -18,6 +18,7 @@ import { createMetrics } from "../../src/admin/metrics.ts";
 import { MCS_SERVICE_NAME_LABEL, MCS_SOURCE_CLUSTER_LABEL } from "../../src/core/mcs.ts";
 import { mintServiceAccountToken } from "../../src/kube/service-account.ts";
 import type { Supervisor } from "../../src/supervisor/supervisor.ts";
+import { cli, show } from "../helpers/cli.ts";
 import { resolverFor, startLocalCoreDns, waitForA } from "../helpers/dns.ts";
 import { Fleet, REMOTE_READER_RULES } from "../helpers/fleet.ts";
 import { eventually } from "../helpers/kube.ts";
@@ -235,6 +236,27 @@ describe("the Kubernetes MCS API (SPEC §12)", () => {
     );
     await fleet.local.deleteNamespacedSecret({ namespace: "fleet-mirror", name: secretName });
     await fleet.waitForNoMirror(NS, "ro-west-ro");
+  });
+
+  it("export --mode mcs creates the ServiceExport, unexport deletes it; a cluster without the CRDs is told so", async () => {
+    const east = fleet.plane.cluster("east").adminKubeconfigPath;
+    await fleet.createService("east", NS, "cli", { gateway: false });
+    const exp = await cli(["export", "cli", "-n", NS, "--mode", "mcs", "--remote-kubeconfig", east]);
+    assert.equal(exp.code, 0, show(exp));
+    assert.match(exp.stdout, /exported by ServiceExport mcs\/cli, through the cluster's default gateway/);
+    await waitForServiceImport(fleet, NS, "cli", (s) => (s.status?.clusters ?? []).length === 1);
+    const again = await cli(["export", "cli", "-n", NS, "--mode", "mcs", "--remote-kubeconfig", east]);
+    assert.equal(again.code, 0, show(again));
+    const unexp = await cli(["unexport", "cli", "-n", NS, "--remote-kubeconfig", east]);
+    assert.equal(unexp.code, 0, show(unexp));
+    await eventually("the ServiceImport gone", async () =>
+      (await serviceImport(fleet, NS, "cli")) ? undefined : true,
+    );
+    await fleet.createService("north", NS, "cli", { gateway: false });
+    const north = fleet.plane.cluster("north").adminKubeconfigPath;
+    const none = await cli(["export", "cli", "-n", NS, "--mode", "mcs", "--remote-kubeconfig", north]);
+    assert.equal(none.code, 1, show(none));
+    assert.match(none.stderr, /does not serve serviceexports\.multicluster\.x-k8s\.io: install the MCS API's CRDs/);
   });
 
   it("deletes the ServiceImport and its derived objects once no cluster exports the name", async () => {
