@@ -15,6 +15,7 @@ import type { Service } from "../../src/core/objects.ts";
 import { KubeClient } from "../../src/kube/client.ts";
 import type { ConnectionSpec } from "../../src/kube/connection.ts";
 import { mintServiceAccountToken } from "../../src/kube/service-account.ts";
+import type { LineLogger } from "../../src/log/json-lines.ts";
 import type { ClusterStatus } from "../../src/protocol/messages.ts";
 import { adminConnection } from "../helpers/connection.ts";
 import { adminKubeConfig, eventually } from "../helpers/kube.ts";
@@ -39,6 +40,22 @@ const EXPORTS_RULE = {
 /** The export of `key` in `batch`, if it carries one. */
 const exportIn = (batch: Batch, key: string): McsExport | undefined =>
   batch.mcsExports?.find((e) => `${e.namespace}/${e.name}` === key);
+
+/** A logger that keeps its warn lines (and drops the rest). */
+function recordingLogger(warnings: string[]): LineLogger {
+  const logger: LineLogger = {
+    trace: () => {},
+    debug: () => {},
+    info: () => {},
+    warn: (_fields, message) => {
+      warnings.push(message ?? "");
+    },
+    error: () => {},
+    fatal: () => {},
+    child: () => logger,
+  };
+  return logger;
+}
 
 describe("MCS export, remote side (SPEC §12)", () => {
   let plane: ControlPlane;
@@ -78,8 +95,8 @@ describe("MCS export, remote side (SPEC §12)", () => {
   }
 
   /** An actor whose batches are acked as the writer acks them (each, once taken). */
-  function start(connection: ConnectionSpec, cluster: string): RunningActor {
-    const r = startActor(connection, { cluster, mcsRecheckMs: RECHECK_MS });
+  function start(connection: ConnectionSpec, cluster: string, logger?: LineLogger): RunningActor {
+    const r = startActor(connection, { cluster, mcsRecheckMs: RECHECK_MS, ...(logger ? { logger } : {}) });
     const post = r.port.postMessage.bind(r.port);
     r.port.postMessage = (batch) => {
       post(batch);
@@ -207,7 +224,8 @@ describe("MCS export, remote side (SPEC §12)", () => {
       role: { kind: "ClusterRole" as const, name: "mcs-reader", rules: [SERVICES_RULE] },
     };
     const token = await mintServiceAccountToken(kc, request);
-    const r = start({ ...admin, auth: { kind: "token", token } }, "south");
+    const warnings: string[] = [];
+    const r = start({ ...admin, auth: { kind: "token", token } }, "south", recordingLogger(warnings));
     const first = await r.waitForBatch("the complete set", (b) => b.complete);
     assert.deepEqual(upsertsIn(first, "mcs-denied"), ["annotated-south"]);
     const forbidden = await eventually("status: forbidden", () =>
@@ -239,6 +257,8 @@ describe("MCS export, remote side (SPEC §12)", () => {
       r.statuses.slice(since).every((s) => s.mcs?.state === "forbidden"),
       "forbidden all along",
     );
+    // Logged once, not per recheck.
+    assert.equal(warnings.filter((w) => /serviceexports\.multicluster\.x-k8s\.io: forbidden/.test(w)).length, 1);
     // Granted: the next recheck watches, lists and exports.
     await mintServiceAccountToken(kc, { ...request, role: { ...request.role, rules: [SERVICES_RULE, EXPORTS_RULE] } });
     const exported = await r.waitForBatch("web's export once granted", (b) => !!exportIn(b, "mcs-denied/web"));
