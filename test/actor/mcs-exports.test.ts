@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { ControlPlane } from "../../sandbox/control-plane.ts";
-import { installMcsCrds } from "../../sandbox/mcs-crds.ts";
+import { installMcsCrds, removeMcsCrds } from "../../sandbox/mcs-crds.ts";
 import { MCS_API_VERSION, type McsExport } from "../../src/core/mcs.ts";
 import type { Service } from "../../src/core/objects.ts";
 import { KubeClient } from "../../src/kube/client.ts";
@@ -211,6 +211,24 @@ describe("MCS export, remote side (SPEC §12)", () => {
     );
     assert.equal(problem.reason, "excluded-namespace");
     assert.match(problem.message, /^ServiceExport: namespace kube-system is excluded/);
+  });
+
+  it("forgets the exports when the CRDs are deleted under a running watch, and exports again once reinstalled", async () => {
+    const r = start(admin, "central");
+    const first = await r.waitForBatch("ghost's export", (b) => b.complete && !!exportIn(b, "mcs-follow/ghost"));
+    const kc = adminKubeConfig(plane.cluster("remote"));
+    await removeMcsCrds(kc);
+    await r.waitForBatch(
+      "the exports withdrawn",
+      (b) => b.mcsExportDeletes?.includes("mcs-follow/ghost") === true,
+      first.seq,
+    );
+    await eventually("status: not installed", () => (latest(r)?.mcs?.state === "not-installed" ? true : undefined));
+    await installMcsCrds(kc);
+    await createServiceExport("mcs-follow", "ghost");
+    await r.waitForBatch("ghost exported again", (b) => !!exportIn(b, "mcs-follow/ghost"), first.seq);
+    await eventually("status: active", () => (latest(r)?.mcs?.state === "active" ? true : undefined));
+    assert.deepEqual(r.faults, []);
   });
 
   it("turns MCS export off for a cluster whose role lacks the read: reported once, annotation exports unaffected, on when granted", async () => {
