@@ -6,11 +6,16 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { createMetrics } from "../../src/admin/metrics.ts";
 import type { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { Fleet } from "../helpers/fleet.ts";
 import { eventually } from "../helpers/kube.ts";
-import { createServiceExport, derivedName, installMcs, waitForServiceImport } from "../helpers/mcs.ts";
+import {
+  controllerMetrics,
+  createServiceExport,
+  derivedName,
+  installMcs,
+  waitForServiceImport,
+} from "../helpers/mcs.ts";
 
 const NS = "mcs-local";
 
@@ -57,12 +62,7 @@ describe("the MCS API without the CRDs in the local cluster (SPEC §12)", () => 
       return events.items.find((e) => e.reason === "ServiceImportNotServed");
     });
     assert.equal(event.type, "Warning");
-    const metrics = await createMetrics({
-      fleet: () => controller.status(),
-      counters: () => controller.counters(),
-      leadership: () => ({ enabled: false, leading: true, identity: "test" }),
-      threadHeaps: async () => [],
-    }).metrics();
+    const metrics = await controllerMetrics(controller);
     assert.match(metrics, /fleet_mirror_cluster_export_mode\{cluster="",mode="mcs",state="not-installed"\} 1/);
     assert.equal(await fleet.localService(NS, derivedName(NS, "web")), undefined);
   });

@@ -14,7 +14,6 @@ import { after, before, describe, it } from "node:test";
 import type { V1Secret } from "@kubernetes/client-node";
 import type { CoreDns } from "../../sandbox/coredns.ts";
 import type { ClusterRow } from "../../src/admin/fleet-view.ts";
-import { createMetrics } from "../../src/admin/metrics.ts";
 import { MCS_SERVICE_NAME_LABEL, MCS_SOURCE_CLUSTER_LABEL } from "../../src/core/mcs.ts";
 import { mintServiceAccountToken } from "../../src/kube/service-account.ts";
 import type { Supervisor } from "../../src/supervisor/supervisor.ts";
@@ -23,6 +22,7 @@ import { resolverFor, startLocalCoreDns, waitForA } from "../helpers/dns.ts";
 import { Fleet, REMOTE_READER_RULES } from "../helpers/fleet.ts";
 import { eventually } from "../helpers/kube.ts";
 import {
+  controllerMetrics,
   createServiceExport,
   createUserServiceImport,
   deleteServiceExport,
@@ -221,12 +221,7 @@ describe("the Kubernetes MCS API (SPEC §12)", () => {
       /cluster west-ro: MCS export is off: reading serviceexports\.multicluster\.x-k8s\.io is forbidden \(403\)/,
     );
     assert.equal(row("west-ro")?.mcs?.state, "forbidden");
-    const text = await createMetrics({
-      fleet: () => controller.status(),
-      counters: () => controller.counters(),
-      leadership: () => ({ enabled: false, leading: true, identity: "test" }),
-      threadHeaps: async () => [],
-    }).metrics();
+    const text = await controllerMetrics(controller);
     assert.match(text, /fleet_mirror_cluster_export_mode\{cluster="west-ro",mode="mcs",state="forbidden"\} 1/);
     assert.match(text, /fleet_mirror_cluster_export_mode\{cluster="",mode="mcs",state="active"\} 1/);
     // West's own exports (its full role) are unaffected.
