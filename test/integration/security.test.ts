@@ -188,7 +188,14 @@ describe("security and faults", () => {
         "delete EndpointSlices by collection",
         () => localDiscovery.deleteCollectionNamespacedEndpointSlice({ namespace: CONTROLLER_NAMESPACE }),
       ],
-      ["remote: list EndpointSlices", () => remoteDiscovery.listEndpointSliceForAllNamespaces()],
+      [
+        "remote: create an EndpointSlice",
+        () =>
+          remoteDiscovery.createNamespacedEndpointSlice({
+            namespace: "gateway",
+            body: { metadata: { name: "x" }, addressType: "IPv4", endpoints: [] },
+          }),
+      ],
       [
         "remote: create a Service",
         () =>
@@ -213,6 +220,8 @@ describe("security and faults", () => {
     await local.listNamespace();
     await local.listEventForAllNamespaces({ fieldSelector: "reportingComponent=fleet-mirror" });
     await remote.listServiceForAllNamespaces();
+    // Headless Services read their remote EndpointSlices (SPEC §7, §12): a read, nothing more.
+    await remoteDiscovery.listEndpointSliceForAllNamespaces();
     forbiddenBaseline = await forbidden(fleet);
   });
 
