@@ -4,9 +4,7 @@
  */
 import { CustomObjectsApi, DiscoveryV1Api, type V1EndpointSlice } from "@kubernetes/client-node";
 import { installMcsCrds, type McsResource } from "../../sandbox/mcs-crds.ts";
-import { createMetrics } from "../../src/admin/metrics.ts";
 import { derivedServiceName, MCS_GROUP, MCS_VERSION } from "../../src/core/mcs.ts";
-import type { Supervisor } from "../../src/supervisor/supervisor.ts";
 import type { Fleet } from "./fleet.ts";
 import { eventually, statusCode } from "./kube.ts";
 
@@ -121,14 +119,4 @@ export async function importSlices(fleet: Fleet, namespace: string, name: string
       labelSelector: `kubernetes.io/service-name=${derivedServiceName(namespace, name)}`,
     });
   return list.items.sort((a, b) => ((a.metadata?.name ?? "") < (b.metadata?.name ?? "") ? -1 : 1));
-}
-
-/** The controller's metrics text, as its admin server would serve it. */
-export function controllerMetrics(controller: Supervisor): Promise<string> {
-  return createMetrics({
-    fleet: () => controller.status(),
-    counters: () => controller.counters(),
-    leadership: () => ({ enabled: false, leading: true, identity: "test" }),
-    threadHeaps: async () => [],
-  }).metrics();
 }

@@ -5,12 +5,12 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { createMetrics } from "../../src/admin/metrics.ts";
 import { KubeClient } from "../../src/kube/client.ts";
 import type { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { adminConnection } from "../helpers/connection.ts";
 import { Fleet } from "../helpers/fleet.ts";
 import { eventually } from "../helpers/kube.ts";
+import { supervisorMetrics } from "../helpers/metrics.ts";
 
 describe("API warnings from a real API server", () => {
   let fleet: Fleet;
@@ -59,13 +59,7 @@ describe("API warnings from a real API server", () => {
       return n > 0 ? n : undefined;
     });
     assert.ok(warnings >= 1);
-    const registry = createMetrics({
-      fleet: () => running.status(),
-      counters: () => running.counters(),
-      leadership: () => ({ enabled: false, leading: true, identity: "test" }),
-      threadHeaps: async () => [],
-    });
-    const text = await registry.metrics();
+    const text = await supervisorMetrics(running);
     const local = /^fleet_mirror_api_warnings_total\{api="local",cluster=""\} (\d+)$/m.exec(text);
     assert.ok(
       local && Number(local[1]) >= 1,

@@ -19,12 +19,12 @@ import { DiscoveryV1Api, type V1EndpointSlice } from "@kubernetes/client-node";
 import { claimLocal, type LocalRoute } from "../../sandbox/local-addresses.ts";
 import { ProbeServer } from "../../sandbox/probe-server.ts";
 import type { ClusterRow } from "../../src/admin/fleet-view.ts";
-import { createMetrics } from "../../src/admin/metrics.ts";
 import { PROBE_PATH, PROBE_PERIOD } from "../../src/core/probe-spec.ts";
 import { createLogger } from "../../src/log.ts";
 import { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { Fleet } from "../helpers/fleet.ts";
 import { eventually, objectIdentity, statusCode } from "../helpers/kube.ts";
+import { supervisorMetrics } from "../helpers/metrics.ts";
 import { waitForWriterIdle } from "../helpers/settle.ts";
 
 /** /28s this file may claim; the first one nobody holds is used (a run killed earlier may hold one). */
@@ -81,14 +81,7 @@ describe("bad input for gateway health and fleet-wide Services", () => {
   const probeCounters = (cluster: string, key: string) =>
     controller.counters().clusters.get(cluster)?.gatewayProbes[key];
 
-  async function metrics(): Promise<string> {
-    return createMetrics({
-      fleet: () => controller.status(),
-      counters: () => controller.counters(),
-      leadership: () => ({ enabled: false, leading: true, identity: "test" }),
-      threadHeaps: async () => [],
-    }).metrics();
-  }
+  const metrics = (): Promise<string> => supervisorMetrics(controller);
 
   function logLines(): { level: number; msg: string; [field: string]: unknown }[] {
     let text = "";

@@ -18,7 +18,6 @@ import type { Resolver } from "node:dns/promises";
 import { after, before, describe, it } from "node:test";
 import type { V1Secret } from "@kubernetes/client-node";
 import type { CoreDns } from "../../sandbox/coredns.ts";
-import { createMetrics } from "../../src/admin/metrics.ts";
 import { HEADLESS_MIRROR_LABEL } from "../../src/core/headless.ts";
 import { ENDPOINTS_APIS, type EndpointsApi } from "../../src/core/mirror-kinds.ts";
 import { mintServiceAccountToken } from "../../src/kube/service-account.ts";
@@ -27,6 +26,7 @@ import { lookupA, startDnsFleet, waitForA } from "../helpers/dns.ts";
 import { type Fleet, REMOTE_READER_NAMESPACE, REMOTE_READER_RULES } from "../helpers/fleet.ts";
 import { createHeadless, localAddresses, setSlice } from "../helpers/headless.ts";
 import { eventually } from "../helpers/kube.ts";
+import { supervisorMetrics } from "../helpers/metrics.ts";
 
 const GATEWAY_IP = "198.18.7.1";
 
@@ -203,12 +203,7 @@ describe("headless Services (SPEC §12)", () => {
       const event = await fleet.waitForSecretEvent("cluster-credentials-noslices", "RemoteReadDenied");
       assert.equal(event.type, "Warning");
       assert.match(event.message ?? "", /headless Services are mirrored as ordinary Services/);
-      const metrics = await createMetrics({
-        fleet: () => controller.status(),
-        counters: () => controller.counters(),
-        leadership: () => ({ enabled: false, leading: true, identity: "test" }),
-        threadHeaps: async () => [],
-      }).metrics();
+      const metrics = await supervisorMetrics(controller);
       assert.match(
         metrics,
         /^fleet_mirror_cluster_reads_denied\{cluster="noslices",resource="discovery.k8s.io\/endpointslices"\} 1$/m,

@@ -13,12 +13,12 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { ClusterRow } from "../../src/admin/fleet-view.ts";
-import { createMetrics } from "../../src/admin/metrics.ts";
 import { EXPORTED_LABEL } from "../../src/core/export.ts";
 import { GATEWAY_NAME, GATEWAY_NS } from "../../src/core/labels.ts";
 import type { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { CONTROLLER_NAMESPACE, Fleet } from "../helpers/fleet.ts";
 import { eventually } from "../helpers/kube.ts";
+import { supervisorMetrics } from "../helpers/metrics.ts";
 
 const EXPORTED = { [EXPORTED_LABEL]: "true" };
 const addressesOf = (ep: { subsets?: { addresses?: { ip: string }[] }[] }): string[] =>
@@ -32,14 +32,7 @@ describe("label export with each cluster's default gateway (SPEC §12)", () => {
   const row = (cluster: string): ClusterRow | undefined =>
     controller.status().clusters.find((r) => r.cluster === cluster);
 
-  async function metrics(): Promise<string> {
-    return createMetrics({
-      fleet: () => controller.status(),
-      counters: () => controller.counters(),
-      leadership: () => ({ enabled: false, leading: true, identity: "test" }),
-      threadHeaps: async () => [],
-    }).metrics();
-  }
+  const metrics = (): Promise<string> => supervisorMetrics(controller);
 
   before(async () => {
     fleet = await Fleet.start(["east", "west"]);

@@ -9,13 +9,8 @@ import { after, before, describe, it } from "node:test";
 import type { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { Fleet } from "../helpers/fleet.ts";
 import { eventually } from "../helpers/kube.ts";
-import {
-  controllerMetrics,
-  createServiceExport,
-  derivedName,
-  installMcs,
-  waitForServiceImport,
-} from "../helpers/mcs.ts";
+import { createServiceExport, derivedName, installMcs, waitForServiceImport } from "../helpers/mcs.ts";
+import { supervisorMetrics } from "../helpers/metrics.ts";
 
 const NS = "mcs-local";
 
@@ -62,7 +57,7 @@ describe("the MCS API without the CRDs in the local cluster (SPEC §12)", () => 
       return events.items.find((e) => e.reason === "ServiceImportNotServed");
     });
     assert.equal(event.type, "Warning");
-    const metrics = await controllerMetrics(controller);
+    const metrics = await supervisorMetrics(controller);
     assert.match(metrics, /fleet_mirror_cluster_export_mode\{cluster="",mode="mcs",state="not-installed"\} 1/);
     assert.equal(await fleet.localService(NS, derivedName(NS, "web")), undefined);
   });

@@ -22,7 +22,6 @@ import { resolverFor, startLocalCoreDns, waitForA } from "../helpers/dns.ts";
 import { Fleet, REMOTE_READER_RULES } from "../helpers/fleet.ts";
 import { eventually } from "../helpers/kube.ts";
 import {
-  controllerMetrics,
   createServiceExport,
   createUserServiceImport,
   deleteServiceExport,
@@ -32,6 +31,7 @@ import {
   serviceImport,
   waitForServiceImport,
 } from "../helpers/mcs.ts";
+import { supervisorMetrics } from "../helpers/metrics.ts";
 import { waitForWriterIdle } from "../helpers/settle.ts";
 
 const DEFAULT_GATEWAY = { namespace: "linkerd-multicluster", name: "linkerd-gateway" };
@@ -221,7 +221,7 @@ describe("the Kubernetes MCS API (SPEC §12)", () => {
       /cluster west-ro: MCS export is off: reading serviceexports\.multicluster\.x-k8s\.io is forbidden \(403\)/,
     );
     assert.equal(row("west-ro")?.mcs?.state, "forbidden");
-    const text = await controllerMetrics(controller);
+    const text = await supervisorMetrics(controller);
     assert.match(text, /fleet_mirror_cluster_export_mode\{cluster="west-ro",mode="mcs",state="forbidden"\} 1/);
     assert.match(text, /fleet_mirror_cluster_export_mode\{cluster="",mode="mcs",state="active"\} 1/);
     // West's own exports (its full role) are unaffected.
