@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { Fleet } from "../helpers/fleet.ts";
-import { eventually } from "../helpers/kube.ts";
+import { eventually, statusCode } from "../helpers/kube.ts";
 import { createServiceExport, derivedName, installMcs, waitForServiceImport } from "../helpers/mcs.ts";
 import { supervisorMetrics } from "../helpers/metrics.ts";
 
@@ -29,7 +29,6 @@ describe("the MCS API without the CRDs in the local cluster (SPEC §12)", () => 
     await fleet.createGateway("east", { ingress: [{ ip: "198.18.8.2" }] });
     await fleet.createService("east", NS, "web", { gateway: false });
     await createServiceExport(fleet, "east", NS, "web");
-    await fleet.createService("east", NS, "plain"); // exported by annotation
     await fleet.register("east");
     controller = fleet.startInProcess({ endpointsApi: "endpointslices" }, { mcsRecheckMs: 500 });
   });
@@ -40,7 +39,6 @@ describe("the MCS API without the CRDs in the local cluster (SPEC §12)", () => 
   });
 
   it("writes nothing MCS and tells the exporting cluster why, while annotation export goes on", async () => {
-    await fleet.waitForMirror(NS, "plain-east");
     const problem = await eventually("east told: ServiceImports not served locally", () =>
       controller
         .status()
@@ -52,6 +50,15 @@ describe("the MCS API without the CRDs in the local cluster (SPEC §12)", () => 
       /ServiceImport mcs-local\/web is not written: the cluster does not serve serviceimports/,
     );
     assert.equal(controller.status().writer?.mcs?.state, "not-installed");
+    // Nothing has created the namespace yet, so no Event could be stored: the first
+    // mirror in it (exported by annotation) creates it, and the next recheck records it.
+    const namespace = await fleet.local.readNamespace({ name: NS }).catch((error: unknown) => {
+      if (statusCode(error) === 404) return undefined;
+      throw error;
+    });
+    assert.equal(namespace, undefined, "nothing has created the namespace yet");
+    await fleet.createService("east", NS, "plain");
+    await fleet.waitForMirror(NS, "plain-east");
     const event = await eventually("a Warning Event on the ServiceImport's name", async () => {
       const events = await fleet.local.listNamespacedEvent({ namespace: NS, fieldSelector: "involvedObject.name=web" });
       return events.items.find((e) => e.reason === "ServiceImportNotServed");

@@ -35,7 +35,7 @@ import {
 } from "../../src/core/plan-imports.ts";
 import type { ReconcileResult } from "../../src/core/workqueue.ts";
 import type { FederatedServiceStatus } from "../../src/protocol/messages.ts";
-import type { FleetProblem } from "./reconcile-federated.ts";
+import { type FleetProblem, reportProblems } from "./problem-events.ts";
 import { applyActions, getUnlabelled, ownershipOf, type ReconcilerDeps, type Store } from "./reconcile-io.ts";
 
 /** The local cluster's ServiceImports (label-selected: fleet-mirror's), when served. */
@@ -253,23 +253,20 @@ export class ImportReconciler {
     return { actions, observed };
   }
 
-  /** Replaces the problems of import `key` (ServiceImport `name`); a new message is logged and recorded as an Event on the ServiceImport. */
+  /** Replaces the problems of import `key` (ServiceImport `name`), and reports them (see reportProblems). */
   #setProblems(key: string, name: string, problems: Map<string, FleetProblem>): void {
     const previous = this.#problems.get(key);
     if (problems.size === 0) this.#problems.delete(key);
     else this.#problems.set(key, problems);
     const { namespace = "" } = splitKey(key);
-    for (const [cluster, p] of problems) {
-      if (previous?.get(cluster)?.message === p.message) continue;
-      this.#deps.log.warn({ key, cluster, reason: p.reason }, p.message);
-      if (p.reason !== "namespace-missing" && p.reason !== "excluded-namespace")
-        this.#deps.recordEvent({
-          involved: { kind: "ServiceImport", apiVersion: "multicluster.x-k8s.io/v1alpha1", namespace, name },
-          type: "Warning",
-          reason: IMPORT_EVENT_REASONS[p.reason] ?? "ServiceImportConflict",
-          message: p.message,
-        });
-    }
+    reportProblems(this.#deps, {
+      key,
+      previous,
+      problems,
+      involved: { kind: "ServiceImport", apiVersion: "multicluster.x-k8s.io/v1alpha1", namespace, name },
+      eventReasons: IMPORT_EVENT_REASONS,
+      otherReason: "ServiceImportConflict",
+    });
   }
 }
 
