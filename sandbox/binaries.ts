@@ -9,6 +9,9 @@
  *   2. the per-machine cache `${FLEET_MIRROR_CACHE:-~/.cache/fleet-mirror}/control-plane/`:
  *      `k8s-<v>_etcd-<v>/` for kube-apiserver and etcd, `kubectl-<v>/`,
  *      `kube-controller-manager-<v>/` and `coredns-<v>/` for the others.
+ *
+ * Also the CRD manifests of the pinned `sigs.k8s.io/mcs-api` module (not a binary, but
+ * fetched and cached the same way: `build.sh mcs-crds`, `mcs-api-<v>/`).
  */
 import { execFile } from "node:child_process";
 import { accessSync, constants, existsSync, readFileSync } from "node:fs";
@@ -35,14 +38,19 @@ function cacheDir(): string {
   return join(process.env["FLEET_MIRROR_CACHE"] ?? join(homedir(), ".cache", "fleet-mirror"), "control-plane");
 }
 
-function readPins(): { kubernetes: string; etcd: string; coredns: string } {
+function readPins(): { kubernetes: string; etcd: string; coredns: string; mcsApi: string } {
   const text = readFileSync(join(scriptsDir(), "control-plane", "versions.env"), "utf8");
   const get = (key: string): string => {
     const match = new RegExp(`^${key}=(\\S+)$`, "m").exec(text);
     if (!match?.[1]) throw new Error(`versions.env has no ${key}`);
     return match[1];
   };
-  return { kubernetes: get("KUBERNETES_VERSION"), etcd: get("ETCD_VERSION"), coredns: get("COREDNS_VERSION") };
+  return {
+    kubernetes: get("KUBERNETES_VERSION"),
+    etcd: get("ETCD_VERSION"),
+    coredns: get("COREDNS_VERSION"),
+    mcsApi: get("MCS_API_VERSION"),
+  };
 }
 
 function isExecutable(path: string): boolean {
@@ -156,4 +164,34 @@ export async function ensureControllerManager(): Promise<string> {
 /** The path of the pinned CoreDNS, building it first if needed. */
 export async function ensureCoreDns(): Promise<string> {
   return ensureTool("coredns");
+}
+
+/** The MCS API's CRD manifests (ServiceExport, ServiceImport) of the pinned module. */
+export interface McsCrdManifests {
+  readonly version: string;
+  readonly serviceExports: string;
+  readonly serviceImports: string;
+}
+
+function mcsCrdsIn(dir: string, version: string): McsCrdManifests | undefined {
+  const serviceExports = join(dir, "multicluster.x-k8s.io_serviceexports.yaml");
+  const serviceImports = join(dir, "multicluster.x-k8s.io_serviceimports.yaml");
+  return existsSync(join(dir, ".complete")) && existsSync(serviceExports) && existsSync(serviceImports)
+    ? { version, serviceExports, serviceImports }
+    : undefined;
+}
+
+/**
+ * The paths of the pinned `sigs.k8s.io/mcs-api` CRD manifests, copying them out of the
+ * Go module cache into `mcs-api-<v>/` first if needed (`build.sh mcs-crds`: a module
+ * download, nothing compiled).
+ */
+export async function ensureMcsCrds(): Promise<McsCrdManifests> {
+  const version = readPins().mcsApi;
+  const dir = join(cacheDir(), `mcs-api-${version}`);
+  const found = mcsCrdsIn(dir, version);
+  if (found) return found;
+  const built = mcsCrdsIn(await runBuild(["mcs-crds"]), version);
+  if (!built) throw new Error(`build.sh mcs-crds did not leave the MCS CRDs in ${dir}`);
+  return built;
 }

@@ -7,11 +7,14 @@
 #         build.sh kubectl    kubectl only; prints the directory holding `kubectl`.
 #         build.sh kube-controller-manager | coredns
 #                             that binary only; prints the directory holding it.
+#         build.sh mcs-crds   the MCS API's CRD manifests (sigs.k8s.io/mcs-api, config/crd);
+#                             prints the directory holding them. Nothing is compiled.
 # Cache:  ${FLEET_MIRROR_CACHE:-$HOME/.cache/fleet-mirror}/control-plane/
 #           k8s-<k8s>_etcd-<etcd>/          kube-apiserver, etcd
 #           kubectl-<k8s>/                  kubectl
 #           kube-controller-manager-<k8s>/  kube-controller-manager
 #           coredns-<coredns>/              coredns (only the plugins the sandbox uses)
+#           mcs-api-<mcs>/                  multicluster.x-k8s.io_service{exports,imports}.yaml
 #         Each binary added later got its own directory and stamp, so adding it left the
 #         existing caches valid: nothing already built is rebuilt.
 #         A directory is only used once a build finished completely (a `.complete`
@@ -28,8 +31,8 @@ source "$here/versions.env"
 log() { printf '[control-plane] %s\n' "$*" >&2; }
 
 case "${1:-all}" in
-  all | kubectl | kube-controller-manager | coredns) what="${1:-all}" ;;
-  *) log "usage: build.sh [kubectl | kube-controller-manager | coredns]"; exit 2 ;;
+  all | kubectl | kube-controller-manager | coredns | mcs-crds) what="${1:-all}" ;;
+  *) log "usage: build.sh [kubectl | kube-controller-manager | coredns | mcs-crds]"; exit 2 ;;
 esac
 
 cache_root="${FLEET_MIRROR_CACHE:-$HOME/.cache/fleet-mirror}/control-plane"
@@ -274,8 +277,38 @@ GO
   coredns_dir="$out"
 }
 
+# Sets mcs_crds_dir to a directory holding the CRD manifests of the pinned
+# sigs.k8s.io/mcs-api module (ServiceExport, ServiceImport), copied from the module's
+# config/crd as `go mod download` verified them against the checksum database. The
+# sandbox applies them to the clusters a test names (sandbox/mcs-crds.ts).
+ensure_mcs_crds() {
+  local out="$cache_root/mcs-api-${MCS_API_VERSION}"
+  local files=(multicluster.x-k8s.io_serviceexports.yaml multicluster.x-k8s.io_serviceimports.yaml)
+  if [[ -f "$out/.complete" ]]; then
+    log "cached: $out"
+    mcs_crds_dir="$out"
+    return 0
+  fi
+  prepare_go "the MCS API CRDs"
+  local module_dir
+  module_dir="$(go mod download -json "sigs.k8s.io/mcs-api@${MCS_API_VERSION}" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')"
+  [[ -d "$module_dir/config/crd" ]] || { log "error: could not download sigs.k8s.io/mcs-api@${MCS_API_VERSION}"; exit 1; }
+  rm -rf "$out.partial"
+  mkdir -p "$out.partial"
+  for file in "${files[@]}"; do
+    [[ -f "$module_dir/config/crd/$file" ]] || { log "error: sigs.k8s.io/mcs-api@${MCS_API_VERSION} has no config/crd/$file"; exit 1; }
+    cp "$module_dir/config/crd/$file" "$out.partial/$file"
+  done
+  rm -rf "$out"
+  mv "$out.partial" "$out"
+  touch "$out/.complete"
+  log "done: $out"
+  mcs_crds_dir="$out"
+}
+
 control_plane_dir=""
 kubectl_dir=""
+mcs_crds_dir=""
 controller_manager_dir=""
 coredns_dir=""
 case "$what" in
@@ -291,11 +324,16 @@ case "$what" in
     ensure_coredns
     echo "$coredns_dir"
     ;;
+  mcs-crds)
+    ensure_mcs_crds
+    echo "$mcs_crds_dir"
+    ;;
   all)
     ensure_control_plane
     ensure_kubectl
     ensure_controller_manager
     ensure_coredns
+    ensure_mcs_crds
     echo "$control_plane_dir"
     ;;
 esac

@@ -19,6 +19,8 @@ export interface ClusterRow {
   readonly exportedServices: number;
   /** Exported Services by mode, and those whose export label declines (SPEC §12); absent: unknown. */
   readonly exports?: ClusterStatus["exports"];
+  /** Whether MCS export is active in the cluster and why not (SPEC §12); absent: unknown. */
+  readonly mcs?: ClusterStatus["mcs"];
   readonly lastSyncedAt?: number;
   readonly restarts: number;
   readonly gateways: ClusterStatus["gateways"];

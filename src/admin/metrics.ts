@@ -156,7 +156,7 @@ export function createMetrics(source: MetricsSource): Registry {
   labelled(
     "gauge",
     "fleet_mirror_cluster_exports",
-    "Remote Services of the cluster by export mode (SPEC §12): annotation, label, and label-declined (an explicit negative label value, not exported).",
+    "Remote Services of the cluster by export mode (SPEC §12): annotation, label, label-declined (an explicit negative label value, not exported) and mcs (ServiceExports that export).",
     ["cluster", "mode"],
     (set) => {
       for (const row of source.fleet()?.clusters ?? []) {
@@ -164,7 +164,21 @@ export function createMetrics(source: MetricsSource): Registry {
         set({ cluster: row.cluster, mode: "annotation" }, row.exports.annotation);
         set({ cluster: row.cluster, mode: "label" }, row.exports.label);
         set({ cluster: row.cluster, mode: "label-declined" }, row.exports.declined);
+        if (row.exports.mcs !== undefined) set({ cluster: row.cluster, mode: "mcs" }, row.exports.mcs);
       }
+    },
+  );
+  labelled(
+    "gauge",
+    "fleet_mirror_cluster_export_mode",
+    'Whether an optional export mode is active in the cluster (SPEC §12; cluster "": the local cluster, where ServiceImports are written): 1 for its current state (mode mcs: active, watching, not-installed, forbidden, unavailable, unknown).',
+    ["cluster", "mode", "state"],
+    (set) => {
+      for (const row of source.fleet()?.clusters ?? [])
+        if (row.mcs) set({ cluster: row.cluster, mode: "mcs", state: row.mcs.state }, 1);
+      // The local cluster (cluster ""): whether ServiceImports can be written there.
+      const local = source.fleet()?.writer?.mcs;
+      if (local) set({ cluster: "", mode: "mcs", state: local.state }, 1);
     },
   );
   clusterGauge(

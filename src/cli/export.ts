@@ -1,15 +1,17 @@
 /**
  * `fleet-mirror export` / `unexport`: mark a Service of a remote cluster as exported, by
- * the two gateway annotations of SPEC §2 (`--mode annotation`, the default) or by the
- * export label of SPEC §12 (`--mode label`), or remove both marks. The cluster is the
+ * the two gateway annotations of SPEC §2 (`--mode annotation`, the default), by the
+ * export label of SPEC §12 (`--mode label`) or by a ServiceExport of the MCS API (SPEC
+ * §12, `--mode mcs`), or remove every mark. The cluster is the
  * one of `--remote-kubeconfig`/`--remote-context` when given, else kubectl's current one
  * (`--kubeconfig`/`--context`): exporting is something done *on* the remote cluster.
  */
 
 import { viewGateway } from "../core/desired.ts";
-import { DEFAULT_EXPORT_SELECTOR, DEFAULT_GATEWAY, EXPORT_MODES, type ExportMode } from "../core/export.ts";
+import { DEFAULT_EXPORT_SELECTOR, DEFAULT_GATEWAY, EXPORT_MODES } from "../core/export.ts";
 import { type LabelRequirement, parseLabelRequirement } from "../core/label-requirement.ts";
 import { GATEWAY_NAME, GATEWAY_NS } from "../core/labels.ts";
+import { MCS_API_VERSION, SERVICE_EXPORTS } from "../core/mcs.ts";
 import type { Service } from "../core/objects.ts";
 import type { ConnectionSpec } from "../kube/connection.ts";
 import { loadLocalConnection } from "../kube/local-connection.ts";
@@ -49,23 +51,27 @@ const selectorFlag = {
   },
 } as const;
 
+/** The export modes a user chooses from: the Service's marks, and a ServiceExport of the MCS API. */
+const CLI_MODES = [...EXPORT_MODES, "mcs"] as const;
+type CliMode = (typeof CLI_MODES)[number];
+
 const exportFlags = {
   ...clusterFlags,
   ...selectorFlag,
-  mode: { type: "string", default: "annotation", description: `how to export: ${EXPORT_MODES.join("|")}` },
+  mode: { type: "string", default: "annotation", description: `how to export: ${CLI_MODES.join("|")}` },
   gateway: {
     type: "string",
     description:
-      "name of the gateway Service (annotation mode: required; label mode: the cluster's default gateway, checked only)",
+      "name of the gateway Service (annotation mode: required; label, mcs modes: the cluster's default gateway, checked only)",
   },
   "gateway-namespace": {
     type: "string",
-    description: "namespace of the gateway Service (annotation mode: required; label mode: checked only)",
+    description: "namespace of the gateway Service (annotation mode: required; label, mcs modes: checked only)",
   },
 } as const;
 
 const exportHelp = commandHelp(
-  "export SERVICE [--mode annotation|label] [--gateway NAME --gateway-namespace NS] [-n NAMESPACE] [flags]",
+  "export SERVICE [--mode annotation|label|mcs] [--gateway NAME --gateway-namespace NS] [-n NAMESPACE] [flags]",
   `Exports a Service of a remote cluster, so fleet-mirror mirrors it into the local cluster.
 
   --mode annotation  sets the annotations ${GATEWAY_NAME} and ${GATEWAY_NS}
@@ -73,6 +79,9 @@ const exportHelp = commandHelp(
   --mode label       sets the label of --export-selector (${DEFAULT_EXPORT_SELECTOR}):
                      mirrored through the cluster's default gateway, which its
                      credentials Secret names (else ${DEFAULT_GATEWAY.namespace}/${DEFAULT_GATEWAY.name})
+  --mode mcs         creates a ServiceExport of the same name (${MCS_API_VERSION}; the
+                     MCS API's CRDs must be installed): imported as a ServiceImport
+                     through the cluster's default gateway
 
 Warns (without failing) when the gateway is missing or not usable yet.`,
   exportFlags,
@@ -80,8 +89,9 @@ Warns (without failing) when the gateway is missing or not usable yet.`,
 
 const unexportHelp = commandHelp(
   "unexport SERVICE [-n NAMESPACE] [flags]",
-  `Stops exporting a Service of a remote cluster: removes both gateway annotations and
-the export label; fleet-mirror then deletes its mirror.`,
+  `Stops exporting a Service of a remote cluster: removes both gateway annotations, the
+export label and its ServiceExport (where the MCS API is installed); fleet-mirror then
+deletes its mirror and its part of the ServiceImport.`,
   { ...clusterFlags, ...selectorFlag },
 );
 
@@ -92,12 +102,40 @@ function exportSelector(values: FlagValues): LabelRequirement {
   return parsed;
 }
 
-function exportMode(values: FlagValues): ExportMode {
+function exportMode(values: FlagValues): CliMode {
   const text = stringFlag(values, "mode") ?? "annotation";
-  const mode = EXPORT_MODES.find((m) => m === text);
-  if (!mode) throw new UsageError(`--mode: ${JSON.stringify(text)} is not one of ${EXPORT_MODES.join(", ")}`);
+  const mode = CLI_MODES.find((m) => m === text);
+  if (!mode) throw new UsageError(`--mode: ${JSON.stringify(text)} is not one of ${CLI_MODES.join(", ")}`);
   return mode;
 }
+
+const serviceExportsPath = (namespace: string): string =>
+  `${SERVICE_EXPORTS.discoveryPath}/namespaces/${encodeURIComponent(namespace)}/${SERVICE_EXPORTS.plural}`;
+
+/** Creates the ServiceExport of Service `name` (which must exist); one already there is fine. */
+async function createServiceExport(
+  values: FlagValues,
+  positionals: readonly string[],
+): Promise<{ service: Service; namespace: string; client: ReturnType<typeof cliClient> }> {
+  const { service, namespace, client } = await patchMetadata(values, positionals, {});
+  try {
+    await client.request("POST", serviceExportsPath(namespace), {
+      body: { apiVersion: MCS_API_VERSION, kind: SERVICE_EXPORTS.kind, metadata: { name: service.metadata.name } },
+    });
+  } catch (error) {
+    if (isAlreadyExists(error)) return { service, namespace, client };
+    client.close();
+    if (isNotFound(error))
+      throw new CommandError(
+        `${client.server} does not serve ${SERVICE_EXPORTS.plural}.${SERVICE_EXPORTS.group}: install the MCS API's CRDs, or export with --mode label`,
+      );
+    throw error;
+  }
+  return { service, namespace, client };
+}
+
+const isAlreadyExists = (error: unknown): boolean =>
+  typeof error === "object" && error !== null && "status" in error && error.status === 409;
 
 function targetConnection(values: FlagValues): ConnectionSpec {
   const remote = stringFlag(values, "remote-kubeconfig");
@@ -153,18 +191,23 @@ export const exportDefinition: CommandDefinition = {
       mode === "annotation"
         ? requiredFlag(values, "gateway-namespace")
         : (stringFlag(values, "gateway-namespace") ?? DEFAULT_GATEWAY.namespace);
-    const { service, namespace, client } = await patchMetadata(
-      values,
-      positionals,
-      mode === "annotation"
-        ? { annotations: { [GATEWAY_NAME]: gateway, [GATEWAY_NS]: gatewayNamespace } }
-        : { labels: { [selector.key]: selector.value } },
-    );
+    const { service, namespace, client } =
+      mode === "mcs"
+        ? await createServiceExport(values, positionals)
+        : await patchMetadata(
+            values,
+            positionals,
+            mode === "annotation"
+              ? { annotations: { [GATEWAY_NAME]: gateway, [GATEWAY_NS]: gatewayNamespace } }
+              : { labels: { [selector.key]: selector.value } },
+          );
     try {
       writeOut(
         mode === "annotation"
           ? `service/${service.metadata.name} in ${namespace} exported through gateway ${gatewayNamespace}/${gateway}\n`
-          : `service/${service.metadata.name} in ${namespace} exported by label ${selector.key}=${selector.value}, through the cluster's default gateway\n`,
+          : mode === "label"
+            ? `service/${service.metadata.name} in ${namespace} exported by label ${selector.key}=${selector.value}, through the cluster's default gateway\n`
+            : `service/${service.metadata.name} in ${namespace} exported by ServiceExport ${namespace}/${service.metadata.name}, through the cluster's default gateway\n`,
       );
       if (mode === "label" && service.metadata.annotations?.[GATEWAY_NAME] && service.metadata.annotations[GATEWAY_NS])
         writeErr(
@@ -203,7 +246,14 @@ export const unexportDefinition: CommandDefinition = {
       annotations: { [GATEWAY_NAME]: null, [GATEWAY_NS]: null },
       labels: { [selector.key]: null },
     });
-    client.close();
+    try {
+      // Its ServiceExport, if any; a cluster without the MCS API has none (404 either way).
+      await client.request("DELETE", `${serviceExportsPath(namespace)}/${encodeURIComponent(service.metadata.name)}`);
+    } catch (error) {
+      if (!isNotFound(error)) throw error;
+    } finally {
+      client.close();
+    }
     writeOut(`service/${service.metadata.name} in ${namespace} unexported\n`);
     return EXIT_OK;
   },

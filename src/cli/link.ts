@@ -95,7 +95,7 @@ const help = commandHelp(
   "link --cluster-name C --remote-kubeconfig PATH [flags]",
   `On the remote cluster, creates (or reuses) the read-only identity of
 deploy/rbac/remote.yaml: namespace, ServiceAccount, ClusterRole (get/list/watch on
-Services and EndpointSlices, nothing else) and a ClusterRoleBinding; mints a token for it and prints the
+Services, EndpointSlices and the MCS API's ServiceExports, nothing else) and a ClusterRoleBinding; mints a token for it and prints the
 credentials Secret cluster-credentials-<C> for the local cluster, ready for
 \`kubectl apply -f -\`. With --apply, writes it to the local cluster (--kubeconfig,
 --context, -n) itself. Running link again reuses everything and refreshes the token.

@@ -27,7 +27,9 @@ export interface StatusRow {
   readonly mirrors: number;
   readonly exportedServices?: number;
   /** Exported Services by mode, and Services whose export label declines (SPEC §12); absent: unknown. */
-  readonly exports?: { readonly annotation: number; readonly label: number; readonly declined: number };
+  readonly exports?: ClusterRow["exports"];
+  /** Whether MCS export is active in the cluster, and why not (SPEC §12); absent: unknown. */
+  readonly mcs?: { readonly state: string; readonly message?: string };
   readonly lastSyncedAt?: string;
   readonly restarts?: number;
   /** Each gateway in use, why it is unusable, if it is, and its probe; absent when unknown. */
@@ -163,6 +165,7 @@ export function rowsFromAdmin(status: AdminStatus): StatusRow[] {
       mirrors: row.mirrors,
       exportedServices: row.exportedServices,
       ...(row.exports ? { exports: row.exports } : {}),
+      ...(row.mcs ? { mcs: { state: row.mcs.state, ...(row.mcs.message ? { message: row.mcs.message } : {}) } } : {}),
       ...(lastSyncedAt ? { lastSyncedAt } : {}),
       restarts: row.restarts,
       gateways: row.gateways.map((g) => ({
@@ -335,7 +338,10 @@ export function formatFederatedTable(rows: readonly FederatedRow[]): string {
   );
 }
 
-/** The EXPORTS cell: `3 annotation, 2 label (1 declined)`; `-` when none; `unknown` without the actor's counts. */
+/**
+ * The EXPORTS cell: `3 annotation, 2 label, 1 mcs (1 declined)`; `-` when none; `unknown`
+ * without the actor's counts. MCS export that is not active says so: `(mcs: forbidden)`.
+ */
 export function exportsCell(row: StatusRow): string {
   const e = row.exports;
   if (!e)
@@ -347,9 +353,14 @@ export function exportsCell(row: StatusRow): string {
   const parts = [
     ...(e.annotation > 0 ? [`${e.annotation} annotation`] : []),
     ...(e.label > 0 ? [`${e.label} label`] : []),
+    ...((e.mcs ?? 0) > 0 ? [`${e.mcs} mcs`] : []),
   ];
-  const declined = e.declined > 0 ? ` (${e.declined} declined)` : "";
-  return parts.length === 0 ? `-${declined}` : `${parts.join(", ")}${declined}`;
+  const notes = [
+    ...(e.declined > 0 ? [`${e.declined} declined`] : []),
+    ...(row.mcs && row.mcs.state !== "active" ? [`mcs: ${row.mcs.state.replace("-", " ")}`] : []),
+  ];
+  const suffix = notes.length > 0 ? ` (${notes.join("; ")})` : "";
+  return parts.length === 0 ? `-${suffix}` : `${parts.join(", ")}${suffix}`;
 }
 
 /** The tables `status` prints (pure). */

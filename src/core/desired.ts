@@ -86,7 +86,11 @@ export type SkipReason =
   | "no-ports"
   | "excluded-namespace"
   | "export-label-value"
-  | "headless-hostname-invalid";
+  | "headless-hostname-invalid"
+  /** A ServiceExport without the Service of its name (SPEC §12). */
+  | "service-export-without-service"
+  /** The cluster refuses the read of ServiceExports (403): MCS export is off there, reported once (SPEC §12). */
+  | "export-mode-forbidden";
 
 /** A remote Service that is exported but cannot be mirrored; reported, never fatal. */
 export interface MirrorProblem {

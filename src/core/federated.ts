@@ -89,26 +89,30 @@ export function desiredMemberFor(
   if (invalid) return problem("mirror-name-invalid", `fleet-wide name ${name} is not a valid Service name: ${invalid}`);
   const ports = carryPorts(service);
   if (ports.length === 0) return problem("no-ports", "remote Service has no ports");
+  return { kind: "member", member: memberPart({ cluster: settings.name, namespace, name, remote, ports }, gateway) };
+}
+
+/**
+ * A cluster's part of a Service shared by clusters (a fleet-wide member, an MCS export):
+ * its ports and its gateway's addresses, none while the gateway is unusable.
+ */
+export function memberPart(
+  fields: Pick<FederatedMember, "cluster" | "namespace" | "name" | "remote" | "ports">,
+  gateway: GatewayView,
+): FederatedMember {
   const usable = gateway.addresses.length > 0 && gateway.incomingPort !== undefined;
   return {
-    kind: "member",
-    member: {
-      cluster: settings.name,
-      namespace,
-      name,
-      remote,
-      ports,
-      addresses: usable ? gateway.addresses : [],
-      notReadyAddresses: usable ? (gateway.notReadyAddresses ?? []) : [],
-      endpointPorts: usable
-        ? ports.map((p) => ({
-            ...(p.name ? { name: p.name } : {}),
-            protocol: p.protocol,
-            port: gateway.incomingPort as number,
-          }))
-        : [],
-      ...(gateway.identity ? { identity: gateway.identity } : {}),
-    },
+    ...fields,
+    addresses: usable ? gateway.addresses : [],
+    notReadyAddresses: usable ? (gateway.notReadyAddresses ?? []) : [],
+    endpointPorts: usable
+      ? fields.ports.map((p) => ({
+          ...(p.name ? { name: p.name } : {}),
+          protocol: p.protocol,
+          port: gateway.incomingPort as number,
+        }))
+      : [],
+    ...(gateway.identity ? { identity: gateway.identity } : {}),
   };
 }
 

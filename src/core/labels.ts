@@ -52,3 +52,10 @@ export const MANAGED_BY_LABEL = "endpointslice.kubernetes.io/managed-by";
 export const MANAGED_BY_FLEET_MIRROR = "fleet-mirror";
 /** On Endpoints: the built-in EndpointSliceMirroring controller does not derive slices from them. */
 export const SKIP_MIRROR_LABEL = "endpointslice.kubernetes.io/skip-mirror";
+
+/**
+ * On fleet-mirror's objects of an MCS import (SPEC §12): the ServiceImport, its derived
+ * Service and the exporting clusters' slices; the value is the ServiceImport's name.
+ * With `mirrored-service: "true"` it marks them as fleet-mirror's.
+ */
+export const SERVICE_IMPORT_LABEL = "mirror.linkerd.io/service-import";

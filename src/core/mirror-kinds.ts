@@ -5,14 +5,14 @@
  * planners (plan.ts, plan-federated.ts) and the writer that performs their actions.
  */
 import { sliceOwner } from "./endpoint-slices.ts";
-import { ownerCluster } from "./labels.ts";
+import { MIRRORED_SERVICE, ownerCluster, SERVICE_IMPORT_LABEL } from "./labels.ts";
 import type { KubeObject } from "./objects.ts";
 
 /** Which API carries a mirror's addresses (SPEC §9, `--endpoints-api`). */
 export const ENDPOINTS_APIS = ["endpointslices", "endpoints", "both"] as const;
 export type EndpointsApi = (typeof ENDPOINTS_APIS)[number];
 
-export type MirrorObjectKind = "Service" | "Endpoints" | "EndpointSlice";
+export type MirrorObjectKind = "Service" | "Endpoints" | "EndpointSlice" | "ServiceImport";
 
 export interface MirrorKindInfo {
   readonly apiVersion: string;
@@ -23,7 +23,15 @@ export interface MirrorKindInfo {
   readonly owner: (labels: Readonly<Record<string, string>> | undefined) => string | undefined;
 }
 
-/** The kinds of object a mirror is made of. */
+/**
+ * A ServiceImport is fleet-mirror's with `mirrored-service` and its `service-import` label
+ * (SPEC §12); it belongs to no one cluster ("": no cluster, but owned).
+ */
+function serviceImportOwner(labels: Readonly<Record<string, string>> | undefined): string | undefined {
+  return labels?.[MIRRORED_SERVICE] === "true" && labels[SERVICE_IMPORT_LABEL] ? "" : undefined;
+}
+
+/** The kinds of object a mirror (or an MCS import, SPEC §12) is made of. */
 export const MIRROR_KINDS: Readonly<Record<MirrorObjectKind, MirrorKindInfo>> = {
   Service: { apiVersion: "v1", prefix: "/api/v1", resource: "services", owner: ownerCluster },
   Endpoints: { apiVersion: "v1", prefix: "/api/v1", resource: "endpoints", owner: ownerCluster },
@@ -32,6 +40,12 @@ export const MIRROR_KINDS: Readonly<Record<MirrorObjectKind, MirrorKindInfo>> = 
     prefix: "/apis/discovery.k8s.io/v1",
     resource: "endpointslices",
     owner: sliceOwner,
+  },
+  ServiceImport: {
+    apiVersion: "multicluster.x-k8s.io/v1alpha1",
+    prefix: "/apis/multicluster.x-k8s.io/v1alpha1",
+    resource: "serviceimports",
+    owner: serviceImportOwner,
   },
 };
 
@@ -63,6 +77,8 @@ export type WriteAction =
       readonly name: string;
       /** The full object to PUT, carrying the observed resourceVersion (optimistic concurrency). */
       readonly body: object;
+      /** PUT to the object's `status` subresource (a ServiceImport's `status.clusters`). */
+      readonly subresource?: "status";
     }
   | {
       readonly verb: "delete";

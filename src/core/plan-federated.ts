@@ -70,6 +70,28 @@ export function isFederatedObject(kind: MirrorObjectKind, object: KubeObject): b
   return kind !== "EndpointSlice" || labels[MANAGED_BY_LABEL] === MANAGED_BY_FLEET_MIRROR;
 }
 
+/**
+ * What kind of shared Service a plan is for: a fleet-wide Service (SPEC §11), or the
+ * derived Service of an MCS import (SPEC §12). The objects and the rules are the same;
+ * their labels, and so what counts as fleet-mirror's, differ.
+ */
+export interface SharedServiceFlavor {
+  /** Labels of the Service and the Endpoints; a part's slices add their cluster's and `partLabels`. */
+  readonly labels: Readonly<Record<string, string>>;
+  readonly partLabels: (cluster: string) => Readonly<Record<string, string>>;
+  /** Whether fleet-mirror owns `object` as one of this flavor's objects (SPEC §5). */
+  readonly owns: (kind: MirrorObjectKind, object: KubeObject) => boolean;
+  /** What its objects are called in a conflict's message. */
+  readonly what: string;
+}
+
+export const FLEET_WIDE: SharedServiceFlavor = Object.freeze({
+  labels: FEDERATED_LABELS,
+  partLabels: () => ({}),
+  owns: isFederatedObject,
+  what: "fleet-wide object",
+});
+
 export interface FederatedPlanInput {
   readonly namespace: string;
   /** `<svc>-federated` */
@@ -83,7 +105,11 @@ export interface FederatedPlanInput {
   readonly excludedNamespaces: readonly string[];
   /** How the writer is sharded; absent: it writes every object (no `--shards`, or one shard). */
   readonly shard?: FederatedShard;
+  /** Default FLEET_WIDE. */
+  readonly flavor?: SharedServiceFlavor;
 }
+
+const flavorOf = (input: FederatedPlanInput): SharedServiceFlavor => input.flavor ?? FLEET_WIDE;
 
 /** One replica's share of a fleet-wide Service across shards (SPEC §11, DESIGN §3 "Across shards"). */
 export interface FederatedShard {
@@ -111,7 +137,7 @@ export function annotatedClusters(service: KubeObject | undefined): string[] {
 /** A mirror-shaped description of the fleet-wide Service, so the mirror's Service body and comparison apply. */
 function serviceShape(input: FederatedPlanInput, ports: DesiredMirror["ports"], clusters: readonly string[]) {
   return shape(input, {
-    labels: FEDERATED_LABELS,
+    labels: flavorOf(input).labels,
     serviceAnnotations: { [FEDERATED_CLUSTERS]: clusters.join(",") },
     ports,
   });
@@ -146,7 +172,11 @@ function partShape(input: FederatedPlanInput, member: FederatedMember, empty = f
   return shape(input, {
     cluster: member.cluster,
     name: `${input.name}-${member.cluster}`,
-    labels: { ...FEDERATED_LABELS, [CLUSTER_NAME]: member.cluster },
+    labels: {
+      ...flavorOf(input).labels,
+      [CLUSTER_NAME]: member.cluster,
+      ...flavorOf(input).partLabels(member.cluster),
+    },
     endpointsAnnotations: annotations,
     addresses: empty ? [] : member.addresses,
     notReadyAddresses: empty ? [] : member.notReadyAddresses,
@@ -187,13 +217,14 @@ function subsetTriples(subsets: readonly EndpointSubset[] | undefined): string {
   return JSON.stringify(triples.sort());
 }
 
-function endpointsLabelsFor(mode: EndpointsApi): Record<string, string> {
-  return mode === "both" ? { ...FEDERATED_LABELS, [SKIP_MIRROR_LABEL]: "true" } : { ...FEDERATED_LABELS };
+function endpointsLabelsFor(input: FederatedPlanInput): Record<string, string> {
+  const { labels } = flavorOf(input);
+  return input.endpointsApi === "both" ? { ...labels, [SKIP_MIRROR_LABEL]: "true" } : { ...labels };
 }
 
-function endpointsMatch(parts: readonly FederatedMember[], mode: EndpointsApi, observed: Endpoints): boolean {
+function endpointsMatch(input: FederatedPlanInput, parts: readonly FederatedMember[], observed: Endpoints): boolean {
   return (
-    sortedLabels(observed.metadata.labels) === sortedLabels(endpointsLabelsFor(mode)) &&
+    sortedLabels(observed.metadata.labels) === sortedLabels(endpointsLabelsFor(input)) &&
     mirrorAnnotations(observed.metadata.annotations) === mirrorAnnotations({}) &&
     subsetTriples(observed.subsets) === subsetTriples(federatedSubsets(parts))
   );
@@ -204,7 +235,7 @@ function endpointsBody(
   parts: readonly FederatedMember[],
   observed: Endpoints | undefined,
 ): object {
-  const labels = endpointsLabelsFor(input.endpointsApi);
+  const labels = endpointsLabelsFor(input);
   const annotations: Record<string, string> = {};
   for (const [k, v] of Object.entries(observed?.metadata.annotations ?? {}))
     if (!k.startsWith("mirror.linkerd.io/")) annotations[k] = v;
@@ -221,11 +252,11 @@ function deleteFederated(observed: ObservedObject): WriteAction {
 
 function ownershipConflict(input: FederatedPlanInput): Blocked | undefined {
   for (const { kind, object } of input.observed) {
-    if (isFederatedObject(kind, object)) continue;
+    if (flavorOf(input).owns(kind, object)) continue;
     const key = `${object.metadata.namespace ?? input.namespace}/${object.metadata.name}`;
     return {
       reason: "user-owned",
-      message: `${kind} ${key} exists and is not a fleet-mirror fleet-wide object; it is left as is`,
+      message: `${kind} ${key} exists and is not a fleet-mirror ${flavorOf(input).what}; it is left as is`,
     };
   }
   return undefined;
@@ -244,7 +275,7 @@ function writesObject(shard: FederatedShard | undefined, observed: ObservedObjec
 export function planFederated(input: FederatedPlanInput): FederatedPlan {
   const { reduction, shard } = input;
   const owned = input.observed.filter(
-    (o) => isFederatedObject(o.kind, o.object) && !o.object.metadata.deletionTimestamp && writesObject(shard, o),
+    (o) => flavorOf(input).owns(o.kind, o.object) && !o.object.metadata.deletionTimestamp && writesObject(shard, o),
   );
   if (reduction.kind === "wait") return { actions: [] };
   if (reduction.kind === "delete") {
@@ -293,7 +324,7 @@ export function planFederated(input: FederatedPlanInput): FederatedPlan {
       const target = { kind: "Endpoints" as const, namespace, name: input.name };
       if (!endpoints)
         writes.push({ verb: "create", ...target, body: endpointsBody(input, reduction.parts, undefined) });
-      else if (!endpointsMatch(reduction.parts, input.endpointsApi, endpoints))
+      else if (!endpointsMatch(input, reduction.parts, endpoints))
         writes.push({ verb: "update", ...target, body: endpointsBody(input, reduction.parts, endpoints) });
     }
   }

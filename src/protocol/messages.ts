@@ -28,7 +28,13 @@ import * as v from "valibot";
 import { count, type DeepReadonly, decoder, name, ProtocolError } from "./codec.ts";
 import { SerializedErrorSchema } from "./error-schema.ts";
 import { ACTOR_FAULT_KINDS, EventRequestSchema, RemoteActorOptionsSchema, WriterOptionsSchema } from "./options.ts";
-import { ClusterSettingsSchema, ConnectionSpecSchema, DesiredMirrorSchema, FederatedMemberSchema } from "./shapes.ts";
+import {
+  ClusterSettingsSchema,
+  ConnectionSpecSchema,
+  DesiredMirrorSchema,
+  FederatedMemberSchema,
+  McsExportSchema,
+} from "./shapes.ts";
 import { ClusterStatusSchema, WriterStatusSchema } from "./status.ts";
 
 export { type DeepReadonly, ProtocolError } from "./codec.ts";
@@ -124,6 +130,15 @@ export const ToWriterFromActorSchema = v.object({
   members: v.exactOptional(v.array(FederatedMemberSchema)),
   /** Fleet-wide keys whose member from this cluster is gone. Absent means none. */
   memberDeletes: v.exactOptional(v.array(localKey)),
+  /**
+   * The cluster's MCS exports (SPEC §12: one per ServiceExport that exports), keyed by
+   * the local ServiceImport's key `namespace/<svc>`; the same rules as `members` (a
+   * complete batch carries them all; absent means none). Every export names the
+   * batch's `cluster` (checked by the decoder).
+   */
+  mcsExports: v.exactOptional(v.array(McsExportSchema)),
+  /** ServiceImport keys whose export from this cluster is gone. Absent means none. */
+  mcsExportDeletes: v.exactOptional(v.array(localKey)),
 });
 export type ToWriterFromActor = DeepReadonly<v.InferOutput<typeof ToWriterFromActorSchema>>;
 
@@ -244,6 +259,12 @@ export function decodeToWriterFromActor(value: unknown): ToWriterFromActor {
     if (m.cluster !== batch.cluster)
       throw new ProtocolError(
         `desired.batch: members[${i}].cluster: member of cluster ${m.cluster} on ${batch.cluster}'s channel`,
+      );
+  });
+  batch.mcsExports?.forEach((m, i) => {
+    if (m.cluster !== batch.cluster)
+      throw new ProtocolError(
+        `desired.batch: mcsExports[${i}].cluster: export of cluster ${m.cluster} on ${batch.cluster}'s channel`,
       );
   });
   return batch;

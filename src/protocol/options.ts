@@ -22,6 +22,11 @@ export const RemoteActorOptionsSchema = v.object({
   /** Remote Services with this label (key = value) are members of fleet-wide Services (SPEC §11). */
   memberSelector: v.object({ key: name, value: v.string() }),
   /**
+   * How often a cluster whose ServiceExports are not served, forbidden or undiscoverable
+   * is checked again (SPEC §12: the CRDs or the read can come later). Absent: 60 s.
+   */
+  mcsRecheckMs: v.exactOptional(v.pipe(finite, v.minValue(1, "must be >= 1"))),
+  /**
    * Accept `actor.inject-fault` (tests only). Default false: the message is then
    * rejected as a protocol error. Set only by a Supervisor constructed with
    * `testHooks: true`, never from the command line.
@@ -65,6 +70,8 @@ export const WriterOptionsSchema = v.object({
    * `fenced`).
    */
   shards: v.exactOptional(v.pipe(count, v.minValue(1, "must be >= 1"))),
+  /** How often the local cluster is checked again for ServiceImports while they are not readable (SPEC §12); absent: 60 s. */
+  mcsRecheckMs: v.exactOptional(v.pipe(finite, v.minValue(1, "must be >= 1"))),
 });
 export type WriterOptions = DeepReadonly<v.InferOutput<typeof WriterOptionsSchema>>;
 

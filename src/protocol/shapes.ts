@@ -8,6 +8,7 @@
 import * as v from "valibot";
 import type { ClusterSettings, DesiredMirror, MirrorProblem, SkipReason } from "../core/desired.ts";
 import type { FederatedMember } from "../core/federated.ts";
+import type { McsExport } from "../core/mcs.ts";
 import type { ConnectionSpec } from "../kube/connection.ts";
 import { type Agree, type Assert, type DeepReadonly, name, stringRecord } from "./codec.ts";
 
@@ -67,12 +68,18 @@ const federatedMember = v.object({
 type _FederatedMemberAgrees = Assert<Agree<DeepReadonly<v.InferOutput<typeof federatedMember>>, FederatedMember>>;
 export const FederatedMemberSchema: v.GenericSchema<FederatedMember> = federatedMember;
 
+const mcsExport = v.object({ ...federatedMember.entries, exportedAt: v.string() });
+type _McsExportAgrees = Assert<Agree<DeepReadonly<v.InferOutput<typeof mcsExport>>, McsExport>>;
+export const McsExportSchema: v.GenericSchema<McsExport> = mcsExport;
+
 const SKIP_REASONS = [
   "mirror-name-invalid",
   "no-ports",
   "excluded-namespace",
   "export-label-value",
   "headless-hostname-invalid",
+  "service-export-without-service",
+  "export-mode-forbidden",
 ] as const;
 type _SkipReasonsAgree = Assert<Agree<(typeof SKIP_REASONS)[number], SkipReason>>;
 

@@ -3,6 +3,7 @@
  * schemas from one definition. The latest status of an actor replaces the previous one.
  */
 import * as v from "valibot";
+import { MCS_STATES } from "../core/mcs.ts";
 import { count, countRecord, type DeepReadonly, finite, name } from "./codec.ts";
 import { SerializedErrorSchema } from "./error-schema.ts";
 import { MirrorProblemSchema } from "./shapes.ts";
@@ -93,8 +94,20 @@ export const ClusterStatusSchema = v.object({
   since: finite,
   lastSyncedAt: v.exactOptional(finite),
   exportedServices: count,
-  /** Exported Services by mode, and those whose export label declines (SPEC §12); absent: an older actor. */
-  exports: v.exactOptional(v.object({ annotation: count, label: count, declined: count })),
+  /**
+   * Exported Services by mode, and those whose export label declines (SPEC §12); absent:
+   * an older actor. `mcs`: ServiceExports that export (absent: an actor without MCS).
+   */
+  exports: v.exactOptional(v.object({ annotation: count, label: count, declined: count, mcs: v.exactOptional(count) })),
+  /** Whether MCS export is active in this cluster, and why not (SPEC §12). Absent: an actor without MCS. */
+  mcs: v.exactOptional(
+    v.object({
+      state: v.picklist(MCS_STATES),
+      message: v.exactOptional(v.string()),
+      /** Discovery requests of this incarnation (the first and every recheck). */
+      discoveries: v.exactOptional(count),
+    }),
+  ),
   mirrors: count,
   problems: v.array(MirrorProblemSchema),
   lastFailure: v.exactOptional(WatchFailureInfoSchema),
@@ -155,6 +168,10 @@ export const WriterStatusSchema = v.object({
   clusters: v.record(v.string(), WriterClusterStatusSchema),
   /** Fleet-wide Services by key order (absent: none). */
   federated: v.exactOptional(v.array(FederatedServiceStatusSchema)),
+  /** MCS imports (SPEC §12) by ServiceImport key order, reduced like fleet-wide Services (absent: none). */
+  imports: v.exactOptional(v.array(FederatedServiceStatusSchema)),
+  /** Whether the local cluster serves and lets fleet-mirror read ServiceImports (SPEC §12); absent: an older writer. */
+  mcs: v.exactOptional(v.object({ state: v.picklist(MCS_STATES), message: v.exactOptional(v.string()) })),
   lastError: v.exactOptional(SerializedErrorSchema),
   /** `Warning` headers the local API server sent since the writer started (absent: none). */
   apiWarnings: v.exactOptional(count),

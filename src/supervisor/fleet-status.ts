@@ -133,6 +133,7 @@ export class FleetStatusBook {
         mirrors: writerCluster?.mirrors ?? s?.mirrors ?? 0,
         exportedServices: s?.exportedServices ?? 0,
         ...(s?.exports ? { exports: s.exports } : {}),
+        ...(s?.mcs ? { mcs: s.mcs } : {}),
         ...(s?.lastSyncedAt !== undefined ? { lastSyncedAt: s.lastSyncedAt } : {}),
         restarts: actor.restarts,
         gateways: s?.gateways ?? [],

@@ -68,6 +68,8 @@ export interface SupervisorOptions {
   readonly watchInactivityTimeoutMs?: number;
   /** How often a remote read denied by RBAC is tried again (SPEC §12; tests only, default 60 s). */
   readonly deniedRetryMs?: number;
+  /** How often actors re-check a cluster whose ServiceExports are not readable (SPEC §12); default 60 s. */
+  readonly mcsRecheckMs?: number;
   /**
    * Tests only, default false, never set from the command line: actors accept
    * `actor.inject-fault`, and `injectActorFault` works.
@@ -112,6 +114,7 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
       policy: this.#policy,
       stopTimeoutMs: STOP_TIMEOUT_MS,
       writeFence: options.writeFence === true,
+      ...(options.mcsRecheckMs ? { mcsRecheckMs: options.mcsRecheckMs } : {}),
       onReady: () => {
         this.#attachAllToWriter();
         this.emit("writer-ready");
@@ -157,6 +160,7 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
         memberSelector: config.federatedSelector,
         ...(options.watchInactivityTimeoutMs ? { watchInactivityTimeoutMs: options.watchInactivityTimeoutMs } : {}),
         ...(options.deniedRetryMs ? { deniedRetryMs: options.deniedRetryMs } : {}),
+        ...(options.mcsRecheckMs ? { mcsRecheckMs: options.mcsRecheckMs } : {}),
         ...(options.testHooks === true ? { testHooks: true } : {}),
       },
       onIncarnation: (cluster, epoch, port) => {
@@ -172,9 +176,12 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
           if (secretKey)
             this.#registry.secretEvent(secretKey, "Warning", reason, `cluster ${status.cluster}: ${message}`);
         };
-        // A remote Service that cannot be mirrored (SPEC §3): a Warning Event on its cluster's Secret.
-        for (const p of fresh.mirrors)
-          warn("MirrorSkipped", `remote Service ${p.remote} is not mirrored (${p.reason}): ${p.message}`);
+        // A remote Service that cannot be mirrored (SPEC §3): a Warning Event on its cluster's
+        // Secret; a refused ServiceExport read (SPEC §12) is the cluster's, not a Service's.
+        for (const p of fresh.mirrors) {
+          if (p.reason === "export-mode-forbidden") warn("ExportModeForbidden", `MCS export is off: ${p.message}`);
+          else warn("MirrorSkipped", `remote Service ${p.remote} is not mirrored (${p.reason}): ${p.message}`);
+        }
         // A read the remote's role lacks (SPEC §12): once per cluster, the other modes go on.
         for (const { resource, message } of fresh.deniedReads) warn("RemoteReadDenied", `${resource}: ${message}`);
         // A bad probe annotation or port (SPEC §10): the problem names it, its value and the fallback.

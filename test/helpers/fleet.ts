@@ -50,6 +50,7 @@ export const REMOTE_READER_SERVICE_ACCOUNT = "fleet-mirror-reader";
 export const REMOTE_READER_RULES = [
   { apiGroups: [""], resources: ["services"], verbs: ["get", "list", "watch"] },
   { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: ["get", "list", "watch"] },
+  { apiGroups: ["multicluster.x-k8s.io"], resources: ["serviceexports"], verbs: ["get", "list", "watch"] },
 ];
 
 export class Fleet {
@@ -381,7 +382,12 @@ export class Fleet {
   /** The controller in this process: a Supervisor with real worker threads, least-privilege. */
   startInProcess(
     overrides: Partial<Config> = {},
-    extra: { watchInactivityTimeoutMs?: number; writeFence?: boolean; deniedRetryMs?: number } = {},
+    extra: {
+      watchInactivityTimeoutMs?: number;
+      writeFence?: boolean;
+      deniedRetryMs?: number;
+      mcsRecheckMs?: number;
+    } = {},
   ): Supervisor {
     const supervisor = new Supervisor({
       config: this.config(overrides),

@@ -7,6 +7,7 @@ import { GATEWAY_NAME, GATEWAY_NS } from "../../src/core/labels.ts";
 import type { Service } from "../../src/core/objects.ts";
 import type { KubeClient } from "../../src/kube/client.ts";
 import type { ConnectionSpec } from "../../src/kube/connection.ts";
+import type { LineLogger } from "../../src/log/json-lines.ts";
 import { silentLogger } from "../../src/log.ts";
 import type {
   ClusterStatus,
@@ -63,9 +64,9 @@ export interface RunningActor {
 
 export function startActor(
   connection: ConnectionSpec,
-  options: Partial<RemoteActorOptions> & { cluster?: string; epoch?: number; probe?: Probe } = {},
+  options: Partial<RemoteActorOptions> & { cluster?: string; epoch?: number; probe?: Probe; logger?: LineLogger } = {},
 ): RunningActor {
-  const { probe, ...actorOptions } = options;
+  const { probe, logger, ...actorOptions } = options;
   const cluster = options.cluster ?? "east";
   const epoch = options.epoch ?? 1;
   const statuses: ClusterStatus[] = [];
@@ -97,7 +98,7 @@ export function startActor(
       },
       onFault: (error) => faults.push(error),
     },
-    { logger: silentLogger(), ...(probe ? { probe } : {}) },
+    { logger: logger ?? silentLogger(), ...(probe ? { probe } : {}) },
   );
   actor.attachWriter(port);
   actor.start();

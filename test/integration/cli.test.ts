@@ -314,9 +314,16 @@ describe("the operator CLI", () => {
     assert.equal(table.code, 0, show(table));
     const lines = table.stdout.trimEnd().split("\n");
     assert.match(lines[0] ?? "", /^CLUSTER\s+STATE\s+MIRRORS\s+EXPORTS\s+LAST SYNC\s+RESTARTS\s+GATEWAY\s+HEALTH$/);
-    // No gateway here has an mc-probe port: none is probed (HEALTH "-").
-    assert.match(table.stdout, /\neast\s+synced\s+1\s+1 annotation\s+\d+[sm] ago\s+0\s+usable\s+-\n/);
-    assert.match(table.stdout, /\nwest\s+synced\s+1\s+1 annotation\s+\d+[sm] ago\s+0\s+usable\s+-\n/);
+    // No gateway here has an mc-probe port: none is probed (HEALTH "-"). No remote here
+    // has the MCS API's CRDs: EXPORTS says so (SPEC §12).
+    assert.match(
+      table.stdout,
+      /\neast\s+synced\s+1\s+1 annotation \(mcs: not installed\)\s+\d+[sm] ago\s+0\s+usable\s+-\n/,
+    );
+    assert.match(
+      table.stdout,
+      /\nwest\s+synced\s+1\s+1 annotation \(mcs: not installed\)\s+\d+[sm] ago\s+0\s+usable\s+-\n/,
+    );
     const json = await cli(["status", "--admin-url", adminUrl, "-o", "json"]);
     assert.equal(json.code, 0, show(json));
     const report = JSON.parse(json.stdout) as { source: string; clusters: { cluster: string; state: string }[] };

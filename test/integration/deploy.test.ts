@@ -19,6 +19,8 @@ import { fileURLToPath } from "node:url";
 import { loadAllYaml } from "@kubernetes/client-node";
 import { ensureKubectl } from "../../sandbox/binaries.ts";
 import { ControlPlane } from "../../sandbox/control-plane.ts";
+import { installMcsCrds } from "../../sandbox/mcs-crds.ts";
+import { adminKubeConfig } from "../helpers/kube.ts";
 
 const NAMESPACE = "fleet-mirror";
 const SERVICE_ACCOUNT = `system:serviceaccount:${NAMESPACE}:fleet-mirror`;
@@ -301,7 +303,7 @@ describe("deploy/: the installation manifests on a real API server", () => {
     assert.deepEqual(wrong, []);
   });
 
-  it("applies the remote side (deploy/rbac/remote.yaml) server-side: read-only access to Services and EndpointSlices", async () => {
+  it("applies the remote side (deploy/rbac/remote.yaml) server-side: read-only access to Services, EndpointSlices and ServiceExports", async () => {
     await kubectlOk("east", ["apply", "--server-side", "-f", remoteManifest]);
     await kubectlOk("east", ["apply", "--server-side", "--dry-run=server", "-f", remoteManifest]);
     const diff = await kubectl("east", ["diff", "--server-side", "-f", remoteManifest]);
@@ -309,9 +311,11 @@ describe("deploy/: the installation manifests on a real API server", () => {
     await getJson("east", ["clusterrole", "fleet-mirror-remote-reader"]);
     await getJson("east", ["serviceaccount", "fleet-mirror-reader", "-n", "fleet-mirror-remote"]);
 
+    // kubectl resolves a resource through discovery: the MCS CRDs make serviceexports one.
+    await installMcsCrds(adminKubeConfig(plane.cluster("east")));
     const wrong: string[] = [];
     for (const verb of ["get", "list", "watch"]) {
-      for (const resource of ["services", "endpointslices.discovery.k8s.io"])
+      for (const resource of ["services", "endpointslices.discovery.k8s.io", "serviceexports.multicluster.x-k8s.io"])
         if (!(await canI("east", REMOTE_READER, [verb, resource, "--all-namespaces"])))
           wrong.push(`denied: ${verb} ${resource}`);
     }
@@ -322,6 +326,8 @@ describe("deploy/: the installation manifests on a real API server", () => {
       ["get", "secrets", "-n", "fleet-mirror-remote"],
       ["list", "endpoints", "--all-namespaces"],
       ["list", "pods", "--all-namespaces"],
+      ["create", "serviceexports.multicluster.x-k8s.io", "-n", "default"],
+      ["list", "serviceimports.multicluster.x-k8s.io", "--all-namespaces"],
     ]) {
       if (await canI("east", REMOTE_READER, args)) wrong.push(`allowed: ${args.join(" ")}`);
     }

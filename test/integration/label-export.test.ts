@@ -90,7 +90,7 @@ describe("label export with each cluster's default gateway (SPEC §12)", () => {
       const e = row("east")?.exports;
       return e && e.label === 2 && e.annotation === 0 ? e : undefined;
     });
-    assert.deepEqual(exports, { annotation: 0, label: 2, declined: 0 });
+    assert.deepEqual(exports, { annotation: 0, label: 2, declined: 0, mcs: 0 });
     const text = await metrics();
     assert.match(text, /^fleet_mirror_cluster_exports\{cluster="east",mode="label"\} 2$/m);
     assert.match(text, /^fleet_mirror_cluster_exports\{cluster="west",mode="label"\} 1$/m);

@@ -21,7 +21,13 @@ import {
 } from "../../src/cli/common.ts";
 import { remoteIdentity } from "../../src/cli/link-identity.ts";
 import { credentialsSecret, remoteKubeconfigText } from "../../src/cli/link-secret.ts";
-import { formatStatusTable, rowsFromAdmin, rowsFromObjects, stateCell } from "../../src/cli/status-rows.ts";
+import {
+  exportsCell,
+  formatStatusTable,
+  rowsFromAdmin,
+  rowsFromObjects,
+  stateCell,
+} from "../../src/cli/status-rows.ts";
 import { CLUSTER_NAME, GATEWAY_NAME, GATEWAY_NS, MIRRORED_SERVICE } from "../../src/core/labels.ts";
 import type { KubeObject, Secret, Service } from "../../src/core/objects.ts";
 import { rbacManifestPath } from "../../src/kube/rbac-manifest.ts";
@@ -204,6 +210,24 @@ describe("status rows", () => {
         "",
       ].join("\n"),
     );
+  });
+
+  it("shows MCS exports in the EXPORTS cell, and why MCS export is off in a cluster (SPEC §12)", () => {
+    const [east] = admin.clusters ?? [];
+    assert.ok(east);
+    const row = (mcs: { state: "active" | "forbidden" | "not-installed"; message?: string }, count: number) =>
+      rowsFromAdmin({
+        ...admin,
+        clusters: [{ ...east, exports: { annotation: 1, label: 0, declined: 0, mcs: count }, mcs }],
+      })[0] ?? { cluster: "", secret: "", state: "", mirrors: 0 };
+    assert.equal(exportsCell(row({ state: "active" }, 2)), "1 annotation, 2 mcs");
+    assert.equal(
+      exportsCell(row({ state: "not-installed", message: "no CRDs" }, 0)),
+      "1 annotation (mcs: not installed)",
+    );
+    const forbidden = row({ state: "forbidden", message: "403" }, 0);
+    assert.equal(exportsCell(forbidden), "1 annotation (mcs: forbidden)");
+    assert.deepEqual(forbidden.mcs, { state: "forbidden", message: "403" });
   });
 
   it("builds rows from cluster objects: registered, duplicate, invalid, and mirrors of unknown clusters", () => {

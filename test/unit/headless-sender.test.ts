@@ -50,6 +50,7 @@ function world(services: Service[]) {
     batchDelayMs: 0,
     maxInFlight: 100,
     services: { get: (k) => store.get(k), values: () => store.values(), hasSynced: true },
+    serviceExports: { get: () => undefined, keys: () => [], settled: true },
     memberSelector: { key: "mirror.linkerd.io/federated", value: "member" },
     lookupHostname: () => undefined,
     deadAddresses: () => undefined,

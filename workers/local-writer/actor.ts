@@ -22,22 +22,15 @@
  */
 import { type Clock, systemClock } from "../../src/core/clock.ts";
 import { shardedFederatedProblem } from "../../src/core/federated-shards.ts";
-import { splitKey } from "../../src/core/objects.ts";
 import { TokenBucket } from "../../src/core/rate-limit.ts";
 import { hostsCluster, type ShardOwnership } from "../../src/core/shards.ts";
 import { runWorkers, WorkQueue } from "../../src/core/workqueue.ts";
-import { KubeApiError, KubeClient } from "../../src/kube/client.ts";
+import { KubeClient } from "../../src/kube/client.ts";
 import type { ConnectionSpec } from "../../src/kube/connection.ts";
 import type { WatchFailure } from "../../src/kube/watcher.ts";
 import type { Logger } from "../../src/log.ts";
 import { describeError, serializeError } from "../../src/protocol/errors.ts";
-import type {
-  EventRequest,
-  FromWriter,
-  WriterClusterStatus,
-  WriterOptions,
-  WriterStatus,
-} from "../../src/protocol/messages.ts";
+import type { EventRequest, FromWriter, WriterOptions, WriterStatus } from "../../src/protocol/messages.ts";
 import { type ActorPort, DesiredChannels } from "./desired-channels.ts";
 import { DesiredStore } from "./desired-store.ts";
 import { EventRecorder } from "./event-recorder.ts";
@@ -47,7 +40,7 @@ import { MutationCache } from "./mutation-cache.ts";
 import { MirrorReconciler } from "./reconcile.ts";
 import { SharedStrings } from "./shared-strings.ts";
 import { WriterStats } from "./status.ts";
-import { WriteExecutor } from "./write-executor.ts";
+import { WriteExecutor, writeFailedEvent } from "./write-executor.ts";
 
 export type { ActorPort } from "./desired-channels.ts";
 
@@ -99,7 +92,12 @@ export class LocalWriterActor {
     this.#ports = ports;
     this.#log = deps.logger;
     this.#client = new KubeClient(connection, { userAgent: "fleet-mirror/local-writer", logger: deps.logger });
-    this.#stores = new LocalStores(this.#client, this.#shared);
+    this.#stores = new LocalStores(this.#client, this.#shared, {
+      log: this.#log,
+      changed: (key) => this.#enqueue(key),
+      availabilityChanged: () => this.#enqueueFederated(),
+      recheckMs: options.mcsRecheckMs,
+    });
     this.#queue = new WorkQueue<string>({ itemBackoff: { initialMs: 100, maxMs: 5 * 60_000 }, clock });
     this.#fence = new WriteFence(options.fenced === true, clock, this.#log, options.shards ?? 1);
     this.#cache = new MutationCache(clock);
@@ -133,6 +131,7 @@ export class LocalWriterActor {
       endpoints: this.#stores.endpoints,
       slices: this.#stores.slices,
       namespaces: this.#stores.namespaces,
+      serviceImports: this.#stores.serviceImports,
       cache: this.#cache,
       executor: this.#executor,
       client: this.#client,
@@ -169,8 +168,7 @@ export class LocalWriterActor {
     });
     this.#stores.namespaces.on("change", (name) => {
       this.#executor.namespaceSeen(name);
-      for (const key of this.#desired.keys()) if (key.startsWith(`${name}/`)) this.#enqueue(key);
-      for (const key of this.#desired.federatedKeys()) if (key.startsWith(`${name}/`)) this.#enqueue(key);
+      for (const key of this.#desiredKeys()) if (key.startsWith(`${name}/`)) this.#enqueue(key);
     });
     for (const watcher of this.#stores.all) {
       watcher.on("listed", () => {
@@ -301,18 +299,16 @@ export class LocalWriterActor {
   }
 
   status(): WriterStatus {
-    const clusters: Record<string, WriterClusterStatus> = {};
-    const blocked = this.#reconciler.blockedByCluster();
-    for (const [cluster, summary] of this.#desired.clusterSummary()) {
-      clusters[cluster] = { ...summary, blocked: blocked.get(cluster) ?? [] };
-    }
-    const warnings = this.#client.apiWarnings.total;
-    const federated = this.#reconciler.federatedStatus();
-    return {
-      ...this.#stats.report({ ready: this.#ready, queueDepth: this.#queue.len, clusters }),
-      ...(federated.length > 0 ? { federated } : {}),
-      ...(warnings > 0 ? { apiWarnings: warnings } : {}),
-    };
+    return this.#stats.report({
+      ready: this.#ready,
+      queueDepth: this.#queue.len,
+      desired: this.#desired.clusterSummary(),
+      blocked: this.#reconciler.blockedByCluster(),
+      federated: this.#reconciler.federatedStatus(),
+      imports: this.#reconciler.importStatus(),
+      mcs: this.#stores.serviceImports.availability,
+      apiWarnings: this.#client.apiWarnings.total,
+    });
   }
 
   // -------------------------------------------------------------------------------
@@ -346,15 +342,8 @@ export class LocalWriterActor {
     );
     // A failure retrying cannot fix (invalid, forbidden) needs a human: say so on the
     // object. Retries go on regardless (no permanent give-up), the Event is deduplicated.
-    const { namespace, name } = splitKey(key);
-    if (error instanceof KubeApiError && !error.retryable && namespace) {
-      void this.recordEvent({
-        involved: { kind: "Service", apiVersion: "v1", namespace, name },
-        type: "Warning",
-        reason: "MirrorWriteFailed",
-        message: `fleet-mirror cannot write mirror ${key} (${error.status} ${error.reason}); retrying with backoff: ${error.message}`,
-      });
-    }
+    const event = writeFailedEvent(key, error);
+    if (event) void this.recordEvent(event);
   }
 
   /**
@@ -365,15 +354,17 @@ export class LocalWriterActor {
   #onLocalApiBack(): void {
     if (!this.#localApiFailing || !this.#ready) return;
     this.#localApiFailing = false;
-    for (const key of this.#desired.keys()) this.#queue.forget(key);
-    for (const key of this.#desired.federatedKeys()) this.#queue.forget(key);
+    for (const key of this.#desiredKeys()) this.#queue.forget(key);
     this.#resyncAll();
   }
 
   #resyncAll(): void {
-    for (const key of this.#desired.keys()) this.#enqueue(key);
-    for (const key of this.#desired.federatedKeys()) this.#enqueue(key);
-    for (const key of this.#stores.observedKeys()) this.#enqueue(key);
+    for (const key of [...this.#desiredKeys(), ...this.#stores.observedKeys()]) this.#enqueue(key);
+  }
+
+  /** Every key some cluster wants written: mirrors, fleet-wide Services and imports. */
+  #desiredKeys(): string[] {
+    return [...this.#desired.keys(), ...this.#desired.sharedKeys()];
   }
 
   /** Enqueues every observed local mirror (any of its objects) labelled as `cluster`'s. */
@@ -383,8 +374,8 @@ export class LocalWriterActor {
 
   /** Enqueues every fleet-wide key: those with members, and our fleet-wide Services observed (SPEC §11). */
   #enqueueFederated(): void {
-    for (const key of this.#desired.federatedKeys()) this.#enqueue(key);
-    for (const key of this.#stores.federatedServiceKeys()) this.#enqueue(key);
+    for (const key of this.#desired.sharedKeys()) this.#enqueue(key);
+    for (const key of this.#stores.sharedServiceKeys()) this.#enqueue(key);
   }
 
   #enqueue(key: string): void {

@@ -15,22 +15,23 @@
  *   registered cluster is always absorbed, even before a `setKeep` names the cluster;
  *   a batch of an unregistered one is refused (`applyBatch` returns undefined), never
  *   silently dropped, so the caller can ask for it again;
- * - members of fleet-wide Services (SPEC §11) are held per cluster next to its mirrors,
- *   under the same rules (a complete batch replaces them all), keyed by the fleet-wide
- *   key; a cluster is *known* once it sent a complete set (`known`).
+ * - members of fleet-wide Services (SPEC §11) and MCS exports (SPEC §12) are held per
+ *   cluster next to its mirrors, under the same rules (a complete batch replaces them
+ *   all), keyed by the fleet-wide key and by the derived Service's key (`importKey`);
+ *   a cluster is *known* once it sent a complete set (`known`).
  */
 import type { DesiredMirror } from "../../src/core/desired.ts";
 import type { FederatedMember } from "../../src/core/federated.ts";
-import { objectKey } from "../../src/core/objects.ts";
+import { importKey, type McsExport } from "../../src/core/mcs.ts";
+import { objectKey, splitKey } from "../../src/core/objects.ts";
 import type { ToWriterFromActor } from "../../src/protocol/messages.ts";
+import { PartIndex } from "./part-index.ts";
 import type { SharedStrings } from "./shared-strings.ts";
 
 interface ClusterDesired {
   epoch: number;
   complete: boolean;
   readonly mirrors: Map<string, DesiredMirror>;
-  /** Fleet-wide key → this cluster's member. */
-  readonly members: Map<string, FederatedMember>;
 }
 
 export class DesiredStore {
@@ -43,8 +44,10 @@ export class DesiredStore {
   readonly #clusters = new Map<string, ClusterDesired>();
   /** local key → clusters that want a mirror under that name */
   readonly #claimants = new Map<string, Set<string>>();
-  /** fleet-wide key → clusters that hold a member of it */
-  readonly #memberClusters = new Map<string, Set<string>>();
+  /** Fleet-wide key → cluster → its member. */
+  readonly #members = new PartIndex<FederatedMember>();
+  /** Derived Service key (`importKey`) → cluster → its MCS export. */
+  readonly #exports = new PartIndex<McsExport>();
   #keep: Set<string> | undefined;
   #order: readonly string[] = [];
 
@@ -67,7 +70,7 @@ export class DesiredStore {
     if (cd && batch.epoch < cd.epoch) return undefined;
     if (this.#keep && !this.#keep.has(batch.cluster)) return undefined;
     if (!cd) {
-      cd = { epoch: batch.epoch, complete: false, mirrors: new Map(), members: new Map() };
+      cd = { epoch: batch.epoch, complete: false, mirrors: new Map() };
       this.#clusters.set(batch.cluster, cd);
     }
     cd.epoch = batch.epoch;
@@ -81,29 +84,29 @@ export class DesiredStore {
         }
       }
       const nextMembers = new Set((batch.members ?? []).map((m) => objectKey(m)));
-      for (const key of [...cd.members.keys()]) {
-        if (!nextMembers.has(key)) {
-          this.#removeMember(batch.cluster, cd, key);
-          touched.push(key);
-        }
-      }
-      // The first complete set makes the cluster known: every fleet-wide key it may
-      // have been kept in (unknown) is reduced again.
-      if (!cd.complete) touched.push(...this.#memberClusters.keys());
+      touched.push(...this.#members.retain(batch.cluster, (key) => nextMembers.has(key)));
+      const nextExports = new Set((batch.mcsExports ?? []).map(importKey));
+      touched.push(...this.#exports.retain(batch.cluster, (key) => nextExports.has(key)));
+      // The first complete set makes the cluster known: every fleet-wide key and
+      // ServiceImport it may have been kept in (unknown) is reduced again.
+      if (!cd.complete) touched.push(...this.#members.keys(), ...this.#exports.keys());
       cd.complete = true;
     }
-    for (const key of batch.memberDeletes ?? []) {
-      if (cd.members.has(key)) {
-        this.#removeMember(batch.cluster, cd, key);
-        touched.push(key);
-      }
-    }
+    for (const key of batch.memberDeletes ?? []) if (this.#members.delete(batch.cluster, key)) touched.push(key);
     for (const member of batch.members ?? []) {
       const key = objectKey(member);
-      cd.members.set(key, this.#shared ? this.#shared.compact(member) : member);
-      const clusters = this.#memberClusters.get(key) ?? new Set<string>();
-      this.#memberClusters.set(key, clusters);
-      clusters.add(batch.cluster);
+      this.#members.set(batch.cluster, key, this.#shared ? this.#shared.compact(member) : member);
+      touched.push(key);
+    }
+    // MCS exports travel keyed by their ServiceImport; the writer keys them by the derived Service.
+    for (const key of batch.mcsExportDeletes ?? []) {
+      const { namespace = "", name } = splitKey(key);
+      const derived = importKey({ namespace, name });
+      if (this.#exports.delete(batch.cluster, derived)) touched.push(derived);
+    }
+    for (const exported of batch.mcsExports ?? []) {
+      const key = importKey(exported);
+      this.#exports.set(batch.cluster, key, this.#shared ? this.#shared.compact(exported) : exported);
       touched.push(key);
     }
     for (const key of batch.deletes) {
@@ -140,10 +143,7 @@ export class DesiredStore {
         this.#remove(cluster, cd, key);
         keys.push(key);
       }
-      for (const key of [...cd.members.keys()]) {
-        this.#removeMember(cluster, cd, key);
-        keys.push(key);
-      }
+      keys.push(...this.#dropParts(cluster));
       this.#clusters.delete(cluster);
     }
     return { dropped, keys };
@@ -164,10 +164,7 @@ export class DesiredStore {
         this.#remove(cluster, cd, key);
         keys.push(key);
       }
-      for (const key of [...cd.members.keys()]) {
-        this.#removeMember(cluster, cd, key);
-        keys.push(key);
-      }
+      keys.push(...this.#dropParts(cluster));
       this.#clusters.delete(cluster);
     }
     return keys;
@@ -189,17 +186,28 @@ export class DesiredStore {
 
   /** The members of fleet-wide key `key`, by cluster (any cluster whose set is held). */
   members(key: string): Map<string, FederatedMember> {
-    const out = new Map<string, FederatedMember>();
-    for (const cluster of this.#memberClusters.get(key) ?? []) {
-      const member = this.#clusters.get(cluster)?.members.get(key);
-      if (member) out.set(cluster, member);
-    }
-    return out;
+    return this.#members.of(key);
   }
 
   /** Fleet-wide keys some cluster holds a member of. */
   federatedKeys(): IterableIterator<string> {
-    return this.#memberClusters.keys();
+    return this.#members.keys();
+  }
+
+  /** The MCS exports of derived Service key `key` (SPEC §12), by cluster. */
+  exports(key: string): Map<string, McsExport> {
+    return this.#exports.of(key);
+  }
+
+  /** Derived Service keys some cluster exports to. */
+  importKeys(): IterableIterator<string> {
+    return this.#exports.keys();
+  }
+
+  /** Keys of objects clusters share: fleet-wide keys and import keys. */
+  *sharedKeys(): Generator<string> {
+    yield* this.#members.keys();
+    yield* this.#exports.keys();
   }
 
   /**
@@ -244,11 +252,9 @@ export class DesiredStore {
     return out;
   }
 
-  #removeMember(cluster: string, cd: ClusterDesired, key: string): void {
-    cd.members.delete(key);
-    const clusters = this.#memberClusters.get(key);
-    clusters?.delete(cluster);
-    if (clusters?.size === 0) this.#memberClusters.delete(key);
+  /** Drops every member and export of `cluster`; returns their keys. */
+  #dropParts(cluster: string): string[] {
+    return [...this.#members.retain(cluster, () => false), ...this.#exports.retain(cluster, () => false)];
   }
 
   #remove(cluster: string, cd: ClusterDesired, key: string): void {

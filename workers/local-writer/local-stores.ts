@@ -1,17 +1,22 @@
 /**
  * The local writer's view of the local cluster: four watched stores, label-selected so
  * that only objects that can be fleet-mirror's are held in memory (mirror Services and
- * Endpoints, fleet-mirror's EndpointSlices), plus every Namespace. Read-only: the stores
- * have one writer each, their watch. `routeChanges` maps their changes to mirror keys
- * for the actor's queue; the reconciler reads them.
+ * Endpoints, fleet-mirror's EndpointSlices), plus every Namespace; and fleet-mirror's
+ * ServiceImports where the cluster serves them (SPEC §12: discovered at run time and
+ * re-checked; they never hold up the writer's readiness). Read-only: the stores have
+ * one writer each, their watch. `routeChanges` maps their changes to mirror keys for the
+ * actor's queue; the reconciler reads them.
  */
 import { sliceMirrorName, sliceOwner } from "../../src/core/endpoint-slices.ts";
 import { HEADLESS_MIRROR_LABEL } from "../../src/core/headless.ts";
 import { MANAGED_BY_FLEET_MIRROR, MANAGED_BY_LABEL, MIRRORED_SERVICE, ownerCluster } from "../../src/core/labels.ts";
+import { importKey, SERVICE_IMPORTS } from "../../src/core/mcs.ts";
 import type { EndpointSlice, Endpoints, KubeObject, Namespace, Service } from "../../src/core/objects.ts";
-import { objectKey } from "../../src/core/objects.ts";
+import { objectKey, splitKey } from "../../src/core/objects.ts";
 import { isFederatedObject } from "../../src/core/plan-federated.ts";
+import { isImportObject } from "../../src/core/plan-imports.ts";
 import type { KubeClient } from "../../src/kube/client.ts";
+import { OptionalWatch, type OptionalWatchLog } from "../../src/kube/optional-watch.ts";
 import { Watcher } from "../../src/kube/watcher.ts";
 import type { MirrorKind } from "./mutation-cache.ts";
 import type { SharedStrings } from "./shared-strings.ts";
@@ -40,18 +45,29 @@ export function headlessMirrorKey(service: Service | undefined): string | undefi
   return service && headless ? objectKey({ namespace: service.metadata.namespace, name: headless }) : undefined;
 }
 
+/** How the ServiceImports' watch reports (SPEC §12). */
+export interface ServiceImportHooks {
+  readonly log: OptionalWatchLog;
+  /** The writer's key (`importKey`) of a ServiceImport that changed. */
+  readonly changed: (key: string) => void;
+  /** Whether ServiceImports are served and readable changed: every import is due again. */
+  readonly availabilityChanged: () => void;
+  readonly recheckMs: number | undefined;
+}
+
 export class LocalStores {
   readonly services: Watcher<Service>;
   readonly endpoints: Watcher<Endpoints>;
   readonly slices: Watcher<EndpointSlice>;
   readonly namespaces: Watcher<Namespace>;
+  readonly serviceImports: OptionalWatch<KubeObject>;
 
   /**
    * `shared`: the writer's table of repeated strings; the three mirror stores keep each
    * object with its strings shared (`SharedStrings.compact`: equal values, nothing
    * dropped, so every update built from a stored copy writes what it wrote before).
    */
-  constructor(client: KubeClient, shared: SharedStrings) {
+  constructor(client: KubeClient, shared: SharedStrings, imports: ServiceImportHooks) {
     const keep = <T extends KubeObject>(object: KubeObject): T => shared.compact(object as T);
     this.services = new Watcher<Service>({
       client,
@@ -75,6 +91,24 @@ export class LocalStores {
       keep,
     });
     this.namespaces = new Watcher<Namespace>({ client, path: "/api/v1/namespaces", expectedKind: "Namespace" });
+    this.serviceImports = new OptionalWatch<KubeObject>({
+      client,
+      resource: SERVICE_IMPORTS,
+      labelSelector: MIRROR_SELECTOR,
+      ...(imports.recheckMs ? { recheckMs: imports.recheckMs } : {}),
+      log: imports.log,
+      guard: (fn) => fn,
+      // Only watch stops are tracked (discovery failures are states): a failure is logged.
+      track: (promise) =>
+        void promise.catch((error: unknown) =>
+          imports.log.warn({ error: String(error) }, "ServiceImports: watch stop failed"),
+        ),
+      changed: (key) => {
+        const { namespace = "", name } = splitKey(key);
+        imports.changed(importKey({ namespace, name }));
+      },
+      availabilityChanged: () => imports.availabilityChanged(),
+    });
   }
 
   /**
@@ -112,10 +146,11 @@ export class LocalStores {
 
   start(): void {
     for (const watcher of this.all) watcher.start();
+    this.serviceImports.start();
   }
 
   async stop(): Promise<void> {
-    await Promise.all(this.all.map((watcher) => watcher.stop()));
+    await Promise.all([...this.all.map((watcher) => watcher.stop()), this.serviceImports.stop()]);
   }
 
   /** The key of every observed mirror object (a slice by its mirror's key); keys may repeat. */
@@ -144,9 +179,10 @@ export class LocalStores {
     }
   }
 
-  /** The keys of fleet-mirror's fleet-wide Services observed (SPEC §11). */
-  *federatedServiceKeys(): Generator<string> {
+  /** The keys of fleet-mirror's fleet-wide Services (SPEC §11) and derived Services of imports (SPEC §12) observed. */
+  *sharedServiceKeys(): Generator<string> {
     for (const service of this.services.values())
-      if (isFederatedObject("Service", service)) yield objectKey(service.metadata);
+      if (isFederatedObject("Service", service) || isImportObject("Service", service))
+        yield objectKey(service.metadata);
   }
 }

@@ -21,6 +21,7 @@ import {
 import { federatedShardOf, hostsCluster, ownsFederated, shardOf } from "../../src/core/shards.ts";
 import type { ReconcileResult } from "../../src/core/workqueue.ts";
 import type { FederatedServiceStatus } from "../../src/protocol/messages.ts";
+import { type FleetProblem, reportProblems } from "./problem-events.ts";
 import { applyActions, getUnlabelled, needsSecondPass, ownershipOf, type ReconcilerDeps } from "./reconcile-io.ts";
 
 /** A fleet-wide member not written because sharding and `--endpoints-api endpoints` do not go together. */
@@ -43,12 +44,6 @@ function federatedWriteShard(action: WriteAction, shards: number, fleetShard: nu
   const cluster =
     action.verb === "delete" ? action.cluster : (action.body as KubeObject).metadata.labels?.[CLUSTER_NAME];
   return cluster ? shardOf(cluster, shards) : fleetShard;
-}
-
-/** Why a fleet-wide key's member cluster is not (wholly) written. */
-export interface FleetProblem {
-  readonly reason: string;
-  readonly message: string;
 }
 
 export class FederatedReconciler {
@@ -251,22 +246,19 @@ export class FederatedReconciler {
     };
   }
 
-  /** Replaces the problems of fleet-wide key `key`; a new message is logged and recorded as an Event. */
-  #setProblems(key: string, problems: Map<string, { reason: string; message: string }>): void {
+  /** Replaces the problems of fleet-wide key `key`, and reports them (see reportProblems). */
+  #setProblems(key: string, problems: Map<string, FleetProblem>): void {
     const previous = this.#fleetProblems.get(key);
     if (problems.size === 0) this.#fleetProblems.delete(key);
     else this.#fleetProblems.set(key, problems);
-    const { namespace, name } = splitKey(key);
-    for (const [cluster, p] of problems) {
-      if (previous?.get(cluster)?.message === p.message) continue;
-      this.#deps.log.warn({ key, cluster, reason: p.reason }, p.message);
-      if (namespace && p.reason !== "namespace-missing" && p.reason !== "excluded-namespace")
-        this.#deps.recordEvent({
-          involved: { kind: "Service", apiVersion: "v1", namespace, name },
-          type: "Warning",
-          reason: FLEET_EVENT_REASONS[p.reason] ?? "FederatedNameConflict",
-          message: p.message,
-        });
-    }
+    const { namespace = "", name } = splitKey(key);
+    reportProblems(this.#deps, {
+      key,
+      previous,
+      problems,
+      involved: { kind: "Service", apiVersion: "v1", namespace, name },
+      eventReasons: FLEET_EVENT_REASONS,
+      otherReason: "FederatedNameConflict",
+    });
   }
 }

@@ -4,7 +4,12 @@
  * Service's delete last), and GETs of objects the label-selected stores cannot show.
  */
 import type { DesiredMirror } from "../../src/core/desired.ts";
-import { type ObservedObject, objectPath, type WriteAction } from "../../src/core/mirror-kinds.ts";
+import {
+  type MirrorObjectKind,
+  type ObservedObject,
+  objectPath,
+  type WriteAction,
+} from "../../src/core/mirror-kinds.ts";
 import type { EndpointSlice, Endpoints, KubeObject, Namespace, Service } from "../../src/core/objects.ts";
 import { splitKey } from "../../src/core/objects.ts";
 import { allShards, type ShardOwnership } from "../../src/core/shards.ts";
@@ -14,6 +19,7 @@ import type { Logger } from "../../src/log.ts";
 import type { EventRequest, WriterOptions } from "../../src/protocol/messages.ts";
 import type { DesiredStore } from "./desired-store.ts";
 import type { MutationCache } from "./mutation-cache.ts";
+import type { ServiceImportSource } from "./reconcile-imports.ts";
 import type { WriteExecutor } from "./write-executor.ts";
 
 /** The read side of a local store (a Watcher). */
@@ -28,6 +34,8 @@ export interface ReconcilerDeps {
   /** Label-selected: only slices with the mirror labels and fleet-mirror's `managed-by`. */
   readonly slices: Store<EndpointSlice> & { values(): Iterable<EndpointSlice> };
   readonly namespaces: Store<Namespace>;
+  /** The local ServiceImports and whether they are served (SPEC §12); absent: no MCS imports are written. */
+  readonly serviceImports?: ServiceImportSource;
   readonly cache: MutationCache;
   readonly executor: WriteExecutor;
   readonly client: Pick<KubeClient, "request">;
@@ -90,7 +98,7 @@ export function ownershipOf(deps: ReconcilerDeps): ShardOwnership {
 /** GETs an object our label-selected stores may not show; undefined when it does not exist. */
 export async function getUnlabelled<T extends KubeObject>(
   deps: ReconcilerDeps,
-  kind: "Service" | "Endpoints" | "EndpointSlice",
+  kind: MirrorObjectKind,
   key: string,
 ): Promise<T | undefined> {
   const { namespace = "", name } = splitKey(key);

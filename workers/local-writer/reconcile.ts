@@ -30,6 +30,7 @@ import type { ReconcileResult } from "../../src/core/workqueue.ts";
 import type { FederatedServiceStatus } from "../../src/protocol/messages.ts";
 import type { DesiredStore } from "./desired-store.ts";
 import { FederatedReconciler } from "./reconcile-federated.ts";
+import { ImportReconciler } from "./reconcile-imports.ts";
 import { applyActions, getUnlabelled, needsSecondPass, ownershipOf, type ReconcilerDeps } from "./reconcile-io.ts";
 
 export interface BlockedMirror {
@@ -44,13 +45,17 @@ export class MirrorReconciler {
   readonly #blocked = new Map<string, Blocked & { cluster: string }>();
   /** Fleet-wide keys (SPEC §11): reconciled, and their problems and status kept, there. */
   readonly #federated: FederatedReconciler;
+  /** MCS import keys (SPEC §12: a derived Service's key), likewise. */
+  readonly #imports: ImportReconciler | undefined;
 
   constructor(deps: ReconcilerDeps) {
     this.#deps = deps;
     this.#federated = new FederatedReconciler(deps, (key, cluster, blocked) => this.block(key, cluster, blocked));
+    this.#imports = deps.serviceImports ? new ImportReconciler(deps, deps.serviceImports) : undefined;
   }
 
   async reconcile(key: string): Promise<ReconcileResult> {
+    if (this.#imports?.isImport(key)) return this.#imports.reconcile(key);
     // Sharded, a fleet-wide key is every replica's business: the holder of its shard
     // writes the Service, the host of each member cluster its part (DESIGN §3 "Across shards").
     if (this.#federated.isFederated(key)) return this.#federated.reconcile(key);
@@ -190,8 +195,9 @@ export class MirrorReconciler {
       out.set(cluster, list);
     };
     for (const [key, b] of this.#blocked) add(b.cluster, { key, reason: b.reason, message: b.message });
-    for (const [key, byCluster] of this.#federated.problems())
-      for (const [cluster, p] of byCluster) add(cluster, { key, reason: p.reason, message: p.message });
+    for (const problems of [this.#federated.problems(), this.#imports?.problems() ?? new Map()])
+      for (const [key, byCluster] of problems)
+        for (const [cluster, p] of byCluster) add(cluster, { key, reason: p.reason, message: p.message });
     return out;
   }
 
@@ -201,5 +207,10 @@ export class MirrorReconciler {
    */
   federatedStatus(): FederatedServiceStatus[] {
     return this.#federated.status();
+  }
+
+  /** Every MCS import the writer reduced and did not delete (SPEC §12). */
+  importStatus(): FederatedServiceStatus[] {
+    return this.#imports?.status() ?? [];
   }
 }

@@ -3,8 +3,15 @@
  * requests in flight, the write latency histogram and the last error. Counted here,
  * sent to the supervisor as `WriterStatus` (the metrics layer turns it into metrics).
  */
+
+import type { McsAvailability } from "../../src/core/mcs.ts";
 import type { SerializedError } from "../../src/protocol/errors.ts";
-import { WRITE_DURATION_BUCKETS, type WriterClusterStatus, type WriterStatus } from "../../src/protocol/messages.ts";
+import {
+  type FederatedServiceStatus,
+  WRITE_DURATION_BUCKETS,
+  type WriterClusterStatus,
+  type WriterStatus,
+} from "../../src/protocol/messages.ts";
 
 export class WriterStats {
   readonly #writes: Record<string, number> = {};
@@ -29,11 +36,25 @@ export class WriterStats {
     }
   }
 
+  /**
+   * The whole report: these counters, and what the writer's parts hold now: the
+   * clusters' desired sets and blocked keys, fleet-wide Services and MCS imports, and
+   * whether ServiceImports are served (SPEC §11, §12).
+   */
   report(fields: {
     ready: boolean;
     queueDepth: number;
-    clusters: Readonly<Record<string, WriterClusterStatus>>;
+    desired: ReadonlyMap<string, { mirrors: number; complete: boolean }>;
+    blocked: ReadonlyMap<string, WriterClusterStatus["blocked"]>;
+    federated: readonly FederatedServiceStatus[];
+    imports: readonly FederatedServiceStatus[];
+    mcs: McsAvailability;
+    apiWarnings: number;
   }): WriterStatus {
+    const clusters: Record<string, WriterClusterStatus> = {};
+    for (const [cluster, summary] of fields.desired)
+      clusters[cluster] = { ...summary, blocked: fields.blocked.get(cluster) ?? [] };
+    const { state, message } = fields.mcs;
     return {
       ready: fields.ready,
       queueDepth: fields.queueDepth,
@@ -41,8 +62,12 @@ export class WriterStats {
       writes: { ...this.#writes },
       retries: this.retries,
       writeDuration: { ...this.#writeDuration, buckets: [...this.#writeDuration.buckets] },
-      clusters: fields.clusters,
+      clusters,
+      ...(fields.federated.length > 0 ? { federated: [...fields.federated] } : {}),
+      ...(fields.imports.length > 0 ? { imports: [...fields.imports] } : {}),
+      mcs: { state, ...(message ? { message } : {}) },
       ...(this.lastError ? { lastError: this.lastError } : {}),
+      ...(fields.apiWarnings > 0 ? { apiWarnings: fields.apiWarnings } : {}),
     };
   }
 }

@@ -20,11 +20,12 @@
  */
 import type { DesiredMirror } from "../../src/core/desired.ts";
 import { type Blocked, MIRROR_KINDS, objectPath, type WriteAction } from "../../src/core/mirror-kinds.ts";
-import { type KubeObject, objectKey } from "../../src/core/objects.ts";
+import { type KubeObject, objectKey, splitKey } from "../../src/core/objects.ts";
 import type { TokenBucket } from "../../src/core/rate-limit.ts";
 import type { ReconcileResult } from "../../src/core/workqueue.ts";
 import { KubeApiError, type KubeClient } from "../../src/kube/client.ts";
 import type { Logger } from "../../src/log.ts";
+import type { EventRequest } from "../../src/protocol/messages.ts";
 import type { WriteFence } from "./fence.ts";
 import type { MutationCache } from "./mutation-cache.ts";
 import type { WriterStats } from "./status.ts";
@@ -48,6 +49,18 @@ export interface WriteExecutorDeps {
 
 /** The outcome of one write: a reconcile result to stop at, or undefined to go on with the plan. */
 export type WriteOutcome = ReconcileResult | undefined;
+
+/** The Warning Event of a write that retrying cannot fix (invalid, forbidden), on the mirror; else undefined. */
+export function writeFailedEvent(key: string, error: unknown): EventRequest | undefined {
+  const { namespace, name } = splitKey(key);
+  if (!(error instanceof KubeApiError) || error.retryable || !namespace) return undefined;
+  return {
+    involved: { kind: "Service", apiVersion: "v1", namespace, name },
+    type: "Warning",
+    reason: "MirrorWriteFailed",
+    message: `fleet-mirror cannot write mirror ${key} (${error.status} ${error.reason}); retrying with backoff: ${error.message}`,
+  };
+}
 
 export class WriteExecutor {
   readonly #deps: WriteExecutorDeps;
@@ -126,7 +139,8 @@ export class WriteExecutor {
           break;
         }
         case "update": {
-          const updated = await client.request<KubeObject>("PUT", `${path}/${action.name}`, {
+          const status = action.subresource === "status" ? "/status" : "";
+          const updated = await client.request<KubeObject>("PUT", `${path}/${action.name}${status}`, {
             body: action.body,
             ...bounds,
           });

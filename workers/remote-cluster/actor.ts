@@ -7,12 +7,14 @@
  * Runs in a worker thread (entry.ts wires the ports), or in-process in tests: it talks
  * only through `RemoteActorPorts` and the desired port given to `attachWriter`.
  *
- * Parts: gateway-index.ts (which Services use which gateway), hostnames.ts +
- * resolver.ts (gateway hostnames, off libuv's pool), gateway-health.ts +
- * gateway-prober.ts + http-probe.ts (gateway health, SPEC §10), headless-watches.ts
- * (the remote slices of exported headless Services, SPEC §12), desired-sender.ts +
- * credits.ts (batches and flow control to the writer), status-state.ts (the sync state
- * and when a status is due); this file wires them to the watcher and reports status.
+ * Parts: gateway-index.ts (which Services and ServiceExports use which gateway),
+ * hostnames.ts + resolver.ts (gateway hostnames, off libuv's pool), gateway-health.ts +
+ * gateway-prober.ts + http-probe.ts (gateway health, SPEC §10), headless-watches.ts (the
+ * remote slices of exported headless Services, SPEC §12), an OptionalWatch
+ * (src/kube/optional-watch.ts: the MCS API's ServiceExports, when served, SPEC §12),
+ * desired-sender.ts + credits.ts (batches and flow control to the writer),
+ * status-state.ts + status-report.ts (the sync state, when a status is due, the status);
+ * this file wires them to the watchers.
  *
  * Fault containment: every callback the actor registers runs under its guard: a throw
  * is this actor's failure (`ports.onFault`), never its thread's event loop's (which
@@ -23,9 +25,11 @@
  */
 import { systemClock } from "../../src/core/clock.ts";
 import { type ClusterSettings, ingressHostnames } from "../../src/core/desired.ts";
-import type { Service } from "../../src/core/objects.ts";
+import { SERVICE_EXPORTS, type ServiceExport } from "../../src/core/mcs.ts";
+import { objectKey, type Service } from "../../src/core/objects.ts";
 import { KubeClient } from "../../src/kube/client.ts";
 import type { ConnectionSpec } from "../../src/kube/connection.ts";
+import { OptionalWatch } from "../../src/kube/optional-watch.ts";
 import { LAST_APPLIED_CONFIGURATION } from "../../src/kube/watch-store.ts";
 import { Watcher, type WatchFailure } from "../../src/kube/watcher.ts";
 import type { LineLogger } from "../../src/log/json-lines.ts";
@@ -42,6 +46,7 @@ import { HeadlessWatches } from "./headless-watches.ts";
 import { HostnameCache } from "./hostnames.ts";
 import { httpProbe, type Probe } from "./http-probe.ts";
 import { createResolver, type Resolver } from "./resolver.ts";
+import { clusterStatus } from "./status-report.ts";
 import { StatusThrottle, SyncTracker } from "./status-state.ts";
 
 export type { DesiredPort, FlowState } from "./desired-sender.ts";
@@ -85,6 +90,7 @@ export class RemoteClusterActor {
   readonly #sender: DesiredSender;
   readonly #health: GatewayHealth;
   readonly #headless: HeadlessWatches;
+  readonly #exports: OptionalWatch<ServiceExport>;
 
   #resolveTimer: NodeJS.Timeout | undefined;
   #statusTimer: NodeJS.Timeout | undefined;
@@ -141,12 +147,27 @@ export class RemoteClusterActor {
       statusChanged: () => this.#publish.markDirty(),
       options: init.options,
     });
+    this.#exports = new OptionalWatch<ServiceExport>({
+      client: this.#client,
+      resource: SERVICE_EXPORTS,
+      ...(init.options.mcsRecheckMs ? { recheckMs: init.options.mcsRecheckMs } : {}),
+      ...(init.options.watchInactivityTimeoutMs ? { inactivityTimeoutMs: init.options.watchInactivityTimeoutMs } : {}),
+      log: deps.logger,
+      guard: (fn) => this.#guard(fn),
+      track: (promise) => this.#track(promise),
+      changed: (key) => this.#onExportChange(key),
+      availabilityChanged: (now, before) => {
+        if (now.settled && !before.settled && this.#watcher.hasSynced) this.#sender.requestSnapshot();
+        this.#publish.markDirty();
+      },
+    });
     this.#sender = new DesiredSender({
       cluster: init.cluster,
       epoch: init.epoch,
       batchDelayMs: init.options.batchDelayMs,
       maxInFlight: init.options.maxInFlight,
       services: this.#watcher,
+      serviceExports: this.#exports,
       memberSelector: selector,
       lookupHostname: this.#hostnames.lookup,
       deadAddresses: (gatewayKey) => this.#health.deadAddresses(gatewayKey),
@@ -196,6 +217,7 @@ export class RemoteClusterActor {
   start(): void {
     this.#setState("syncing");
     this.#watcher.start();
+    this.#exports.start();
     this.#statusTimer ??= setInterval(
       this.#guard(() => this.#publishStatus()),
       STATUS_INTERVAL_MS,
@@ -254,7 +276,7 @@ export class RemoteClusterActor {
     this.#headless.stop();
     clearInterval(this.#resolveTimer);
     clearInterval(this.#statusTimer);
-    await this.#watcher.stop();
+    await Promise.all([this.#watcher.stop(), this.#exports.stop()]);
     this.#client.close();
   }
 
@@ -278,26 +300,35 @@ export class RemoteClusterActor {
     for (const service of [previous, current]) {
       if (service) for (const gatewayKey of this.#gateways.gatewaysOf(service)) touched.add(gatewayKey);
     }
+    this.#usesChanged(touched, newGateways);
+    if (this.#sync.state === "stale") this.#setState("synced");
+    if (this.#exports.get(key)) this.#onExportChange(key); // its ServiceExport's export follows it
+    this.#sender.scheduleFlush();
+  }
+
+  /** ServiceExport `key` (or its Service) changed: it uses the default gateway while both exist (SPEC §12). */
+  #onExportChange(key: string): void {
+    this.#sender.markDirty(key);
+    const gateway = objectKey(this.#init.cluster.defaultGateway);
+    const uses = this.#exports.get(key) && this.#watcher.get(key) ? [gateway] : [];
+    this.#usesChanged(new Set([gateway]), this.#gateways.setExportUses(key, uses));
+    this.#sender.scheduleFlush();
+  }
+
+  /** Probes follow `touched`; `newGateways`' hostnames resolve now, not at the next round (their users would wait). */
+  #usesChanged(touched: ReadonlySet<string>, newGateways: readonly string[]): void {
     for (const gatewayKey of touched) this.#syncProbe(gatewayKey);
-    // A Service that starts using a gateway whose hostnames nobody used before: resolve
-    // them now, not at the next periodic round (its Endpoints would stay empty meanwhile).
     for (const gatewayKey of newGateways) {
       const gateway = this.#watcher.get(gatewayKey);
       if (gateway) this.#resolveHostnames(gateway);
     }
-    if (this.#sync.state === "stale") this.#setState("synced");
-    this.#sender.scheduleFlush();
   }
 
   #onListed(): void {
     this.#sync.listed(Date.now());
     this.#setState("synced");
-    for (const gatewayKey of this.#gateways.gateways()) {
-      const gateway = this.#watcher.get(gatewayKey);
-      if (gateway) this.#resolveHostnames(gateway);
-    }
-    for (const gatewayKey of new Set([...this.#health.keys(), ...this.#gateways.gateways()]))
-      this.#syncProbe(gatewayKey);
+    const inUse = [...this.#gateways.gateways()];
+    this.#usesChanged(new Set([...this.#health.keys(), ...inUse]), inUse);
     this.#sender.requestSnapshot();
   }
 
@@ -322,12 +353,8 @@ export class RemoteClusterActor {
   }
 
   #hostnamesInUse(): Set<string> {
-    const inUse = new Set<string>();
-    for (const gatewayKey of this.#gateways.gateways()) {
-      const gateway = this.#watcher.get(gatewayKey);
-      if (gateway) for (const h of ingressHostnames(gateway)) inUse.add(h);
-    }
-    return inUse;
+    const gateways = [...this.#gateways.gateways()].map((key) => this.#watcher.get(key));
+    return new Set(gateways.flatMap((gateway) => (gateway ? ingressHostnames(gateway) : [])));
   }
 
   /** A hostname's addresses changed: the mirrors behind every gateway naming it are recomputed. */
@@ -368,23 +395,18 @@ export class RemoteClusterActor {
   }
 
   status(): ClusterStatus {
-    const gateways = this.#health.rows(this.#gateways.gateways(), (key) => this.#watcher.get(key));
-    const gatewayProbes = this.#health.counters();
-    const apiWarnings = this.#client.apiWarnings.total;
-    return {
+    return clusterStatus({
       cluster: this.#init.cluster.name,
       epoch: this.#init.epoch,
-      ...this.#sync.report(),
-      exportedServices: this.#gateways.exportedCount,
-      exports: this.#gateways.exportCounts,
-      mirrors: this.#sender.mirrors,
-      problems: this.#sender.problems(),
-      gateways,
-      watch: { ...this.#watcher.stats },
-      ...(Object.keys(gatewayProbes).length > 0 ? { gatewayProbes } : {}),
-      ...(apiWarnings > 0 ? { apiWarnings } : {}),
-      ...this.#headless.status(),
-    };
+      sync: this.#sync,
+      gateways: this.#gateways,
+      services: this.#watcher,
+      health: this.#health,
+      sender: this.#sender,
+      exports: this.#exports,
+      headless: this.#headless.status(),
+      apiWarnings: this.#client.apiWarnings.total,
+    });
   }
 
   #publishStatus(): void {

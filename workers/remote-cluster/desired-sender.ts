@@ -15,7 +15,8 @@
  *   its hundred-odd clusters, and ≈ 0.5–1 KB of JSON per mirror was most of what a
  *   sender kept. Members of fleet-wide Services
  *   (SPEC §11) travel the same way, next to the mirrors, keyed by the fleet-wide key
- *   (`sentMembers`): a remote Service may be both exported and a member;
+ *   (`sentMembers`): a remote Service may be both exported and a member; so do the
+ *   cluster's MCS exports (SPEC §12, `sentMcs`), keyed by their ServiceExport's key;
  * - an exported headless Service with hostnames stands for several mirrors (its
  *   headless mirror and one per host, SPEC §12; `mirrorKeyOf`); while its hostnames are
  *   not known (its slices' first list) nothing new is sent for it, and a complete set
@@ -37,11 +38,13 @@ import {
   memberGateway,
 } from "../../src/core/federated.ts";
 import { type HeadlessHosts, headlessMirrors, isHeadless } from "../../src/core/headless.ts";
+import { type McsExport, mcsExportFor, type ServiceExport } from "../../src/core/mcs.ts";
 import { objectKey, type Service } from "../../src/core/objects.ts";
 import type { LineLogger } from "../../src/log/json-lines.ts";
 import { serializeError } from "../../src/protocol/errors.ts";
 import { type ChannelPort, decodeToActorFromWriter, type ToWriterFromActor } from "../../src/protocol/messages.ts";
 import { acked, type Credits, initialCredits, maySend, sent, settled } from "./credits.ts";
+import { SenderProblems } from "./sender-problems.ts";
 import { type Changes, diffMany, noChanges } from "./sent-diff.ts";
 
 /** The actor's end of its desired channel to the local writer. */
@@ -52,6 +55,14 @@ export interface ServiceSource {
   get(key: string): Service | undefined;
   values(): IterableIterator<Service>;
   readonly hasSynced: boolean;
+}
+
+/** What the sender reads of the cluster's ServiceExports (SPEC §12; service-exports.ts). */
+export interface ServiceExportSource {
+  get(key: string): ServiceExport | undefined;
+  keys(): Iterable<string>;
+  /** The exports are known: the complete set may be sent. */
+  readonly settled: boolean;
 }
 
 /** The sender's flow control, for status and tests. */
@@ -74,6 +85,7 @@ export interface DesiredSenderDeps {
   readonly batchDelayMs: number;
   readonly maxInFlight: number;
   readonly services: ServiceSource;
+  readonly serviceExports: ServiceExportSource;
   /** Remote Services with this label are fleet-wide members (SPEC §11). */
   readonly memberSelector: MemberSelector;
   readonly lookupHostname: (hostname: string) => readonly string[] | undefined;
@@ -96,14 +108,16 @@ export class DesiredSender {
   readonly #mirrorKeyOf = new Map<string, readonly string[]>();
   /** Local mirror key → digest of the mirror last sent (what the writer holds). */
   readonly #sent = new Map<string, string>();
-  readonly #problems = new Map<string, MirrorProblem>();
-  /** Hostnames of headless Services left out (SPEC §12); the Service is mirrored all the same. */
-  readonly #hostProblems = new Map<string, MirrorProblem>();
   /** Remote service key → the fleet-wide key of the member last sent for it. */
   readonly #memberKeyOf = new Map<string, readonly string[]>();
   /** Fleet-wide key → digest of this cluster's member last sent. */
   readonly #sentMembers = new Map<string, string>();
-  readonly #memberProblems = new Map<string, MirrorProblem>();
+  /** ServiceImport key (the same as its ServiceExport's) → itself, while an export is sent (SPEC §12). */
+  readonly #mcsKeyOf = new Map<string, readonly string[]>();
+  /** ServiceImport key → digest of this cluster's export last sent. */
+  readonly #sentMcs = new Map<string, string>();
+  /** Problems of mirrors, headless hosts (left out; the Service is mirrored all the same), members, exports. */
+  readonly #problems: SenderProblems;
   #dirty = new Set<string>();
   #needSnapshot = false;
   #writer: DesiredPort | undefined;
@@ -116,6 +130,7 @@ export class DesiredSender {
   constructor(deps: DesiredSenderDeps) {
     this.#deps = deps;
     this.#credits = initialCredits(deps.epoch);
+    this.#problems = new SenderProblems(deps.log, deps.statusChanged);
   }
 
   /**
@@ -130,10 +145,15 @@ export class DesiredSender {
       "message",
       this.#deps.guard((raw: unknown) => this.#onMessage(raw)),
     );
-    if (this.#deps.services.hasSynced) this.requestSnapshot();
+    if (this.#synced) this.requestSnapshot();
   }
 
-  /** The mirror of remote Service `key` must be recomputed. */
+  /** Services listed and ServiceExports known: a complete set can be computed. */
+  get #synced(): boolean {
+    return this.#deps.services.hasSynced && this.#deps.serviceExports.settled;
+  }
+
+  /** The mirror, member and MCS export of remote Service (or ServiceExport) `key` must be recomputed. */
   markDirty(key: string): void {
     this.#dirty.add(key);
   }
@@ -182,8 +202,13 @@ export class DesiredSender {
     return this.#sentMembers.size;
   }
 
+  /** MCS exports the writer holds (as last sent). */
+  get mcsExports(): number {
+    return this.#sentMcs.size;
+  }
+
   problems(): MirrorProblem[] {
-    return [...this.#problems.values(), ...this.#hostProblems.values(), ...this.#memberProblems.values()];
+    return this.#problems.all();
   }
 
   stop(): void {
@@ -205,7 +230,7 @@ export class DesiredSender {
     if (result.resend) {
       this.#deps.log.info({ seq: ack.seq }, "the local writer asked for the complete desired set again");
       // Only a complete list gives a complete set; before the first, the list sends it anyway.
-      if (this.#deps.services.hasSynced) this.#needSnapshot = true;
+      if (this.#synced) this.#needSnapshot = true;
     }
     this.scheduleFlush();
   }
@@ -229,7 +254,11 @@ export class DesiredSender {
   #compute(
     key: string,
     cache: Map<string, GatewayView>,
-  ): { mirrors: readonly DesiredMirror[] | undefined; member: FederatedMember | undefined } {
+  ): {
+    mirrors: readonly DesiredMirror[] | undefined;
+    member: FederatedMember | undefined;
+    mcs: McsExport | undefined;
+  } {
     const service = this.#deps.services.get(key);
     const settings = this.#deps.cluster;
     const decision = service ? exportOf(settings, service) : undefined;
@@ -240,7 +269,7 @@ export class DesiredSender {
           this.#gatewayView(decision?.kind === "exported" ? decision.gateway : undefined, cache),
         )
       : ({ kind: "not-exported" } as const);
-    this.#setProblem(this.#problems, "exported", key, outcome.kind === "problem" ? outcome.problem : undefined);
+    this.#problems.set("exported", key, outcome.kind === "problem" ? outcome.problem : undefined);
     let mirrors: readonly DesiredMirror[] | undefined = outcome.kind === "mirror" ? [outcome.mirror] : [];
     let hostProblem: MirrorProblem | undefined;
     if (outcome.kind === "mirror" && isHeadless(service)) {
@@ -257,7 +286,7 @@ export class DesiredSender {
         hostProblem = headless.problem;
       }
     }
-    if (mirrors) this.#setProblem(this.#hostProblems, "headless", key, hostProblem);
+    if (mirrors) this.#problems.set("headless", key, hostProblem);
     const membership = service
       ? desiredMemberFor(
           this.#deps.cluster,
@@ -266,42 +295,21 @@ export class DesiredSender {
           this.#gatewayView(memberGateway(settings, service), cache),
         )
       : ({ kind: "not-member" } as const);
-    this.#setProblem(
-      this.#memberProblems,
-      "member",
-      key,
-      membership.kind === "problem" ? membership.problem : undefined,
-    );
-    return { mirrors, member: membership.kind === "member" ? membership.member : undefined };
-  }
-
-  /** Records (or clears) a problem of one remote Service; a change is logged and published. */
-  #setProblem(
-    problems: Map<string, MirrorProblem>,
-    role: "exported" | "member" | "headless",
-    key: string,
-    problem: MirrorProblem | undefined,
-  ): void {
-    const previous = problems.get(key);
-    if (previous?.message === problem?.message && previous?.reason === problem?.reason) return;
-    this.#deps.statusChanged();
-    const what =
-      role === "exported"
-        ? `exported Service ${key} is not mirrored`
-        : role === "headless"
-          ? `headless Service ${key} has hosts that are not mirrored`
-          : `Service ${key} is not a member`;
-    if (problem) {
-      problems.set(key, problem);
-      this.#deps.log.warn({ remote: key, reason: problem.reason }, `${what}: ${problem.message}`);
-    } else {
-      problems.delete(key);
-      if (previous) this.#deps.log.info({ remote: key }, `${what} any more: the problem is gone`);
-    }
+    this.#problems.set("member", key, membership.kind === "problem" ? membership.problem : undefined);
+    const serviceExport = this.#deps.serviceExports.get(key);
+    const exported = serviceExport
+      ? mcsExportFor(settings, serviceExport, service, this.#gatewayView(settings.defaultGateway, cache))
+      : undefined;
+    this.#problems.set("mcs", key, exported?.kind === "problem" ? exported.problem : undefined);
+    return {
+      mirrors,
+      member: membership.kind === "member" ? membership.member : undefined,
+      mcs: exported?.kind === "export" ? exported.export : undefined,
+    };
   }
 
   #flush(): void {
-    if (!this.#writer || !this.#deps.services.hasSynced) return;
+    if (!this.#writer || !this.#synced) return;
     if (!this.#needSnapshot && this.#dirty.size === 0) return;
     if (!maySend(this.#credits, this.#deps.maxInFlight)) {
       this.#refusedFlushes += 1; // the next ack reschedules
@@ -314,8 +322,9 @@ export class DesiredSender {
       this.#hostnameWaits += 1; // the watch's first list schedules the next flush
       return;
     }
-    const { upserts, deletes, members, memberDeletes } = complete ? this.#completeSet() : this.#delta();
-    const empty = upserts.length + deletes.length + members.length + memberDeletes.length === 0;
+    const changes = complete ? this.#completeSet() : this.#delta();
+    const { upserts, deletes, members, memberDeletes, mcsExports, mcsExportDeletes } = changes;
+    const empty = Object.values(changes).every((list: readonly unknown[]) => list.length === 0);
     if (!complete && empty) return;
     this.#credits = sent(this.#credits);
     this.#writer.postMessage({
@@ -328,6 +337,8 @@ export class DesiredSender {
       deletes,
       ...(members.length > 0 ? { members } : {}),
       ...(memberDeletes.length > 0 ? { memberDeletes } : {}),
+      ...(mcsExports.length > 0 ? { mcsExports } : {}),
+      ...(mcsExportDeletes.length > 0 ? { mcsExportDeletes } : {}),
     });
     this.#deps.statusChanged();
     if (this.#dirty.size > 0 || this.#needSnapshot) this.scheduleFlush();
@@ -339,20 +350,22 @@ export class DesiredSender {
     const changes = noChanges();
     this.#needSnapshot = false;
     this.#dirty.clear();
-    for (const sent of [this.#sent, this.#mirrorKeyOf, this.#sentMembers, this.#memberKeyOf]) sent.clear();
-    for (const [problems, role] of [
-      [this.#problems, "exported"],
-      [this.#hostProblems, "headless"],
-      [this.#memberProblems, "member"],
-    ] as const) {
-      for (const key of [...problems.keys()])
-        if (!this.#deps.services.get(key)) this.#setProblem(problems, role, key, undefined);
-    }
-    for (const service of this.#deps.services.values()) {
-      const key = objectKey(service.metadata);
-      const { mirrors, member } = this.#compute(key, cache);
+    const sentSets = [
+      this.#sent,
+      this.#mirrorKeyOf,
+      this.#sentMembers,
+      this.#memberKeyOf,
+      this.#sentMcs,
+      this.#mcsKeyOf,
+    ];
+    for (const sent of sentSets) sent.clear();
+    const keys = new Set<string>(this.#deps.serviceExports.keys());
+    for (const service of this.#deps.services.values()) keys.add(objectKey(service.metadata));
+    this.#problems.retain(keys);
+    for (const key of keys) {
+      const { mirrors, member, mcs } = this.#compute(key, cache);
       // `mirrors` is never undefined here: the flush waited for every headless Service's hostnames.
-      this.#diff(key, mirrors ?? [], member, changes);
+      this.#diff(key, mirrors ?? [], member, mcs, changes);
     }
     return changes;
   }
@@ -364,22 +377,28 @@ export class DesiredSender {
     const dirty = this.#dirty;
     this.#dirty = new Set();
     for (const key of dirty) {
-      const { mirrors, member } = this.#compute(key, cache);
+      const { mirrors, member, mcs } = this.#compute(key, cache);
       // Hostnames not known yet: what was sent stays (the watch's first list marks it dirty again).
-      this.#diff(key, mirrors, member, changes);
+      this.#diff(key, mirrors, member, mcs, changes);
     }
     return changes;
   }
 
-  /** Records remote Service `key`'s mirrors (undefined: leave them as sent) and member against what was sent. */
+  /**
+   * Records remote Service `key`'s mirrors (undefined: leave them as sent), member and
+   * MCS export against what was sent.
+   */
   #diff(
     key: string,
     mirrors: readonly DesiredMirror[] | undefined,
     member: FederatedMember | undefined,
+    mcs: McsExport | undefined,
     changes: Changes,
   ): void {
     if (mirrors) diffMany(key, mirrors, this.#mirrorKeyOf, this.#sent, changes.upserts, changes.deletes);
     const members = member ? [member] : [];
     diffMany(key, members, this.#memberKeyOf, this.#sentMembers, changes.members, changes.memberDeletes);
+    const exports = mcs ? [mcs] : [];
+    diffMany(key, exports, this.#mcsKeyOf, this.#sentMcs, changes.mcsExports, changes.mcsExportDeletes);
   }
 }

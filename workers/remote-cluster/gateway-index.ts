@@ -47,6 +47,10 @@ const countKey = (decision: ExportDecision): ExportMode | "declined" | undefined
 export class GatewayIndex {
   /** Gateway key → keys of the Services that use it. */
   readonly #users = new Map<string, Set<string>>();
+  /** Gateway key → keys of the ServiceExports that use it (SPEC §12). */
+  readonly #exportUsers = new Map<string, Set<string>>();
+  /** ServiceExport key → the gateways it uses. */
+  readonly #exportGateways = new Map<string, readonly string[]>();
   readonly #gatewaysOf: GatewaysOf;
   readonly #exportOf: ExportOf;
   readonly #counts: Record<ExportMode | "declined", number> = { annotation: 0, label: 0, declined: 0 };
@@ -69,22 +73,24 @@ export class GatewayIndex {
       if (now) this.#counts[now] += 1;
       this.#countsVersion += 1;
     }
-    const before = new Set(previous ? this.#gatewaysOf(previous) : []);
-    const after = new Set(current ? this.#gatewaysOf(current) : []);
-    const added: string[] = [];
-    for (const gatewayKey of before) {
-      if (after.has(gatewayKey)) continue;
-      const users = this.#users.get(gatewayKey);
-      users?.delete(key);
-      if (users?.size === 0) this.#users.delete(gatewayKey);
-    }
-    for (const gatewayKey of after) {
-      if (before.has(gatewayKey)) continue;
-      const users = this.#users.get(gatewayKey) ?? new Set<string>();
-      this.#users.set(gatewayKey, users);
-      users.add(key);
-      added.push(gatewayKey);
-    }
+    return moveUses(
+      this.#users,
+      key,
+      previous ? this.#gatewaysOf(previous) : [],
+      current ? this.#gatewaysOf(current) : [],
+    );
+  }
+
+  /**
+   * Records that ServiceExport `key` (SPEC §12: it exports the Service of its key through
+   * the default gateway) now uses `gateways` (none once it is gone or does not export);
+   * returns the gateways newly used. Kept apart from the Services' uses: a Service and
+   * its ServiceExport share a key and may use different gateways.
+   */
+  setExportUses(key: string, gateways: readonly string[]): string[] {
+    const added = moveUses(this.#exportUsers, key, this.#exportGateways.get(key) ?? [], gateways);
+    if (gateways.length > 0) this.#exportGateways.set(key, gateways);
+    else this.#exportGateways.delete(key);
     return added;
   }
 
@@ -93,24 +99,27 @@ export class GatewayIndex {
     return this.#gatewaysOf(service);
   }
 
-  /** Exported Services using gateway `gatewayKey` (empty when none). */
+  /** Keys of the exported Services and ServiceExports using gateway `gatewayKey` (empty when none). */
   usersOf(gatewayKey: string): ReadonlySet<string> {
-    return this.#users.get(gatewayKey) ?? new Set();
+    const services = this.#users.get(gatewayKey);
+    const exports = this.#exportUsers.get(gatewayKey);
+    if (!exports) return services ?? new Set();
+    return services ? new Set([...services, ...exports]) : exports;
   }
 
-  /** Whether some exported Service uses `key` as its gateway. */
+  /** Whether some exported Service or ServiceExport uses `key` as its gateway. */
   isGateway(key: string): boolean {
-    return this.#users.has(key);
+    return this.#users.has(key) || this.#exportUsers.has(key);
   }
 
   /** Keys of the gateways in use. */
   gateways(): IterableIterator<string> {
-    return this.#users.keys();
+    return new Set([...this.#users.keys(), ...this.#exportUsers.keys()]).values();
   }
 
   /** [gateway key, users] pairs. */
-  entries(): IterableIterator<[string, ReadonlySet<string>]> {
-    return this.#users.entries();
+  *entries(): IterableIterator<[string, ReadonlySet<string>]> {
+    for (const key of this.gateways()) yield [key, this.usersOf(key)];
   }
 
   /** Exported Services, by any mode (SPEC §2, §12). */
@@ -127,4 +136,30 @@ export class GatewayIndex {
   get exportCounts(): ExportCounts {
     return { ...this.#counts };
   }
+}
+
+/** Moves user `key` in `users` from the gateways `before` to `after`; returns the gateways newly used. */
+function moveUses(
+  users: Map<string, Set<string>>,
+  key: string,
+  before: readonly string[],
+  after: readonly string[],
+): string[] {
+  const was = new Set(before);
+  const now = new Set(after);
+  const added: string[] = [];
+  for (const gatewayKey of was) {
+    if (now.has(gatewayKey)) continue;
+    const set = users.get(gatewayKey);
+    set?.delete(key);
+    if (set?.size === 0) users.delete(gatewayKey);
+  }
+  for (const gatewayKey of now) {
+    if (was.has(gatewayKey)) continue;
+    const set = users.get(gatewayKey) ?? new Set<string>();
+    users.set(gatewayKey, set);
+    set.add(key);
+    added.push(gatewayKey);
+  }
+  return added;
 }

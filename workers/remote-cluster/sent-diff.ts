@@ -2,11 +2,13 @@
  * What the desired sender remembers of what it sent, and the delta of one remote
  * Service against it: per local key a digest of the value the writer holds, per remote
  * Service the local keys it stands for (one mirror, none, or a headless Service's
- * headless and per-host mirrors, SPEC §12).
+ * headless and per-host mirrors, SPEC §12). Shared by mirrors, fleet-wide members and
+ * MCS exports (SPEC §12), each keyed by its local key.
  */
 import { createHash } from "node:crypto";
 import type { DesiredMirror } from "../../src/core/desired.ts";
 import type { FederatedMember } from "../../src/core/federated.ts";
+import type { McsExport } from "../../src/core/mcs.ts";
 import { objectKey } from "../../src/core/objects.ts";
 
 /**
@@ -24,14 +26,23 @@ export interface Changes {
   readonly deletes: string[];
   readonly members: FederatedMember[];
   readonly memberDeletes: string[];
+  readonly mcsExports: McsExport[];
+  readonly mcsExportDeletes: string[];
 }
 
-export const noChanges = (): Changes => ({ upserts: [], deletes: [], members: [], memberDeletes: [] });
+export const noChanges = (): Changes => ({
+  upserts: [],
+  deletes: [],
+  members: [],
+  memberDeletes: [],
+  mcsExports: [],
+  mcsExportDeletes: [],
+});
 
 type Keyed = { readonly namespace: string; readonly name: string };
 
 /**
- * Compares the recomputed values of remote Service `key` (mirrors or a member, each
+ * Compares the recomputed values of remote Service `key` (mirrors, a member or an MCS export, each
  * keyed by its local key) with what was last sent; records and returns the upserts and
  * deletes due: a local key the Service no longer stands for is deleted.
  */

@@ -1,0 +1,282 @@
+/**
+ * The Kubernetes MCS API (SPEC §12), the remote side's pure parts: whether a remote
+ * cluster serves ServiceExports (a state machine fed by discovery and the watch), and
+ * what one ServiceExport contributes to the local ServiceImport of its name. No I/O,
+ * no clock, no mutation of inputs.
+ *
+ * API version: fleet-mirror reads and writes `multicluster.x-k8s.io/v1alpha1`. Every
+ * released CRD set of the MCS API serves v1alpha1 (v1beta1 is served only from v0.5
+ * on, where both are served), so v1alpha1 is what a user's cluster is most likely to
+ * serve; the fields fleet-mirror uses are the same in both.
+ */
+import type { ClusterSettings, GatewayView, MirrorProblem, SkipReason } from "./desired.ts";
+import { carryPorts } from "./desired.ts";
+import { type FederatedMember, memberPart } from "./federated.ts";
+import { type KubeObject, objectKey, type Service } from "./objects.ts";
+
+export const MCS_GROUP = "multicluster.x-k8s.io";
+export const MCS_VERSION = "v1alpha1";
+export const MCS_API_VERSION = `${MCS_GROUP}/${MCS_VERSION}`;
+
+/** A resource of the MCS API: where it is discovered and watched. */
+export interface McsResource {
+  readonly group: string;
+  readonly plural: string;
+  readonly kind: string;
+  /** The group-version's discovery document: lists `plural` when the CRD is installed. */
+  readonly discoveryPath: string;
+  /** Every object of the resource (list and watch). */
+  readonly path: string;
+  /** Who lacks the read when it is refused, for the message ("the remote role"). */
+  readonly reader: string;
+}
+
+function mcsResource(plural: string, kind: string, reader: string): McsResource {
+  const discoveryPath = `/apis/${MCS_API_VERSION}`;
+  return Object.freeze({ group: MCS_GROUP, plural, kind, discoveryPath, path: `${discoveryPath}/${plural}`, reader });
+}
+
+/** ServiceExports, read in remote clusters. */
+export const SERVICE_EXPORTS = mcsResource("serviceexports", "ServiceExport", "the remote role");
+/** ServiceImports, written in the local cluster. */
+export const SERVICE_IMPORTS = mcsResource("serviceimports", "ServiceImport", "fleet-mirror's local role");
+/** The "resource" a problem names when the whole ServiceExport read is refused (SPEC §12). */
+export const SERVICE_EXPORTS_REMOTE = `${MCS_GROUP}/${SERVICE_EXPORTS.plural}`;
+
+/** Labels of MCS EndpointSlices (SPEC §12). */
+export const MCS_SERVICE_NAME_LABEL = "multicluster.kubernetes.io/service-name";
+export const MCS_SOURCE_CLUSTER_LABEL = "multicluster.kubernetes.io/source-cluster";
+
+/**
+ * The name of the derived ClusterIP Service of ServiceImport `<svc>` in `<ns>` (SPEC §12):
+ * `derived` and 16 hex digits of a 64-bit FNV-1a hash of `<ns>/<svc>`. Why: it has no
+ * `-`, so it can never be a mirror's name (`<svc>-<cluster>`), a fleet-wide Service's
+ * (`<svc>-federated`) or a slice's; it fits in 63 characters whatever `<svc>`'s length;
+ * and it is a pure function of the ServiceImport, so every replica and restart finds it
+ * again. A user's Service of that name is reported and never touched (SPEC §5).
+ */
+export function derivedServiceName(namespace: string, service: string): string {
+  let hash = 0xcbf29ce484222325n;
+  for (const byte of new TextEncoder().encode(`${namespace}/${service}`)) {
+    hash ^= BigInt(byte);
+    hash = (hash * 0x100000001b3n) & 0xffffffffffffffffn;
+  }
+  return `derived${hash.toString(16).padStart(16, "0")}`;
+}
+
+/** The writer's key of ServiceImport `namespace/name`: its derived Service's key. */
+export function importKey(serviceImport: { readonly namespace: string; readonly name: string }): string {
+  return `${serviceImport.namespace}/${derivedServiceName(serviceImport.namespace, serviceImport.name)}`;
+}
+
+/** A ServiceExport: only its name, namespace and creation time matter. */
+export type ServiceExport = KubeObject;
+
+// ---------------------------------------------------------------------------------
+// Availability of ServiceExports in one remote cluster
+
+/**
+ * - `unknown`: not yet discovered (the actor just started);
+ * - `watching`: served, the watch started, its first list not yet complete;
+ * - `active`: served and listed: ServiceExports export;
+ * - `not-installed`: the group-version does not serve `serviceexports` (no CRD);
+ * - `forbidden`: served, but the list is refused (403): the remote's role lacks the read;
+ * - `unavailable`: discovery failed otherwise (its message says why).
+ * Every state but `unknown` and `watching` is re-checked: `active` by its watch, the
+ * others by a discovery every recheck period (the CRDs or the rule can come later).
+ */
+export const MCS_STATES = ["unknown", "watching", "active", "not-installed", "forbidden", "unavailable"] as const;
+export type McsState = (typeof MCS_STATES)[number];
+
+export interface McsAvailability {
+  readonly state: McsState;
+  /** Why the mode is not active (absent when active or not yet known). */
+  readonly message?: string;
+  /** The exports are known: the first discovery said not served, or the first list completed. Sticky. */
+  readonly settled: boolean;
+  /** A watch of ServiceExports runs (started and not stopped). */
+  readonly watching: boolean;
+}
+
+export const INITIAL_MCS_AVAILABILITY: McsAvailability = Object.freeze({
+  state: "unknown",
+  settled: false,
+  watching: false,
+});
+
+export type McsEvent =
+  /** The discovery document was read: `served` whether it lists serviceexports (404: not served). */
+  | { readonly kind: "discovered"; readonly served: boolean }
+  /** Discovery failed in another way (transport, 5xx, 403 on discovery itself). */
+  | { readonly kind: "discovery-failed"; readonly message: string }
+  /** The watch's list completed. */
+  | { readonly kind: "listed" }
+  /** The watch failed with HTTP `status`; only 403 and 404 change the state (others: the watcher retries). */
+  | { readonly kind: "watch-failed"; readonly status: number; readonly message: string };
+
+export type McsEffect =
+  | "start-watch"
+  /** Stop the watch and keep what it holds (forbidden: a refused read is no answer). */
+  | "stop-watch"
+  /** Stop the watch and forget what it holds (not installed: no ServiceExport exists). */
+  | "drop-watch"
+  | "schedule-recheck";
+
+export interface McsTransition {
+  readonly availability: McsAvailability;
+  readonly effects: readonly McsEffect[];
+  /** The state changed: log it and publish the status. */
+  readonly changed: boolean;
+}
+
+const notInstalled = (r: McsResource): string =>
+  `the cluster does not serve ${r.plural}.${r.group} (${MCS_VERSION}): the MCS API's CRDs are not installed`;
+const forbiddenMessage = (r: McsResource, detail: string): string =>
+  `reading ${r.plural}.${r.group} is forbidden (403): ${r.reader} lacks get/list/watch on them; the other export modes go on (${detail})`;
+
+/**
+ * One step of the availability of ServiceExports (unit tested). Invariants: a watch is
+ * started only when discovery says served, and only if none runs; every state a
+ * discovery must leave has a recheck scheduled; a `forbidden` cluster stays `forbidden`
+ * through its rechecks until a list succeeds (so it is reported once, not per recheck).
+ */
+export function mcsTransition(
+  current: McsAvailability,
+  event: McsEvent,
+  resource: McsResource = SERVICE_EXPORTS,
+): McsTransition {
+  const next = (
+    state: McsState,
+    effects: McsEffect[],
+    changes: { message?: string; settled?: boolean; watching?: boolean } = {},
+  ): McsTransition => {
+    const availability: McsAvailability = {
+      state,
+      ...(changes.message !== undefined ? { message: changes.message } : {}),
+      settled: current.settled || (changes.settled ?? false),
+      watching: changes.watching ?? current.watching,
+    };
+    return {
+      availability,
+      effects,
+      changed: availability.state !== current.state || availability.message !== current.message,
+    };
+  };
+  switch (event.kind) {
+    case "discovered":
+      if (!event.served)
+        return next("not-installed", [...(current.watching ? (["drop-watch"] as const) : []), "schedule-recheck"], {
+          message: notInstalled(resource),
+          settled: true,
+          watching: false,
+        });
+      if (current.watching) return { availability: current, effects: [], changed: false };
+      // Forbidden stays forbidden (with its message) until the new watch lists.
+      return current.state === "forbidden"
+        ? next("forbidden", ["start-watch"], {
+            message: current.message ?? forbiddenMessage(resource, ""),
+            watching: true,
+          })
+        : next("watching", ["start-watch"], { watching: true });
+    case "discovery-failed":
+      if (current.watching) return { availability: current, effects: [], changed: false };
+      return next(current.state === "unknown" ? "unavailable" : current.state, ["schedule-recheck"], {
+        message:
+          current.state === "unknown"
+            ? `discovery of ${resource.discoveryPath} failed: ${event.message}`
+            : (current.message ?? ""),
+        settled: true,
+      });
+    case "listed":
+      if (!current.watching) return { availability: current, effects: [], changed: false };
+      return next("active", [], { settled: true });
+    case "watch-failed":
+      if (!current.watching) return { availability: current, effects: [], changed: false };
+      if (event.status === 403)
+        return next("forbidden", ["stop-watch", "schedule-recheck"], {
+          message: forbiddenMessage(resource, event.message),
+          settled: true,
+          watching: false,
+        });
+      if (event.status === 404)
+        return next("not-installed", ["drop-watch", "schedule-recheck"], {
+          message: notInstalled(resource),
+          settled: true,
+          watching: false,
+        });
+      return { availability: current, effects: [], changed: false };
+  }
+}
+
+/** Whether a discovery document (`APIResourceList`) lists `resource`. */
+export function serves(document: unknown, resource: McsResource = SERVICE_EXPORTS): boolean {
+  if (typeof document !== "object" || document === null) return false;
+  const resources = (document as { resources?: unknown }).resources;
+  return (
+    Array.isArray(resources) &&
+    resources.some((r) => typeof r === "object" && r !== null && (r as { name?: unknown }).name === resource.plural)
+  );
+}
+
+// ---------------------------------------------------------------------------------
+// What one ServiceExport contributes
+
+/**
+ * One cluster's export of `namespace/name` to the local ServiceImport of that name: a
+ * fleet-wide member (its cluster's ports and gateway addresses) plus the export's
+ * creation time, which orders exporters when their ports conflict (the oldest wins).
+ * Plain data: crosses threads by structured clone. `name` is the ServiceImport's (the
+ * remote Service's) name.
+ */
+export interface McsExport extends FederatedMember {
+  /** The ServiceExport's `metadata.creationTimestamp` (RFC 3339, second precision). */
+  readonly exportedAt: string;
+}
+
+export type McsExportOutcome =
+  | { readonly kind: "export"; readonly export: McsExport }
+  | { readonly kind: "problem"; readonly problem: MirrorProblem };
+
+/**
+ * What ServiceExport `serviceExport` contributes, given the Service of the same name
+ * (undefined when it does not exist) and the view of the cluster's default gateway
+ * (SPEC §12: an MCS export always goes through it).
+ */
+export function mcsExportFor(
+  settings: ClusterSettings,
+  serviceExport: ServiceExport,
+  service: Service | undefined,
+  gateway: GatewayView,
+): McsExportOutcome {
+  const namespace = serviceExport.metadata.namespace ?? "default";
+  const name = serviceExport.metadata.name;
+  const remote = objectKey({ namespace, name });
+  const problem = (reason: SkipReason, message: string): McsExportOutcome => ({
+    kind: "problem",
+    problem: { cluster: settings.name, remote, reason, message: `ServiceExport: ${message}` },
+  });
+  if (settings.excludedNamespaces.includes(namespace))
+    return problem("excluded-namespace", `namespace ${namespace} is excluded from mirroring`);
+  if (!service) return problem("service-export-without-service", `no Service ${remote} to export`);
+  const ports = carryPorts(service);
+  if (ports.length === 0) return problem("no-ports", "remote Service has no ports");
+  return {
+    kind: "export",
+    export: {
+      ...memberPart({ cluster: settings.name, namespace, name, remote, ports }, gateway),
+      exportedAt: serviceExport.metadata.creationTimestamp ?? "",
+    },
+  };
+}
+
+/** The problem that stands for a refused ServiceExport read, so it is reported like a skipped Service (once). */
+export function mcsForbiddenProblem(cluster: string, availability: McsAvailability): MirrorProblem | undefined {
+  return availability.state === "forbidden"
+    ? {
+        cluster,
+        remote: SERVICE_EXPORTS_REMOTE,
+        reason: "export-mode-forbidden",
+        message: availability.message ?? forbiddenMessage(SERVICE_EXPORTS, ""),
+      }
+    : undefined;
+}

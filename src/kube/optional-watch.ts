@@ -1,0 +1,236 @@
+/**
+ * A watch of a resource that a cluster may not serve (the MCS API's ServiceExports in a
+ * remote cluster, its ServiceImports in the local one; SPEC §12), found at run time: a
+ * discovery GET of the group-version says whether the cluster serves it; while it does,
+ * a watch holds its objects; while it does not, or refuses the read (403), or discovery
+ * fails, discovery is repeated every recheck period, so CRDs installed or a rule granted
+ * later are picked up. The state machine is `mcsTransition` (core/mcs.ts); this file
+ * performs its effects. It reads; it never writes.
+ *
+ * Invariants:
+ * - at most one watch runs; a refused read stops it and keeps what it held (a 403 is no
+ *   answer about which exports exist, as an unreachable cluster keeps its mirrors), a
+ *   CRD that went away (404, or discovery without it) forgets every export;
+ * - `changed(key)` is called for every key whose object `get` returns differently,
+ *   whatever the transition;
+ * - `settled` turns true once, when the exports are first known (listed, or known not
+ *   to be served or readable), so a complete set never lacks them by accident.
+ */
+import {
+  INITIAL_MCS_AVAILABILITY,
+  type McsAvailability,
+  type McsEvent,
+  type McsResource,
+  mcsTransition,
+  serves,
+} from "../core/mcs.ts";
+import { type KubeObject, objectKey } from "../core/objects.ts";
+import { KubeApiError, type KubeClient } from "./client.ts";
+import { Watcher, type WatchFailure } from "./watcher.ts";
+
+/** How often a cluster without the readable resource is checked again, unless told otherwise. */
+export const DEFAULT_MCS_RECHECK_MS = 60_000;
+
+/** The log lines of a state change (a pino-like logger). */
+export interface OptionalWatchLog {
+  info(fields: object, message: string): void;
+  warn(fields: object, message: string): void;
+}
+
+export interface OptionalWatchDeps {
+  readonly client: KubeClient;
+  readonly resource: McsResource;
+  /** Only objects with these labels are held (e.g. the writer's own ServiceImports). */
+  readonly labelSelector?: string;
+  /** Default DEFAULT_MCS_RECHECK_MS. */
+  readonly recheckMs?: number;
+  readonly inactivityTimeoutMs?: number;
+  readonly log: OptionalWatchLog;
+  /** Wraps callbacks (watcher events, timers) in the actor's guard. */
+  readonly guard: <A extends unknown[]>(fn: (...args: A) => void) => (...args: A) => void;
+  /** Hands a promise of the actor's to its fault handling. */
+  readonly track: (promise: Promise<void>) => void;
+  /** What `get(key)` returns changed. */
+  readonly changed: (key: string) => void;
+  /** The availability changed (state, message or settled); `previous` is what it was. */
+  readonly availabilityChanged: (availability: McsAvailability, previous: McsAvailability) => void;
+}
+
+export class OptionalWatch<T extends KubeObject> {
+  readonly #deps: OptionalWatchDeps;
+  #availability: McsAvailability = INITIAL_MCS_AVAILABILITY;
+  /** The running watch. */
+  #watcher: Watcher<T> | undefined;
+  /** A stopped watch whose objects still count (a refused read): until a new watch lists. */
+  #held: Watcher<T> | undefined;
+  #recheck: NodeJS.Timeout | undefined;
+  #stopped = false;
+  #discoveries = 0;
+
+  constructor(deps: OptionalWatchDeps) {
+    this.#deps = deps;
+  }
+
+  get availability(): McsAvailability {
+    return this.#availability;
+  }
+
+  /** Discovery requests sent so far (the first and every recheck), for status and tests. */
+  get discoveries(): number {
+    return this.#discoveries;
+  }
+
+  /** The exports are known (see the invariants). */
+  get settled(): boolean {
+    return this.#availability.settled;
+  }
+
+  get(key: string): T | undefined {
+    const watcher = this.#watcher;
+    return watcher?.hasSynced ? watcher.get(key) : this.#held?.get(key);
+  }
+
+  /** The objects `get` returns. */
+  values(): T[] {
+    const watcher = this.#watcher?.hasSynced ? this.#watcher : this.#held;
+    return watcher ? [...watcher.values()] : [];
+  }
+
+  keys(): string[] {
+    return [...keysOf(this.#watcher?.hasSynced ? this.#watcher : this.#held)];
+  }
+
+  /** Discovers at once. Idempotent. */
+  start(): void {
+    if (this.#stopped || this.#discoveries > 0) return;
+    this.#discover();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#recheck);
+    const watchers = [this.#watcher, this.#held];
+    this.#watcher = undefined;
+    this.#held = undefined;
+    await Promise.all(watchers.map((w) => w?.stop()));
+  }
+
+  #discover(): void {
+    this.#recheck = undefined;
+    this.#discoveries += 1;
+    this.#deps.track(
+      this.#deps.client.request<unknown>("GET", this.#deps.resource.discoveryPath).then(
+        (document) => this.#apply({ kind: "discovered", served: serves(document, this.#deps.resource) }),
+        (error: unknown) =>
+          this.#apply(
+            error instanceof KubeApiError && error.status === 404
+              ? { kind: "discovered", served: false }
+              : { kind: "discovery-failed", message: error instanceof Error ? error.message : String(error) },
+          ),
+      ),
+    );
+  }
+
+  #apply(event: McsEvent): void {
+    if (this.#stopped) return;
+    const previous = this.#availability;
+    const step = mcsTransition(previous, event, this.#deps.resource);
+    this.#availability = step.availability;
+    for (const effect of step.effects) {
+      switch (effect) {
+        case "start-watch":
+          this.#startWatch();
+          break;
+        case "stop-watch":
+          this.#stopWatch(false);
+          break;
+        case "drop-watch":
+          this.#stopWatch(true);
+          break;
+        case "schedule-recheck":
+          clearTimeout(this.#recheck);
+          this.#recheck = setTimeout(
+            this.#deps.guard(() => this.#discover()),
+            this.#deps.recheckMs ?? DEFAULT_MCS_RECHECK_MS,
+          );
+          break;
+      }
+    }
+    if (step.changed) {
+      const { state, message } = step.availability;
+      const what = `${this.#deps.resource.plural}.${this.#deps.resource.group}`;
+      if (state === "active" || state === "watching") this.#deps.log.info({ mcs: state }, `${what}: ${state}`);
+      else this.#deps.log.warn({ mcs: state }, `${what}: ${state}: ${message ?? ""}`);
+    }
+    if (step.changed || previous.settled !== step.availability.settled)
+      this.#deps.availabilityChanged(step.availability, previous);
+  }
+
+  #startWatch(): void {
+    const { resource, labelSelector, inactivityTimeoutMs } = this.#deps;
+    const watcher = new Watcher<T>({
+      client: this.#deps.client,
+      path: resource.path,
+      expectedKind: resource.kind,
+      ...(labelSelector ? { labelSelector } : {}),
+      ...(inactivityTimeoutMs ? { inactivityTimeoutMs } : {}),
+    });
+    this.#watcher = watcher;
+    const { guard } = this.#deps;
+    // Before its first list the held objects count: the new watch's own changes are
+    // reported once it has listed (`get` reads it from then on).
+    watcher.on(
+      "change",
+      guard((key: string) => {
+        if (watcher.hasSynced && this.#watcher === watcher) this.#deps.changed(key);
+      }),
+    );
+    watcher.on(
+      "listed",
+      guard(() => {
+        if (this.#watcher !== watcher) return;
+        const held = this.#held;
+        this.#held = undefined;
+        // Keys whose object `get` now returns differently: every listed key, and the held ones.
+        for (const key of new Set([...keysOf(held), ...keysOf(watcher)])) this.#deps.changed(key);
+        if (held) this.#deps.track(held.stop());
+        this.#apply({ kind: "listed" });
+      }),
+    );
+    watcher.on(
+      "failure",
+      guard((failure: WatchFailure) => {
+        if (this.#watcher !== watcher) return;
+        const status = /^http-(\d{3})$/.exec(failure.reason)?.[1];
+        this.#apply({ kind: "watch-failed", status: status ? Number(status) : 0, message: failure.message });
+      }),
+    );
+    watcher.start();
+  }
+
+  /** Stops the running watch; `drop`: forgets every export, else keeps what was listed. */
+  #stopWatch(drop: boolean): void {
+    const watcher = this.#watcher;
+    this.#watcher = undefined;
+    if (!watcher) return;
+    if (drop) {
+      const held = this.#held;
+      this.#held = undefined;
+      const gone = new Set([...keysOf(watcher.hasSynced ? watcher : held)]);
+      this.#deps.track(Promise.all([watcher.stop(), held?.stop()]).then(() => undefined));
+      for (const key of gone) this.#deps.changed(key);
+      return;
+    }
+    // A watch refused before it listed holds nothing new: the earlier held objects stay.
+    if (watcher.hasSynced) {
+      const held = this.#held;
+      this.#held = watcher;
+      if (held) this.#deps.track(held.stop());
+      this.#deps.track(watcher.stop());
+    } else this.#deps.track(watcher.stop());
+  }
+}
+
+function* keysOf<T extends KubeObject>(watcher: Watcher<T> | undefined): Generator<string> {
+  if (watcher) for (const object of watcher.values()) yield objectKey(object.metadata);
+}

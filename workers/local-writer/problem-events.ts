@@ -1,0 +1,52 @@
+/**
+ * How the writer reports why an exporting cluster's part of a fleet-wide Service or an
+ * MCS import is not (wholly) written: a message not reported before for that cluster is
+ * logged once; its Warning Event is asked for on every pass while the object's namespace
+ * exists locally (an Event can only be stored there).
+ *
+ * Why every pass and not only on a new message: an Event asked for while its namespace
+ * did not exist yet (an import blocked before any mirror created the namespace) failed
+ * and was lost for good. The EventRecorder posts an Event identical to one recorded in
+ * its window once only, and forgets one whose POST failed, so asking again costs nothing
+ * and the next pass (a blocked key is rechecked) posts what failed. A problem lasting
+ * longer than the window is posted once per window, which keeps it visible in
+ * `kubectl get events` past the API server's Event TTL.
+ */
+import type { EventRequest } from "../../src/protocol/messages.ts";
+import type { ReconcilerDeps } from "./reconcile-io.ts";
+
+/** Why one exporting cluster's part is not (wholly) written. */
+export interface FleetProblem {
+  readonly reason: string;
+  readonly message: string;
+}
+
+/** Reasons reported in status and the log but with no Event (there is no namespace to hold one). */
+const NO_EVENT = new Set(["namespace-missing", "excluded-namespace"]);
+
+export function reportProblems(
+  deps: Pick<ReconcilerDeps, "log" | "recordEvent" | "namespaces">,
+  report: {
+    readonly key: string;
+    readonly previous: ReadonlyMap<string, FleetProblem> | undefined;
+    readonly problems: ReadonlyMap<string, FleetProblem>;
+    /** The object the Events are about; its namespace must exist for them to be stored. */
+    readonly involved: EventRequest["involved"];
+    /** The Event reason of each problem reason, and the one for any other. */
+    readonly eventReasons: Readonly<Record<string, string>>;
+    readonly otherReason: string;
+  },
+): void {
+  const { key, previous, problems, involved } = report;
+  const namespaceExists = involved.namespace !== "" && deps.namespaces.get(involved.namespace) !== undefined;
+  for (const [cluster, p] of problems) {
+    if (previous?.get(cluster)?.message !== p.message) deps.log.warn({ key, cluster, reason: p.reason }, p.message);
+    if (namespaceExists && !NO_EVENT.has(p.reason))
+      deps.recordEvent({
+        involved,
+        type: "Warning",
+        reason: report.eventReasons[p.reason] ?? report.otherReason,
+        message: p.message,
+      });
+  }
+}

@@ -1,0 +1,276 @@
+/**
+ * Reconcile of one MCS import (SPEC §12): its key is its derived Service's
+ * (`importKey`), where the exports of every cluster meet. The exports reduce like a
+ * fleet-wide Service's members (the oldest export sets the ports), the derived Service
+ * and each exporting cluster's slices are planned by `planFederated` (flavor
+ * `importFlavor`), and the ServiceImport by `planServiceImport`.
+ *
+ * Invariants:
+ * - nothing of an import is written while the local cluster's ServiceImports are not
+ *   known (their watch has not listed), and nothing at all where they are not served or
+ *   not readable: the exporting clusters are told why (status `blocked`, one Event);
+ * - a user's ServiceImport, Service, Endpoints or slice under one of the import's names
+ *   blocks the whole import: nothing is written, each exporting cluster is told;
+ * - the ServiceImport is written after its derived Service has a cluster IP, and deleted
+ *   before it.
+ * Sharded writers (`--shards` > 1) do not write imports yet (planned, SPEC §12): each
+ * exporting cluster is told so.
+ */
+import { carryPorts } from "../../src/core/desired.ts";
+import { sliceNames } from "../../src/core/endpoint-slices.ts";
+import { type ReductionSummary, reduceFederated, summarizeReduction } from "../../src/core/federated.ts";
+import { CLUSTER_NAME, SERVICE_IMPORT_LABEL, SERVICE_NAME_LABEL } from "../../src/core/labels.ts";
+import { derivedServiceName, type McsAvailability } from "../../src/core/mcs.ts";
+import type { ObservedObject, WriteAction } from "../../src/core/mirror-kinds.ts";
+import type { EndpointSlice, Endpoints, KubeObject, Service } from "../../src/core/objects.ts";
+import { objectKey, splitKey } from "../../src/core/objects.ts";
+import { annotatedClusters, planFederated } from "../../src/core/plan-federated.ts";
+import {
+  DERIVED_NAME,
+  exportOrder,
+  holdWhileKept,
+  importFlavor,
+  isImportObject,
+  planServiceImport,
+} from "../../src/core/plan-imports.ts";
+import type { ReconcileResult } from "../../src/core/workqueue.ts";
+import type { FederatedServiceStatus } from "../../src/protocol/messages.ts";
+import { type FleetProblem, reportProblems } from "./problem-events.ts";
+import { applyActions, getUnlabelled, ownershipOf, type ReconcilerDeps, type Store } from "./reconcile-io.ts";
+
+/** The local cluster's ServiceImports (label-selected: fleet-mirror's), when served. */
+export interface ServiceImportSource extends Store<KubeObject> {
+  values(): Iterable<KubeObject>;
+  readonly availability: McsAvailability;
+}
+
+/** The Warning Event of each import problem reason. */
+const IMPORT_EVENT_REASONS: Readonly<Record<string, string>> = {
+  "port-conflict": "ServiceImportPortConflict",
+  "user-owned": "ServiceImportNameConflict",
+  "mcs-not-served": "ServiceImportNotServed",
+  "mcs-not-sharded": "ServiceImportNotSharded",
+};
+
+/** Passes of one reconcile at most: Service, then ServiceImport spec, then its status. */
+const MAX_PASSES = 4;
+
+export class ImportReconciler {
+  readonly #deps: ReconcilerDeps;
+  readonly #imports: ServiceImportSource;
+  /** Import keys → exporting cluster → why its export is not (wholly) written. */
+  readonly #problems = new Map<string, Map<string, FleetProblem>>();
+  /** Import keys → their last reduction, for status. */
+  readonly #summaries = new Map<string, ReductionSummary & { name: string }>();
+
+  constructor(deps: ReconcilerDeps, imports: ServiceImportSource) {
+    this.#deps = deps;
+    this.#imports = imports;
+  }
+
+  /** Whether `key` is an import's (its name is a derived Service's). */
+  isImport(key: string): boolean {
+    return DERIVED_NAME.test(splitKey(key).name);
+  }
+
+  problems(): ReadonlyMap<string, ReadonlyMap<string, FleetProblem>> {
+    return this.#problems;
+  }
+
+  /** Every import reduced and not deleted, by ServiceImport key (`namespace/<svc>`). */
+  status(): FederatedServiceStatus[] {
+    return [...this.#summaries]
+      .map(([key, s]) => ({
+        key: `${splitKey(key).namespace ?? ""}/${s.name}`,
+        clusters: [...s.clusters],
+        kept: [...s.kept],
+        ready: s.ready,
+        notReady: s.notReady,
+      }))
+      .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  }
+
+  async reconcile(key: string): Promise<ReconcileResult> {
+    const exports = this.#deps.desired.exports(key);
+    const exporters = [...exports.keys()].sort();
+    const { namespace = "", name: derived } = splitKey(key);
+    const { state, settled, message } = this.#imports.availability;
+    const service = this.#serviceName(key, namespace, derived, exports);
+    if (service === undefined) {
+      this.#summaries.delete(key);
+      this.#problems.delete(key);
+      return { kind: "done" };
+    }
+    const blockedFor = (reason: string, text: string): ReconcileResult => {
+      this.#setProblems(key, service, new Map(exporters.map((cluster) => [cluster, { reason, message: text }])));
+      return exporters.length > 0
+        ? { kind: "requeue-after", ms: this.#deps.options.blockedRecheckMs }
+        : { kind: "done" };
+    };
+    if (!settled) return { kind: "requeue-after", ms: 1_000 }; // the ServiceImports are not known yet
+    if (state !== "active")
+      return blockedFor("mcs-not-served", `ServiceImport ${namespace}/${service} is not written: ${message ?? state}`);
+    if (ownershipOf(this.#deps).shards > 1)
+      return blockedFor(
+        "mcs-not-sharded",
+        `ServiceImport ${namespace}/${service} is not written by a sharded writer yet`,
+      );
+    for (let pass = 0; pass < MAX_PASSES; pass++) {
+      const { actions, observed, blocked } = await this.#plan(key, namespace, derived, service);
+      if (blocked) return blockedFor(blocked.reason, blocked.message);
+      if (actions.length === 0) return { kind: "done" };
+      const outcome = await applyActions(this.#deps, key, actions, undefined, observed, 0);
+      if (outcome) return outcome;
+      // Another pass when the write changed what the next step needs (the Service's IP,
+      // the ServiceImport's resourceVersion); the mutation cache shows it at once.
+      if (!actions.some((a) => a.verb !== "delete" && (a.kind === "Service" || a.kind === "ServiceImport")))
+        return { kind: "done" };
+    }
+    return { kind: "done" };
+  }
+
+  /** The ServiceImport's name: from an export, else from fleet-mirror's objects of the key. */
+  #serviceName(
+    key: string,
+    namespace: string,
+    derived: string,
+    exports: ReadonlyMap<string, { readonly name: string }>,
+  ): string | undefined {
+    for (const e of exports.values()) return e.name;
+    const observed = this.#deps.cache.observed("Service", key, this.#deps.services.get(key));
+    const label =
+      observed && isImportObject("Service", observed) ? observed.metadata.labels?.[SERVICE_IMPORT_LABEL] : undefined;
+    if (label) return label;
+    for (const si of this.#imports.values())
+      if (si.metadata.namespace === namespace && derivedServiceName(namespace, si.metadata.name) === derived)
+        return si.metadata.name;
+    for (const slice of this.#deps.slices.values())
+      if (slice.metadata.namespace === namespace && slice.metadata.labels?.[SERVICE_NAME_LABEL] === derived)
+        return slice.metadata.labels?.[SERVICE_IMPORT_LABEL];
+    return undefined;
+  }
+
+  async #plan(
+    key: string,
+    namespace: string,
+    derived: string,
+    service: string,
+  ): Promise<{ actions: WriteAction[]; observed: ObservedObject[]; blocked?: { reason: string; message: string } }> {
+    const { desired: store, cache, options } = this.#deps;
+    const importKey = objectKey({ namespace, name: service });
+    let derivedService = cache.observed("Service", key, this.#deps.services.get(key));
+    let endpoints = cache.observed("Endpoints", key, this.#deps.endpoints.get(key));
+    let serviceImport = cache.observed("ServiceImport", importKey, this.#imports.get(importKey));
+    const namespaceExists = this.#deps.namespaces.get(namespace) !== undefined;
+    // Objects without our labels are invisible to the stores: looked up before creating.
+    if (store.exports(key).size > 0 && namespaceExists) {
+      derivedService ??= await getUnlabelled<Service>(this.#deps, "Service", key);
+      endpoints ??= await getUnlabelled<Endpoints>(this.#deps, "Endpoints", key);
+      serviceImport ??= await getUnlabelled<KubeObject>(this.#deps, "ServiceImport", importKey);
+    }
+    // The desired state is read after the GETs, in one go (exports, unknown clusters):
+    // a batch absorbed meanwhile must not leave a snapshot of one next to the other.
+    const exports = store.exports(key);
+    const sliceKeys = new Set<string>();
+    const partClusters = new Set<string>();
+    for (const slice of this.#deps.slices.values())
+      if (slice.metadata.namespace === namespace && slice.metadata.labels?.[SERVICE_NAME_LABEL] === derived) {
+        sliceKeys.add(objectKey(slice.metadata));
+        const cluster = isImportObject("EndpointSlice", slice) ? slice.metadata.labels?.[CLUSTER_NAME] : undefined;
+        if (cluster) partClusters.add(cluster);
+      }
+    const observedClusters = [
+      ...(derivedService && isImportObject("Service", derivedService) ? annotatedClusters(derivedService) : []),
+      ...partClusters,
+    ];
+    // As for a fleet-wide Service (SPEC §11): before the registered clusters are known, a
+    // cluster the observed objects name that has not sent its complete set may still be
+    // registered: unknown, not absent, so its part is kept (a restart writes nothing).
+    const unknown = store.unknownClusters();
+    if (!store.registrationKnown) for (const c of observedClusters) if (!store.known(c)) unknown.add(c);
+    const ours = derivedService && isImportObject("Service", derivedService) ? derivedService : undefined;
+    const reduction = holdWhileKept(
+      reduceFederated({
+        members: exports,
+        order: exportOrder(exports),
+        unknown,
+        registrationKnown: store.registrationKnown,
+        observedClusters,
+      }),
+      ours ? carryPorts(ours) : undefined,
+    );
+    if (reduction.kind === "delete") this.#summaries.delete(key);
+    else this.#summaries.set(key, { ...summarizeReduction(reduction), name: service });
+    const observed: ObservedObject[] = [];
+    if (derivedService) observed.push({ kind: "Service", object: derivedService });
+    if (endpoints) observed.push({ kind: "Endpoints", object: endpoints });
+    if (serviceImport) observed.push({ kind: "ServiceImport", object: serviceImport });
+    if (reduction.kind === "write")
+      for (const part of reduction.parts)
+        for (const sliceName of sliceNames(`${derived}-${part.cluster}`)) sliceKeys.add(`${namespace}/${sliceName}`);
+    for (const sliceKey of sliceKeys) {
+      const slice =
+        cache.observed("EndpointSlice", sliceKey, this.#deps.slices.get(sliceKey)) ??
+        (exports.size > 0 && !derivedService && namespaceExists && options.endpointsApi !== "endpoints"
+          ? await getUnlabelled<EndpointSlice>(this.#deps, "EndpointSlice", sliceKey)
+          : undefined);
+      if (slice) observed.push({ kind: "EndpointSlice", object: slice });
+    }
+    const importPlan = planServiceImport({
+      namespace,
+      name: service,
+      derived,
+      reduction,
+      observed: serviceImport,
+      clusterIP: clusterIPOf(derivedService),
+    });
+    if (importPlan.blocked) return { actions: [], observed, blocked: importPlan.blocked };
+    const servicePlan = planFederated({
+      namespace,
+      name: derived,
+      reduction,
+      observed: observed.filter((o) => o.kind !== "ServiceImport"),
+      endpointsApi: options.endpointsApi,
+      namespaceExists,
+      createNamespaces: options.createNamespaces,
+      excludedNamespaces: options.excludedNamespaces,
+      flavor: importFlavor(service),
+    });
+    if (servicePlan.blocked) return { actions: [], observed, blocked: servicePlan.blocked };
+    const problems = new Map<string, FleetProblem>();
+    if (reduction.kind === "write")
+      for (const e of reduction.excluded)
+        problems.set(e.cluster, {
+          reason: "port-conflict",
+          message: e.message.replace(`${namespace}/${derived}`, `ServiceImport ${importKey}`),
+        });
+    this.#setProblems(key, service, problems);
+    // The ServiceImport is deleted before its Service, and written after it.
+    const actions =
+      reduction.kind === "delete"
+        ? [...importPlan.actions, ...servicePlan.actions]
+        : [...servicePlan.actions, ...importPlan.actions];
+    return { actions, observed };
+  }
+
+  /** Replaces the problems of import `key` (ServiceImport `name`), and reports them (see reportProblems). */
+  #setProblems(key: string, name: string, problems: Map<string, FleetProblem>): void {
+    const previous = this.#problems.get(key);
+    if (problems.size === 0) this.#problems.delete(key);
+    else this.#problems.set(key, problems);
+    const { namespace = "" } = splitKey(key);
+    reportProblems(this.#deps, {
+      key,
+      previous,
+      problems,
+      involved: { kind: "ServiceImport", apiVersion: "multicluster.x-k8s.io/v1alpha1", namespace, name },
+      eventReasons: IMPORT_EVENT_REASONS,
+      otherReason: "ServiceImportConflict",
+    });
+  }
+}
+
+function clusterIPOf(service: Service | undefined): string | undefined {
+  const ip = service?.spec?.clusterIP;
+  return ip && ip !== "None" && isImportObject("Service", service) ? ip : undefined;
+}
