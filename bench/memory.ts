@@ -136,7 +136,7 @@ export const writerSettled =
     writerIdle(s) && Object.values(s.writer?.clusters ?? {}).filter((c) => c.complete).length >= clusters;
 
 /** Used heap of every remote-cluster thread, from the process's /metrics. */
-async function actorHeaps(admin: string): Promise<number[]> {
+export async function actorHeaps(admin: string): Promise<number[]> {
   const text = await getText(`${admin}/metrics`);
   const used: number[] = [];
   for (const line of text.split("\n")) {

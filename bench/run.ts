@@ -25,6 +25,7 @@ import { runExportModes } from "./export-modes.ts";
 import { runFailover } from "./failover.ts";
 import { runGatewayFanout } from "./gateway-fanout.ts";
 import { type BenchOptions, machineString, type ScenarioResult } from "./harness.ts";
+import { runHeadless } from "./headless.ts";
 import { runMemory } from "./memory.ts";
 import { runProbeCpu } from "./probe-cpu.ts";
 import { runRemoteRecovery } from "./remote-recovery.ts";
@@ -44,6 +45,7 @@ const SCENARIOS: Readonly<Record<string, (opts: BenchOptions) => Promise<Scenari
   "default-config": runDefaultConfig,
   sharded: runSharded,
   "export-modes": runExportModes,
+  headless: runHeadless,
 };
 
 const SUMMARY_KEYS = [
@@ -74,6 +76,8 @@ const SUMMARY_KEYS = [
   "sharded_converge_ratio",
   "shard_failover_s",
   "label_export_converge_ratio",
+  "headless_writes_per_host_mirror",
+  "headless_actor_heap_kb_per_service",
 ] as const;
 
 /** The issue's targets, for SUMMARY.md: [comparison, bound, unit]; null: a figure shown next to a target's, with none of its own. */
@@ -111,6 +115,10 @@ const TARGETS: Readonly<Record<(typeof SUMMARY_KEYS)[number], readonly [">=" | "
   shard_failover_s: ["<=", 10 + 10, "s"],
   // Cold convergence of one world exported by annotation / by label (SPEC §12), alternating runs.
   label_export_converge_ratio: [">=", 0.95, "× annotation export"],
+  // 20 clusters × 5 headless Services × 50 hosts: a per-host mirror's Service and its slice.
+  headless_writes_per_host_mirror: ["<=", 2, "writes"],
+  // Reported, with no bound: the remote actor's heap per watched headless Service of 50 hosts.
+  headless_actor_heap_kb_per_service: null,
 };
 
 function verdict(key: (typeof SUMMARY_KEYS)[number], value: number | null): string {
@@ -213,6 +221,10 @@ export function summaryFromResults(out: string): Record<string, number | null> {
     probe_cpu_ratio: num(full(read("probe-cpu"))?.["ratio"]),
     ...shardedFigures(rows(full(read("sharded")))[0]),
     label_export_converge_ratio: num(full(read("export-modes"))?.["ratio"]),
+    headless_writes_per_host_mirror: num(
+      (full(read("headless"))?.["convergence"] as Record<string, unknown> | undefined)?.["writesPerHostMirror"],
+    ),
+    headless_actor_heap_kb_per_service: num(full(read("headless"))?.["actorHeapKbPerHeadlessService"]),
   };
 }
 

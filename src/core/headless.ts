@@ -67,26 +67,30 @@ export interface HeadlessOutcome {
 /**
  * The mirrors of an exported headless Service whose ordinary mirror is `mirror`, given
  * the hostnames of its remote endpoints. A per-host mirror's FQDN annotation is
- * `<h>.<svc>.<ns>.svc.<domain>`, the remote pod's own name. `exported(h)`: whether
- * the cluster exports a Service named `h` in the mirror's namespace, whose own mirror
- * is `<h>-<c>` too: such a host is left out and reported (the Service keeps its name).
+ * `<h>.<svc>.<ns>.svc.<domain>`, the remote pod's own name. `taken(h)`: why the
+ * per-host name `<h>-<c>` belongs to something else of the cluster (an exported Service
+ * named `h` in the namespace, whose own mirror it is; a host `h` of another headless
+ * Service of the namespace that comes first), undefined when it is free: such a host is
+ * left out and reported, and the other keeps the name.
  */
 export function headlessMirrors(
   mirror: DesiredMirror,
   hostnames: readonly string[],
-  exported: (hostname: string) => boolean = () => false,
+  taken: (hostname: string) => string | undefined = () => undefined,
 ): HeadlessOutcome {
   const refused: string[] = [];
   const valid: string[] = [];
   for (const hostname of hostnames) {
     const invalid = validateDns1123Label(hostname);
     const service = mirrorName(hostname, mirror.cluster);
+    const invalidName = invalid ? undefined : validateMirrorName(service);
+    const owner = invalid || invalidName ? undefined : taken(hostname);
     const why = invalid
       ? `hostname ${JSON.stringify(hostname.slice(0, 80))} is not a DNS label: ${invalid}`
-      : validateMirrorName(service)
-        ? `per-host mirror name ${service} is not a valid Service name: ${validateMirrorName(service)}`
-        : exported(hostname)
-          ? `per-host mirror name ${service} is the mirror of exported Service ${mirror.namespace}/${hostname}`
+      : invalidName
+        ? `per-host mirror name ${service} is not a valid Service name: ${invalidName}`
+        : owner
+          ? `per-host mirror name ${service} is ${owner}`
           : undefined;
     if (why) refused.push(why);
     else valid.push(hostname);

@@ -84,6 +84,7 @@ const sideBySide = {
   "probe-cpu": { smoke: false, ratio: 1.01 },
   sharded: { smoke: false, runs: [{ ratio: 0.93, failoverMovedMs: 14_567, failoverAllMs: 15_000 }] },
   "export-modes": { smoke: false, ratio: 0.98, runs: [] },
+  headless: { smoke: false, convergence: { writesPerHostMirror: 2 }, actorHeapKbPerHeadlessService: 61.5 },
 };
 
 describe("summaryFromResults", () => {
@@ -121,6 +122,8 @@ describe("summaryFromResults", () => {
           // The moved clusters' figure, in seconds: the others never stopped.
           shard_failover_s: 14.57,
           label_export_converge_ratio: 0.98,
+          headless_writes_per_host_mirror: 2,
+          headless_actor_heap_kb_per_service: 61.5,
         }).sort(([a], [b]) => a.localeCompare(b)),
       ),
     );

@@ -55,6 +55,12 @@ function world(services: Service[]) {
     lookupHostname: () => undefined,
     deadAddresses: () => undefined,
     headlessHosts: (k) => hosts.get(k) ?? { kind: "pending" },
+    // As HeadlessWatches: the first key of the namespace whose listed hostnames hold it.
+    hostClaimant: (namespace, hostname) =>
+      [...hosts]
+        .filter(([k, h]) => k.startsWith(`${namespace}/`) && h.kind === "listed" && h.hostnames.includes(hostname))
+        .map(([k]) => k)
+        .sort()[0],
     headlessPending: () =>
       [...store.values()].some(
         (s) =>
@@ -138,6 +144,38 @@ describe("the desired sender and headless Services", () => {
     assert.deepEqual(names(first), ["web-0-east", "web-1-east", "web-east"]);
     assert.equal(first.upserts.find((m) => m.name === "web-0-east")?.labels[HEADLESS_MIRROR_LABEL], undefined);
     assert.equal(w.sender.problems().find((p) => p.remote === "shop/web")?.reason, "headless-hostname-invalid");
+  });
+
+  it("two headless Services with a host of the same name: the first keeps the per-host mirror, the other is told", async () => {
+    const w = world([gateway, service("alpha", true), service("beta", true)]);
+    w.hosts.set("shop/alpha", { kind: "listed", hostnames: ["db-0"] });
+    w.hosts.set("shop/beta", { kind: "listed", hostnames: ["db-0", "db-1"] });
+    w.sender.requestSnapshot();
+    const first = await w.next("the complete set");
+    assert.deepEqual(names(first), ["alpha-east", "beta-east", "db-0-east", "db-1-east"]);
+    assert.equal(first.upserts.find((m) => m.name === "db-0-east")?.labels[HEADLESS_MIRROR_LABEL], "alpha-east");
+    assert.deepEqual(
+      first.upserts.find((m) => m.name === "beta-east")?.headless?.hosts.map((h) => h.service),
+      ["db-1-east"],
+    );
+    const problem = w.sender.problems().find((p) => p.remote === "shop/beta");
+    assert.equal(problem?.reason, "headless-hostname-invalid");
+    assert.match(problem?.message ?? "", /db-0-east is a host of headless Service shop\/alpha too/);
+    assert.equal(
+      w.sender.problems().find((p) => p.remote === "shop/alpha"),
+      undefined,
+    );
+    // alpha loses db-0 (HeadlessWatches tells beta too): beta's per-host mirror takes the name, never deleted.
+    w.hosts.set("shop/alpha", { kind: "listed", hostnames: [] });
+    w.sender.changed("shop/alpha");
+    w.sender.changed("shop/beta");
+    const moved = await w.next("db-0-east now beta's");
+    assert.deepEqual(moved.deletes, []);
+    assert.equal(moved.upserts.find((m) => m.name === "db-0-east")?.labels[HEADLESS_MIRROR_LABEL], "beta-east");
+    assert.equal(
+      w.sender.problems().find((p) => p.remote === "shop/beta"),
+      undefined,
+    );
   });
 
   it(`5 000 hosts: one batch, at most ${MAX_HEADLESS_HOSTS} per-host mirrors, and a report`, async () => {

@@ -96,6 +96,39 @@ describe("headless watches", () => {
     assert.equal(w.watches.pending, false, "a Service no longer wanted is not waited for");
   });
 
+  it("two headless Services with a host of the same name: the first in key order claims it; each change tells the other", async () => {
+    const streams = new Map<string, Stream>();
+    const w = await start((url, res) => {
+      const service = url.searchParams.get("labelSelector")?.split("=")[1] ?? "";
+      if (url.searchParams.get("watch") === "true") streams.set(service, openStream(res));
+      else sendJson(res, 200, sliceList(service === "alpha" ? ["db-0"] : ["db-0", "db-1"]));
+    });
+    w.watches.sync("shop/beta", true);
+    await until("beta listed", () => w.changed.includes("shop/beta"));
+    assert.equal(w.watches.hostClaimant("shop", "db-0"), "shop/beta");
+    w.changed.length = 0;
+    w.watches.sync("shop/alpha", true);
+    await until("alpha listed", () => w.changed.includes("shop/alpha"));
+    assert.deepEqual(w.changed.sort(), ["shop/alpha", "shop/beta"], "beta told: it lost db-0");
+    assert.equal(w.watches.hostClaimant("shop", "db-0"), "shop/alpha");
+    assert.equal(w.watches.hostClaimant("shop", "db-1"), "shop/beta");
+    assert.equal(w.watches.hostClaimant("other", "db-0"), undefined);
+    // alpha's host goes: beta is told and claims it again.
+    await until("alpha's watch", () => streams.has("alpha"));
+    w.changed.length = 0;
+    streams.get("alpha")?.event("DELETED", {
+      kind: "EndpointSlice",
+      metadata: { name: "web-abc", namespace: "shop", resourceVersion: "20" },
+    });
+    await until("alpha changed", () => w.changed.includes("shop/alpha"));
+    assert.deepEqual(w.changed.sort(), ["shop/alpha", "shop/beta"]);
+    assert.equal(w.watches.hostClaimant("shop", "db-0"), "shop/beta");
+    // beta no longer wanted: its claims go with its watch.
+    w.watches.sync("shop/beta", false);
+    assert.equal(w.watches.hostClaimant("shop", "db-0"), undefined);
+    assert.equal(w.watches.hostClaimant("shop", "db-1"), undefined);
+  });
+
   it("watches only exported headless Services: not an unexported headless one, not an exported ClusterIP one", async () => {
     const w = await start((url, res) => {
       if (url.searchParams.get("watch") === "true") openStream(res);

@@ -91,7 +91,9 @@ describe("the mirrors of a headless Service", () => {
   });
 
   it("leaves out a host named like an exported Service of the namespace (that Service keeps its mirror name)", () => {
-    const { mirrors, problem } = headlessMirrors(mirror(), ["web-0", "web-1"], (h) => h === "web-0");
+    const { mirrors, problem } = headlessMirrors(mirror(), ["web-0", "web-1"], (h) =>
+      h === "web-0" ? "the mirror of exported Service shop/web-0" : undefined,
+    );
     assert.deepEqual(
       mirrors.map((m) => m.name),
       ["web-east", "web-1-east"],

@@ -172,6 +172,7 @@ export class RemoteClusterActor {
       lookupHostname: this.#hostnames.lookup,
       deadAddresses: (gatewayKey) => this.#health.deadAddresses(gatewayKey),
       headlessHosts: (key) => this.#headless.hosts(key),
+      hostClaimant: (namespace, hostname) => this.#headless.hostClaimant(namespace, hostname),
       headlessPending: () => this.#headless.pending,
       log: deps.logger,
       guard: (fn) => this.#guard(fn),

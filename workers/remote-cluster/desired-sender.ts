@@ -45,7 +45,7 @@ import { serializeError } from "../../src/protocol/errors.ts";
 import { type ChannelPort, decodeToActorFromWriter, type ToWriterFromActor } from "../../src/protocol/messages.ts";
 import { acked, type Credits, initialCredits, maySend, sent, settled } from "./credits.ts";
 import { SenderProblems } from "./sender-problems.ts";
-import { type Changes, diffMany, noChanges } from "./sent-diff.ts";
+import { type Changes, diffMany, keepTakenOver, noChanges } from "./sent-diff.ts";
 
 /** The actor's end of its desired channel to the local writer. */
 export type DesiredPort = ChannelPort<ToWriterFromActor>;
@@ -93,6 +93,8 @@ export interface DesiredSenderDeps {
   readonly deadAddresses: (gatewayKey: string) => ReadonlySet<string> | undefined;
   /** The hostnames of exported headless Service `key` (SPEC §12, headless-watches.ts). */
   readonly headlessHosts: (key: string) => HeadlessHosts;
+  /** The headless Service of `namespace` that keeps per-host name `<hostname>-<c>` (HeadlessWatches). */
+  readonly hostClaimant: (namespace: string, hostname: string) => string | undefined;
   /** Some exported headless Service's hostnames are not known yet: a complete set waits. */
   readonly headlessPending: () => boolean;
   readonly log: LineLogger;
@@ -276,12 +278,20 @@ export class DesiredSender {
       const hosts = this.#deps.headlessHosts(key);
       if (hosts.kind === "pending") mirrors = undefined;
       else if (hosts.kind === "listed") {
-        // A host named like an exported Service of the namespace would take that Service's mirror name.
-        const exported = (h: string): boolean => {
-          const other = this.#deps.services.get(objectKey({ namespace: outcome.mirror.namespace, name: h }));
-          return other !== undefined && exportOf(settings, other).kind === "exported";
+        // A per-host name is taken by an exported Service of the namespace named like
+        // the host (its own mirror), or by a host of the same name of another headless
+        // Service of the namespace that comes first (its claimant).
+        const { namespace } = outcome.mirror;
+        const taken = (h: string): string | undefined => {
+          const other = this.#deps.services.get(objectKey({ namespace, name: h }));
+          if (other !== undefined && exportOf(settings, other).kind === "exported")
+            return `the mirror of exported Service ${namespace}/${h}`;
+          const claimant = this.#deps.hostClaimant(namespace, h);
+          return claimant !== undefined && claimant !== key
+            ? `a host of headless Service ${claimant} too, which comes first and keeps it`
+            : undefined;
         };
-        const headless = headlessMirrors(outcome.mirror, hosts.hostnames, exported);
+        const headless = headlessMirrors(outcome.mirror, hosts.hostnames, taken);
         mirrors = headless.mirrors;
         hostProblem = headless.problem;
       }
@@ -323,6 +333,9 @@ export class DesiredSender {
       return;
     }
     const changes = complete ? this.#completeSet() : this.#delta();
+    keepTakenOver(changes.upserts, changes.deletes, this.#sent);
+    keepTakenOver(changes.members, changes.memberDeletes, this.#sentMembers);
+    keepTakenOver(changes.mcsExports, changes.mcsExportDeletes, this.#sentMcs);
     const { upserts, deletes, members, memberDeletes, mcsExports, mcsExportDeletes } = changes;
     const empty = Object.values(changes).every((list: readonly unknown[]) => list.length === 0);
     if (!complete && empty) return;

@@ -15,6 +15,11 @@
  *   mirror, SPEC §12), `denied` holds the message for the status (reported once per
  *   cluster by the supervisor), and the watches are tried again every `deniedRetryMs`
  *   (a retry that lists clears it; one that meets 403 again changes nothing);
+ * - `hostClaimant(ns, h)` is the first (in key order) of the Services of namespace `ns`
+ *   whose listed hostnames hold `h`: two headless Services with a host of the same name
+ *   would both want the per-host mirror `<h>-<c>`, and the first keeps it. Whenever the
+ *   claimants of a host change, the others claiming it are told (`hostsChanged`), so the
+ *   one that loses or gains the name is recomputed;
  * - `pending` is true while a wanted watch has neither listed nor been denied: the
  *   actor's complete set waits for it, so a complete set never turns a headless mirror
  *   into an ordinary one and back (or leaves it out, which would delete it).
@@ -72,6 +77,8 @@ export class HeadlessWatches {
   /** Keys of the exported headless Services (whether or not a watch runs). */
   readonly #wanted = new Set<string>();
   readonly #watches = new Map<string, HeadlessWatch>();
+  /** `<namespace>/<hostname>` → the keys of the Services whose listed hostnames hold it. */
+  readonly #claims = new Map<string, Set<string>>();
   #denied: string | undefined;
   #retryTimer: NodeJS.Timeout | undefined;
   /** Denied, and the watches were started again to find out whether they still are. */
@@ -115,6 +122,14 @@ export class HeadlessWatches {
     if (hostnames) return { kind: "listed", hostnames };
     if (this.#denied !== undefined) return { kind: "denied" };
     return { kind: "pending" };
+  }
+
+  /** The first (in key order) headless Service of `namespace` with a host `hostname`; undefined: none. */
+  hostClaimant(namespace: string, hostname: string): string | undefined {
+    let first: string | undefined;
+    for (const key of this.#claims.get(`${namespace}/${hostname}`) ?? [])
+      if (first === undefined || key < first) first = key;
+    return first;
   }
 
   /** Some exported headless Service's hostnames are not known yet (and reads are not denied). */
@@ -196,6 +211,7 @@ export class HeadlessWatches {
     const watch = this.#watches.get(key);
     if (!watch) return;
     this.#watches.delete(key);
+    this.#claim(key, watch.hostnames, []);
     watch.watcher.removeAllListeners();
     this.#deps.track(watch.watcher.stop());
   }
@@ -203,8 +219,35 @@ export class HeadlessWatches {
   #refresh(key: string, watch: HeadlessWatch): void {
     const hostnames = hostnamesOf(watch.watcher.values());
     if (watch.hostnames && watch.hostnames.join("\n") === hostnames.join("\n")) return;
+    const before = watch.hostnames;
     watch.hostnames = hostnames;
+    this.#claim(key, before, hostnames);
     this.#deps.hostsChanged(key);
+  }
+
+  /** Moves Service `key`'s claims from hosts `before` to `after`; the other claimants of a host that changed are told. */
+  #claim(key: string, before: readonly string[] | undefined, after: readonly string[]): void {
+    const { namespace = "" } = splitKey(key);
+    const kept = new Set(after);
+    const dropped = (before ?? []).filter((h) => !kept.has(h));
+    const had = new Set(before ?? []);
+    const added = after.filter((h) => !had.has(h));
+    const others = new Set<string>();
+    for (const hostname of dropped) {
+      const claim = `${namespace}/${hostname}`;
+      const keys = this.#claims.get(claim);
+      keys?.delete(key);
+      if (keys?.size === 0) this.#claims.delete(claim);
+      for (const other of keys ?? []) others.add(other);
+    }
+    for (const hostname of added) {
+      const claim = `${namespace}/${hostname}`;
+      const keys = this.#claims.get(claim) ?? new Set<string>();
+      this.#claims.set(claim, keys);
+      for (const other of keys) others.add(other);
+      keys.add(key);
+    }
+    for (const other of others) this.#deps.hostsChanged(other);
   }
 
   /** The remote refuses EndpointSlices: every watch stops; every Service is an ordinary mirror until a retry lists. */

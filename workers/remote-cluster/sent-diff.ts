@@ -72,3 +72,26 @@ export function diffMany<T extends Keyed>(
     upserts.push(value);
   }
 }
+
+/**
+ * A local key one remote Service gives up while another takes it in the same batch (a
+ * per-host name moving from one headless Service to another, or to the exported Service
+ * named like the host): the batch upserts it and must not delete it, whichever of the
+ * two was diffed first, and `sentDigests` must hold the upsert's digest (the delete may
+ * have dropped it after the upsert set it). Called once per batch, after every diff.
+ */
+export function keepTakenOver<T extends Keyed>(
+  upserts: readonly T[],
+  deletes: string[],
+  sentDigests: Map<string, string>,
+): void {
+  if (deletes.length === 0 || upserts.length === 0) return;
+  const upserted = new Map(upserts.map((value) => [objectKey(value), value]));
+  let kept = 0;
+  for (const localKey of deletes) {
+    const value = upserted.get(localKey);
+    if (value === undefined) deletes[kept++] = localKey;
+    else sentDigests.set(localKey, sentDigest(value));
+  }
+  deletes.length = kept;
+}
