@@ -19,6 +19,7 @@
  */
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { CustomObjectsApi } from "@kubernetes/client-node";
 import { untilSignal } from "../src/cli/signals.ts";
 import { defaultConfig } from "../src/config.ts";
 import { connectionFromKubeconfig } from "../src/kube/kubeconfig.ts";
@@ -26,17 +27,20 @@ import { createLogger } from "../src/log.ts";
 import { Supervisor } from "../src/supervisor/supervisor.ts";
 import type { ControlPlane } from "./control-plane.ts";
 import { DemoGateways } from "./demo-gateways.ts";
+import { localMirrors } from "./demo-mirrors.ts";
+import { shapeModes } from "./demo-modes.ts";
 import {
   coreApi,
   demoSteps,
   discoveryApi,
+  kubeConfig,
   NAMESPACE,
   registerRemotes,
   resetForNextRound,
   type Step,
   shapeRemotes,
 } from "./demo-script.ts";
-import { localMirrors, MirrorActivity, renderTable } from "./demo-table.ts";
+import { MirrorActivity, renderTable } from "./demo-table.ts";
 import { startSandbox } from "./sandbox.ts";
 import { Screen } from "./screen.ts";
 
@@ -186,7 +190,14 @@ async function runDemo(
   );
   await shapeRemotes(remotes, gateways);
   signal.throwIfAborted();
-  screen.write("Registering east and west with least-privilege tokens (get/list/watch services)...\n");
+  screen.write(
+    "Installing the MCS CRDs; exporting shop/orders by ServiceExport (east, west) and headless shop/db (east)...\n",
+  );
+  await shapeModes(plane, kubeConfig);
+  signal.throwIfAborted();
+  screen.write(
+    "Registering east and west with least-privilege tokens (get/list/watch services, endpointslices, serviceexports)...\n",
+  );
   await registerRemotes(plane, local);
   signal.throwIfAborted();
 
@@ -202,7 +213,8 @@ async function runDemo(
   supervisor.start();
 
   const discovery = discoveryApi(plane.cluster("local").adminKubeconfig);
-  const mirrorsNow = () => localMirrors(local, discovery);
+  const objects = kubeConfig(plane.cluster("local").adminKubeconfig).makeApiClient(CustomObjectsApi);
+  const mirrorsNow = () => localMirrors(local, discovery, objects);
   const steps = demoSteps(remotes, mirrorsNow, () => supervisor.status(), gateways);
   const kubeconfigPath = plane.cluster("local").adminKubeconfigPath;
   const activity = new MirrorActivity();
