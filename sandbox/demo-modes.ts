@@ -41,6 +41,23 @@ async function ensureNamespace(kc: KubeConfig, name: string): Promise<void> {
   }
 }
 
+function serviceExports(kc: KubeConfig) {
+  const [namespace, name] = MCS_IMPORT_KEY.split("/") as [string, string];
+  const api = kc.makeApiClient(CustomObjectsApi);
+  const where = { group: MCS_GROUP, version: MCS_VERSION, namespace, plural: SERVICE_EXPORTS.plural };
+  return {
+    create: async (): Promise<void> => {
+      await api.createNamespacedCustomObject({
+        ...where,
+        body: { apiVersion: MCS_API_VERSION, kind: SERVICE_EXPORTS.kind, metadata: { name } },
+      });
+    },
+    delete: async (): Promise<void> => {
+      await api.deleteNamespacedCustomObject({ ...where, name });
+    },
+  };
+}
+
 /** Service `shop/orders` and its ServiceExport, in the cluster of `kc` (exported through the cluster's default gateway). */
 async function exportByServiceExport(kc: KubeConfig): Promise<void> {
   const [namespace, name] = MCS_IMPORT_KEY.split("/") as [string, string];
@@ -52,13 +69,7 @@ async function exportByServiceExport(kc: KubeConfig): Promise<void> {
       spec: { selector: { app: name }, ports: [{ name: "http", port: 8080, targetPort: 8080 }] },
     },
   });
-  await kc.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
-    group: MCS_GROUP,
-    version: MCS_VERSION,
-    namespace,
-    plural: SERVICE_EXPORTS.plural,
-    body: { apiVersion: MCS_API_VERSION, kind: SERVICE_EXPORTS.kind, metadata: { name } },
-  });
+  await serviceExports(kc).create();
 }
 
 /** Headless `shop/db` (exported by the §2 annotations) and the EndpointSlice of its three pods. */
@@ -94,11 +105,22 @@ async function exportHeadless(kc: KubeConfig): Promise<void> {
   });
 }
 
-/** Installs the MCS CRDs on local, east and west, and creates the MCS and headless exports on the remotes. */
-export async function shapeModes(plane: ControlPlane, kubeConfig: (text: string) => KubeConfig): Promise<void> {
+/** The scripted change of the MCS export: west deletes its ServiceExport of `shop/orders`, and creates it again. */
+export interface WestExport {
+  readonly withdraw: () => Promise<void>;
+  readonly restore: () => Promise<void>;
+}
+
+/**
+ * Installs the MCS CRDs on local, east and west, and creates the MCS and headless
+ * exports on the remotes; returns west's ServiceExport, for the script to withdraw.
+ */
+export async function shapeModes(plane: ControlPlane, kubeConfig: (text: string) => KubeConfig): Promise<WestExport> {
   const kc = (name: string) => kubeConfig(plane.cluster(name).adminKubeconfig);
   await Promise.all(["local", "east", "west"].map((name) => installMcsCrds(kc(name))));
   await exportByServiceExport(kc("east"));
   await exportByServiceExport(kc("west"));
   await exportHeadless(kc("east"));
+  const west = serviceExports(kc("west"));
+  return { withdraw: west.delete, restore: west.create };
 }

@@ -14,7 +14,7 @@ import { mintServiceAccountToken } from "../src/kube/service-account.ts";
 import type { ControlPlane } from "./control-plane.ts";
 import { DEMO_PROBE_PERIOD_SECONDS, type DemoGateways } from "./demo-gateways.ts";
 import type { MirrorRow } from "./demo-mirrors.ts";
-import { HEADLESS_HOSTS, HEADLESS_KEY, MCS_IMPORT_KEY, REMOTE_READER_RULES } from "./demo-modes.ts";
+import { HEADLESS_HOSTS, HEADLESS_KEY, MCS_IMPORT_KEY, REMOTE_READER_RULES, type WestExport } from "./demo-modes.ts";
 import { renderKubeconfig } from "./kubeconfig.ts";
 
 export const NAMESPACE = "fleet-mirror";
@@ -196,6 +196,7 @@ export function demoSteps(
   mirrorsNow: () => Promise<readonly MirrorRow[]>,
   statusNow: () => FleetStatus,
   gateways: DemoGateways,
+  westExport: WestExport,
 ): Step[] {
   const has = async (key: string, predicate: (m: MirrorRow) => boolean = () => true) =>
     (await mirrorsNow()).some((m) => m.key === key && predicate(m));
@@ -280,6 +281,19 @@ export function demoSteps(
     },
     ...(gateways.probed ? failover : []),
     {
+      // The import stays, with east alone: its status and its derived Service's slices.
+      title: `west deletes its ServiceExport of ${MCS_IMPORT_KEY}`,
+      run: () => westExport.withdraw(),
+      visible: () =>
+        has(
+          MCS_IMPORT_KEY,
+          (m) =>
+            m.clusters?.join(",") === "east" &&
+            m.addresses.length === 1 &&
+            m.addresses[0]?.address.startsWith(`${gateways.address("east")}:`) === true,
+        ),
+    },
+    {
       title: "east unexports shop/cart",
       run: () =>
         updateService(remotes.east, "shop", "cart", (s) => {
@@ -293,8 +307,12 @@ export function demoSteps(
   ];
 }
 
-/** Before the next round: re-export shop/cart and delete shop/checkout, so every step can run again. */
-export async function resetForNextRound(remotes: Remotes): Promise<void> {
+/**
+ * Before the next round: re-export shop/cart, delete shop/checkout and create west's
+ * ServiceExport again, so every step can run again.
+ */
+export async function resetForNextRound(remotes: Remotes, westExport: WestExport): Promise<void> {
+  await westExport.restore();
   await updateService(remotes.east, "shop", "cart", (s) => {
     if (s.metadata)
       s.metadata.annotations = {

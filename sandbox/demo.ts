@@ -193,7 +193,7 @@ async function runDemo(
   screen.write(
     "Installing the MCS CRDs; exporting shop/orders by ServiceExport (east, west) and headless shop/db (east)...\n",
   );
-  await shapeModes(plane, kubeConfig);
+  const westExport = await shapeModes(plane, kubeConfig);
   signal.throwIfAborted();
   screen.write(
     "Registering east and west with least-privilege tokens (get/list/watch services, endpointslices, serviceexports)...\n",
@@ -215,7 +215,7 @@ async function runDemo(
   const discovery = discoveryApi(plane.cluster("local").adminKubeconfig);
   const objects = kubeConfig(plane.cluster("local").adminKubeconfig).makeApiClient(CustomObjectsApi);
   const mirrorsNow = () => localMirrors(local, discovery, objects);
-  const steps = demoSteps(remotes, mirrorsNow, () => supervisor.status(), gateways);
+  const steps = demoSteps(remotes, mirrorsNow, () => supervisor.status(), gateways, westExport);
   const kubeconfigPath = plane.cluster("local").adminKubeconfigPath;
   const activity = new MirrorActivity();
   let lastStep = "(none yet)";
@@ -283,7 +283,7 @@ async function runDemo(
         if (!once) await pause(stepMs, signal);
       }
       if (once || signal.aborted) break;
-      await resetForNextRound(remotes);
+      await resetForNextRound(remotes, westExport);
     }
   } finally {
     clearInterval(timer);
