@@ -48,9 +48,10 @@ export const demoHelp = `Usage: fleet-mirror-sandbox demo [--script-once] [--ste
 
 Starts a sandbox fleet on 127.0.0.1 (etcd + kube-apiservers "local", "east", "west"),
 registers east and west with least-privilege credentials Secrets, mirrors their
-exported Services into "local", and shows a live table while it changes things on
-the remotes (export, port change, gateway IP change, a gateway dying and coming back,
-unexport). The gateways' addresses are made local (ip route add local 198.51.100.64/28
+exported Services into "local" (one in each way to export: annotations, label,
+fleet-wide, MCS ServiceExport, headless), and shows a live table while it changes
+things on the remotes (export, port change, gateway IP change, a gateway dying and
+coming back, a ServiceExport deleted, unexport). The gateways' addresses are made local (ip route add local 198.51.100.64/28
 dev lo, removed on exit; needs root or CAP_NET_ADMIN, else no probes and no failover)
 and each has a real HTTP probe server. Ctrl-C stops it all.
 
