@@ -259,10 +259,19 @@ async function runDemo(
   };
   const timer = setInterval(() => void draw(), 1_000);
 
+  // A read of the local cluster that fails is "not visible yet", not the demo's end: a
+  // ServiceImport list right after its CRD was installed was refused once (429 "storage
+  // is (re)initializing"). The last such error goes into the step's line if it times out.
+  let readError: string | undefined;
   const waitVisible = async (step: Step): Promise<boolean> => {
     const deadline = Date.now() + VISIBLE_TIMEOUT_MS;
+    readError = undefined;
     while (Date.now() < deadline && !signal.aborted) {
-      if (await step.visible()) return true;
+      try {
+        if (await step.visible()) return true;
+      } catch (error) {
+        readError = (error as Error).message.split("\n")[0];
+      }
       await pause(200, signal);
     }
     return false;
@@ -277,7 +286,7 @@ async function runDemo(
         await step.run();
         const ok = await waitVisible(step);
         if (signal.aborted) break;
-        lastStep = `${step.title} — ${ok ? `mirrored in ${Date.now() - stepStarted} ms` : `NOT mirrored within ${VISIBLE_TIMEOUT_MS / 1000} s`}`;
+        lastStep = `${step.title} — ${ok ? `mirrored in ${Date.now() - stepStarted} ms` : `NOT mirrored within ${VISIBLE_TIMEOUT_MS / 1000} s${readError ? ` (last read of the local cluster failed: ${readError})` : ""}`}`;
         if (!ok) failed = true;
         screen.write(`[demo] ${lastStep}\n`);
         await draw(true);
