@@ -41,18 +41,19 @@ async function ensureNamespace(kc: KubeConfig, name: string): Promise<void> {
   }
 }
 
-function serviceExports(kc: KubeConfig) {
+/** The ServiceExport of `shop/orders` in the cluster of `kc`: created by `restore`, deleted by `withdraw`. */
+function serviceExport(kc: KubeConfig): WestExport {
   const [namespace, name] = MCS_IMPORT_KEY.split("/") as [string, string];
   const api = kc.makeApiClient(CustomObjectsApi);
   const where = { group: MCS_GROUP, version: MCS_VERSION, namespace, plural: SERVICE_EXPORTS.plural };
   return {
-    create: async (): Promise<void> => {
+    restore: async (): Promise<void> => {
       await api.createNamespacedCustomObject({
         ...where,
         body: { apiVersion: MCS_API_VERSION, kind: SERVICE_EXPORTS.kind, metadata: { name } },
       });
     },
-    delete: async (): Promise<void> => {
+    withdraw: async (): Promise<void> => {
       await api.deleteNamespacedCustomObject({ ...where, name });
     },
   };
@@ -69,7 +70,7 @@ async function exportByServiceExport(kc: KubeConfig): Promise<void> {
       spec: { selector: { app: name }, ports: [{ name: "http", port: 8080, targetPort: 8080 }] },
     },
   });
-  await serviceExports(kc).create();
+  await serviceExport(kc).restore();
 }
 
 /** Headless `shop/db` (exported by the §2 annotations) and the EndpointSlice of its three pods. */
@@ -121,6 +122,5 @@ export async function shapeModes(plane: ControlPlane, kubeConfig: (text: string)
   await exportByServiceExport(kc("east"));
   await exportByServiceExport(kc("west"));
   await exportHeadless(kc("east"));
-  const west = serviceExports(kc("west"));
-  return { withdraw: west.delete, restore: west.create };
+  return serviceExport(kc("west"));
 }
