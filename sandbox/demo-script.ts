@@ -13,7 +13,8 @@ import { PROBE_PERIOD, PROBE_PORT_NAME } from "../src/core/probe-spec.ts";
 import { mintServiceAccountToken } from "../src/kube/service-account.ts";
 import type { ControlPlane } from "./control-plane.ts";
 import { DEMO_PROBE_PERIOD_SECONDS, type DemoGateways } from "./demo-gateways.ts";
-import type { MirrorRow } from "./demo-table.ts";
+import type { MirrorRow } from "./demo-mirrors.ts";
+import { HEADLESS_HOSTS, HEADLESS_KEY, MCS_IMPORT_KEY, REMOTE_READER_RULES, type WestExport } from "./demo-modes.ts";
 import { renderKubeconfig } from "./kubeconfig.ts";
 
 export const NAMESPACE = "fleet-mirror";
@@ -132,7 +133,11 @@ export async function shapeRemotes(remotes: Remotes, gateways: DemoGateways): Pr
   await exportService(remotes.west, "shop", "search", 80, { member: true });
 }
 
-/** A least-privilege token per remote (get/list/watch Services), in a credentials Secret in the local cluster. */
+/**
+ * A least-privilege token per remote, in a credentials Secret in the local cluster: the
+ * role of deploy/rbac/remote.yaml, get/list/watch on Services, EndpointSlices and
+ * ServiceExports (what the export modes read), nothing else.
+ */
 export async function registerRemotes(plane: ControlPlane, local: CoreV1Api): Promise<void> {
   await ensureNamespace(local, NAMESPACE);
   for (const name of REMOTES) {
@@ -143,7 +148,7 @@ export async function registerRemotes(plane: ControlPlane, local: CoreV1Api): Pr
       role: {
         kind: "ClusterRole",
         name: "fleet-mirror-remote-reader",
-        rules: [{ apiGroups: [""], resources: ["services"], verbs: ["get", "list", "watch"] }],
+        rules: REMOTE_READER_RULES,
       },
     });
     const kubeconfig = renderKubeconfig({
@@ -191,6 +196,7 @@ export function demoSteps(
   mirrorsNow: () => Promise<readonly MirrorRow[]>,
   statusNow: () => FleetStatus,
   gateways: DemoGateways,
+  westExport: WestExport,
 ): Step[] {
   const has = async (key: string, predicate: (m: MirrorRow) => boolean = () => true) =>
     (await mirrorsNow()).some((m) => m.key === key && predicate(m));
@@ -235,7 +241,12 @@ export function demoSteps(
         (await has("shop/web-east")) &&
         (await has("billing/invoices-west")) &&
         (await has("shop/cart-east")) &&
-        (await has(FLEET_WIDE_KEY, (m) => m.addresses.length === REMOTES.length)),
+        (await has(FLEET_WIDE_KEY, (m) => m.addresses.length === REMOTES.length)) &&
+        (await has(
+          MCS_IMPORT_KEY,
+          (m) => m.clusters?.length === REMOTES.length && m.addresses.length === REMOTES.length,
+        )) &&
+        (await has(HEADLESS_KEY, (m) => m.hosts?.length === HEADLESS_HOSTS.length && m.addresses.length > 0)),
     },
     {
       title: "east exports shop/checkout",
@@ -259,12 +270,29 @@ export function demoSteps(
     {
       title: "east's gateway IP changes",
       run: async () => setGatewayIp(remotes.east, await gateways.moveEast()),
+      // Every address of every east row (a headless row's: its hosts' gateway) is the new one.
       visible: async () =>
         (await mirrorsNow())
           .filter((m) => m.cluster === "east")
-          .every((m) => m.endpoints.startsWith(`${gateways.address("east")}:`)),
+          .every(
+            (m) =>
+              m.addresses.length > 0 && m.addresses.every((a) => a.address.startsWith(`${gateways.address("east")}:`)),
+          ),
     },
     ...(gateways.probed ? failover : []),
+    {
+      // The import stays, with east alone: its status and its derived Service's slices.
+      title: `west deletes its ServiceExport of ${MCS_IMPORT_KEY}`,
+      run: () => westExport.withdraw(),
+      visible: () =>
+        has(
+          MCS_IMPORT_KEY,
+          (m) =>
+            m.clusters?.join(",") === "east" &&
+            m.addresses.length === 1 &&
+            m.addresses[0]?.address.startsWith(`${gateways.address("east")}:`) === true,
+        ),
+    },
     {
       title: "east unexports shop/cart",
       run: () =>
@@ -279,8 +307,12 @@ export function demoSteps(
   ];
 }
 
-/** Before the next round: re-export shop/cart and delete shop/checkout, so every step can run again. */
-export async function resetForNextRound(remotes: Remotes): Promise<void> {
+/**
+ * Before the next round: re-export shop/cart, delete shop/checkout and create west's
+ * ServiceExport again, so every step can run again.
+ */
+export async function resetForNextRound(remotes: Remotes, westExport: WestExport): Promise<void> {
+  await westExport.restore();
   await updateService(remotes.east, "shop", "cart", (s) => {
     if (s.metadata)
       s.metadata.annotations = {

@@ -10,87 +10,12 @@
  * grows while events flow); LAST CHANGE is how long ago this cluster's mirrors last
  * changed in the local cluster, as seen by the demo.
  */
-import type { CoreV1Api, DiscoveryV1Api } from "@kubernetes/client-node";
 import type { FleetStatus } from "../src/admin/fleet-view.ts";
-import { FEDERATED_LABEL } from "../src/core/federated.ts";
-import {
-  CLUSTER_NAME,
-  MANAGED_BY_FLEET_MIRROR,
-  MANAGED_BY_LABEL,
-  MIRRORED_SERVICE,
-  SERVICE_NAME_LABEL,
-} from "../src/core/labels.ts";
 import type { GatewayStatus } from "../src/protocol/status.ts";
+import type { MirrorRow } from "./demo-mirrors.ts";
 import type { Frame } from "./screen.ts";
 
-/** One address of a mirror's endpoints, `ip:port`, and whether it is ready (its gateway alive, SPEC §10). */
-export interface MirrorAddress {
-  readonly address: string;
-  readonly ready: boolean;
-}
-
-export interface MirrorRow {
-  readonly key: string;
-  readonly cluster: string;
-  readonly ports: string;
-  readonly addresses: readonly MirrorAddress[];
-  /** The addresses as shown: `ip:port`, followed by ` (not ready)` for one that is not; `<none>`. */
-  readonly endpoints: string;
-}
-
-/**
- * The mirrors in the local cluster now (Services labelled as mirrors), with their
- * addresses and whether each is ready: from fleet-mirror's EndpointSlices (SPEC §9, the
- * default; an endpoint is ready unless its `ready` condition is false), else from their
- * Endpoints (`--endpoints-api=endpoints`: `addresses` ready, `notReadyAddresses` not).
- */
-export async function localMirrors(local: CoreV1Api, discovery: DiscoveryV1Api): Promise<MirrorRow[]> {
-  const labelSelector = `${MIRRORED_SERVICE}=true`;
-  const [services, endpoints, slices] = await Promise.all([
-    local.listServiceForAllNamespaces({ labelSelector }),
-    local.listEndpointsForAllNamespaces({ labelSelector }),
-    discovery.listEndpointSliceForAllNamespaces({
-      labelSelector: `${labelSelector},${MANAGED_BY_LABEL}=${MANAGED_BY_FLEET_MIRROR}`,
-    }),
-  ]);
-  const eps = new Map(endpoints.items.map((e) => [`${e.metadata?.namespace}/${e.metadata?.name}`, e]));
-  const sliceAddrs = new Map<string, MirrorAddress[]>();
-  for (const slice of slices.items) {
-    const key = `${slice.metadata?.namespace}/${slice.metadata?.labels?.[SERVICE_NAME_LABEL]}`;
-    const port = slice.ports?.[0]?.port ?? "?";
-    const addrs = (slice.endpoints ?? []).flatMap((e) =>
-      e.addresses.map((ip) => ({ address: `${ip}:${port}`, ready: e.conditions?.ready !== false })),
-    );
-    sliceAddrs.set(key, [...(sliceAddrs.get(key) ?? []), ...addrs]);
-  }
-  return services.items
-    .map((s) => {
-      const key = `${s.metadata?.namespace}/${s.metadata?.name}`;
-      const ep = eps.get(key);
-      const addresses =
-        sliceAddrs.get(key) ??
-        (ep?.subsets ?? []).flatMap((sub) => {
-          const port = sub.ports?.[0]?.port ?? "?";
-          return [
-            ...(sub.addresses ?? []).map((a) => ({ address: `${a.ip}:${port}`, ready: true })),
-            ...(sub.notReadyAddresses ?? []).map((a) => ({ address: `${a.ip}:${port}`, ready: false })),
-          ];
-        });
-      return {
-        key,
-        // A fleet-wide Service belongs to no single cluster (SPEC §11).
-        cluster:
-          s.metadata?.labels?.[CLUSTER_NAME] ?? (s.metadata?.labels?.[FEDERATED_LABEL] === "true" ? "fleet" : ""),
-        ports: (s.spec?.ports ?? []).map((p) => `${p.port}/${p.protocol ?? "TCP"}`).join(","),
-        addresses,
-        endpoints:
-          addresses.length > 0
-            ? addresses.map((a) => (a.ready ? a.address : `${a.address} (not ready)`)).join(",")
-            : "<none>",
-      };
-    })
-    .sort((a, b) => (a.key < b.key ? -1 : 1));
-}
+export type { MirrorAddress, MirrorRow } from "./demo-mirrors.ts";
 
 /** When each cluster's mirrors last changed, from successive lists of the local cluster. */
 export class MirrorActivity {

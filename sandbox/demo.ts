@@ -19,6 +19,7 @@
  */
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { CustomObjectsApi } from "@kubernetes/client-node";
 import { untilSignal } from "../src/cli/signals.ts";
 import { defaultConfig } from "../src/config.ts";
 import { connectionFromKubeconfig } from "../src/kube/kubeconfig.ts";
@@ -26,17 +27,20 @@ import { createLogger } from "../src/log.ts";
 import { Supervisor } from "../src/supervisor/supervisor.ts";
 import type { ControlPlane } from "./control-plane.ts";
 import { DemoGateways } from "./demo-gateways.ts";
+import { localMirrors } from "./demo-mirrors.ts";
+import { shapeModes } from "./demo-modes.ts";
 import {
   coreApi,
   demoSteps,
   discoveryApi,
+  kubeConfig,
   NAMESPACE,
   registerRemotes,
   resetForNextRound,
   type Step,
   shapeRemotes,
 } from "./demo-script.ts";
-import { localMirrors, MirrorActivity, renderTable } from "./demo-table.ts";
+import { MirrorActivity, renderTable } from "./demo-table.ts";
 import { startSandbox } from "./sandbox.ts";
 import { Screen } from "./screen.ts";
 
@@ -44,9 +48,10 @@ export const demoHelp = `Usage: fleet-mirror-sandbox demo [--script-once] [--ste
 
 Starts a sandbox fleet on 127.0.0.1 (etcd + kube-apiservers "local", "east", "west"),
 registers east and west with least-privilege credentials Secrets, mirrors their
-exported Services into "local", and shows a live table while it changes things on
-the remotes (export, port change, gateway IP change, a gateway dying and coming back,
-unexport). The gateways' addresses are made local (ip route add local 198.51.100.64/28
+exported Services into "local" (one in each way to export: annotations, label,
+fleet-wide, MCS ServiceExport, headless), and shows a live table while it changes
+things on the remotes (export, port change, gateway IP change, a gateway dying and
+coming back, a ServiceExport deleted, unexport). The gateways' addresses are made local (ip route add local 198.51.100.64/28
 dev lo, removed on exit; needs root or CAP_NET_ADMIN, else no probes and no failover)
 and each has a real HTTP probe server. Ctrl-C stops it all.
 
@@ -186,7 +191,14 @@ async function runDemo(
   );
   await shapeRemotes(remotes, gateways);
   signal.throwIfAborted();
-  screen.write("Registering east and west with least-privilege tokens (get/list/watch services)...\n");
+  screen.write(
+    "Installing the MCS CRDs; exporting shop/orders by ServiceExport (east, west) and headless shop/db (east)...\n",
+  );
+  const westExport = await shapeModes(plane, kubeConfig);
+  signal.throwIfAborted();
+  screen.write(
+    "Registering east and west with least-privilege tokens (get/list/watch services, endpointslices, serviceexports)...\n",
+  );
   await registerRemotes(plane, local);
   signal.throwIfAborted();
 
@@ -202,8 +214,9 @@ async function runDemo(
   supervisor.start();
 
   const discovery = discoveryApi(plane.cluster("local").adminKubeconfig);
-  const mirrorsNow = () => localMirrors(local, discovery);
-  const steps = demoSteps(remotes, mirrorsNow, () => supervisor.status(), gateways);
+  const objects = kubeConfig(plane.cluster("local").adminKubeconfig).makeApiClient(CustomObjectsApi);
+  const mirrorsNow = () => localMirrors(local, discovery, objects);
+  const steps = demoSteps(remotes, mirrorsNow, () => supervisor.status(), gateways, westExport);
   const kubeconfigPath = plane.cluster("local").adminKubeconfigPath;
   const activity = new MirrorActivity();
   let lastStep = "(none yet)";
@@ -246,10 +259,19 @@ async function runDemo(
   };
   const timer = setInterval(() => void draw(), 1_000);
 
+  // A read of the local cluster that fails is "not visible yet", not the demo's end: a
+  // ServiceImport list right after its CRD was installed was refused once (429 "storage
+  // is (re)initializing"). The last such error goes into the step's line if it times out.
+  let readError: string | undefined;
   const waitVisible = async (step: Step): Promise<boolean> => {
     const deadline = Date.now() + VISIBLE_TIMEOUT_MS;
+    readError = undefined;
     while (Date.now() < deadline && !signal.aborted) {
-      if (await step.visible()) return true;
+      try {
+        if (await step.visible()) return true;
+      } catch (error) {
+        readError = (error as Error).message.split("\n")[0];
+      }
       await pause(200, signal);
     }
     return false;
@@ -264,14 +286,14 @@ async function runDemo(
         await step.run();
         const ok = await waitVisible(step);
         if (signal.aborted) break;
-        lastStep = `${step.title} — ${ok ? `mirrored in ${Date.now() - stepStarted} ms` : `NOT mirrored within ${VISIBLE_TIMEOUT_MS / 1000} s`}`;
+        lastStep = `${step.title} — ${ok ? `mirrored in ${Date.now() - stepStarted} ms` : `NOT mirrored within ${VISIBLE_TIMEOUT_MS / 1000} s${readError ? ` (last read of the local cluster failed: ${readError})` : ""}`}`;
         if (!ok) failed = true;
         screen.write(`[demo] ${lastStep}\n`);
         await draw(true);
         if (!once) await pause(stepMs, signal);
       }
       if (once || signal.aborted) break;
-      await resetForNextRound(remotes);
+      await resetForNextRound(remotes, westExport);
     }
   } finally {
     clearInterval(timer);

@@ -39,6 +39,33 @@ function afterStep(output: string, marker: string): string {
 }
 
 const westRows = (text: string): string[] => text.split("\n").filter((l) => /^\S+-west\s+west\s/.test(l));
+/** The MCS import's row (SPEC §12): ServiceImport shop/orders, exported by east and west. */
+const importRow = (text: string): string => text.split("\n").find((l) => /^shop\/orders\s+mcs\s/.test(l)) ?? "";
+
+/** Every export mode's rows are in the demo's first table: the MCS import and the headless mirror with its hosts. */
+function assertModes(output: string): void {
+  const first = afterStep(output, "[demo] initial sync — mirrored in");
+  assert.match(
+    importRow(first),
+    /^shop\/orders\s+mcs\s+8080\/TCP\s+\[east,west\] 198\.51\.100\.\d+:4143,198\.51\.100\.\d+:4143$/,
+    `the ServiceImport's row with both clusters:\n${first}`,
+  );
+  assert.match(
+    first,
+    /^shop\/db-east\s+east\s+5432\/TCP\s+hosts db-0,db-1,db-2 via 198\.51\.100\.\d+:4143$/m,
+    `the headless mirror's row with its hosts:\n${first}`,
+  );
+  // One row for the headless mirror, none per host; none for the import's derived Service.
+  assert.doesNotMatch(output, /^shop\/db-\d-east\s/m);
+  assert.doesNotMatch(output, /^shop\/derived[0-9a-f]{16}\s/m);
+  const withdrawn = afterStep(output, "[demo] west deletes its ServiceExport of shop/orders — mirrored in");
+  assert.match(
+    importRow(withdrawn),
+    /\s\[east\] 198\.51\.100\.\d+:4143$/,
+    `the import keeps east alone:\n${withdrawn}`,
+  );
+}
+
 /** The fleet-wide Service's row (SPEC §11): shop/search of both remotes. */
 const fleetRow = (text: string): string =>
   text.split("\n").find((l) => /^shop\/search-federated\s+fleet\s/.test(l)) ?? "";
@@ -52,6 +79,7 @@ describe("the sandbox demo (npm start)", () => {
     assert.match(output, /billing\/invoices-west\s+west/);
     assert.match(output, /shop\/search-federated\s+fleet\s/);
     assert.doesNotMatch(output, /NOT mirrored/);
+    assertModes(output);
 
     const route = /Gateway addresses (\S+) made local/.exec(output)?.[1];
     assert.ok(route, `the demo says which addresses it made local:\n${output}`);
@@ -66,6 +94,10 @@ describe("the sandbox demo (npm start)", () => {
     const fleetDead = fleetRow(dead).split(/\s+/).slice(3).join(" ").split(",");
     assert.equal(fleetDead.length, 2, `fleet-wide row with both gateways:\n${dead}`);
     assert.equal(fleetDead.filter((a) => a.endsWith("(not ready)")).length, 1, dead);
+    // So does the MCS import: one of its two addresses (west's) is not ready.
+    const importDead = importRow(dead).split("] ")[1]?.split(",") ?? [];
+    assert.equal(importDead.length, 2, `the import's row with both clusters' addresses:\n${dead}`);
+    assert.equal(importDead.filter((a) => a.endsWith("(not ready)")).length, 1, dead);
 
     const back = afterStep(output, "[demo] west's gateway comes back — mirrored in");
     t.diagnostic(/\[demo\] west's gateway comes back.*/.exec(back)?.[0] ?? "");
@@ -87,6 +119,7 @@ describe("the sandbox demo (npm start)", () => {
     assert.match(notes[0] ?? "", /Operation not permitted.*needs root or CAP_NET_ADMIN/);
     assert.doesNotMatch(output, /gateway\/gateway:usable (alive|\d+\/\d+ dead)/, "no gateway is probed");
     assert.doesNotMatch(output, /gateway dies|gateway comes back/);
+    assertModes(output);
     assert.match(output, /shop\/web-west\s+west\s+\S+\s+198\.51\.100\.66:4143$/m);
   });
 });
