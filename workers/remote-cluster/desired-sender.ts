@@ -269,6 +269,7 @@ export class DesiredSender {
           settings,
           service,
           this.#gatewayView(decision?.kind === "exported" ? decision.gateway : undefined, cache),
+          decision,
         )
       : ({ kind: "not-exported" } as const);
     this.#problems.set("exported", key, outcome.kind === "problem" ? outcome.problem : undefined);
