@@ -10,7 +10,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Registry } from "prom-client";
-import { parseHostPort } from "../config.ts";
+import { parseHostPort } from "../flag-values.ts";
 import type { Logger } from "../log.ts";
 import { serializeError } from "../protocol/errors.ts";
 import type { AdminSource, AdminStatus, Check } from "./source.ts";

@@ -10,7 +10,8 @@
 import { existsSync, readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { dumpYaml } from "@kubernetes/client-node";
-import { ConfigError, flagsHelp, parseDuration, parseRunConfig } from "../config.ts";
+import { flagsHelp, parseRunConfig } from "../config.ts";
+import { ConfigError, parseDuration } from "../flag-values.ts";
 import { KubeApiError, KubeClient, KubeTransportError } from "../kube/client.ts";
 import type { ConnectionSpec } from "../kube/connection.ts";
 import { connectionFromKubeconfig } from "../kube/kubeconfig.ts";

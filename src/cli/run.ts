@@ -2,8 +2,9 @@
 import { createMetrics } from "../admin/metrics.ts";
 import { runAdminSource } from "../admin/run-source.ts";
 import { type AdminServer, startAdminServer } from "../admin/server.ts";
-import { type Config, ConfigError, flagsHelp, parseRunConfig, runFlags } from "../config.ts";
+import { type Config, flagsHelp, parseRunConfig, runFlags } from "../config.ts";
 import { systemClock } from "../core/clock.ts";
+import { ConfigError } from "../flag-values.ts";
 import { startHeapSettle } from "../heap-settle.ts";
 import { KubeClient } from "../kube/client.ts";
 import { loadLocalConnection } from "../kube/local-connection.ts";

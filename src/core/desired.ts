@@ -2,7 +2,7 @@
  * The desired mirrors of one remote cluster, as a pure function of what its actor
  * observes (SPEC §2–§4). No I/O, no clock, no mutation of its inputs.
  */
-import { type ExportSettings, exportOf } from "./export.ts";
+import { type ExportDecision, type ExportSettings, exportOf } from "./export.ts";
 import {
   CLUSTER_NAME,
   GATEWAY_IDENTITY,
@@ -278,10 +278,15 @@ export type MirrorOutcome =
 
 /**
  * The mirror of one remote Service, given the view of the gateway its export names
- * (`exportOf`, SPEC §2 and §12).
+ * (`decision`: `exportOf`, SPEC §2 and §12; a caller that needed it to pick the gateway
+ * passes it in rather than have it computed twice).
  */
-export function desiredMirrorFor(settings: ClusterSettings, service: Service, gateway: GatewayView): MirrorOutcome {
-  const decision = exportOf(settings, service);
+export function desiredMirrorFor(
+  settings: ClusterSettings,
+  service: Service,
+  gateway: GatewayView,
+  decision: ExportDecision = exportOf(settings, service),
+): MirrorOutcome {
   if (decision.kind === "not-exported" || decision.kind === "declined") return { kind: "not-exported" };
   const namespace = service.metadata.namespace ?? "default";
   const remote = objectKey({ namespace, name: service.metadata.name });

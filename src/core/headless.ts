@@ -138,6 +138,35 @@ export function headlessMirrors(
 }
 
 /**
+ * The mirrors of exported headless Service `key` (its ordinary mirror `mirror`) given
+ * what is known of its hostnames: undefined while they are pending (what was sent
+ * stays), the ordinary mirror when reads are denied, else `headlessMirrors`. A per-host
+ * name is taken by an exported Service of the namespace named like the host (`exported`:
+ * its own mirror), or by a host of the same name of another headless Service of the
+ * namespace that comes first (`hostClaimant`).
+ */
+export function headlessOutcome(
+  key: string,
+  mirror: DesiredMirror,
+  hosts: HeadlessHosts,
+  lookups: {
+    readonly exported: (namespace: string, name: string) => boolean;
+    readonly hostClaimant: (namespace: string, hostname: string) => string | undefined;
+  },
+): { readonly mirrors: readonly DesiredMirror[] | undefined; readonly problem?: MirrorProblem } {
+  if (hosts.kind === "pending") return { mirrors: undefined };
+  if (hosts.kind !== "listed") return { mirrors: [mirror] };
+  const { namespace } = mirror;
+  return headlessMirrors(mirror, hosts.hostnames, (h) => {
+    if (lookups.exported(namespace, h)) return `the mirror of exported Service ${namespace}/${h}`;
+    const claimant = lookups.hostClaimant(namespace, h);
+    return claimant !== undefined && claimant !== key
+      ? `a host of headless Service ${claimant} too, which comes first and keeps it`
+      : undefined;
+  });
+}
+
+/**
  * The headless mirror `desired` with each host's address filled in from its observed
  * per-host Service (`clusterIpOf`: the cluster IP of a Service of `desired`'s cluster in
  * its namespace, undefined while it has none, or is not that cluster's mirror). A host

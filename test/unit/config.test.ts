@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { describe, it } from "node:test";
-import { ConfigError, flagsHelp, parseRunConfig, runFlags } from "../../src/config.ts";
+import { flagsHelp, parseRunConfig, runFlags } from "../../src/config.ts";
+import { ConfigError } from "../../src/flag-values.ts";
 
 /** String flags whose value is not a number (everything else in runFlags is numeric). */
 const NOT_NUMERIC = new Set([

@@ -37,7 +37,7 @@ import {
   type MemberSelector,
   memberGateway,
 } from "../../src/core/federated.ts";
-import { type HeadlessHosts, headlessMirrors, isHeadless } from "../../src/core/headless.ts";
+import { type HeadlessHosts, headlessOutcome, isHeadless } from "../../src/core/headless.ts";
 import { type McsExport, mcsExportFor, type ServiceExport } from "../../src/core/mcs.ts";
 import { objectKey, type Service } from "../../src/core/objects.ts";
 import type { LineLogger } from "../../src/log/json-lines.ts";
@@ -269,33 +269,20 @@ export class DesiredSender {
           settings,
           service,
           this.#gatewayView(decision?.kind === "exported" ? decision.gateway : undefined, cache),
+          decision,
         )
       : ({ kind: "not-exported" } as const);
     this.#problems.set("exported", key, outcome.kind === "problem" ? outcome.problem : undefined);
-    let mirrors: readonly DesiredMirror[] | undefined = outcome.kind === "mirror" ? [outcome.mirror] : [];
-    let hostProblem: MirrorProblem | undefined;
-    if (outcome.kind === "mirror" && isHeadless(service)) {
-      const hosts = this.#deps.headlessHosts(key);
-      if (hosts.kind === "pending") mirrors = undefined;
-      else if (hosts.kind === "listed") {
-        // A per-host name is taken by an exported Service of the namespace named like
-        // the host (its own mirror), or by a host of the same name of another headless
-        // Service of the namespace that comes first (its claimant).
-        const { namespace } = outcome.mirror;
-        const taken = (h: string): string | undefined => {
-          const other = this.#deps.services.get(objectKey({ namespace, name: h }));
-          if (other !== undefined && exportOf(settings, other).kind === "exported")
-            return `the mirror of exported Service ${namespace}/${h}`;
-          const claimant = this.#deps.hostClaimant(namespace, h);
-          return claimant !== undefined && claimant !== key
-            ? `a host of headless Service ${claimant} too, which comes first and keeps it`
-            : undefined;
-        };
-        const headless = headlessMirrors(outcome.mirror, hosts.hostnames, taken);
-        mirrors = headless.mirrors;
-        hostProblem = headless.problem;
-      }
-    }
+    const { mirrors, problem: hostProblem } =
+      outcome.kind === "mirror" && isHeadless(service)
+        ? headlessOutcome(key, outcome.mirror, this.#deps.headlessHosts(key), {
+            exported: (namespace, name) => {
+              const other = this.#deps.services.get(objectKey({ namespace, name }));
+              return other !== undefined && exportOf(settings, other).kind === "exported";
+            },
+            hostClaimant: this.#deps.hostClaimant,
+          })
+        : { mirrors: outcome.kind === "mirror" ? [outcome.mirror] : [] };
     if (mirrors) this.#problems.set("headless", key, hostProblem);
     const membership = service
       ? desiredMemberFor(
