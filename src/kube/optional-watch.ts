@@ -119,15 +119,19 @@ export class OptionalWatch<T extends KubeObject> {
     this.#recheck = undefined;
     this.#discoveries += 1;
     this.#deps.track(
-      this.#deps.client.request<unknown>("GET", this.#deps.resource.discoveryPath).then(
-        (document) => this.#apply({ kind: "discovered", served: serves(document, this.#deps.resource) }),
-        (error: unknown) =>
-          this.#apply(
-            error instanceof KubeApiError && error.status === 404
-              ? { kind: "discovered", served: false }
-              : { kind: "discovery-failed", message: error instanceof Error ? error.message : String(error) },
-          ),
-      ),
+      // The first discovery goes first, on the connection the client's list and watch then
+      // keep; a recheck comes while that connection holds a watch, so its own is not kept.
+      this.#deps.client
+        .request<unknown>("GET", this.#deps.resource.discoveryPath, { closeConnection: this.#discoveries > 1 })
+        .then(
+          (document) => this.#apply({ kind: "discovered", served: serves(document, this.#deps.resource) }),
+          (error: unknown) =>
+            this.#apply(
+              error instanceof KubeApiError && error.status === 404
+                ? { kind: "discovered", served: false }
+                : { kind: "discovery-failed", message: error instanceof Error ? error.message : String(error) },
+            ),
+        ),
     );
   }
 

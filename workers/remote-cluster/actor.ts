@@ -97,6 +97,8 @@ export class RemoteClusterActor {
   readonly #publish = new StatusThrottle(PROBE_COUNTERS_INTERVAL_MS);
   readonly #sync = new SyncTracker(Date.now());
   #stopped = false;
+  /** The Services watch starts once the ServiceExport discovery has answered (see start). */
+  #servicesStarted = false;
   #faulted = false;
 
   /** `deps.resolve` replaces the actor's own DNS resolver, `deps.probe` its HTTP gateway probe (tests). */
@@ -157,6 +159,10 @@ export class RemoteClusterActor {
       track: (promise) => this.#track(promise),
       changed: (key) => this.#onExportChange(key),
       availabilityChanged: (now, before) => {
+        if (!this.#servicesStarted) {
+          this.#servicesStarted = true;
+          this.#watcher.start();
+        }
         if (now.settled && !before.settled && this.#watcher.hasSynced) this.#sender.requestSnapshot();
         this.#publish.markDirty();
       },
@@ -217,7 +223,8 @@ export class RemoteClusterActor {
   /** Starts watching. Idempotent. */
   start(): void {
     this.#setState("syncing");
-    this.#watcher.start();
+    // The ServiceExport discovery first; the Services list when it has answered, on the
+    // same keep-alive connection (one per cluster, then held by the watch).
     this.#exports.start();
     this.#statusTimer ??= setInterval(
       this.#guard(() => this.#publishStatus()),
