@@ -12,8 +12,17 @@
  * longer than the window is posted once per window, which keeps it visible in
  * `kubectl get events` past the API server's Event TTL.
  */
+import type { Namespace } from "../../src/core/objects.ts";
+import type { Logger } from "../../src/log.ts";
 import type { EventRequest } from "../../src/protocol/messages.ts";
-import type { ReconcilerDeps } from "./reconcile-io.ts";
+
+/** What the reports need of a reconciler's deps (a subset of ReconcilerDeps). */
+export interface ProblemReportDeps {
+  readonly log: Pick<Logger, "warn">;
+  readonly recordEvent: (event: EventRequest) => void;
+  /** The local namespaces: an Event is stored only in one that exists. */
+  readonly namespaces: { get(name: string): Namespace | undefined };
+}
 
 /** Why one exporting cluster's part is not (wholly) written. */
 export interface FleetProblem {
@@ -25,7 +34,7 @@ export interface FleetProblem {
 const NO_EVENT = new Set(["namespace-missing", "excluded-namespace"]);
 
 export function reportProblems(
-  deps: Pick<ReconcilerDeps, "log" | "recordEvent" | "namespaces">,
+  deps: ProblemReportDeps,
   report: {
     readonly key: string;
     readonly previous: ReadonlyMap<string, FleetProblem> | undefined;
