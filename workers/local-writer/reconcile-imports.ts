@@ -20,7 +20,7 @@ import { carryPorts } from "../../src/core/desired.ts";
 import { sliceNames } from "../../src/core/endpoint-slices.ts";
 import { type ReductionSummary, reduceFederated, summarizeReduction } from "../../src/core/federated.ts";
 import { CLUSTER_NAME, SERVICE_IMPORT_LABEL, SERVICE_NAME_LABEL } from "../../src/core/labels.ts";
-import { derivedServiceName, type McsAvailability } from "../../src/core/mcs.ts";
+import { derivedServiceName } from "../../src/core/mcs.ts";
 import type { ObservedObject, WriteAction } from "../../src/core/mirror-kinds.ts";
 import type { EndpointSlice, Endpoints, KubeObject, Service } from "../../src/core/objects.ts";
 import { objectKey, splitKey } from "../../src/core/objects.ts";
@@ -36,13 +36,13 @@ import {
 import type { ReconcileResult } from "../../src/core/workqueue.ts";
 import type { FederatedServiceStatus } from "../../src/protocol/messages.ts";
 import { type FleetProblem, reportProblems } from "./problem-events.ts";
-import { applyActions, getUnlabelled, ownershipOf, type ReconcilerDeps, type Store } from "./reconcile-io.ts";
-
-/** The local cluster's ServiceImports (label-selected: fleet-mirror's), when served. */
-export interface ServiceImportSource extends Store<KubeObject> {
-  values(): Iterable<KubeObject>;
-  readonly availability: McsAvailability;
-}
+import {
+  applyActions,
+  getUnlabelled,
+  ownershipOf,
+  type ReconcilerDeps,
+  type ServiceImportSource,
+} from "./reconcile-io.ts";
 
 /** The Warning Event of each import problem reason. */
 const IMPORT_EVENT_REASONS: Readonly<Record<string, string>> = {

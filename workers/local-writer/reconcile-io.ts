@@ -4,6 +4,7 @@
  * Service's delete last), and GETs of objects the label-selected stores cannot show.
  */
 import type { DesiredMirror } from "../../src/core/desired.ts";
+import type { McsAvailability } from "../../src/core/mcs.ts";
 import {
   type MirrorObjectKind,
   type ObservedObject,
@@ -19,12 +20,17 @@ import type { Logger } from "../../src/log.ts";
 import type { EventRequest, WriterOptions } from "../../src/protocol/messages.ts";
 import type { DesiredStore } from "./desired-store.ts";
 import type { MutationCache } from "./mutation-cache.ts";
-import type { ServiceImportSource } from "./reconcile-imports.ts";
 import type { WriteExecutor } from "./write-executor.ts";
 
 /** The read side of a local store (a Watcher). */
 export interface Store<T> {
   get(key: string): T | undefined;
+}
+
+/** The local cluster's ServiceImports (label-selected: fleet-mirror's), when served. */
+export interface ServiceImportSource extends Store<KubeObject> {
+  values(): Iterable<KubeObject>;
+  readonly availability: McsAvailability;
 }
 
 export interface ReconcilerDeps {
