@@ -23,12 +23,12 @@
  * heap used, headless − plain) / S; process RSS growth is shown too, but it holds the
  * writer's K·S·H extra per-host mirrors, not only the actors' watches.
  */
-import { DiscoveryV1Api } from "@kubernetes/client-node";
 import { HEADLESS_MIRROR_LABEL } from "../src/core/headless.ts";
-import { GATEWAY_NAME, GATEWAY_NS, SERVICE_NAME_LABEL } from "../src/core/labels.ts";
+import { SERVICE_NAME_LABEL } from "../src/core/labels.ts";
 import type { EndpointSlice, Service } from "../src/core/objects.ts";
 import { Watcher } from "../src/kube/watcher.ts";
 import { Fleet } from "../test/helpers/fleet.ts";
+import { createHeadless, setSlice } from "../test/helpers/headless.ts";
 import { WRITE_CONCURRENCY } from "./cold-convergence.ts";
 import {
   type BenchOptions,
@@ -68,39 +68,17 @@ const serviceNames = (shape: Shape): string[] => Array.from({ length: shape.serv
 async function shapeHeadlessRemote(fleet: Fleet, shape: Shape, headless: boolean): Promise<void> {
   await fleet.createGateway("remote", { ingress: [{ ip: GATEWAY_IP }], port: GATEWAY_PORT });
   await fleet.ensureNamespace("remote", NAMESPACE);
-  const discovery = fleet.kubeConfig("remote").makeApiClient(DiscoveryV1Api);
   await runPool(serviceNames(shape), 4, async (name) => {
-    await fleet.api("remote").createNamespacedService({
-      namespace: NAMESPACE,
-      body: {
-        metadata: { name, annotations: { [GATEWAY_NAME]: "gateway", [GATEWAY_NS]: "gateway" } },
-        spec: {
-          ...(headless ? { clusterIP: "None" } : {}),
-          ports: [{ name: "http", port: 80, targetPort: 8080, protocol: "TCP" }],
-          selector: { app: name },
-        },
-      },
-    });
-    if (!headless) return;
-    await discovery.createNamespacedEndpointSlice({
-      namespace: NAMESPACE,
-      body: {
-        metadata: {
-          name: `${name}-pods`,
-          labels: {
-            [SERVICE_NAME_LABEL]: name,
-            "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io",
-          },
-        },
-        addressType: "IPv4",
-        endpoints: Array.from({ length: shape.hosts }, (_, j) => ({
-          addresses: [`10.244.${Math.floor(j / 250)}.${(j % 250) + 1}`],
-          hostname: `${name}-${j}`,
-          conditions: { ready: true },
-        })),
-        ports: [{ name: "http", port: 8080, protocol: "TCP" }],
-      },
-    });
+    await createHeadless(fleet, "remote", NAMESPACE, name, { headless });
+    if (headless)
+      await setSlice(
+        fleet,
+        "remote",
+        NAMESPACE,
+        name,
+        `${name}-pods`,
+        Array.from({ length: shape.hosts }, (_, j) => `${name}-${j}`),
+      );
   });
   await fleet.remoteToken("remote");
   await runPool(

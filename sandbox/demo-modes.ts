@@ -11,10 +11,11 @@
  *   per-host mirror `db-<i>-east` each.
  */
 import { CoreV1Api, CustomObjectsApi, DiscoveryV1Api, type KubeConfig } from "@kubernetes/client-node";
-import { GATEWAY_NAME, GATEWAY_NS, SERVICE_NAME_LABEL } from "../src/core/labels.ts";
+import { GATEWAY_NAME, GATEWAY_NS } from "../src/core/labels.ts";
 import { MCS_API_VERSION, MCS_GROUP, MCS_VERSION, SERVICE_EXPORTS } from "../src/core/mcs.ts";
 import type { ControlPlane } from "./control-plane.ts";
 import { installMcsCrds } from "./mcs-crds.ts";
+import { podSlice } from "./pod-slice.ts";
 
 /** The MCS import the demo shows: `shop/orders`, exported by a ServiceExport from both remotes. */
 export const MCS_IMPORT_KEY = "shop/orders";
@@ -87,22 +88,7 @@ async function exportHeadless(kc: KubeConfig): Promise<void> {
   });
   await kc.makeApiClient(DiscoveryV1Api).createNamespacedEndpointSlice({
     namespace,
-    body: {
-      metadata: {
-        name: `${name}-pods`,
-        labels: {
-          [SERVICE_NAME_LABEL]: name,
-          "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io",
-        },
-      },
-      addressType: "IPv4",
-      endpoints: HEADLESS_HOSTS.map((hostname, i) => ({
-        addresses: [`10.244.0.${i + 1}`],
-        hostname,
-        conditions: { ready: true },
-      })),
-      ports: [{ name: "tcp", port: 5432, protocol: "TCP" }],
-    },
+    body: podSlice(namespace, name, `${name}-pods`, HEADLESS_HOSTS, { name: "tcp", port: 5432 }),
   });
 }
 

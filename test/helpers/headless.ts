@@ -6,7 +6,8 @@
  * On the local side, a headless mirror's addresses are read as `hostname=ip` pairs
  * from its Endpoints or from fleet-mirror's slices.
  */
-import { DiscoveryV1Api, type V1EndpointSlice } from "@kubernetes/client-node";
+import { DiscoveryV1Api } from "@kubernetes/client-node";
+import { podSlice } from "../../sandbox/pod-slice.ts";
 import { GATEWAY_NAME, GATEWAY_NS, SERVICE_NAME_LABEL } from "../../src/core/labels.ts";
 import type { EndpointsApi } from "../../src/core/mirror-kinds.ts";
 import type { Fleet } from "./fleet.ts";
@@ -47,23 +48,7 @@ export async function setSlice(
   hostnames: readonly (string | undefined)[],
 ): Promise<void> {
   const api = fleet.kubeConfig(cluster).makeApiClient(DiscoveryV1Api);
-  const body: V1EndpointSlice = {
-    metadata: {
-      name: slice,
-      namespace,
-      labels: {
-        [SERVICE_NAME_LABEL]: service,
-        "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io",
-      },
-    },
-    addressType: "IPv4",
-    endpoints: hostnames.map((hostname, i) => ({
-      addresses: [`10.244.${Math.floor(i / 250)}.${(i % 250) + 1}`],
-      ...(hostname ? { hostname } : {}),
-      conditions: { ready: true },
-    })),
-    ports: [{ name: "http", port: 8080, protocol: "TCP" }],
-  };
+  const body = podSlice(namespace, service, slice, hostnames, { name: "http", port: 8080 });
   try {
     const current = await api.readNamespacedEndpointSlice({ namespace, name: slice });
     body.metadata = { ...body.metadata, resourceVersion: current.metadata?.resourceVersion ?? "" };
