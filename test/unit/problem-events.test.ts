@@ -18,16 +18,17 @@ function harness() {
     recordEvent: (e: EventRequest) => events.push(e),
     namespaces: { get: (name: string) => namespaces.get(name) },
   };
-  const report = (previous: ReadonlyMap<string, FleetProblem> | undefined, problems: Map<string, FleetProblem>) =>
-    reportProblems(deps, {
+  // The book remembers each pass's problems: the next pass is reported against them.
+  const book = new Map<string, ReadonlyMap<string, FleetProblem>>();
+  const report = (problems: Map<string, FleetProblem>) =>
+    reportProblems(deps, book, {
       key: "shop/derived0123456789abcdef",
-      previous,
       problems,
       involved: { kind: "ServiceImport", apiVersion: "multicluster.x-k8s.io/v1alpha1", namespace: "shop", name: "web" },
       eventReasons: { "mcs-not-served": "ServiceImportNotServed" },
       otherReason: "ServiceImportConflict",
     });
-  return { namespaces, events, warnings, report };
+  return { namespaces, events, warnings, book, report };
 }
 
 describe("reportProblems (the writer's per-cluster problem reports)", () => {
@@ -35,11 +36,11 @@ describe("reportProblems (the writer's per-cluster problem reports)", () => {
 
   it("asks for no Event while the namespace is missing, and for it on the next pass once it exists", () => {
     const h = harness();
-    h.report(undefined, notServed);
+    h.report(notServed);
     assert.equal(h.events.length, 0);
     assert.deepEqual(h.warnings, ["not served"]);
     h.namespaces.set("shop", { metadata: { name: "shop" } });
-    h.report(notServed, notServed);
+    h.report(notServed);
     assert.equal(h.events.length, 1);
     assert.equal(h.events[0]?.reason, "ServiceImportNotServed");
     assert.equal(h.events[0]?.type, "Warning");
@@ -49,10 +50,10 @@ describe("reportProblems (the writer's per-cluster problem reports)", () => {
   it("asks again on every pass (the recorder drops repeats), logs a new message, maps unknown reasons", () => {
     const h = harness();
     h.namespaces.set("shop", { metadata: { name: "shop" } });
-    h.report(undefined, notServed);
-    h.report(notServed, notServed);
+    h.report(notServed);
+    h.report(notServed);
     const conflict = new Map([["east", { reason: "user-owned", message: "owned by a user" }]]);
-    h.report(notServed, conflict);
+    h.report(conflict);
     assert.deepEqual(
       h.events.map((e) => e.reason),
       ["ServiceImportNotServed", "ServiceImportNotServed", "ServiceImportConflict"],
@@ -63,9 +64,11 @@ describe("reportProblems (the writer's per-cluster problem reports)", () => {
   it("records no Event for a missing or excluded namespace", () => {
     const h = harness();
     h.namespaces.set("shop", { metadata: { name: "shop" } });
-    h.report(undefined, new Map([["east", { reason: "excluded-namespace", message: "excluded" }]]));
-    h.report(undefined, new Map([["east", { reason: "namespace-missing", message: "missing" }]]));
+    h.report(new Map([["east", { reason: "excluded-namespace", message: "excluded" }]]));
+    h.report(new Map([["east", { reason: "namespace-missing", message: "missing" }]]));
     assert.deepEqual(h.events, []);
     assert.deepEqual(h.warnings, ["excluded", "missing"]);
+    h.report(new Map());
+    assert.equal(h.book.size, 0, "a key without problems leaves the book");
   });
 });

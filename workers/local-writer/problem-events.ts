@@ -33,11 +33,15 @@ export interface FleetProblem {
 /** Reasons reported in status and the log but with no Event (there is no namespace to hold one). */
 const NO_EVENT = new Set(["namespace-missing", "excluded-namespace"]);
 
+/**
+ * Replaces the problems of `key` in `book` (key → exporting cluster → problem; none:
+ * the key leaves the book) and reports them against the ones they replace.
+ */
 export function reportProblems(
   deps: ProblemReportDeps,
+  book: Map<string, ReadonlyMap<string, FleetProblem>>,
   report: {
     readonly key: string;
-    readonly previous: ReadonlyMap<string, FleetProblem> | undefined;
     readonly problems: ReadonlyMap<string, FleetProblem>;
     /** The object the Events are about; its namespace must exist for them to be stored. */
     readonly involved: EventRequest["involved"];
@@ -46,7 +50,10 @@ export function reportProblems(
     readonly otherReason: string;
   },
 ): void {
-  const { key, previous, problems, involved } = report;
+  const { key, problems, involved } = report;
+  const previous = book.get(key);
+  if (problems.size === 0) book.delete(key);
+  else book.set(key, problems);
   const namespaceExists = involved.namespace !== "" && deps.namespaces.get(involved.namespace) !== undefined;
   for (const [cluster, p] of problems) {
     if (previous?.get(cluster)?.message !== p.message) deps.log.warn({ key, cluster, reason: p.reason }, p.message);

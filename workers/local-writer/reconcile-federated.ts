@@ -51,7 +51,7 @@ export class FederatedReconciler {
   /** Reports a cluster's own mirror blocked by a fleet-wide name (the mirror reconciler's record). */
   readonly #block: (key: string, cluster: string, blocked: Blocked) => void;
   /** Fleet-wide keys → member cluster → why its member is not (wholly) written (SPEC §11). */
-  readonly #fleetProblems = new Map<string, Map<string, FleetProblem>>();
+  readonly #fleetProblems = new Map<string, ReadonlyMap<string, FleetProblem>>();
   /** Fleet-wide keys → their last reduction, for status; a key goes when its reduction deletes. */
   readonly #fleetSummaries = new Map<string, ReductionSummary>();
 
@@ -248,13 +248,9 @@ export class FederatedReconciler {
 
   /** Replaces the problems of fleet-wide key `key`, and reports them (see reportProblems). */
   #setProblems(key: string, problems: Map<string, FleetProblem>): void {
-    const previous = this.#fleetProblems.get(key);
-    if (problems.size === 0) this.#fleetProblems.delete(key);
-    else this.#fleetProblems.set(key, problems);
     const { namespace = "", name } = splitKey(key);
-    reportProblems(this.#deps, {
+    reportProblems(this.#deps, this.#fleetProblems, {
       key,
-      previous,
       problems,
       involved: { kind: "Service", apiVersion: "v1", namespace, name },
       eventReasons: FLEET_EVENT_REASONS,

@@ -59,7 +59,7 @@ export class ImportReconciler {
   readonly #deps: ReconcilerDeps;
   readonly #imports: ServiceImportSource;
   /** Import keys → exporting cluster → why its export is not (wholly) written. */
-  readonly #problems = new Map<string, Map<string, FleetProblem>>();
+  readonly #problems = new Map<string, ReadonlyMap<string, FleetProblem>>();
   /** Import keys → their last reduction, for status. */
   readonly #summaries = new Map<string, ReductionSummary & { name: string }>();
 
@@ -255,13 +255,9 @@ export class ImportReconciler {
 
   /** Replaces the problems of import `key` (ServiceImport `name`), and reports them (see reportProblems). */
   #setProblems(key: string, name: string, problems: Map<string, FleetProblem>): void {
-    const previous = this.#problems.get(key);
-    if (problems.size === 0) this.#problems.delete(key);
-    else this.#problems.set(key, problems);
     const { namespace = "" } = splitKey(key);
-    reportProblems(this.#deps, {
+    reportProblems(this.#deps, this.#problems, {
       key,
-      previous,
       problems,
       involved: { kind: "ServiceImport", apiVersion: "multicluster.x-k8s.io/v1alpha1", namespace, name },
       eventReasons: IMPORT_EVENT_REASONS,
