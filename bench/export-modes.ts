@@ -11,15 +11,7 @@
  * cold-convergence.ts.
  */
 import { converge } from "./cold-convergence.ts";
-import { type BenchOptions, printTable, round, type ScenarioResult, writeResult } from "./harness.ts";
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1
-    ? (sorted[mid] ?? Number.NaN)
-    : round(((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2, 3);
-}
+import { type BenchOptions, percentile, printTable, round, type ScenarioResult, writeResult } from "./harness.ts";
 
 type ExportBy = "annotation" | "label";
 const PAIRS: readonly (readonly [ExportBy, ExportBy])[] = [
@@ -55,7 +47,8 @@ export async function runExportModes(opts: BenchOptions): Promise<ScenarioResult
   const mean = (by: ExportBy): number => times(by).reduce((a, b) => a + b, 0) / times(by).length;
   // Pair i is runs 2i and 2i + 1; the annotation run's time over the label run's.
   const pairRatios = times("annotation").map((a, i) => round(a / (times("label")[i] ?? Number.NaN), 3));
-  const ratio = median(pairRatios);
+  // An odd number of pairs: the nearest-rank 50th percentile is their median.
+  const ratio = percentile(pairRatios, 50) ?? Number.NaN;
   printTable(`cold convergence by export mode (ratio = median over pairs of annotation / label time: ${ratio})`, rows);
   writeResult(opts.out, "export-modes", {
     smoke: opts.smoke,

@@ -23,8 +23,8 @@
  * heap used, headless − plain) / S; process RSS growth is shown too, but it holds the
  * writer's K·S·H extra per-host mirrors, not only the actors' watches.
  */
+import { sliceMirrorName } from "../src/core/endpoint-slices.ts";
 import { HEADLESS_MIRROR_LABEL } from "../src/core/headless.ts";
-import { SERVICE_NAME_LABEL } from "../src/core/labels.ts";
 import type { EndpointSlice, Service } from "../src/core/objects.ts";
 import { Watcher } from "../src/kube/watcher.ts";
 import { Fleet } from "../test/helpers/fleet.ts";
@@ -121,6 +121,9 @@ function headlessSliceComplete(slice: EndpointSlice, hosts: number): boolean {
   return endpoints.length === hosts && endpoints.every((e) => e.hostname !== undefined && e.addresses.length > 0);
 }
 
+/** The mirror a slice belongs to; "" when it names none. */
+const sliceOwner = (slice: EndpointSlice | undefined): string => (slice ? (sliceMirrorName(slice) ?? "") : "");
+
 async function convergence(shape: Shape): Promise<Record<string, unknown>> {
   const fleet = await Fleet.start(["remote"]);
   try {
@@ -213,11 +216,6 @@ async function convergence(shape: Shape): Promise<Record<string, unknown>> {
   } finally {
     await fleet.stop();
   }
-}
-
-/** The mirror a slice belongs to (its `kubernetes.io/service-name`); "" when unknown. */
-function sliceOwner(slice: EndpointSlice | undefined): string {
-  return slice?.metadata.labels?.[SERVICE_NAME_LABEL] ?? "";
 }
 
 /** One world, plain or headless, in a production process with a thread per cluster: actor heaps and RSS. */
