@@ -24,6 +24,7 @@ import {
   type BenchMode,
   type BenchOptions,
   mb,
+  percentile,
   printTable,
   progress,
   round,
@@ -141,14 +142,23 @@ export async function sync200(endpointsApi: BenchMode, clusters: number, extraAr
   }
 }
 
-/** 50 × 50 converged in the default configuration (peak RSS), then a restart on the intact world (CPU). */
+/**
+ * Restarts measured per world: a restart takes 2–4 s, so one sample is at the mercy of
+ * the machine's moment (one run measured 3.8 CPU-s where two probes of the same build
+ * measured 2.0); the figure is their median.
+ */
+const RESTARTS = 3;
+
+/** 50 × 50 converged in the default configuration (peak RSS), then restarts on the intact world (CPU). */
 export async function convergeAndRestart(size: { clusters: number; services: number }, extraArgs: readonly string[]) {
   const fleet = await Fleet.start(["remote"]);
   try {
     await shapeRemote(fleet, "remote", { services: size.services, clusters: size.clusters, gatewayIp: "198.18.0.31" });
     const converge = await runOnce(fleet, "converge", "endpointslices", size, extraArgs);
-    const restart = await runOnce(fleet, "restart", "endpointslices", size, extraArgs);
-    return [converge, restart] as const;
+    const restarts: Row[] = [];
+    for (let i = 0; i < RESTARTS; i++)
+      restarts.push(await runOnce(fleet, "restart", "endpointslices", size, extraArgs));
+    return [converge, ...restarts] as const;
   } finally {
     await fleet.stop();
   }
@@ -187,6 +197,10 @@ export function defaultConfigSummary(
   const num = (value: unknown): number | null => (typeof value === "number" ? value : null);
   const find = (phase: string, mode: BenchMode, clusters: number) =>
     rows.find((r) => r["phase"] === phase && r["endpointsApi"] === mode && r["clusters"] === clusters);
+  const restartCpu = rows
+    .filter((r) => r["phase"] === "restart" && r["endpointsApi"] === "endpointslices" && r["clusters"] === 50)
+    .map((r) => num(r["cpuSecondsToIdle"]))
+    .filter((v): v is number => v !== null);
   const seconds = (row: Readonly<Record<string, unknown>> | undefined) => {
     const ms = num(row?.["allSyncedMs"]);
     return ms === null ? null : round(ms / 1000, 2);
@@ -195,6 +209,7 @@ export function defaultConfigSummary(
     sync_200_clusters_s: seconds(find("sync", "endpointslices", 200)),
     sync_200_clusters_s_endpoints_mode: seconds(find("sync", "endpoints", 200)),
     rss_mb_50_clusters_default: num(find("converge", "endpointslices", 50)?.["peakRssMb"]),
-    restart_cpu_s_50_clusters_default: num(find("restart", "endpointslices", 50)?.["cpuSecondsToIdle"]),
+    // The median of the restarts (one in runs before there were three).
+    restart_cpu_s_50_clusters_default: percentile(restartCpu, 50),
   };
 }

@@ -38,6 +38,7 @@
  * with the fleet's size and falls with a faster local API server; run on a busy machine
  * it is dominated by whatever else runs (figures of 0.23 to 2.0 in one session).
  */
+import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
 import { CoordinationV1Api } from "@kubernetes/client-node";
 import { applyRbacYaml } from "../sandbox/rbac.ts";
@@ -48,6 +49,7 @@ import { shardLeaseName, shardOf } from "../src/core/shards.ts";
 import type { KubeClient } from "../src/kube/client.ts";
 import { CONTROLLER_NAMESPACE, Fleet } from "../test/helpers/fleet.ts";
 import { type Replica, Replicas } from "../test/helpers/replicas.ts";
+import { cpuSplit, descendants, pin } from "./cpu-affinity.ts";
 import {
   addressesPath,
   addressesPointAt,
@@ -192,6 +194,62 @@ async function waitForEvenHolders(fleet: Fleet, identities: readonly string[]): 
   }
 }
 
+interface PairTimes {
+  readonly names: readonly string[];
+  readonly oneMs: number;
+  readonly threeMs: number;
+  readonly oneFirstMs: number;
+  readonly threeFirstMs: number;
+}
+
+/**
+ * Cold convergence of the world by one replica (`--leader-elect`), then, every mirror
+ * deleted, by three (`--shards`); the three are left running. `cpus`: where the
+ * replicas run (default: anywhere); `prefix` keeps replica names unique across pairs.
+ */
+async function convergePair(
+  fleet: Fleet,
+  replicas: Replicas,
+  client: KubeClient,
+  world: { mirrors: number; clusters: number; services: number; cpus?: string; prefix?: string },
+): Promise<PairTimes> {
+  const prefix = world.prefix ?? "";
+  const where = world.cpus ? ` on CPUs ${world.cpus}` : "";
+  const placed = world.cpus ? { cpus: world.cpus } : {};
+  progress(`sharded: one replica${where} converging ${world.clusters} clusters × ${world.services} Services`);
+  let started = Date.now();
+  await replicas.add(`${prefix}solo`, { args: ["--leader-elect", ...COMMON_ARGS], entry: "dist", ...placed });
+  let oneFirstMs = 0;
+  const oneMs = await waitFor(
+    "one replica converging",
+    world.mirrors,
+    () => rightMirrors(client),
+    started,
+    (ms) => {
+      oneFirstMs = ms;
+    },
+  );
+  await replicas.get(`${prefix}solo`).kill();
+  await resetLocal(fleet, client);
+
+  progress(`sharded: three replicas${where} (--shards ${SHARDS}) converging the same world`);
+  const names = [0, 1, 2].map((i) => `${prefix}fm-${i}`);
+  const args = ["--leader-elect", "--shards", String(SHARDS), ...COMMON_ARGS];
+  started = Date.now();
+  await Promise.all(names.map((name) => replicas.add(name, { args, entry: "dist", ...placed })));
+  let threeFirstMs = 0;
+  const threeMs = await waitFor(
+    "three replicas converging",
+    world.mirrors,
+    () => rightMirrors(client),
+    started,
+    (ms) => {
+      threeFirstMs = ms;
+    },
+  );
+  return { names, oneMs, threeMs, oneFirstMs, threeFirstMs };
+}
+
 export async function runSharded(opts: BenchOptions): Promise<ScenarioResult> {
   const size = opts.smoke
     ? { remotes: ["east", "west"], clustersPerRemote: 6, services: 2 }
@@ -205,37 +263,8 @@ export async function runSharded(opts: BenchOptions): Promise<ScenarioResult> {
   try {
     const clusterNames = await shapeShardedWorld(fleet, size.remotes, size.clustersPerRemote, size.services);
 
-    progress(`sharded: one replica converging ${clusters} clusters × ${size.services} Services`);
-    let started = Date.now();
-    await replicas.add("solo", { args: ["--leader-elect", ...COMMON_ARGS], entry: "dist" });
-    let oneFirstMs = 0;
-    const oneMs = await waitFor(
-      "one replica converging",
-      mirrors,
-      () => rightMirrors(client),
-      started,
-      (ms) => {
-        oneFirstMs = ms;
-      },
-    );
-    await replicas.get("solo").kill();
-    await resetLocal(fleet, client);
-
-    progress(`sharded: three replicas (--shards ${SHARDS}) converging the same world`);
-    const names = ["fm-0", "fm-1", "fm-2"];
-    const args = ["--leader-elect", "--shards", String(SHARDS), ...COMMON_ARGS];
-    started = Date.now();
-    await Promise.all(names.map((name) => replicas.add(name, { args, entry: "dist" })));
-    let threeFirstMs = 0;
-    const threeMs = await waitFor(
-      "three replicas converging",
-      mirrors,
-      () => rightMirrors(client),
-      started,
-      (ms) => {
-        threeFirstMs = ms;
-      },
-    );
+    const shared = await convergePair(fleet, replicas, client, { mirrors, clusters, services: size.services });
+    const names = shared.names;
     const before = await waitForEvenHolders(fleet, names);
 
     // kill -9 of the replica holding the most shards, and a new Service everywhere.
@@ -275,17 +304,50 @@ export async function runSharded(opts: BenchOptions): Promise<ScenarioResult> {
     );
     const takenMs = await heldAgain;
 
+    // The same pair again with the control plane on its own CPU and the replicas on the
+    // other(s): the arrangement of a real cluster, where the replicas take no CPU from
+    // the API server and its write rate is what they share.
+    const split = cpuSplit();
+    let splitPair: PairTimes | undefined;
+    if (split) {
+      await replicas.stop();
+      // The same world as the first pair: without the Service the failover added.
+      await Promise.all(size.remotes.map((remote) => fleet.deleteService(remote, NAMESPACE, "after-kill")));
+      await resetLocal(fleet, client);
+      const restore = String(availableParallelism() === 1 ? 0 : `0-${availableParallelism() - 1}`);
+      pin([process.pid, ...descendants(process.pid)], split.controlPlane);
+      try {
+        splitPair = await convergePair(fleet, replicas, client, {
+          mirrors,
+          clusters,
+          services: size.services,
+          cpus: split.controller,
+          prefix: "split-",
+        });
+      } finally {
+        // The scenarios after this one run on every CPU again.
+        pin([process.pid, ...descendants(process.pid)], restore);
+      }
+    }
+
     const row = {
       clusters,
       servicesPerCluster: size.services,
       mirrors,
       shards: SHARDS,
-      oneReplicaConvergeMs: oneMs,
-      threeReplicasConvergeMs: threeMs,
+      oneReplicaConvergeMs: shared.oneMs,
+      threeReplicasConvergeMs: shared.threeMs,
       // Start-up (processes, threads, shard Leases) apart from the write phase after it.
-      oneReplicaFirstMirrorMs: oneFirstMs,
-      threeReplicasFirstMirrorMs: threeFirstMs,
-      ratio: round(oneMs / threeMs, 2),
+      oneReplicaFirstMirrorMs: shared.oneFirstMs,
+      threeReplicasFirstMirrorMs: shared.threeFirstMs,
+      ratio: round(shared.oneMs / shared.threeMs, 2),
+      // The control plane on one CPU, the replicas on the other(s) (null: one CPU only).
+      cpus: split ? `control plane ${split.controlPlane}, replicas ${split.controller}` : null,
+      splitOneReplicaConvergeMs: splitPair?.oneMs ?? null,
+      splitThreeReplicasConvergeMs: splitPair?.threeMs ?? null,
+      splitOneReplicaFirstMirrorMs: splitPair?.oneFirstMs ?? null,
+      splitThreeReplicasFirstMirrorMs: splitPair?.threeFirstMs ?? null,
+      splitRatio: splitPair ? round(splitPair.oneMs / splitPair.threeMs, 2) : null,
       leaseDurationMs: defaults.leaseDurationMs,
       movedShards: movedShards.length,
       movedClusters: moved.length,
@@ -305,7 +367,8 @@ export async function runSharded(opts: BenchOptions): Promise<ScenarioResult> {
     return {
       result,
       summary: {
-        sharded_converge_ratio: row.ratio,
+        sharded_converge_ratio: row.splitRatio,
+        sharded_converge_ratio_shared_cpus: row.ratio,
         shard_failover_s: round(movedMs / 1_000, 2),
       },
     };

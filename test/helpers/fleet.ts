@@ -409,6 +409,8 @@ export class Fleet {
     options: {
       /** "dist": the compiled build (`npm run build`), as in production; default: the TS sources. */
       readonly entry?: "src" | "dist";
+      /** Another build's entry (an absolute path), for side-by-side probes of two builds; wins over `entry`. */
+      readonly main?: string;
       readonly execArgv?: readonly string[];
       /** Added to the environment after PROCESS_ENV (a value here wins: a probe compares without it). */
       readonly env?: Readonly<Record<string, string>>;
@@ -416,8 +418,9 @@ export class Fleet {
   ): Promise<ControllerProcess> {
     const kubeconfig = join(this.plane.dir, "controller.kubeconfig");
     writeFileSync(kubeconfig, this.controllerKubeconfig(), { mode: 0o600 });
-    const main = new URL(options.entry === "dist" ? "../../dist/src/main.js" : "../../src/main.ts", import.meta.url)
-      .pathname;
+    const main =
+      options.main ??
+      new URL(options.entry === "dist" ? "../../dist/src/main.js" : "../../src/main.ts", import.meta.url).pathname;
     if (!existsSync(main)) throw new Error(`${main} does not exist: run \`npm run build\` first`);
     const child = spawn(
       process.execPath,

@@ -67,6 +67,11 @@ export interface ReplicaOptions {
    * benchmarks that run two versions side by side); overrides `entry`.
    */
   readonly main?: string;
+  /**
+   * The CPUs the process may run on (a `taskset` CPU list such as "1"), for benchmarks
+   * that keep the replicas off the control plane's CPUs; default: every CPU.
+   */
+  readonly cpus?: string;
 }
 
 /** One pino JSON log line, parsed; undefined for anything else (e.g. a line still arriving). */
@@ -86,6 +91,7 @@ export class Replica {
   readonly #kubeconfigPath: string;
   readonly #args: readonly string[];
   readonly #main: string;
+  readonly #cpus: string | undefined;
   #process: ControllerProcess | undefined;
   #exit: Promise<Exit> | undefined;
   /** How each earlier run ended, oldest first. */
@@ -93,9 +99,17 @@ export class Replica {
   /** The output of every run so far, for a failure's diagnostics. */
   #earlierOutput = "";
 
-  constructor(name: string, kubeconfigPath: string, args: readonly string[], proxy?: FaultProxy, main = MAIN.src) {
+  constructor(
+    name: string,
+    kubeconfigPath: string,
+    args: readonly string[],
+    proxy?: FaultProxy,
+    main = MAIN.src,
+    cpus?: string,
+  ) {
     this.name = name;
     this.#main = main;
+    this.#cpus = cpus;
     this.#kubeconfigPath = kubeconfigPath;
     this.#args = args;
     this.proxy = proxy;
@@ -133,9 +147,11 @@ export class Replica {
       "127.0.0.1:0",
       ...this.#args,
     ];
-    const [command, args] = hasSetpriv()
+    const [exec, execArgs] = hasSetpriv()
       ? [SETPRIV, ["--pdeathsig", "SIGKILL", "--", process.execPath, ...PROCESS_NODE_FLAGS, ...argv]]
       : [process.execPath, [...PROCESS_NODE_FLAGS, ...argv]];
+    // taskset execs the command: the pid, and so kill() and the exit, stay the replica's.
+    const [command, args] = this.#cpus ? ["taskset", ["-c", this.#cpus, exec, ...execArgs]] : [exec, execArgs];
     const child = spawn(command, args, {
       stdio: ["ignore", "pipe", "pipe"],
       env: { ...process.env, ...PROCESS_ENV, POD_NAME: this.name, POD_NAMESPACE: CONTROLLER_NAMESPACE },
@@ -284,7 +300,7 @@ export class Replicas {
       }),
       { mode: 0o600 },
     );
-    const replica = new Replica(name, kubeconfigPath, options.args ?? [], proxy, main);
+    const replica = new Replica(name, kubeconfigPath, options.args ?? [], proxy, main, options.cpus);
     this.#all.set(name, replica);
     replica.start();
     return replica;
