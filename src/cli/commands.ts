@@ -65,8 +65,7 @@ export const COMMANDS: Readonly<Record<string, CliCommand>> = {
   },
   status: {
     group: "fleet",
-    summary:
-      "one row per remote cluster (state, mirrors, last sync, restarts, gateway), one per fleet-wide Service",
+    summary: "one row per remote cluster (state, mirrors, last sync, restarts, gateway), one per fleet-wide Service",
     async load() {
       const { statusDefinition, statusCommand } = await import("./status.ts");
       return { flags: statusDefinition.flags, positionalChoices: [], run: statusCommand };

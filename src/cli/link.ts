@@ -40,9 +40,9 @@ import {
   writeErr,
   writeOut,
 } from "./common.ts";
-import { PROGRAM } from "./program.ts";
 import { ensureRemoteIdentity, remoteIdentity, requestToken, secretToken } from "./link-identity.ts";
 import { applySecret, credentialsSecret, remoteKubeconfigText } from "./link-secret.ts";
+import { PROGRAM } from "./program.ts";
 import { DEFAULT_ADMIN_URL, fetchAdminStatus } from "./status.ts";
 
 /** The token's default lifetime with `--token-source request`: one year. */

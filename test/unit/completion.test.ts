@@ -49,7 +49,10 @@ describe("completion candidates", () => {
       assert.deepEqual(offered.toSorted(), expected.toSorted(), name);
     }
     assert.deepEqual(values(await complete(["status", "--kube"])), ["--kubeconfig"]);
-    assert.deepEqual(values(await complete(["status", "-"])).filter((v) => !v.startsWith("--")), ["-n", "-o", "-h"]);
+    assert.deepEqual(
+      values(await complete(["status", "-"])).filter((v) => !v.startsWith("--")),
+      ["-n", "-o", "-h"],
+    );
     assert.deepEqual(await complete(["frobnicate", "--"]), { candidates: [], directive: DIRECTIVE_NO_FILE_COMPLETION });
   });
 
