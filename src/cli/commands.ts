@@ -22,70 +22,57 @@ export interface CliCommand {
   load(): Promise<LoadedCommand>;
 }
 
+/** A command defined with common.ts's `CommandDefinition`, run by its module's entry. */
+function defined(
+  definition: { readonly flags: FlagSpecs },
+  run: LoadedCommand["run"],
+  positionalChoices: readonly string[] = [],
+): LoadedCommand {
+  return { flags: definition.flags, positionalChoices, run };
+}
+
 export const COMMANDS: Readonly<Record<string, CliCommand>> = {
   run: {
     group: "controller",
     summary: "run the controller against the local cluster (see run --help)",
-    async load() {
-      const [{ runFlags }, { runCommand }] = await Promise.all([import("../config.ts"), import("./run.ts")]);
-      return { flags: runFlags, positionalChoices: [], run: runCommand };
-    },
+    load: async () =>
+      defined({ flags: (await import("../config.ts")).runFlags }, (await import("./run.ts")).runCommand),
   },
   link: {
     group: "fleet",
     summary: "create a read-only identity on a remote cluster; print or --apply its credentials Secret",
-    async load() {
-      const { linkDefinition, linkCommand } = await import("./link.ts");
-      return { flags: linkDefinition.flags, positionalChoices: [], run: linkCommand };
-    },
+    load: () => import("./link.ts").then((m) => defined(m.linkDefinition, m.linkCommand)),
   },
   unlink: {
     group: "fleet",
     summary: "delete a cluster's credentials Secret (its mirrors go); --wait until they are gone",
-    async load() {
-      const { unlinkDefinition, unlinkCommand } = await import("./unlink.ts");
-      return { flags: unlinkDefinition.flags, positionalChoices: [], run: unlinkCommand };
-    },
+    load: () => import("./unlink.ts").then((m) => defined(m.unlinkDefinition, m.unlinkCommand)),
   },
   export: {
     group: "fleet",
     summary: "export a remote Service through a gateway (sets the two gateway annotations)",
-    async load() {
-      const { exportDefinition, exportCommand } = await import("./export.ts");
-      return { flags: exportDefinition.flags, positionalChoices: [], run: exportCommand };
-    },
+    load: () => import("./export.ts").then((m) => defined(m.exportDefinition, m.exportCommand)),
   },
   unexport: {
     group: "fleet",
     summary: "stop exporting a remote Service",
-    async load() {
-      const { unexportDefinition, unexportCommand } = await import("./export.ts");
-      return { flags: unexportDefinition.flags, positionalChoices: [], run: unexportCommand };
-    },
+    load: () => import("./export.ts").then((m) => defined(m.unexportDefinition, m.unexportCommand)),
   },
   status: {
     group: "fleet",
     summary: "one row per remote cluster (state, mirrors, last sync, restarts, gateway), one per fleet-wide Service",
-    async load() {
-      const { statusDefinition, statusCommand } = await import("./status.ts");
-      return { flags: statusDefinition.flags, positionalChoices: [], run: statusCommand };
-    },
+    load: () => import("./status.ts").then((m) => defined(m.statusDefinition, m.statusCommand)),
   },
   check: {
     group: "fleet",
     summary: "pre-flight and health checks (✓/✗); exit 1 on any failure",
-    async load() {
-      const { checkDefinition, checkCommand } = await import("./check.ts");
-      return { flags: checkDefinition.flags, positionalChoices: [], run: checkCommand };
-    },
+    load: () => import("./check.ts").then((m) => defined(m.checkDefinition, m.checkCommand)),
   },
   completion: {
     group: "shell",
     summary: "print a bash or zsh completion script (completion bash|zsh)",
-    async load() {
-      const { completionFlags, completionCommand, SHELLS } = await import("./completion-command.ts");
-      return { flags: completionFlags, positionalChoices: SHELLS, run: completionCommand };
-    },
+    load: () =>
+      import("./completion-command.ts").then((m) => defined(m.completionDefinition, m.completionCommand, m.SHELLS)),
   },
 };
 

@@ -39,15 +39,25 @@ export function binDirectory(names: readonly string[]): string {
   return dir;
 }
 
-/** Runs `fleet-mirror <args>`; resolves with its exit code and output, never rejects. */
-export function cli(args: readonly string[]): Promise<CliResult> {
-  const env = cliEnv();
+/** Runs `program args` (stdin: `input`); resolves with its exit code and output, never rejects. */
+export function runProgram(
+  program: string,
+  args: readonly string[],
+  env: NodeJS.ProcessEnv,
+  input = "",
+): Promise<CliResult> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [MAIN, ...args], { env, timeout: 120_000 }, (error, stdout, stderr) => {
+    const child = execFile(program, args, { env, timeout: 120_000, maxBuffer: 16 << 20 }, (error, stdout, stderr) => {
       const code = error ? (typeof error.code === "number" ? error.code : 1) : 0;
       resolve({ code, stdout, stderr });
     });
+    child.stdin?.end(input);
   });
+}
+
+/** Runs `fleet-mirror <args>`; resolves with its exit code and output, never rejects. */
+export function cli(args: readonly string[]): Promise<CliResult> {
+  return runProgram(process.execPath, [MAIN, ...args], cliEnv());
 }
 
 /** A CLI run's exit code and both outputs, for assertion messages. */

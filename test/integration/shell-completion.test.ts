@@ -6,18 +6,12 @@
  * command's --help lists: completion and the parsers share one list of flags.
  */
 import assert from "node:assert/strict";
-import { execFile, execFileSync } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { rmSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
 import { COMMANDS } from "../../src/cli/commands.ts";
 import { localFlags } from "../../src/cli/common.ts";
-import { binDirectory, cli, cliEnv, show } from "../helpers/cli.ts";
-
-interface ShellRun {
-  readonly code: number;
-  readonly stdout: string;
-  readonly stderr: string;
-}
+import { binDirectory, type CliResult, cli, cliEnv, runProgram, show } from "../helpers/cli.ts";
 
 function hasShell(name: string): boolean {
   try {
@@ -55,13 +49,8 @@ _fleet-mirror
 
 describe("shell completion", () => {
   let bin: string;
-  const shell = (program: string, args: readonly string[]): Promise<ShellRun> =>
-    new Promise((resolve) => {
-      execFile(program, args, { env: cliEnv([bin]), timeout: 120_000 }, (error, stdout, stderr) => {
-        const code = error ? (typeof error.code === "number" ? error.code : 1) : 0;
-        resolve({ code, stdout, stderr });
-      });
-    });
+  const shell = (program: string, args: readonly string[], input?: string): Promise<CliResult> =>
+    runProgram(program, args, cliEnv([bin]), input);
   const lines = (text: string, after: string): string[] =>
     text.split(`${after}\n`)[1]?.split("\n").filter(Boolean) ?? [];
 
@@ -74,7 +63,7 @@ describe("shell completion", () => {
   });
 
   describe("bash", () => {
-    const tab = (line: string): Promise<ShellRun> =>
+    const tab = (line: string): Promise<CliResult> =>
       shell("bash", ["--norc", "--noprofile", "-c", BASH_TAB, "bash", line]);
 
     it("registers a completion function for fleet-mirror that falls back to file names", async () => {
@@ -96,17 +85,12 @@ describe("shell completion", () => {
   });
 
   describe("zsh", { skip: hasShell("zsh") ? false : "zsh is not installed" }, () => {
-    const tab = (line: string): Promise<ShellRun> => shell("zsh", ["-f", "-c", ZSH_TAB, "zsh", line]);
+    const tab = (line: string): Promise<CliResult> => shell("zsh", ["-f", "-c", ZSH_TAB, "zsh", line]);
 
     it("prints a script zsh parses", async () => {
       const script = await cli(["completion", "zsh"]);
       assert.equal(script.code, 0, show(script));
-      const r = await new Promise<ShellRun>((resolve) => {
-        const child = execFile("zsh", ["-f", "-n"], { env: cliEnv([bin]) }, (error, stdout, stderr) =>
-          resolve({ code: error ? 1 : 0, stdout, stderr }),
-        );
-        child.stdin?.end(script.stdout);
-      });
+      const r = await shell("zsh", ["-f", "-n"], script.stdout);
       assert.equal(r.code, 0, show(r));
     });
 
