@@ -3,7 +3,7 @@
 // First, and alone among static imports: signals are recorded from here on, while
 // the commands' heavy modules load (see cli/signals.ts).
 import "./cli/signals.ts";
-import { type CliCommand, COMMANDS, commandNamed } from "./cli/commands.ts";
+import { type CliCommand, COMMANDS, commandNamed, splitCommandLine } from "./cli/commands.ts";
 import { enableThreadCompileCache } from "./cli/compile-cache.ts";
 import { INVOCATION, PROGRAM } from "./cli/program.ts";
 
@@ -17,7 +17,8 @@ const GROUPS: Readonly<Record<CliCommand["group"], string>> = {
 };
 
 function usage(): string {
-  const line = (name: string, summary: string): string => `  ${name.padEnd(9)} ${summary}`;
+  const width = Math.max(...Object.keys(COMMANDS).map((name) => name.length));
+  const line = (name: string, summary: string): string => `  ${name.padEnd(width)} ${summary}`;
   const groups = Object.entries(GROUPS).map(([group, title]) =>
     [
       title,
@@ -41,13 +42,17 @@ Run \`${PROGRAM} <command> --help\` for a command's flags.
 `;
 }
 
+async function completeCommand(args: readonly string[], descriptions: boolean): Promise<number> {
+  return (await import("./cli/completion.ts")).completeCommand(args, descriptions);
+}
+
 async function main(argv: readonly string[]): Promise<number> {
   // kubectl asks kubectl_complete-fleet_mirror for the completions of `kubectl fleet-mirror ARGS`.
-  const [command, ...rest] = INVOCATION === "kubectl-plugin-completion" ? ["__complete", ...argv] : argv;
+  if (INVOCATION === "kubectl-plugin-completion") return completeCommand(argv, true);
+  if (argv[0] === "__complete" || argv[0] === "__completeNoDesc")
+    return completeCommand(argv.slice(1), argv[0] === "__complete");
+  const { name: command, args: rest } = splitCommandLine(argv);
   switch (command) {
-    case "__complete":
-    case "__completeNoDesc":
-      return (await import("./cli/completion.ts")).completeCommand(rest, command === "__complete");
     case undefined:
     case "help":
     case "--help":

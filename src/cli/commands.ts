@@ -80,3 +80,39 @@ export const COMMANDS: Readonly<Record<string, CliCommand>> = {
 export function commandNamed(name: string): CliCommand | undefined {
   return Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
 }
+
+/**
+ * The local cluster's flags, which may also come before the command (`fleet-mirror
+ * --context prod status`, `kubectl fleet-mirror -n ops status`), as kubectl's own global
+ * flags and the persistent flags of Cobra CLIs (linkerd, cilium) do. They are handed to
+ * the command, whose parser judges them like any other of its flags.
+ */
+export const LEADING_FLAGS: ReadonlySet<string> = new Set(["--kubeconfig", "--context", "--namespace", "-n"]);
+
+export interface CommandLine {
+  /** The command's name: the first word that is not a leading flag or its value. */
+  readonly name: string | undefined;
+  /** Its arguments: the leading flags first, then the words after the name. */
+  readonly args: readonly string[];
+  /** A leading flag whose value is missing (the line ends with it). */
+  readonly awaitingValueOf?: string;
+}
+
+export function splitCommandLine(argv: readonly string[]): CommandLine {
+  const leading: string[] = [];
+  let i = 0;
+  for (; i < argv.length; i++) {
+    const word = argv[i] ?? "";
+    const flag = word.startsWith("--") ? word.split("=", 1)[0] : word;
+    if (flag === undefined || !LEADING_FLAGS.has(flag)) break;
+    if (flag !== word) {
+      leading.push(word);
+      continue;
+    }
+    const value = argv[i + 1];
+    if (value === undefined) return { name: undefined, args: leading, awaitingValueOf: flag };
+    leading.push(word, value);
+    i++;
+  }
+  return { name: argv[i], args: [...leading, ...argv.slice(i + 1)] };
+}

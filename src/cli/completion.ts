@@ -10,7 +10,7 @@
  * bits tell the shell what to do besides: 1 error (show nothing), 2 no space after the
  * candidate, 4 no file names when there is no candidate.
  */
-import { COMMANDS, commandNamed } from "./commands.ts";
+import { COMMANDS, commandNamed, LEADING_FLAGS, splitCommandLine } from "./commands.ts";
 import type { FlagSpecs } from "./common.ts";
 
 export const DIRECTIVE_DEFAULT = 0;
@@ -31,9 +31,11 @@ const HELP_FLAG: FlagSpecs = { help: { type: "boolean", short: "h", description:
 
 const none: Completions = { candidates: [], directive: DIRECTIVE_NO_FILE_COMPLETION };
 
-/** Flags whose value is a file: the shell completes file names there. */
-function takesFile(name: string): boolean {
-  return name.endsWith("kubeconfig") || name.endsWith("-file");
+/** After a flag that takes a value: file names for a file (the shell lists them), else nothing. */
+function valueOf(flag: string): Completions {
+  return flag.endsWith("kubeconfig") || flag.endsWith("-file")
+    ? { candidates: [], directive: DIRECTIVE_DEFAULT }
+    : none;
 }
 
 /** The flag a word names (`--name` or `-s`, without `=value`), if it is one of `flags`. */
@@ -67,9 +69,15 @@ function flagCandidates(flags: FlagSpecs): Candidate[] {
  */
 export async function complete(args: readonly string[]): Promise<Completions> {
   const word = args.at(-1) ?? "";
-  const before = args.slice(0, -1);
-  const [name, ...rest] = before;
-  if (name === undefined) return matching(word.startsWith("-") ? flagCandidates(HELP_FLAG) : commandCandidates(), word);
+  const { name, args: rest, awaitingValueOf: leadingValueOf } = splitCommandLine(args.slice(0, -1));
+  if (leadingValueOf !== undefined) return valueOf(leadingValueOf);
+  if (name === undefined)
+    return word.startsWith("-")
+      ? matching(
+          [...LEADING_FLAGS, "--help", "-h"].map((value) => ({ value, description: "" })),
+          word,
+        )
+      : matching(commandCandidates(), word);
   if (name === "help") return rest.length === 0 ? matching(commandCandidates(), word) : none;
   const command = commandNamed(name);
   if (command === undefined) return none;
@@ -87,8 +95,7 @@ export async function complete(args: readonly string[]): Promise<Completions> {
     if (flag !== undefined && flags[flag]?.type === "string") awaitingValueOf = flag;
     else if (!typed.startsWith("-")) positionals++;
   }
-  if (awaitingValueOf !== undefined)
-    return takesFile(awaitingValueOf) ? { candidates: [], directive: DIRECTIVE_DEFAULT } : none;
+  if (awaitingValueOf !== undefined) return valueOf(awaitingValueOf);
   if (word.startsWith("-")) return word.includes("=") ? none : matching(flagCandidates(flags), word);
   if (positionals === 0)
     return matching(

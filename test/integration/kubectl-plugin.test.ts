@@ -75,7 +75,7 @@ describe("the kubectl plugin", () => {
     assert.match(bad.stderr, /^kubectl fleet-mirror status: Unknown option '--no-such-flag'/, show(bad));
   });
 
-  it("links a cluster and prints what fleet-mirror status prints, from --kubeconfig or $KUBECONFIG", async () => {
+  it("links a cluster and prints what fleet-mirror status prints, from --kubeconfig (after or before the command) or $KUBECONFIG", async () => {
     const link = await kubectl([
       "fleet-mirror",
       "link",
@@ -114,6 +114,18 @@ describe("the kubectl plugin", () => {
       KUBECONFIG: localKubeconfig,
     });
     assert.deepEqual(fromEnv, own);
+
+    // The local cluster's flags before the command, as with kubectl's own commands.
+    const leading = await kubectl([
+      "fleet-mirror",
+      "--kubeconfig",
+      localKubeconfig,
+      "-n",
+      NAMESPACE,
+      "status",
+      ...adminUrl,
+    ]);
+    assert.deepEqual(leading, own);
   });
 
   it("takes --context from a kubeconfig that kubectl merged", async () => {

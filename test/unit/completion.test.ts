@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { COMMANDS } from "../../src/cli/commands.ts";
+import { COMMANDS, splitCommandLine } from "../../src/cli/commands.ts";
 import {
   type Completions,
   complete,
@@ -29,6 +29,26 @@ describe("the program's names", () => {
   });
 });
 
+describe("the command line", () => {
+  it("takes the local cluster's flags before the command too, and hands them to it first", () => {
+    assert.deepEqual(splitCommandLine(["status", "-o", "json"]), { name: "status", args: ["-o", "json"] });
+    assert.deepEqual(splitCommandLine(["--context", "prod", "-n", "ops", "status", "-o", "json"]), {
+      name: "status",
+      args: ["--context", "prod", "-n", "ops", "-o", "json"],
+    });
+    assert.deepEqual(splitCommandLine(["--kubeconfig=/k", "check"]), { name: "check", args: ["--kubeconfig=/k"] });
+    // A value that looks like a command is still the flag's value.
+    assert.deepEqual(splitCommandLine(["--context", "status", "link"]), {
+      name: "link",
+      args: ["--context", "status"],
+    });
+    assert.deepEqual(splitCommandLine(["--context"]), { name: undefined, args: [], awaitingValueOf: "--context" });
+    // Other flags are not the local cluster's: they stay where they are, an unknown command.
+    assert.deepEqual(splitCommandLine(["-o", "json", "status"]), { name: "-o", args: ["json", "status"] });
+    assert.deepEqual(splitCommandLine([]), { name: undefined, args: [] });
+  });
+});
+
 describe("completion candidates", () => {
   it("offers the commands for the first word, by prefix, with their summaries", async () => {
     const all = await complete([""]);
@@ -37,7 +57,11 @@ describe("completion candidates", () => {
     const st = await complete(["st"]);
     assert.deepEqual(st.candidates, [{ value: "status", description: COMMANDS["status"]?.summary }]);
     assert.deepEqual(values(await complete(["un"])), ["unlink", "unexport"]);
-    assert.deepEqual(values(await complete(["-"])), ["--help", "-h"]);
+    assert.deepEqual(values(await complete(["--"])), ["--kubeconfig", "--context", "--namespace", "--help"]);
+    assert.deepEqual(values(await complete(["--context", "prod", "st"])), ["status"]);
+    assert.deepEqual(values(await complete(["-n", "ops", "status", "--cont"])), ["--context"]);
+    assert.deepEqual(await complete(["--kubeconfig", ""]), { candidates: [], directive: DIRECTIVE_DEFAULT });
+    assert.deepEqual(await complete(["--context", ""]), { candidates: [], directive: DIRECTIVE_NO_FILE_COMPLETION });
     assert.deepEqual(values(await complete(["nope"])), []);
   });
 
