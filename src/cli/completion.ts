@@ -32,7 +32,7 @@ const HELP_FLAG: FlagSpecs = { help: { type: "boolean", short: "h", description:
 const none: Completions = { candidates: [], directive: DIRECTIVE_NO_FILE_COMPLETION };
 
 /** After a flag that takes a value: file names for a file (the shell lists them), else nothing. */
-function valueOf(flag: string): Completions {
+function flagValue(flag: string): Completions {
   return flag.endsWith("kubeconfig") || flag.endsWith("-file")
     ? { candidates: [], directive: DIRECTIVE_DEFAULT }
     : none;
@@ -70,7 +70,7 @@ function flagCandidates(flags: FlagSpecs): Candidate[] {
 export async function complete(args: readonly string[]): Promise<Completions> {
   const word = args.at(-1) ?? "";
   const { name, args: rest, awaitingValueOf: leadingValueOf } = splitCommandLine(args.slice(0, -1));
-  if (leadingValueOf !== undefined) return valueOf(leadingValueOf);
+  if (leadingValueOf !== undefined) return flagValue(leadingValueOf);
   if (name === undefined)
     return word.startsWith("-")
       ? matching(
@@ -95,7 +95,7 @@ export async function complete(args: readonly string[]): Promise<Completions> {
     if (flag !== undefined && flags[flag]?.type === "string") awaitingValueOf = flag;
     else if (!typed.startsWith("-")) positionals++;
   }
-  if (awaitingValueOf !== undefined) return valueOf(awaitingValueOf);
+  if (awaitingValueOf !== undefined) return flagValue(awaitingValueOf);
   if (word.startsWith("-")) return word.includes("=") ? none : matching(flagCandidates(flags), word);
   if (positionals === 0)
     return matching(
