@@ -1,63 +1,71 @@
 #!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --no-node-snapshot --optimize-for-size
-/** CLI entry: picks a command and runs it; every command returns an exit code. */
+/** CLI entry (also kubectl's plugin, cli/program.ts): picks a command and runs it; every command returns an exit code. */
 // First, and alone among static imports: signals are recorded from here on, while
 // the commands' heavy modules load (see cli/signals.ts).
 import "./cli/signals.ts";
+import { type CliCommand, COMMANDS, commandNamed, splitCommandLine } from "./cli/commands.ts";
 import { enableThreadCompileCache } from "./cli/compile-cache.ts";
+import { INVOCATION, PROGRAM } from "./cli/program.ts";
 
 // Before any command's modules load, so they and every thread's entry use the cache.
 enableThreadCompileCache();
 
-const usage = `fleet-mirror — mirrors Services from many remote Kubernetes clusters into one local cluster
+const GROUPS: Readonly<Record<CliCommand["group"], string>> = {
+  controller: "Controller:",
+  fleet: "Operating a fleet (docs/CLI.md):",
+  shell: "Shell:",
+};
 
-Usage: fleet-mirror <command> [flags]
+function usage(): string {
+  const width = Math.max(...Object.keys(COMMANDS).map((name) => name.length));
+  const line = (name: string, summary: string): string => `  ${name.padEnd(width)} ${summary}`;
+  const groups = Object.entries(GROUPS).map(([group, title]) =>
+    [
+      title,
+      ...Object.entries(COMMANDS)
+        .filter(([, command]) => command.group === group)
+        .map(([name, command]) => line(name, command.summary)),
+    ].join("\n"),
+  );
+  return `${PROGRAM} — mirrors Services from many remote Kubernetes clusters into one local cluster
 
-Controller:
-  run       run the controller against the local cluster (see run --help)
+Usage: ${PROGRAM} <command> [flags]
 
-Operating a fleet (docs/CLI.md):
-  link      create a read-only identity on a remote cluster; print or --apply its credentials Secret
-  unlink    delete a cluster's credentials Secret (its mirrors go); --wait until they are gone
-  export    export a remote Service through a gateway (sets the two gateway annotations)
-  unexport  stop exporting a remote Service
-  status    one row per remote cluster (state, mirrors, last sync, restarts, gateway), one per fleet-wide Service
-  check     pre-flight and health checks (✓/✗); exit 1 on any failure
+${groups.join("\n\n")}
 
 The sandbox fleet and demo (\`npm start\`) are not part of the controller: they live in
 sandbox/ of the repository (fleet-mirror-sandbox), outside the image.
 
-  help      show this text
+${line("help", "show this text")}
 
-Run \`fleet-mirror <command> --help\` for a command's flags.
+Run \`${PROGRAM} <command> --help\` for a command's flags.
 `;
+}
+
+async function completeCommand(args: readonly string[], descriptions: boolean): Promise<number> {
+  return (await import("./cli/completion.ts")).completeCommand(args, descriptions);
+}
 
 async function main(argv: readonly string[]): Promise<number> {
-  const [command, ...rest] = argv;
+  // kubectl asks kubectl_complete-fleet_mirror for the completions of `kubectl fleet-mirror ARGS`.
+  if (INVOCATION === "kubectl-plugin-completion") return completeCommand(argv, true);
+  if (argv[0] === "__complete" || argv[0] === "__completeNoDesc")
+    return completeCommand(argv.slice(1), argv[0] === "__complete");
+  const { name: command, args: rest } = splitCommandLine(argv);
   switch (command) {
-    case "run":
-      return (await import("./cli/run.ts")).runCommand(rest);
-    case "link":
-      return (await import("./cli/link.ts")).linkCommand(rest);
-    case "unlink":
-      return (await import("./cli/unlink.ts")).unlinkCommand(rest);
-    case "export":
-      return (await import("./cli/export.ts")).exportCommand(rest);
-    case "unexport":
-      return (await import("./cli/export.ts")).unexportCommand(rest);
-    case "status":
-      return (await import("./cli/status.ts")).statusCommand(rest);
-    case "check":
-      return (await import("./cli/check.ts")).checkCommand(rest);
     case undefined:
     case "help":
     case "--help":
     case "-h":
-      process.stdout.write(usage);
+      process.stdout.write(usage());
       return command === undefined ? 2 : 0;
-    default:
-      process.stderr.write(`fleet-mirror: unknown command "${command}"\n\n${usage}`);
-      return 2;
   }
+  const found = commandNamed(command);
+  if (found === undefined) {
+    process.stderr.write(`${PROGRAM}: unknown command "${command}"\n\n${usage()}`);
+    return 2;
+  }
+  return (await found.load()).run(rest);
 }
 
 main(process.argv.slice(2)).then(
@@ -65,7 +73,7 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (error: unknown) => {
-    process.stderr.write(`fleet-mirror: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.stderr.write(`${PROGRAM}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
     process.exitCode = 1;
   },
 );

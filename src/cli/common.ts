@@ -17,6 +17,7 @@ import type { ConnectionSpec } from "../kube/connection.ts";
 import { connectionFromKubeconfig } from "../kube/kubeconfig.ts";
 import { loadLocalConnection } from "../kube/local-connection.ts";
 import { rbacManifestPath } from "../kube/rbac-manifest.ts";
+import { PROGRAM } from "./program.ts";
 import { untilSignal } from "./signals.ts";
 
 export const EXIT_OK = 0;
@@ -319,7 +320,7 @@ export interface CommandDefinition {
 }
 
 export function commandHelp(usage: string, description: string, flags: FlagSpecs): string {
-  return `Usage: fleet-mirror ${usage}\n\n${description.trim()}\n\nFlags:\n${flagsHelp({ ...flags, ...helpFlag })}\n`;
+  return `Usage: ${PROGRAM} ${usage}\n\n${description.trim()}\n\nFlags:\n${flagsHelp({ ...flags, ...helpFlag })}\n`;
 }
 
 /**
@@ -343,11 +344,11 @@ export async function runCli(definition: CommandDefinition, argv: readonly strin
     return await definition.run(parsed);
   } catch (error) {
     if (error instanceof UsageError || error instanceof ConfigError) {
-      writeErr(`fleet-mirror ${definition.name}: ${error.message}\n\n${definition.help}`);
+      writeErr(`${PROGRAM} ${definition.name}: ${error.message}\n\n${definition.help}`);
       return EXIT_USAGE;
     }
     if (error instanceof CommandError || error instanceof KubeApiError || error instanceof KubeTransportError) {
-      writeErr(`fleet-mirror ${definition.name}: ${error.message}\n`);
+      writeErr(`${PROGRAM} ${definition.name}: ${error.message}\n`);
       return EXIT_FAILURE;
     }
     throw error;

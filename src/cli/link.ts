@@ -42,6 +42,7 @@ import {
 } from "./common.ts";
 import { ensureRemoteIdentity, remoteIdentity, requestToken, secretToken } from "./link-identity.ts";
 import { applySecret, credentialsSecret, remoteKubeconfigText } from "./link-secret.ts";
+import { PROGRAM } from "./program.ts";
 import { DEFAULT_ADMIN_URL, fetchAdminStatus } from "./status.ts";
 
 /** The token's default lifetime with `--token-source request`: one year. */
@@ -146,7 +147,7 @@ async function waitRegistered(values: FlagValues, cluster: string, timeoutMs: nu
   } finally {
     progress.done();
   }
-  writeErr(`fleet-mirror link: cluster ${cluster} not synced within ${Math.round(timeoutMs / 1000)}s: ${last}\n`);
+  writeErr(`${PROGRAM} link: cluster ${cluster} not synced within ${Math.round(timeoutMs / 1000)}s: ${last}\n`);
   return EXIT_FAILURE;
 }
 
@@ -217,7 +218,7 @@ export const linkDefinition: CommandDefinition = {
       ).filter((s) => s.metadata.annotations?.[CLUSTER_NAME] === cluster && s.metadata.name !== secret.metadata.name);
       for (const other of others)
         writeErr(
-          `warning: secret/${other.metadata.name} already registers cluster ${cluster}; the controller reports this one as a duplicate until that one is deleted (fleet-mirror unlink)\n`,
+          `warning: secret/${other.metadata.name} already registers cluster ${cluster}; the controller reports this one as a duplicate until that one is deleted (${PROGRAM} unlink)\n`,
         );
       const outcome = await applySecret(local, secret);
       writeOut(`secret/${secret.metadata.name} ${outcome} in namespace ${namespace}\n`);

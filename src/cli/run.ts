@@ -14,9 +14,10 @@ import { ShardCoordinator } from "../leader/shard-coordinator.ts";
 import { createLogger, type Logger } from "../log.ts";
 import { readHostLimits } from "../supervisor/host-limits.ts";
 import { Supervisor } from "../supervisor/supervisor.ts";
+import { PROGRAM } from "./program.ts";
 import { untilSignal } from "./signals.ts";
 
-export const runHelp = `Usage: fleet-mirror run [flags]
+export const runHelp = `Usage: ${PROGRAM} run [flags]
 
 Runs the controller: watches credentials Secrets in --namespace, mirrors the exported
 Services of every registered remote cluster into the local cluster. SIGTERM/SIGINT
@@ -42,7 +43,7 @@ export async function runCommand(argv: readonly string[]): Promise<number> {
     config = parseRunConfig(argv);
   } catch (error) {
     if (error instanceof ConfigError) {
-      process.stderr.write(`fleet-mirror run: ${error.message}\n\n${runHelp}`);
+      process.stderr.write(`${PROGRAM} run: ${error.message}\n\n${runHelp}`);
       return 2;
     }
     throw error;

@@ -34,6 +34,7 @@ import {
   writeErr,
   writeOut,
 } from "./common.ts";
+import { PROGRAM } from "./program.ts";
 
 const flags = {
   "cluster-name": { type: "string", description: "the cluster to unlink (required)" },
@@ -115,7 +116,7 @@ export const unlinkDefinition: CommandDefinition = {
         return EXIT_OK;
       }
       writeErr(
-        `fleet-mirror unlink: ${left} mirror object(s) of cluster ${cluster} still there after ${Math.round(timeoutMs / 1000)}s: is the controller running?\n`,
+        `${PROGRAM} unlink: ${left} mirror object(s) of cluster ${cluster} still there after ${Math.round(timeoutMs / 1000)}s: is the controller running?\n`,
       );
       return EXIT_FAILURE;
     } finally {
