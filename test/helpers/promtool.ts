@@ -4,7 +4,20 @@
  * lints and fires; the name list only says which series an expression selects.
  */
 import { execFile } from "node:child_process";
+import { before } from "node:test";
 import { ensurePromtool } from "../../sandbox/binaries.ts";
+
+/** promtool's first build links every cloud SDK of Prometheus's service discovery: 18 min on 2 cores. */
+const FIRST_BUILD_MS = 60 * 60_000;
+
+/**
+ * Builds promtool, if needed, in a `before` hook of the calling suite with room for a first
+ * build (`npm test` builds it up front; this serves a file run on its own on a new machine),
+ * so no test's own timeout is spent on it.
+ */
+export function promtoolBuiltFirst(): void {
+  before(() => ensurePromtool(), { timeout: FIRST_BUILD_MS });
+}
 
 export interface PromtoolResult {
   readonly code: number;

@@ -10,7 +10,7 @@ import type { AdminStatus } from "../../src/admin/source.ts";
 import { WRITE_DURATION_BUCKETS } from "../../src/protocol/messages.ts";
 import { CONTROLLER_NAMESPACE, type ControllerProcess, Fleet } from "../helpers/fleet.ts";
 import { eventually } from "../helpers/kube.ts";
-import { promtool } from "../helpers/promtool.ts";
+import { promtool, promtoolBuiltFirst } from "../helpers/promtool.ts";
 
 const TIMEOUT_MS = 60_000;
 
@@ -28,6 +28,7 @@ function sample(text: string, name: string, labels: Record<string, string> = {})
 }
 
 describe("the admin server of fleet-mirror run", () => {
+  promtoolBuiltFirst();
   let fleet: Fleet;
   let controller: ControllerProcess;
   let url: string;

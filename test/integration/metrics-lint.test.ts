@@ -8,12 +8,13 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { createMetrics } from "../../src/admin/metrics.ts";
 import { EVERY_METRIC_SOURCE, everyMetricScrape, familiesOf, familiesWithoutSamples } from "../helpers/every-metric.ts";
-import { promtool } from "../helpers/promtool.ts";
+import { promtool, promtoolBuiltFirst } from "../helpers/promtool.ts";
 
 /** prom-client families whose samples depend on the process's moment (a GC ran, a request is open). */
 const MOMENTARY = new Set(["nodejs_gc_duration_seconds", "nodejs_active_handles", "nodejs_active_requests"]);
 
 describe("the controller's metrics under promtool check metrics", () => {
+  promtoolBuiltFirst();
   it("has series in every family it registers, so the lint sees them all", async () => {
     const registered = createMetrics(EVERY_METRIC_SOURCE)
       .getMetricsAsArray()

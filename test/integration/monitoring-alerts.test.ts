@@ -16,7 +16,7 @@ import {
   renderPrometheusRule,
 } from "../../scripts/monitoring/render-prometheusrule.ts";
 import { exportedMetricNames } from "../helpers/every-metric.ts";
-import { metricNames, promtool } from "../helpers/promtool.ts";
+import { metricNames, promtool, promtoolBuiltFirst } from "../helpers/promtool.ts";
 
 const RULE_TESTS = resolve(import.meta.dirname, "..", "fixtures", "alert-rules.promtool.yaml");
 
@@ -34,6 +34,7 @@ const rulesText = readFileSync(RULES_FILE, "utf8");
 const rules = (load(rulesText) as { groups: { rules: Rule[] }[] }).groups.flatMap((g) => g.rules);
 
 describe("the alert rules of deploy/monitoring", () => {
+  promtoolBuiltFirst();
   const dir = mkdtempSync(join(tmpdir(), "fleet-mirror-alerts-"));
   after(() => rmSync(dir, { recursive: true, force: true }));
 

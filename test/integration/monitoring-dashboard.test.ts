@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { after, describe, it } from "node:test";
 import { exportedMetricNames } from "../helpers/every-metric.ts";
-import { metricNames, promtool } from "../helpers/promtool.ts";
+import { metricNames, promtool, promtoolBuiltFirst } from "../helpers/promtool.ts";
 
 const DASHBOARD = resolve(import.meta.dirname, "..", "..", "deploy", "monitoring", "fleet-mirror-dashboard.json");
 
@@ -48,6 +48,7 @@ function substitute(expr: string): string {
 }
 
 describe("the Grafana dashboard of deploy/monitoring", () => {
+  promtoolBuiltFirst();
   const dir = mkdtempSync(join(tmpdir(), "fleet-mirror-dashboard-"));
   after(() => rmSync(dir, { recursive: true, force: true }));
 
