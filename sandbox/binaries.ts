@@ -11,7 +11,8 @@
  *      `kube-controller-manager-<v>/` and `coredns-<v>/` for the others.
  *
  * Also the CRD manifests of the pinned `sigs.k8s.io/mcs-api` module (not a binary, but
- * fetched and cached the same way: `build.sh mcs-crds`, `mcs-api-<v>/`).
+ * fetched and cached the same way: `build.sh mcs-crds`, `mcs-api-<v>/`), and Prometheus's
+ * `promtool` (`build.sh promtool`, `promtool-<v>/`), the judge of the monitoring tests.
  */
 import { execFile } from "node:child_process";
 import { accessSync, constants, existsSync, readFileSync } from "node:fs";
@@ -38,7 +39,7 @@ function cacheDir(): string {
   return join(process.env["FLEET_MIRROR_CACHE"] ?? join(homedir(), ".cache", "fleet-mirror"), "control-plane");
 }
 
-function readPins(): { kubernetes: string; etcd: string; coredns: string; mcsApi: string } {
+function readPins(): { kubernetes: string; etcd: string; coredns: string; mcsApi: string; prometheus: string } {
   const text = readFileSync(join(scriptsDir(), "control-plane", "versions.env"), "utf8");
   const get = (key: string): string => {
     const match = new RegExp(`^${key}=(\\S+)$`, "m").exec(text);
@@ -50,6 +51,7 @@ function readPins(): { kubernetes: string; etcd: string; coredns: string; mcsApi
     etcd: get("ETCD_VERSION"),
     coredns: get("COREDNS_VERSION"),
     mcsApi: get("MCS_API_VERSION"),
+    prometheus: get("PROMETHEUS_VERSION"),
   };
 }
 
@@ -81,18 +83,19 @@ export function findControlPlaneBinaries(): ControlPlaneBinaries | undefined {
 }
 
 /** The tools built one per cache directory: the build.sh argument, and that directory's name. */
-type SingleTool = "kubectl" | "kube-controller-manager" | "coredns";
+type SingleTool = "kubectl" | "kube-controller-manager" | "coredns" | "promtool";
 
 function toolCacheDir(tool: SingleTool): string {
   const pins = readPins();
-  const version = tool === "coredns" ? pins.coredns : pins.kubernetes;
+  const version = tool === "coredns" ? pins.coredns : tool === "promtool" ? pins.prometheus : pins.kubernetes;
   return join(cacheDir(), `${tool}-${version}`);
 }
 
-/** `tool` from `KUBEBUILDER_ASSETS` (not for CoreDNS) or from its complete cache directory; never builds. */
+/** `tool` from `KUBEBUILDER_ASSETS` (not for CoreDNS or promtool) or from its complete cache directory; never builds. */
 function findTool(tool: SingleTool): string | undefined {
   const assets = process.env["KUBEBUILDER_ASSETS"];
-  if (tool !== "coredns" && assets && isExecutable(join(assets, tool))) return join(assets, tool);
+  if (tool !== "coredns" && tool !== "promtool" && assets && isExecutable(join(assets, tool)))
+    return join(assets, tool);
   const dir = toolCacheDir(tool);
   const binary = join(dir, tool);
   return existsSync(join(dir, ".complete")) && isExecutable(binary) ? binary : undefined;
@@ -164,6 +167,14 @@ export async function ensureControllerManager(): Promise<string> {
 /** The path of the pinned CoreDNS, building it first if needed. */
 export async function ensureCoreDns(): Promise<string> {
   return ensureTool("coredns");
+}
+
+/**
+ * The path of the pinned promtool (Prometheus's linter and rule tester), building it first
+ * if needed (`build.sh promtool`; never taken from PATH, whose version is not pinned).
+ */
+export async function ensurePromtool(): Promise<string> {
+  return ensureTool("promtool");
 }
 
 /** The MCS API's CRD manifests (ServiceExport, ServiceImport) of the pinned module. */

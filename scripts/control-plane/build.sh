@@ -9,12 +9,15 @@
 #                             that binary only; prints the directory holding it.
 #         build.sh mcs-crds   the MCS API's CRD manifests (sigs.k8s.io/mcs-api, config/crd);
 #                             prints the directory holding them. Nothing is compiled.
+#         build.sh promtool   Prometheus's promtool only (checks metrics, rules and queries);
+#                             prints the directory holding it. Not part of `all`.
 # Cache:  ${FLEET_MIRROR_CACHE:-$HOME/.cache/fleet-mirror}/control-plane/
 #           k8s-<k8s>_etcd-<etcd>/          kube-apiserver, etcd
 #           kubectl-<k8s>/                  kubectl
 #           kube-controller-manager-<k8s>/  kube-controller-manager
 #           coredns-<coredns>/              coredns (only the plugins the sandbox uses)
 #           mcs-api-<mcs>/                  multicluster.x-k8s.io_service{exports,imports}.yaml
+#           promtool-<prometheus>/          promtool
 #         Each binary added later got its own directory and stamp, so adding it left the
 #         existing caches valid: nothing already built is rebuilt.
 #         A directory is only used once a build finished completely (a `.complete`
@@ -31,8 +34,8 @@ source "$here/versions.env"
 log() { printf '[control-plane] %s\n' "$*" >&2; }
 
 case "${1:-all}" in
-  all | kubectl | kube-controller-manager | coredns | mcs-crds) what="${1:-all}" ;;
-  *) log "usage: build.sh [kubectl | kube-controller-manager | coredns | mcs-crds]"; exit 2 ;;
+  all | kubectl | kube-controller-manager | coredns | mcs-crds | promtool) what="${1:-all}" ;;
+  *) log "usage: build.sh [kubectl | kube-controller-manager | coredns | mcs-crds | promtool]"; exit 2 ;;
 esac
 
 cache_root="${FLEET_MIRROR_CACHE:-$HOME/.cache/fleet-mirror}/control-plane"
@@ -306,11 +309,62 @@ ensure_mcs_crds() {
   mcs_crds_dir="$out"
 }
 
+# Sets promtool_dir to a directory holding promtool from the pinned Prometheus Go module
+# (github.com/prometheus/prometheus publishes Prometheus 3.X.Y as v0.3XX.Y). The monitoring
+# tests judge /metrics, the alert rules and the dashboard's queries with it. The wrapper
+# module imports the command so `go mod tidy` resolves exactly its dependency graph.
+ensure_promtool() {
+  local out="$cache_root/promtool-${PROMETHEUS_VERSION}"
+  if [[ -f "$out/.complete" && -x "$out/promtool" ]]; then
+    log "cached: $out"
+    promtool_dir="$out"
+    return 0
+  fi
+  prepare_go promtool
+  local prom_mod go_line
+  prom_mod="$(go mod download -json "github.com/prometheus/prometheus@${PROMETHEUS_VERSION}" | sed -n 's/.*"GoMod": "\(.*\)",/\1/p')"
+  [[ -f "$prom_mod" ]] || { log "error: could not download github.com/prometheus/prometheus@${PROMETHEUS_VERSION}"; exit 1; }
+  go_line="$(sed -n 's/^go //p' "$prom_mod")"
+  mkdir -p "$work/promtool"
+  cat > "$work/promtool/go.mod" <<MOD
+module fleetmirror.local/controlplane/promtool
+
+go ${go_line}
+
+require github.com/prometheus/prometheus ${PROMETHEUS_VERSION}
+MOD
+  cat > "$work/promtool/tools.go" <<'GO'
+//go:build tools
+
+package tools
+
+import _ "github.com/prometheus/prometheus/cmd/promtool"
+GO
+  # v0.3XX.Y -> 3.XX.Y, the release `promtool --version` reports.
+  local release="${PROMETHEUS_VERSION#v0.}"
+  release="${release:0:1}.${release:1}"
+  log "building promtool ${PROMETHEUS_VERSION} (Prometheus ${release}; first time: several minutes on 2 cores)"
+  local start=$SECONDS
+  rm -rf "$out.partial"
+  mkdir -p "$out.partial"
+  (cd "$work/promtool" && go mod tidy >&2 && go mod download >&2 &&
+    go build -trimpath -ldflags "-s -w -X github.com/prometheus/common/version.Version=${release}" \
+      -o "$out.partial/promtool" github.com/prometheus/prometheus/cmd/promtool >&2)
+  log "promtool built in $((SECONDS - start))s"
+  "$out.partial/promtool" --version >&2
+  rm -rf "$out"
+  mv "$out.partial" "$out"
+  touch "$out/.complete"
+  log "done: $out"
+  promtool_dir="$out"
+}
+
 control_plane_dir=""
 kubectl_dir=""
 mcs_crds_dir=""
 controller_manager_dir=""
 coredns_dir=""
+promtool_dir=""
 case "$what" in
   kubectl)
     ensure_kubectl
@@ -327,6 +381,10 @@ case "$what" in
   mcs-crds)
     ensure_mcs_crds
     echo "$mcs_crds_dir"
+    ;;
+  promtool)
+    ensure_promtool
+    echo "$promtool_dir"
     ;;
   all)
     ensure_control_plane

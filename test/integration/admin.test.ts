@@ -10,6 +10,7 @@ import type { AdminStatus } from "../../src/admin/source.ts";
 import { WRITE_DURATION_BUCKETS } from "../../src/protocol/messages.ts";
 import { CONTROLLER_NAMESPACE, type ControllerProcess, Fleet } from "../helpers/fleet.ts";
 import { eventually } from "../helpers/kube.ts";
+import { promtool, promtoolBuiltFirst } from "../helpers/promtool.ts";
 
 const TIMEOUT_MS = 60_000;
 
@@ -27,6 +28,7 @@ function sample(text: string, name: string, labels: Record<string, string> = {})
 }
 
 describe("the admin server of fleet-mirror run", () => {
+  promtoolBuiltFirst();
   let fleet: Fleet;
   let controller: ControllerProcess;
   let url: string;
@@ -206,6 +208,17 @@ describe("the admin server of fleet-mirror run", () => {
     // Retried with backoff, reported once (deduplicated).
     const again = await fleet.local.listNamespacedEvent({ namespace: "quota" });
     assert.equal(again.items.filter((e) => e.reason === "MirrorWriteFailed").length, 1);
+  });
+
+  it("serves /metrics that promtool check metrics passes after those failures", async () => {
+    // Rejected writes, an unreachable cluster's watch errors, write latency and every
+    // thread's heap are in this scrape; test/integration/metrics-lint.test.ts lints one in
+    // which every family has series.
+    const text = await metrics();
+    assert.ok((sample(text, "fleet_mirror_write_retries_total") ?? 0) >= 3, text);
+    const result = await promtool(["check", "metrics"], text);
+    assert.equal(result.output, "");
+    assert.equal(result.code, 0);
   });
 
   it("answers 404 for other paths, 405 for other methods, and HEAD without a body", async () => {
