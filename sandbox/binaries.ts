@@ -10,6 +10,9 @@
  *      `k8s-<v>_etcd-<v>/` for kube-apiserver and etcd, `kubectl-<v>/`,
  *      `kube-controller-manager-<v>/` and `coredns-<v>/` for the others.
  *
+ * Also helm (`build.sh helm`, `helm-<v>/`), which the chart's tests render and lint with;
+ * like CoreDNS it is never taken from `KUBEBUILDER_ASSETS` or PATH.
+ *
  * Also the CRD manifests of the pinned `sigs.k8s.io/mcs-api` module (not a binary, but
  * fetched and cached the same way: `build.sh mcs-crds`, `mcs-api-<v>/`).
  */
@@ -38,7 +41,7 @@ function cacheDir(): string {
   return join(process.env["FLEET_MIRROR_CACHE"] ?? join(homedir(), ".cache", "fleet-mirror"), "control-plane");
 }
 
-function readPins(): { kubernetes: string; etcd: string; coredns: string; mcsApi: string } {
+function readPins(): { kubernetes: string; etcd: string; coredns: string; mcsApi: string; helm: string } {
   const text = readFileSync(join(scriptsDir(), "control-plane", "versions.env"), "utf8");
   const get = (key: string): string => {
     const match = new RegExp(`^${key}=(\\S+)$`, "m").exec(text);
@@ -50,6 +53,7 @@ function readPins(): { kubernetes: string; etcd: string; coredns: string; mcsApi
     etcd: get("ETCD_VERSION"),
     coredns: get("COREDNS_VERSION"),
     mcsApi: get("MCS_API_VERSION"),
+    helm: get("HELM_VERSION"),
   };
 }
 
@@ -81,18 +85,18 @@ export function findControlPlaneBinaries(): ControlPlaneBinaries | undefined {
 }
 
 /** The tools built one per cache directory: the build.sh argument, and that directory's name. */
-type SingleTool = "kubectl" | "kube-controller-manager" | "coredns";
+type SingleTool = "kubectl" | "kube-controller-manager" | "coredns" | "helm";
 
 function toolCacheDir(tool: SingleTool): string {
   const pins = readPins();
-  const version = tool === "coredns" ? pins.coredns : pins.kubernetes;
+  const version = tool === "coredns" ? pins.coredns : tool === "helm" ? pins.helm : pins.kubernetes;
   return join(cacheDir(), `${tool}-${version}`);
 }
 
-/** `tool` from `KUBEBUILDER_ASSETS` (not for CoreDNS) or from its complete cache directory; never builds. */
+/** `tool` from `KUBEBUILDER_ASSETS` (not CoreDNS or helm) or from its complete cache directory; never builds. */
 function findTool(tool: SingleTool): string | undefined {
   const assets = process.env["KUBEBUILDER_ASSETS"];
-  if (tool !== "coredns" && assets && isExecutable(join(assets, tool))) return join(assets, tool);
+  if (tool !== "coredns" && tool !== "helm" && assets && isExecutable(join(assets, tool))) return join(assets, tool);
   const dir = toolCacheDir(tool);
   const binary = join(dir, tool);
   return existsSync(join(dir, ".complete")) && isExecutable(binary) ? binary : undefined;
@@ -164,6 +168,11 @@ export async function ensureControllerManager(): Promise<string> {
 /** The path of the pinned CoreDNS, building it first if needed. */
 export async function ensureCoreDns(): Promise<string> {
   return ensureTool("coredns");
+}
+
+/** The path of the pinned helm, building it first if needed (`build.sh helm`). */
+export async function ensureHelm(): Promise<string> {
+  return ensureTool("helm");
 }
 
 /** The MCS API's CRD manifests (ServiceExport, ServiceImport) of the pinned module. */

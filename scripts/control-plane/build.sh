@@ -9,12 +9,16 @@
 #                             that binary only; prints the directory holding it.
 #         build.sh mcs-crds   the MCS API's CRD manifests (sigs.k8s.io/mcs-api, config/crd);
 #                             prints the directory holding them. Nothing is compiled.
+#         build.sh helm       helm (helm.sh/helm/v4) only; prints the directory holding
+#                             `helm`. The chart test renders and lints with it. Not part of
+#                             `all`: the sandbox does not need it.
 # Cache:  ${FLEET_MIRROR_CACHE:-$HOME/.cache/fleet-mirror}/control-plane/
 #           k8s-<k8s>_etcd-<etcd>/          kube-apiserver, etcd
 #           kubectl-<k8s>/                  kubectl
 #           kube-controller-manager-<k8s>/  kube-controller-manager
 #           coredns-<coredns>/              coredns (only the plugins the sandbox uses)
 #           mcs-api-<mcs>/                  multicluster.x-k8s.io_service{exports,imports}.yaml
+#           helm-<helm>/                    helm
 #         Each binary added later got its own directory and stamp, so adding it left the
 #         existing caches valid: nothing already built is rebuilt.
 #         A directory is only used once a build finished completely (a `.complete`
@@ -31,8 +35,8 @@ source "$here/versions.env"
 log() { printf '[control-plane] %s\n' "$*" >&2; }
 
 case "${1:-all}" in
-  all | kubectl | kube-controller-manager | coredns | mcs-crds) what="${1:-all}" ;;
-  *) log "usage: build.sh [kubectl | kube-controller-manager | coredns | mcs-crds]"; exit 2 ;;
+  all | kubectl | kube-controller-manager | coredns | mcs-crds | helm) what="${1:-all}" ;;
+  *) log "usage: build.sh [kubectl | kube-controller-manager | coredns | mcs-crds | helm]"; exit 2 ;;
 esac
 
 cache_root="${FLEET_MIRROR_CACHE:-$HOME/.cache/fleet-mirror}/control-plane"
@@ -306,8 +310,56 @@ ensure_mcs_crds() {
   mcs_crds_dir="$out"
 }
 
+# Sets helm_dir to a directory holding helm at the pinned version, built from the
+# helm.sh/helm/v4 module's own command in a wrapper module (its go.mod has no replace
+# directives, so requiring it at the pin gives helm's own dependency versions). The
+# version is stamped as helm's Makefile does, so `helm version` prints the pin.
+ensure_helm() {
+  local out="$cache_root/helm-${HELM_VERSION}"
+  if [[ -f "$out/.complete" && -x "$out/helm" ]]; then
+    log "cached: $out"
+    helm_dir="$out"
+    return 0
+  fi
+  prepare_go helm
+  local helm_mod go_line
+  helm_mod="$(go mod download -json "helm.sh/helm/v4@${HELM_VERSION}" | sed -n 's/.*"GoMod": "\(.*\)",/\1/p')"
+  [[ -f "$helm_mod" ]] || { log "error: could not download helm.sh/helm/v4@${HELM_VERSION}"; exit 1; }
+  go_line="$(sed -n 's/^go //p' "$helm_mod")"
+  mkdir -p "$work/helm"
+  cat > "$work/helm/go.mod" <<MOD
+module fleetmirror.local/controlplane/helm
+
+go ${go_line}
+
+require helm.sh/helm/v4 ${HELM_VERSION}
+MOD
+  cat > "$work/helm/tools.go" <<'GO'
+//go:build tools
+
+package tools
+
+import _ "helm.sh/helm/v4/cmd/helm"
+GO
+  log "downloading helm dependencies (first time: a few minutes)"
+  (cd "$work/helm" && go mod tidy -e >&2 && go mod download >&2)
+  log "building helm ${HELM_VERSION} (first time: a few minutes on 2 cores)"
+  local start=$SECONDS
+  rm -rf "$out.partial"
+  mkdir -p "$out.partial"
+  (cd "$work/helm" && go build -trimpath -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=${HELM_VERSION} -X helm.sh/helm/v4/internal/version.metadata= -X helm.sh/helm/v4/internal/version.gitTreeState=clean" -o "$out.partial/helm" helm.sh/helm/v4/cmd/helm >&2)
+  log "helm built in $((SECONDS - start))s"
+  "$out.partial/helm" version >&2
+  rm -rf "$out"
+  mv "$out.partial" "$out"
+  touch "$out/.complete"
+  log "done: $out"
+  helm_dir="$out"
+}
+
 control_plane_dir=""
 kubectl_dir=""
+helm_dir=""
 mcs_crds_dir=""
 controller_manager_dir=""
 coredns_dir=""
@@ -327,6 +379,10 @@ case "$what" in
   mcs-crds)
     ensure_mcs_crds
     echo "$mcs_crds_dir"
+    ;;
+  helm)
+    ensure_helm
+    echo "$helm_dir"
     ;;
   all)
     ensure_control_plane
