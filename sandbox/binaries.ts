@@ -14,7 +14,8 @@
  * like CoreDNS it is never taken from `KUBEBUILDER_ASSETS` or PATH.
  *
  * Also the CRD manifests of the pinned `sigs.k8s.io/mcs-api` module (not a binary, but
- * fetched and cached the same way: `build.sh mcs-crds`, `mcs-api-<v>/`).
+ * fetched and cached the same way: `build.sh mcs-crds`, `mcs-api-<v>/`), and those of the
+ * Prometheus Operator (`build.sh monitoring-crds`, `monitoring-crds-<v>/`).
  */
 import { execFile } from "node:child_process";
 import { accessSync, constants, existsSync, readFileSync } from "node:fs";
@@ -41,7 +42,14 @@ function cacheDir(): string {
   return join(process.env["FLEET_MIRROR_CACHE"] ?? join(homedir(), ".cache", "fleet-mirror"), "control-plane");
 }
 
-function readPins(): { kubernetes: string; etcd: string; coredns: string; mcsApi: string; helm: string } {
+function readPins(): {
+  kubernetes: string;
+  etcd: string;
+  coredns: string;
+  mcsApi: string;
+  helm: string;
+  prometheusOperator: string;
+} {
   const text = readFileSync(join(scriptsDir(), "control-plane", "versions.env"), "utf8");
   const get = (key: string): string => {
     const match = new RegExp(`^${key}=(\\S+)$`, "m").exec(text);
@@ -54,6 +62,7 @@ function readPins(): { kubernetes: string; etcd: string; coredns: string; mcsApi
     coredns: get("COREDNS_VERSION"),
     mcsApi: get("MCS_API_VERSION"),
     helm: get("HELM_VERSION"),
+    prometheusOperator: get("PROMETHEUS_OPERATOR_VERSION"),
   };
 }
 
@@ -182,25 +191,51 @@ export interface McsCrdManifests {
   readonly serviceImports: string;
 }
 
-function mcsCrdsIn(dir: string, version: string): McsCrdManifests | undefined {
-  const serviceExports = join(dir, "multicluster.x-k8s.io_serviceexports.yaml");
-  const serviceImports = join(dir, "multicluster.x-k8s.io_serviceimports.yaml");
-  return existsSync(join(dir, ".complete")) && existsSync(serviceExports) && existsSync(serviceImports)
-    ? { version, serviceExports, serviceImports }
-    : undefined;
+/**
+ * The paths of `files` in `cache/<dirName>/`, running `build.sh <mode>` (a module
+ * download, nothing compiled) first if that directory is not complete.
+ */
+async function ensureManifests(mode: string, dirName: string, files: readonly string[]): Promise<readonly string[]> {
+  const inDir = (dir: string): string[] | undefined => {
+    const paths = files.map((file) => join(dir, file));
+    return existsSync(join(dir, ".complete")) && paths.every((path) => existsSync(path)) ? paths : undefined;
+  };
+  const dir = join(cacheDir(), dirName);
+  const found = inDir(dir) ?? inDir(await runBuild([mode]));
+  if (!found) throw new Error(`build.sh ${mode} did not leave ${files.join(", ")} in ${dir}`);
+  return found;
 }
 
 /**
  * The paths of the pinned `sigs.k8s.io/mcs-api` CRD manifests, copying them out of the
- * Go module cache into `mcs-api-<v>/` first if needed (`build.sh mcs-crds`: a module
- * download, nothing compiled).
+ * Go module cache into `mcs-api-<v>/` first if needed (`build.sh mcs-crds`).
  */
 export async function ensureMcsCrds(): Promise<McsCrdManifests> {
   const version = readPins().mcsApi;
-  const dir = join(cacheDir(), `mcs-api-${version}`);
-  const found = mcsCrdsIn(dir, version);
-  if (found) return found;
-  const built = mcsCrdsIn(await runBuild(["mcs-crds"]), version);
-  if (!built) throw new Error(`build.sh mcs-crds did not leave the MCS CRDs in ${dir}`);
-  return built;
+  const [serviceExports = "", serviceImports = ""] = await ensureManifests("mcs-crds", `mcs-api-${version}`, [
+    "multicluster.x-k8s.io_serviceexports.yaml",
+    "multicluster.x-k8s.io_serviceimports.yaml",
+  ]);
+  return { version, serviceExports, serviceImports };
+}
+
+/** The Prometheus Operator's CRD manifests that fleet-mirror's chart and alerts use. */
+export interface MonitoringCrdManifests {
+  readonly version: string;
+  readonly serviceMonitors: string;
+  readonly prometheusRules: string;
+}
+
+/**
+ * The paths of the pinned Prometheus Operator's ServiceMonitor and PrometheusRule CRD
+ * manifests, copied into `monitoring-crds-<v>/` first if needed (`build.sh monitoring-crds`).
+ */
+export async function ensureMonitoringCrds(): Promise<MonitoringCrdManifests> {
+  const version = readPins().prometheusOperator;
+  const [serviceMonitors = "", prometheusRules = ""] = await ensureManifests(
+    "monitoring-crds",
+    `monitoring-crds-${version}`,
+    ["monitoring.coreos.com_servicemonitors.yaml", "monitoring.coreos.com_prometheusrules.yaml"],
+  );
+  return { version, serviceMonitors, prometheusRules };
 }

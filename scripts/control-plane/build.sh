@@ -9,6 +9,11 @@
 #                             that binary only; prints the directory holding it.
 #         build.sh mcs-crds   the MCS API's CRD manifests (sigs.k8s.io/mcs-api, config/crd);
 #                             prints the directory holding them. Nothing is compiled.
+#         build.sh monitoring-crds
+#                             the Prometheus Operator's ServiceMonitor and PrometheusRule
+#                             CRD manifests (github.com/prometheus-operator/prometheus-operator,
+#                             example/prometheus-operator-crd); prints their directory.
+#                             Nothing is compiled.
 #         build.sh helm       helm (helm.sh/helm/v4) only; prints the directory holding
 #                             `helm`. The chart test renders and lints with it. Not part of
 #                             `all`: the sandbox does not need it.
@@ -19,6 +24,7 @@
 #           coredns-<coredns>/              coredns (only the plugins the sandbox uses)
 #           mcs-api-<mcs>/                  multicluster.x-k8s.io_service{exports,imports}.yaml
 #           helm-<helm>/                    helm
+#           monitoring-crds-<operator>/     monitoring.coreos.com_{servicemonitors,prometheusrules}.yaml
 #         Each binary added later got its own directory and stamp, so adding it left the
 #         existing caches valid: nothing already built is rebuilt.
 #         A directory is only used once a build finished completely (a `.complete`
@@ -35,8 +41,8 @@ source "$here/versions.env"
 log() { printf '[control-plane] %s\n' "$*" >&2; }
 
 case "${1:-all}" in
-  all | kubectl | kube-controller-manager | coredns | mcs-crds | helm) what="${1:-all}" ;;
-  *) log "usage: build.sh [kubectl | kube-controller-manager | coredns | mcs-crds | helm]"; exit 2 ;;
+  all | kubectl | kube-controller-manager | coredns | mcs-crds | monitoring-crds | helm) what="${1:-all}" ;;
+  *) log "usage: build.sh [kubectl | kube-controller-manager | coredns | mcs-crds | monitoring-crds | helm]"; exit 2 ;;
 esac
 
 cache_root="${FLEET_MIRROR_CACHE:-$HOME/.cache/fleet-mirror}/control-plane"
@@ -357,8 +363,38 @@ GO
   helm_dir="$out"
 }
 
+# Sets monitoring_crds_dir to a directory holding the ServiceMonitor and PrometheusRule CRD
+# manifests of the pinned Prometheus Operator module, as `go mod download` verified them.
+# The chart's test applies its ServiceMonitor to a sandbox API server that knows them.
+ensure_monitoring_crds() {
+  local out="$cache_root/monitoring-crds-${PROMETHEUS_OPERATOR_VERSION}"
+  local files=(monitoring.coreos.com_servicemonitors.yaml monitoring.coreos.com_prometheusrules.yaml)
+  if [[ -f "$out/.complete" ]]; then
+    log "cached: $out"
+    monitoring_crds_dir="$out"
+    return 0
+  fi
+  prepare_go "the Prometheus Operator CRDs"
+  local module_dir
+  module_dir="$(go mod download -json "github.com/prometheus-operator/prometheus-operator@${PROMETHEUS_OPERATOR_VERSION}" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')"
+  local crd_dir="$module_dir/example/prometheus-operator-crd"
+  [[ -d "$crd_dir" ]] || { log "error: could not download github.com/prometheus-operator/prometheus-operator@${PROMETHEUS_OPERATOR_VERSION}"; exit 1; }
+  rm -rf "$out.partial"
+  mkdir -p "$out.partial"
+  for file in "${files[@]}"; do
+    [[ -f "$crd_dir/$file" ]] || { log "error: prometheus-operator@${PROMETHEUS_OPERATOR_VERSION} has no example/prometheus-operator-crd/$file"; exit 1; }
+    cp "$crd_dir/$file" "$out.partial/$file"
+  done
+  rm -rf "$out"
+  mv "$out.partial" "$out"
+  touch "$out/.complete"
+  log "done: $out"
+  monitoring_crds_dir="$out"
+}
+
 control_plane_dir=""
 kubectl_dir=""
+monitoring_crds_dir=""
 helm_dir=""
 mcs_crds_dir=""
 controller_manager_dir=""
@@ -379,6 +415,10 @@ case "$what" in
   mcs-crds)
     ensure_mcs_crds
     echo "$mcs_crds_dir"
+    ;;
+  monitoring-crds)
+    ensure_monitoring_crds
+    echo "$monitoring_crds_dir"
     ;;
   helm)
     ensure_helm
