@@ -229,6 +229,18 @@ ensure_controller_manager() {
   controller_manager_dir="$out"
 }
 
+# require_module DIR MODULE VERSION: a wrapper module in DIR that requires MODULE at
+# VERSION, at MODULE's own `go` version (for a module whose go.mod needs no replace lines).
+require_module() {
+  local dir="$1" module="$2" version="$3"
+  local go_mod
+  go_mod="$(go mod download -json "${module}@${version}" | sed -n 's/.*"GoMod": "\(.*\)",/\1/p')"
+  [[ -f "$go_mod" ]] || { log "error: could not download ${module}@${version}"; exit 1; }
+  mkdir -p "$dir"
+  printf 'module fleetmirror.local/controlplane/%s\n\ngo %s\n\nrequire %s %s\n' \
+    "$(basename "$dir")" "$(sed -n 's/^go //p' "$go_mod")" "$module" "$version" > "$dir/go.mod"
+}
+
 # Sets coredns_dir to a directory holding a CoreDNS at the pinned version, linked with only
 # the plugins the sandbox's Corefile uses (a full CoreDNS links every cloud DNS SDK and
 # takes several times longer to build). The main package is CoreDNS's own (coremain.Run)
@@ -241,18 +253,7 @@ ensure_coredns() {
     return 0
   fi
   prepare_go coredns
-  mkdir -p "$work/coredns"
-  local coredns_mod go_line
-  coredns_mod="$(go mod download -json "github.com/coredns/coredns@${COREDNS_VERSION}" | sed -n 's/.*"GoMod": "\(.*\)",/\1/p')"
-  [[ -f "$coredns_mod" ]] || { log "error: could not download github.com/coredns/coredns@${COREDNS_VERSION}"; exit 1; }
-  go_line="$(sed -n 's/^go //p' "$coredns_mod")"
-  cat > "$work/coredns/go.mod" <<MOD
-module fleetmirror.local/controlplane/coredns
-
-go ${go_line}
-
-require github.com/coredns/coredns ${COREDNS_VERSION}
-MOD
+  require_module "$work/coredns" github.com/coredns/coredns "$COREDNS_VERSION"
   cat > "$work/coredns/main.go" <<'GO'
 package main
 
@@ -287,33 +288,41 @@ GO
   coredns_dir="$out"
 }
 
-# Sets mcs_crds_dir to a directory holding the CRD manifests of the pinned
-# sigs.k8s.io/mcs-api module (ServiceExport, ServiceImport), copied from the module's
-# config/crd as `go mod download` verified them against the checksum database. The
-# sandbox applies them to the clusters a test names (sandbox/mcs-crds.ts).
-ensure_mcs_crds() {
-  local out="$cache_root/mcs-api-${MCS_API_VERSION}"
-  local files=(multicluster.x-k8s.io_serviceexports.yaml multicluster.x-k8s.io_serviceimports.yaml)
+# copy_module_files OUT MODULE VERSION DIR FILE...: copies FILEs from DIR of the Go
+# module MODULE@VERSION, as `go mod download` verified it against the checksum database,
+# into OUT (stamped complete), unless OUT is complete already. Nothing is compiled.
+copy_module_files() {
+  local out="$1" module="$2" version="$3" dir="$4"
+  shift 4
   if [[ -f "$out/.complete" ]]; then
     log "cached: $out"
-    mcs_crds_dir="$out"
     return 0
   fi
-  prepare_go "the MCS API CRDs"
+  prepare_go "files of $module"
   local module_dir
-  module_dir="$(go mod download -json "sigs.k8s.io/mcs-api@${MCS_API_VERSION}" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')"
-  [[ -d "$module_dir/config/crd" ]] || { log "error: could not download sigs.k8s.io/mcs-api@${MCS_API_VERSION}"; exit 1; }
+  module_dir="$(go mod download -json "${module}@${version}" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')"
+  [[ -d "$module_dir/$dir" ]] || { log "error: could not download ${module}@${version}"; exit 1; }
   rm -rf "$out.partial"
   mkdir -p "$out.partial"
-  for file in "${files[@]}"; do
-    [[ -f "$module_dir/config/crd/$file" ]] || { log "error: sigs.k8s.io/mcs-api@${MCS_API_VERSION} has no config/crd/$file"; exit 1; }
-    cp "$module_dir/config/crd/$file" "$out.partial/$file"
+  local file
+  for file in "$@"; do
+    [[ -f "$module_dir/$dir/$file" ]] || { log "error: ${module}@${version} has no $dir/$file"; exit 1; }
+    cp "$module_dir/$dir/$file" "$out.partial/$file"
   done
   rm -rf "$out"
   mv "$out.partial" "$out"
   touch "$out/.complete"
   log "done: $out"
-  mcs_crds_dir="$out"
+}
+
+# Sets mcs_crds_dir to a directory holding the CRD manifests of the pinned
+# sigs.k8s.io/mcs-api module (ServiceExport, ServiceImport), copied from the module's
+# config/crd as `go mod download` verified them against the checksum database. The
+# sandbox applies them to the clusters a test names (sandbox/mcs-crds.ts).
+ensure_mcs_crds() {
+  mcs_crds_dir="$cache_root/mcs-api-${MCS_API_VERSION}"
+  copy_module_files "$mcs_crds_dir" sigs.k8s.io/mcs-api "$MCS_API_VERSION" config/crd \
+    multicluster.x-k8s.io_serviceexports.yaml multicluster.x-k8s.io_serviceimports.yaml
 }
 
 # Sets helm_dir to a directory holding helm at the pinned version, built from the
@@ -328,18 +337,7 @@ ensure_helm() {
     return 0
   fi
   prepare_go helm
-  local helm_mod go_line
-  helm_mod="$(go mod download -json "helm.sh/helm/v4@${HELM_VERSION}" | sed -n 's/.*"GoMod": "\(.*\)",/\1/p')"
-  [[ -f "$helm_mod" ]] || { log "error: could not download helm.sh/helm/v4@${HELM_VERSION}"; exit 1; }
-  go_line="$(sed -n 's/^go //p' "$helm_mod")"
-  mkdir -p "$work/helm"
-  cat > "$work/helm/go.mod" <<MOD
-module fleetmirror.local/controlplane/helm
-
-go ${go_line}
-
-require helm.sh/helm/v4 ${HELM_VERSION}
-MOD
+  require_module "$work/helm" helm.sh/helm/v4 "$HELM_VERSION"
   cat > "$work/helm/tools.go" <<'GO'
 //go:build tools
 
@@ -367,29 +365,10 @@ GO
 # manifests of the pinned Prometheus Operator module, as `go mod download` verified them.
 # The chart's test applies its ServiceMonitor to a sandbox API server that knows them.
 ensure_monitoring_crds() {
-  local out="$cache_root/monitoring-crds-${PROMETHEUS_OPERATOR_VERSION}"
-  local files=(monitoring.coreos.com_servicemonitors.yaml monitoring.coreos.com_prometheusrules.yaml)
-  if [[ -f "$out/.complete" ]]; then
-    log "cached: $out"
-    monitoring_crds_dir="$out"
-    return 0
-  fi
-  prepare_go "the Prometheus Operator CRDs"
-  local module_dir
-  module_dir="$(go mod download -json "github.com/prometheus-operator/prometheus-operator@${PROMETHEUS_OPERATOR_VERSION}" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')"
-  local crd_dir="$module_dir/example/prometheus-operator-crd"
-  [[ -d "$crd_dir" ]] || { log "error: could not download github.com/prometheus-operator/prometheus-operator@${PROMETHEUS_OPERATOR_VERSION}"; exit 1; }
-  rm -rf "$out.partial"
-  mkdir -p "$out.partial"
-  for file in "${files[@]}"; do
-    [[ -f "$crd_dir/$file" ]] || { log "error: prometheus-operator@${PROMETHEUS_OPERATOR_VERSION} has no example/prometheus-operator-crd/$file"; exit 1; }
-    cp "$crd_dir/$file" "$out.partial/$file"
-  done
-  rm -rf "$out"
-  mv "$out.partial" "$out"
-  touch "$out/.complete"
-  log "done: $out"
-  monitoring_crds_dir="$out"
+  monitoring_crds_dir="$cache_root/monitoring-crds-${PROMETHEUS_OPERATOR_VERSION}"
+  copy_module_files "$monitoring_crds_dir" github.com/prometheus-operator/prometheus-operator \
+    "$PROMETHEUS_OPERATOR_VERSION" example/prometheus-operator-crd \
+    monitoring.coreos.com_servicemonitors.yaml monitoring.coreos.com_prometheusrules.yaml
 }
 
 control_plane_dir=""
