@@ -4,7 +4,8 @@
  * objects of `kubectl kustomize deploy/`, and with values-sharded.yaml those of deploy/
  * with deploy/sharded/ on top (this comparison is how the chart and deploy/ stay in
  * step); the schema and the chart refuse bad values with the value's name; both the
- * default and a maximal rendering are accepted server-side by a real API server; and a
+ * default and a maximal rendering are accepted server-side by a real API server; helm
+ * itself installs, upgrades (to sharded) and uninstalls the release; and a
  * controller running as the chart's ServiceAccount, with the flags the chart renders,
  * mirrors a remote cluster's Service.
  *
@@ -231,6 +232,39 @@ describe("charts/fleet-mirror: the Helm chart", () => {
     assert.equal(at(monitor, "spec.endpoints.0.port"), "metrics");
     const diff = await kubectl.run("local", ["diff", "--server-side", "-f", "-"], rendered);
     assert.equal(diff.code, 0, `kubectl diff found differences:\n${diff.stdout}${diff.stderr}`);
+  });
+
+  it("installs, upgrades to sharded and uninstalls as a Helm release (on remote `east`, where nothing else is installed)", async () => {
+    const kubeconfig = fleet.plane.cluster("east").adminKubeconfigPath;
+    const release = ["fleet-mirror", chartDir, "--namespace", "fleet-mirror", "--kubeconfig", kubeconfig];
+    await helmOk(["install", ...release, "--create-namespace"]);
+    const deployment = await kubectl.getJson("east", ["deployment", "fleet-mirror", "-n", CONTROLLER_NAMESPACE]);
+    assert.equal(
+      (at(deployment, "metadata.annotations") as Record<string, string>)["meta.helm.sh/release-name"],
+      "fleet-mirror",
+    );
+    assert.equal(at(deployment, "spec.replicas"), 2);
+
+    await helmOk(["upgrade", ...release, "-f", shardedValues]);
+    const sharded = await kubectl.getJson("east", ["deployment", "fleet-mirror", "-n", CONTROLLER_NAMESPACE]);
+    assert.equal(at(sharded, "spec.replicas"), 3);
+    await kubectl.getJson("east", ["role", "fleet-mirror-shards", "-n", CONTROLLER_NAMESPACE]);
+    const history = JSON.parse(
+      await helmOk(["history", "fleet-mirror", "-n", "fleet-mirror", "--kubeconfig", kubeconfig, "-o", "json"]),
+    );
+    assert.deepEqual(
+      (history as { revision: number }[]).map((r) => r.revision),
+      [1, 2],
+    );
+
+    await helmOk(["uninstall", "fleet-mirror", "-n", "fleet-mirror", "--kubeconfig", kubeconfig, "--wait"]);
+    for (const args of [
+      ["clusterrole", "fleet-mirror"],
+      ["deployment", "fleet-mirror", "-n", CONTROLLER_NAMESPACE],
+    ]) {
+      const result = await kubectl.run("east", ["get", ...args, "--ignore-not-found", "-o", "name"]);
+      assert.equal(result.stdout.trim(), "", `${args.join(" ")} left behind by helm uninstall`);
+    }
   });
 
   // After the maximal rendering: its RBAC (sharding's Lease list/delete included) is in place.
