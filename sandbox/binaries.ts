@@ -10,9 +10,14 @@
  *      `k8s-<v>_etcd-<v>/` for kube-apiserver and etcd, `kubectl-<v>/`,
  *      `kube-controller-manager-<v>/` and `coredns-<v>/` for the others.
  *
+ * Also helm (`build.sh helm`, `helm-<v>/`), which the chart's tests render and lint with;
+ * like CoreDNS it is never taken from `KUBEBUILDER_ASSETS` or PATH.
+ *
  * Also the CRD manifests of the pinned `sigs.k8s.io/mcs-api` module (not a binary, but
- * fetched and cached the same way: `build.sh mcs-crds`, `mcs-api-<v>/`), and Prometheus's
- * `promtool` (`build.sh promtool`, `promtool-<v>/`), the judge of the monitoring tests.
+ * fetched and cached the same way: `build.sh mcs-crds`, `mcs-api-<v>/`), those of the
+ * Prometheus Operator (`build.sh monitoring-crds`, `monitoring-crds-<v>/`), helm
+ * (`build.sh helm`) and Prometheus's `promtool` (`build.sh promtool`, `promtool-<v>/`),
+ * the judge of the monitoring tests.
  */
 import { execFile } from "node:child_process";
 import { accessSync, constants, existsSync, readFileSync } from "node:fs";
@@ -39,7 +44,15 @@ function cacheDir(): string {
   return join(process.env["FLEET_MIRROR_CACHE"] ?? join(homedir(), ".cache", "fleet-mirror"), "control-plane");
 }
 
-function readPins(): { kubernetes: string; etcd: string; coredns: string; mcsApi: string; prometheus: string } {
+function readPins(): {
+  kubernetes: string;
+  etcd: string;
+  coredns: string;
+  mcsApi: string;
+  helm: string;
+  prometheusOperator: string;
+  prometheus: string;
+} {
   const text = readFileSync(join(scriptsDir(), "control-plane", "versions.env"), "utf8");
   const get = (key: string): string => {
     const match = new RegExp(`^${key}=(\\S+)$`, "m").exec(text);
@@ -52,6 +65,8 @@ function readPins(): { kubernetes: string; etcd: string; coredns: string; mcsApi
     coredns: get("COREDNS_VERSION"),
     mcsApi: get("MCS_API_VERSION"),
     prometheus: get("PROMETHEUS_VERSION"),
+    helm: get("HELM_VERSION"),
+    prometheusOperator: get("PROMETHEUS_OPERATOR_VERSION"),
   };
 }
 
@@ -83,19 +98,26 @@ export function findControlPlaneBinaries(): ControlPlaneBinaries | undefined {
 }
 
 /** The tools built one per cache directory: the build.sh argument, and that directory's name. */
-type SingleTool = "kubectl" | "kube-controller-manager" | "coredns" | "promtool";
+type SingleTool = "kubectl" | "kube-controller-manager" | "coredns" | "helm" | "promtool";
 
-function toolCacheDir(tool: SingleTool): string {
+/** The pin each tool's cache directory is named after. */
+function toolVersion(tool: SingleTool): string {
   const pins = readPins();
-  const version = tool === "coredns" ? pins.coredns : tool === "promtool" ? pins.prometheus : pins.kubernetes;
-  return join(cacheDir(), `${tool}-${version}`);
+  if (tool === "coredns") return pins.coredns;
+  if (tool === "helm") return pins.helm;
+  if (tool === "promtool") return pins.prometheus;
+  return pins.kubernetes;
 }
 
-/** `tool` from `KUBEBUILDER_ASSETS` (not for CoreDNS or promtool) or from its complete cache directory; never builds. */
+function toolCacheDir(tool: SingleTool): string {
+  return join(cacheDir(), `${tool}-${toolVersion(tool)}`);
+}
+
+/** `tool` from `KUBEBUILDER_ASSETS` (only what envtest ships) or from its complete cache directory; never builds. */
 function findTool(tool: SingleTool): string | undefined {
   const assets = process.env["KUBEBUILDER_ASSETS"];
-  if (tool !== "coredns" && tool !== "promtool" && assets && isExecutable(join(assets, tool)))
-    return join(assets, tool);
+  const envtest = tool === "kubectl" || tool === "kube-controller-manager";
+  if (envtest && assets && isExecutable(join(assets, tool))) return join(assets, tool);
   const dir = toolCacheDir(tool);
   const binary = join(dir, tool);
   return existsSync(join(dir, ".complete")) && isExecutable(binary) ? binary : undefined;
@@ -175,6 +197,12 @@ export async function ensureCoreDns(): Promise<string> {
  */
 export async function ensurePromtool(): Promise<string> {
   return ensureTool("promtool");
+
+}
+
+/** The path of the pinned helm, building it first if needed (`build.sh helm`). */
+export async function ensureHelm(): Promise<string> {
+  return ensureTool("helm");
 }
 
 /** The MCS API's CRD manifests (ServiceExport, ServiceImport) of the pinned module. */
@@ -184,25 +212,51 @@ export interface McsCrdManifests {
   readonly serviceImports: string;
 }
 
-function mcsCrdsIn(dir: string, version: string): McsCrdManifests | undefined {
-  const serviceExports = join(dir, "multicluster.x-k8s.io_serviceexports.yaml");
-  const serviceImports = join(dir, "multicluster.x-k8s.io_serviceimports.yaml");
-  return existsSync(join(dir, ".complete")) && existsSync(serviceExports) && existsSync(serviceImports)
-    ? { version, serviceExports, serviceImports }
-    : undefined;
+/**
+ * The paths of `files` in `cache/<dirName>/`, running `build.sh <mode>` (a module
+ * download, nothing compiled) first if that directory is not complete.
+ */
+async function ensureManifests(mode: string, dirName: string, files: readonly string[]): Promise<readonly string[]> {
+  const inDir = (dir: string): string[] | undefined => {
+    const paths = files.map((file) => join(dir, file));
+    return existsSync(join(dir, ".complete")) && paths.every((path) => existsSync(path)) ? paths : undefined;
+  };
+  const dir = join(cacheDir(), dirName);
+  const found = inDir(dir) ?? inDir(await runBuild([mode]));
+  if (!found) throw new Error(`build.sh ${mode} did not leave ${files.join(", ")} in ${dir}`);
+  return found;
 }
 
 /**
  * The paths of the pinned `sigs.k8s.io/mcs-api` CRD manifests, copying them out of the
- * Go module cache into `mcs-api-<v>/` first if needed (`build.sh mcs-crds`: a module
- * download, nothing compiled).
+ * Go module cache into `mcs-api-<v>/` first if needed (`build.sh mcs-crds`).
  */
 export async function ensureMcsCrds(): Promise<McsCrdManifests> {
   const version = readPins().mcsApi;
-  const dir = join(cacheDir(), `mcs-api-${version}`);
-  const found = mcsCrdsIn(dir, version);
-  if (found) return found;
-  const built = mcsCrdsIn(await runBuild(["mcs-crds"]), version);
-  if (!built) throw new Error(`build.sh mcs-crds did not leave the MCS CRDs in ${dir}`);
-  return built;
+  const [serviceExports = "", serviceImports = ""] = await ensureManifests("mcs-crds", `mcs-api-${version}`, [
+    "multicluster.x-k8s.io_serviceexports.yaml",
+    "multicluster.x-k8s.io_serviceimports.yaml",
+  ]);
+  return { version, serviceExports, serviceImports };
+}
+
+/** The Prometheus Operator's CRD manifests that fleet-mirror's chart and alerts use. */
+export interface MonitoringCrdManifests {
+  readonly version: string;
+  readonly serviceMonitors: string;
+  readonly prometheusRules: string;
+}
+
+/**
+ * The paths of the pinned Prometheus Operator's ServiceMonitor and PrometheusRule CRD
+ * manifests, copied into `monitoring-crds-<v>/` first if needed (`build.sh monitoring-crds`).
+ */
+export async function ensureMonitoringCrds(): Promise<MonitoringCrdManifests> {
+  const version = readPins().prometheusOperator;
+  const [serviceMonitors = "", prometheusRules = ""] = await ensureManifests(
+    "monitoring-crds",
+    `monitoring-crds-${version}`,
+    ["monitoring.coreos.com_servicemonitors.yaml", "monitoring.coreos.com_prometheusrules.yaml"],
+  );
+  return { version, serviceMonitors, prometheusRules };
 }

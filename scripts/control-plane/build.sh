@@ -11,6 +11,14 @@
 #                             prints the directory holding them. Nothing is compiled.
 #         build.sh promtool   Prometheus's promtool only (checks metrics, rules and queries);
 #                             prints the directory holding it. Not part of `all`.
+#         build.sh monitoring-crds
+#                             the Prometheus Operator's ServiceMonitor and PrometheusRule
+#                             CRD manifests (github.com/prometheus-operator/prometheus-operator,
+#                             example/prometheus-operator-crd); prints their directory.
+#                             Nothing is compiled.
+#         build.sh helm       helm (helm.sh/helm/v4) only; prints the directory holding
+#                             `helm`. The chart test renders and lints with it. Not part of
+#                             `all`: the sandbox does not need it.
 # Cache:  ${FLEET_MIRROR_CACHE:-$HOME/.cache/fleet-mirror}/control-plane/
 #           k8s-<k8s>_etcd-<etcd>/          kube-apiserver, etcd
 #           kubectl-<k8s>/                  kubectl
@@ -18,6 +26,8 @@
 #           coredns-<coredns>/              coredns (only the plugins the sandbox uses)
 #           mcs-api-<mcs>/                  multicluster.x-k8s.io_service{exports,imports}.yaml
 #           promtool-<prometheus>/          promtool
+#           helm-<helm>/                    helm
+#           monitoring-crds-<operator>/     monitoring.coreos.com_{servicemonitors,prometheusrules}.yaml
 #         Each binary added later got its own directory and stamp, so adding it left the
 #         existing caches valid: nothing already built is rebuilt.
 #         A directory is only used once a build finished completely (a `.complete`
@@ -34,8 +44,8 @@ source "$here/versions.env"
 log() { printf '[control-plane] %s\n' "$*" >&2; }
 
 case "${1:-all}" in
-  all | kubectl | kube-controller-manager | coredns | mcs-crds | promtool) what="${1:-all}" ;;
-  *) log "usage: build.sh [kubectl | kube-controller-manager | coredns | mcs-crds | promtool]"; exit 2 ;;
+  all | kubectl | kube-controller-manager | coredns | mcs-crds | monitoring-crds | helm | promtool) what="${1:-all}" ;;
+  *) log "usage: build.sh [kubectl | kube-controller-manager | coredns | mcs-crds | monitoring-crds | helm | promtool]"; exit 2 ;;
 esac
 
 cache_root="${FLEET_MIRROR_CACHE:-$HOME/.cache/fleet-mirror}/control-plane"
@@ -222,6 +232,18 @@ ensure_controller_manager() {
   controller_manager_dir="$out"
 }
 
+# require_module DIR MODULE VERSION: a wrapper module in DIR that requires MODULE at
+# VERSION, at MODULE's own `go` version (for a module whose go.mod needs no replace lines).
+require_module() {
+  local dir="$1" module="$2" version="$3"
+  local go_mod
+  go_mod="$(go mod download -json "${module}@${version}" | sed -n 's/.*"GoMod": "\(.*\)",/\1/p')"
+  [[ -f "$go_mod" ]] || { log "error: could not download ${module}@${version}"; exit 1; }
+  mkdir -p "$dir"
+  printf 'module fleetmirror.local/controlplane/%s\n\ngo %s\n\nrequire %s %s\n' \
+    "$(basename "$dir")" "$(sed -n 's/^go //p' "$go_mod")" "$module" "$version" > "$dir/go.mod"
+}
+
 # Sets coredns_dir to a directory holding a CoreDNS at the pinned version, linked with only
 # the plugins the sandbox's Corefile uses (a full CoreDNS links every cloud DNS SDK and
 # takes several times longer to build). The main package is CoreDNS's own (coremain.Run)
@@ -234,18 +256,7 @@ ensure_coredns() {
     return 0
   fi
   prepare_go coredns
-  mkdir -p "$work/coredns"
-  local coredns_mod go_line
-  coredns_mod="$(go mod download -json "github.com/coredns/coredns@${COREDNS_VERSION}" | sed -n 's/.*"GoMod": "\(.*\)",/\1/p')"
-  [[ -f "$coredns_mod" ]] || { log "error: could not download github.com/coredns/coredns@${COREDNS_VERSION}"; exit 1; }
-  go_line="$(sed -n 's/^go //p' "$coredns_mod")"
-  cat > "$work/coredns/go.mod" <<MOD
-module fleetmirror.local/controlplane/coredns
-
-go ${go_line}
-
-require github.com/coredns/coredns ${COREDNS_VERSION}
-MOD
+  require_module "$work/coredns" github.com/coredns/coredns "$COREDNS_VERSION"
   cat > "$work/coredns/main.go" <<'GO'
 package main
 
@@ -280,33 +291,87 @@ GO
   coredns_dir="$out"
 }
 
-# Sets mcs_crds_dir to a directory holding the CRD manifests of the pinned
-# sigs.k8s.io/mcs-api module (ServiceExport, ServiceImport), copied from the module's
-# config/crd as `go mod download` verified them against the checksum database. The
-# sandbox applies them to the clusters a test names (sandbox/mcs-crds.ts).
-ensure_mcs_crds() {
-  local out="$cache_root/mcs-api-${MCS_API_VERSION}"
-  local files=(multicluster.x-k8s.io_serviceexports.yaml multicluster.x-k8s.io_serviceimports.yaml)
+# copy_module_files OUT MODULE VERSION DIR FILE...: copies FILEs from DIR of the Go
+# module MODULE@VERSION, as `go mod download` verified it against the checksum database,
+# into OUT (stamped complete), unless OUT is complete already. Nothing is compiled.
+copy_module_files() {
+  local out="$1" module="$2" version="$3" dir="$4"
+  shift 4
   if [[ -f "$out/.complete" ]]; then
     log "cached: $out"
-    mcs_crds_dir="$out"
     return 0
   fi
-  prepare_go "the MCS API CRDs"
+  prepare_go "files of $module"
   local module_dir
-  module_dir="$(go mod download -json "sigs.k8s.io/mcs-api@${MCS_API_VERSION}" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')"
-  [[ -d "$module_dir/config/crd" ]] || { log "error: could not download sigs.k8s.io/mcs-api@${MCS_API_VERSION}"; exit 1; }
+  module_dir="$(go mod download -json "${module}@${version}" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')"
+  [[ -d "$module_dir/$dir" ]] || { log "error: could not download ${module}@${version}"; exit 1; }
   rm -rf "$out.partial"
   mkdir -p "$out.partial"
-  for file in "${files[@]}"; do
-    [[ -f "$module_dir/config/crd/$file" ]] || { log "error: sigs.k8s.io/mcs-api@${MCS_API_VERSION} has no config/crd/$file"; exit 1; }
-    cp "$module_dir/config/crd/$file" "$out.partial/$file"
+  local file
+  for file in "$@"; do
+    [[ -f "$module_dir/$dir/$file" ]] || { log "error: ${module}@${version} has no $dir/$file"; exit 1; }
+    cp "$module_dir/$dir/$file" "$out.partial/$file"
   done
   rm -rf "$out"
   mv "$out.partial" "$out"
   touch "$out/.complete"
   log "done: $out"
-  mcs_crds_dir="$out"
+}
+
+# Sets mcs_crds_dir to a directory holding the CRD manifests of the pinned
+# sigs.k8s.io/mcs-api module (ServiceExport, ServiceImport), copied from the module's
+# config/crd as `go mod download` verified them against the checksum database. The
+# sandbox applies them to the clusters a test names (sandbox/mcs-crds.ts).
+ensure_mcs_crds() {
+  mcs_crds_dir="$cache_root/mcs-api-${MCS_API_VERSION}"
+  copy_module_files "$mcs_crds_dir" sigs.k8s.io/mcs-api "$MCS_API_VERSION" config/crd \
+    multicluster.x-k8s.io_serviceexports.yaml multicluster.x-k8s.io_serviceimports.yaml
+}
+
+# Sets helm_dir to a directory holding helm at the pinned version, built from the
+# helm.sh/helm/v4 module's own command in a wrapper module (its go.mod has no replace
+# directives, so requiring it at the pin gives helm's own dependency versions). The
+# version is stamped as helm's Makefile does, so `helm version` prints the pin.
+ensure_helm() {
+  local out="$cache_root/helm-${HELM_VERSION}"
+  if [[ -f "$out/.complete" && -x "$out/helm" ]]; then
+    log "cached: $out"
+    helm_dir="$out"
+    return 0
+  fi
+  prepare_go helm
+  require_module "$work/helm" helm.sh/helm/v4 "$HELM_VERSION"
+  cat > "$work/helm/tools.go" <<'GO'
+//go:build tools
+
+package tools
+
+import _ "helm.sh/helm/v4/cmd/helm"
+GO
+  log "downloading helm dependencies (first time: a few minutes)"
+  (cd "$work/helm" && go mod tidy -e >&2 && go mod download >&2)
+  log "building helm ${HELM_VERSION} (first time: a few minutes on 2 cores)"
+  local start=$SECONDS
+  rm -rf "$out.partial"
+  mkdir -p "$out.partial"
+  (cd "$work/helm" && go build -trimpath -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=${HELM_VERSION} -X helm.sh/helm/v4/internal/version.metadata= -X helm.sh/helm/v4/internal/version.gitTreeState=clean" -o "$out.partial/helm" helm.sh/helm/v4/cmd/helm >&2)
+  log "helm built in $((SECONDS - start))s"
+  "$out.partial/helm" version >&2
+  rm -rf "$out"
+  mv "$out.partial" "$out"
+  touch "$out/.complete"
+  log "done: $out"
+  helm_dir="$out"
+}
+
+# Sets monitoring_crds_dir to a directory holding the ServiceMonitor and PrometheusRule CRD
+# manifests of the pinned Prometheus Operator module, as `go mod download` verified them.
+# The chart's test applies its ServiceMonitor to a sandbox API server that knows them.
+ensure_monitoring_crds() {
+  monitoring_crds_dir="$cache_root/monitoring-crds-${PROMETHEUS_OPERATOR_VERSION}"
+  copy_module_files "$monitoring_crds_dir" github.com/prometheus-operator/prometheus-operator \
+    "$PROMETHEUS_OPERATOR_VERSION" example/prometheus-operator-crd \
+    monitoring.coreos.com_servicemonitors.yaml monitoring.coreos.com_prometheusrules.yaml
 }
 
 # Sets promtool_dir to a directory holding promtool from the pinned Prometheus Go module
@@ -321,18 +386,7 @@ ensure_promtool() {
     return 0
   fi
   prepare_go promtool
-  local prom_mod go_line
-  prom_mod="$(go mod download -json "github.com/prometheus/prometheus@${PROMETHEUS_VERSION}" | sed -n 's/.*"GoMod": "\(.*\)",/\1/p')"
-  [[ -f "$prom_mod" ]] || { log "error: could not download github.com/prometheus/prometheus@${PROMETHEUS_VERSION}"; exit 1; }
-  go_line="$(sed -n 's/^go //p' "$prom_mod")"
-  mkdir -p "$work/promtool"
-  cat > "$work/promtool/go.mod" <<MOD
-module fleetmirror.local/controlplane/promtool
-
-go ${go_line}
-
-require github.com/prometheus/prometheus ${PROMETHEUS_VERSION}
-MOD
+  require_module "$work/promtool" github.com/prometheus/prometheus "$PROMETHEUS_VERSION"
   cat > "$work/promtool/tools.go" <<'GO'
 //go:build tools
 
@@ -361,6 +415,8 @@ GO
 
 control_plane_dir=""
 kubectl_dir=""
+monitoring_crds_dir=""
+helm_dir=""
 mcs_crds_dir=""
 controller_manager_dir=""
 coredns_dir=""
@@ -385,6 +441,14 @@ case "$what" in
   promtool)
     ensure_promtool
     echo "$promtool_dir"
+    ;;
+  monitoring-crds)
+    ensure_monitoring_crds
+    echo "$monitoring_crds_dir"
+    ;;
+  helm)
+    ensure_helm
+    echo "$helm_dir"
     ;;
   all)
     ensure_control_plane

@@ -76,6 +76,12 @@ export class Fleet {
     options: {
       /** The local API server writes an audit log (read it with test/helpers/audit.ts). Default false. */
       readonly audit?: boolean;
+      /**
+       * Installs the controller's namespace, ServiceAccount fleet-mirror and RBAC on the
+       * local cluster in place of `deploy/rbac/local.yaml` (the Helm chart's test installs
+       * the chart's rendering). Default: apply `deploy/rbac/local.yaml`.
+       */
+      readonly installIdentity?: (plane: ControlPlane) => Promise<void>;
     } = {},
   ): Promise<Fleet> {
     // The local cluster runs the built-in controllers that act on mirrors (EndpointSlice
@@ -88,7 +94,8 @@ export class Fleet {
     const fleet = new Fleet(plane, remotes);
     try {
       const admin = fleet.kubeConfig("local");
-      await applyRbacYaml(admin, rbacManifestPath("local"));
+      if (options.installIdentity) await options.installIdentity(plane);
+      else await applyRbacYaml(admin, rbacManifestPath("local"));
       fleet.#controllerToken = await controllerToken(admin, CONTROLLER_NAMESPACE);
     } catch (error) {
       await plane.stop();

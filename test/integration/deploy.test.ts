@@ -10,7 +10,6 @@
  * validation and admission (server-side apply, server dry-run) are what is tested.
  */
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -21,6 +20,7 @@ import { ensureKubectl } from "../../sandbox/binaries.ts";
 import { ControlPlane } from "../../sandbox/control-plane.ts";
 import { installMcsCrds } from "../../sandbox/mcs-crds.ts";
 import { adminKubeConfig } from "../helpers/kube.ts";
+import { at, idOf, Kubectl, type KubeObject, type ToolResult } from "../helpers/kubectl.ts";
 
 const NAMESPACE = "fleet-mirror";
 const SERVICE_ACCOUNT = `system:serviceaccount:${NAMESPACE}:fleet-mirror`;
@@ -29,81 +29,27 @@ const deployDir = fileURLToPath(new URL("../../deploy/", import.meta.url));
 const remoteManifest = join(deployDir, "rbac", "remote.yaml");
 const shardedDir = join(deployDir, "sharded");
 
-interface Result {
-  readonly code: number;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-interface KubeObject {
-  readonly apiVersion: string;
-  readonly kind: string;
-  readonly metadata: { readonly name: string; readonly namespace?: string };
-}
-
-/**
- * The value at a dotted path (`spec.template.spec.containers.0.image`) of parsed JSON;
- * undefined when any step is missing.
- */
-function at(value: unknown, path: string): unknown {
-  let current = value;
-  for (const step of path.split(".")) {
-    if (typeof current !== "object" || current === null) return undefined;
-    current = (current as Record<string, unknown>)[step];
-  }
-  return current;
-}
-
-function idOf(object: KubeObject): string {
-  return `${object.kind}/${object.metadata.namespace ?? ""}/${object.metadata.name}`;
-}
-
 describe("deploy/: the installation manifests on a real API server", () => {
   let plane: ControlPlane;
-  let kubectlPath: string;
   let cacheDir: string;
-
-  /** Runs the pinned kubectl against `cluster` with the admin kubeconfig; never throws on a non-zero exit. */
-  function kubectl(cluster: "local" | "east", args: readonly string[], input?: string): Promise<Result> {
-    const kubeconfig = plane.cluster(cluster).adminKubeconfigPath;
-    return new Promise((resolve, reject) => {
-      const child = execFile(
-        kubectlPath,
-        ["--kubeconfig", kubeconfig, "--cache-dir", cacheDir, ...args],
-        { maxBuffer: 16 << 20, env: { ...process.env, KUBECONFIG: kubeconfig } },
-        (error, stdout, stderr) => {
-          if (error && typeof error.code !== "number") reject(error);
-          else resolve({ code: typeof error?.code === "number" ? error.code : 0, stdout, stderr });
-        },
-      );
-      child.stdin?.end(input ?? "");
-    });
-  }
-
-  async function kubectlOk(cluster: "local" | "east", args: readonly string[], input?: string): Promise<string> {
-    const result = await kubectl(cluster, args, input);
-    assert.equal(result.code, 0, `kubectl ${args.join(" ")} exited ${result.code}:\n${result.stderr}${result.stdout}`);
-    return result.stdout;
-  }
-
-  async function getJson(cluster: "local" | "east", args: readonly string[], input?: string): Promise<unknown> {
-    return JSON.parse(await kubectlOk(cluster, ["get", ...args, "-o", "json"], input));
-  }
-
-  /** `kubectl auth can-i` as `user`: true for "yes", false for "no", a failure for anything else. */
-  async function canI(cluster: "local" | "east", user: string, args: readonly string[]): Promise<boolean> {
-    const result = await kubectl(cluster, ["auth", "can-i", "--as", user, ...args]);
-    const answer = result.stdout.trim();
-    assert.ok(answer === "yes" || answer === "no", `can-i ${args.join(" ")}: ${result.stderr}${result.stdout}`);
-    return answer === "yes";
-  }
+  let kubectlTool: Kubectl;
+  type Cluster = "local" | "east";
+  const kubectl = (cluster: Cluster, args: readonly string[], input?: string): Promise<ToolResult> =>
+    kubectlTool.run(cluster, args, input);
+  const kubectlOk = (cluster: Cluster, args: readonly string[], input?: string): Promise<string> =>
+    kubectlTool.ok(cluster, args, input);
+  const getJson = (cluster: Cluster, args: readonly string[], input?: string): Promise<unknown> =>
+    kubectlTool.getJson(cluster, args, input);
+  const canI = (cluster: Cluster, user: string, args: readonly string[]): Promise<boolean> =>
+    kubectlTool.canI(cluster, user, args);
 
   let applyStderr = "";
 
   before(async () => {
-    kubectlPath = await ensureKubectl();
+    const kubectlPath = await ensureKubectl();
     cacheDir = await mkdtemp(join(tmpdir(), "fleet-mirror-kubectl-"));
     plane = await ControlPlane.start({ clusters: ["local", "east"] });
+    kubectlTool = new Kubectl(kubectlPath, cacheDir, (cluster) => plane.cluster(cluster).adminKubeconfigPath);
   });
   after(async () => {
     await plane?.stop();

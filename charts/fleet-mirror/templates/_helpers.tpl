@@ -1,0 +1,40 @@
+{{/*
+Names are fixed, as in deploy/: the controller's Lease, the ClusterRole and the metrics
+Service are found by these names, and one installation per cluster is the rule.
+*/}}
+
+{{/* The labels that select the controller's Pods: the same as deploy/, so a Deployment
+applied from deploy/ can be taken over by the chart (a selector is immutable). */}}
+{{- define "fleet-mirror.selectorLabels" -}}
+app.kubernetes.io/name: fleet-mirror
+app.kubernetes.io/component: controller
+{{- end }}
+
+{{/* Every object's labels: deploy/kustomization.yaml's part-of, and Helm's own. */}}
+{{- define "fleet-mirror.labels" -}}
+app.kubernetes.io/part-of: fleet-mirror
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end }}
+
+{{/* The controller's ServiceAccount as a RoleBinding subject. */}}
+{{- define "fleet-mirror.subject" -}}
+- kind: ServiceAccount
+  name: fleet-mirror
+  namespace: {{ .Release.Namespace }}
+{{- end }}
+
+{{/* Combinations the schema cannot express, refused with the reason. */}}
+{{- define "fleet-mirror.validate" -}}
+{{- if and (gt (int .Values.replicas) 1) (not .Values.leaderElection.enabled) }}
+{{- fail (printf "replicas: %d replicas need leaderElection.enabled (without a Lease every replica would write the same mirrors)" (int .Values.replicas)) }}
+{{- end }}
+{{- if and (gt (int .Values.sharding.shards) 1) (not .Values.leaderElection.enabled) }}
+{{- fail "sharding.shards > 1 needs leaderElection.enabled (each shard is held through a Lease)" }}
+{{- end }}
+{{- if and .Values.podDisruptionBudget.enabled (ge (int .Values.podDisruptionBudget.minAvailable) (int .Values.replicas)) (gt (int .Values.replicas) 0) }}
+{{- fail (printf "podDisruptionBudget.minAvailable: %d of %d replicas would block every voluntary disruption (node drain)" (int .Values.podDisruptionBudget.minAvailable) (int .Values.replicas)) }}
+{{- end }}
+{{- end }}
