@@ -4,7 +4,7 @@
  * (SPEC §5: a name held by an object it does not own is a conflict, never written over).
  */
 import type { AdminStatus } from "../admin/source.ts";
-import type { PlannedWrite } from "../core/dry-run.ts";
+import type { DryRunReport } from "../core/dry-run.ts";
 import { formatTable } from "./common.ts";
 
 /** A mirror a dry run would not write, and why (the writer's blocked list). */
@@ -16,12 +16,7 @@ export interface SkippedMirror {
 }
 
 /** What `status` shows of a dry run, as printed and as emitted with `-o json|yaml`. */
-export interface DryRunView {
-  /** Planned writes by `verb/Kind`. */
-  readonly totals: Readonly<Record<string, number>>;
-  readonly planned: readonly PlannedWrite[];
-  /** Planned writes left out of `planned` (the controller reports the first ones only). */
-  readonly omitted: number;
+export interface DryRunView extends DryRunReport {
   readonly skipped: readonly SkippedMirror[];
 }
 
