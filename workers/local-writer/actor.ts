@@ -25,11 +25,10 @@
  *   requests are reads (DESIGN §3 "Dry run").
  */
 import { type Clock, systemClock } from "../../src/core/clock.ts";
-import { DryRunPlan, describePlanned } from "../../src/core/dry-run.ts";
 import { shardedFederatedProblem } from "../../src/core/federated-shards.ts";
 import { TokenBucket } from "../../src/core/rate-limit.ts";
 import { hostsCluster, type ShardOwnership } from "../../src/core/shards.ts";
-import { type ReconcileResult, runWorkers, WorkQueue } from "../../src/core/workqueue.ts";
+import { runWorkers, WorkQueue } from "../../src/core/workqueue.ts";
 import { KubeClient } from "../../src/kube/client.ts";
 import type { ConnectionSpec } from "../../src/kube/connection.ts";
 import type { WatchFailure } from "../../src/kube/watcher.ts";
@@ -127,7 +126,7 @@ export class LocalWriterActor {
       ? new DryRunExecutor({
           client: this.#client,
           cache: this.#cache,
-          plan: new DryRunPlan(),
+          log: this.#log,
           block,
           blockedRecheckMs: options.blockedRecheckMs,
         })
@@ -346,7 +345,7 @@ export class LocalWriterActor {
     this.#workers = runWorkers(
       this.#queue,
       this.#options.concurrency,
-      (key) => this.#reconcile(key),
+      (key) => this.#dryRun?.reconcile(key, this.#reconciler) ?? this.#reconciler.reconcile(key),
       (key, error, requeues) => this.#onReconcileError(key, error, requeues),
     );
     this.#resyncAll();
@@ -356,21 +355,6 @@ export class LocalWriterActor {
     this.#log.info("local stores synced; writer ready");
     this.#ports.supervisor({ type: "writer.ready" });
     this.#publishStatus();
-  }
-
-  /** One key's reconcile; a dry run's plan of the key is replaced, and what changed in it logged. */
-  async #reconcile(key: string): Promise<ReconcileResult> {
-    const dryRun = this.#dryRun;
-    if (!dryRun) return this.#reconciler.reconcile(key);
-    dryRun.begin(key);
-    try {
-      return await this.#reconciler.reconcile(key);
-    } finally {
-      const { added, gone } = dryRun.end(key);
-      for (const w of added) this.#log.info({ key, verb: w.verb, kind: w.kind, object: w.object }, describePlanned(w));
-      for (const w of gone)
-        this.#log.info({ key, verb: w.verb, kind: w.kind, object: w.object }, `${describePlanned(w)}: no longer`);
-    }
   }
 
   #onReconcileError(key: string, error: unknown, requeues: number): void {

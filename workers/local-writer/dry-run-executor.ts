@@ -12,10 +12,18 @@
  * so that the slices the real run would write right after it (second pass) are planned too.
  */
 import type { DesiredMirror } from "../../src/core/desired.ts";
-import { type DryRunPlan, plannedWrite } from "../../src/core/dry-run.ts";
+import {
+  DryRunPlan,
+  type DryRunReport,
+  describePlanned,
+  type PlannedWrite,
+  plannedWrite,
+} from "../../src/core/dry-run.ts";
 import { type MirrorObjectKind, objectPath, type WriteAction } from "../../src/core/mirror-kinds.ts";
 import { type KubeObject, objectKey } from "../../src/core/objects.ts";
+import type { ReconcileResult } from "../../src/core/workqueue.ts";
 import { KubeApiError, type KubeClient } from "../../src/kube/client.ts";
+import type { Logger } from "../../src/log.ts";
 import type { MutationCache } from "./mutation-cache.ts";
 import { nameTaken, type WriteExecutorDeps, type WriteOutcome } from "./write-executor.ts";
 
@@ -25,11 +33,12 @@ const IMAGINED_UID = "dry-run-not-created";
 export interface DryRunExecutorDeps extends Pick<WriteExecutorDeps, "cache" | "block" | "blockedRecheckMs"> {
   /** Reads only: the executor GETs names a create would find taken. */
   readonly client: Pick<KubeClient, "request">;
-  readonly plan: DryRunPlan;
+  readonly log: Logger;
 }
 
 export class DryRunExecutor {
   readonly #deps: DryRunExecutorDeps;
+  readonly #plan = new DryRunPlan();
   /** Services planned for creation, by key, while that key's reconcile runs. */
   readonly #imagined = new Map<string, KubeObject>();
 
@@ -44,19 +53,28 @@ export class DryRunExecutor {
     return Promise.resolve();
   }
 
-  /** A reconcile of `key` starts: its plan is made afresh. */
-  begin(key: string): void {
-    this.#deps.plan.begin(key);
+  /**
+   * One reconcile of `key` (the work queue hands out a key once at a time): the key's
+   * plan is made afresh, kept at the end, and each write that entered or left it logged.
+   */
+  async reconcile(
+    key: string,
+    reconciler: { reconcile(key: string): Promise<ReconcileResult> },
+  ): Promise<ReconcileResult> {
+    this.#plan.begin(key);
+    try {
+      return await reconciler.reconcile(key);
+    } finally {
+      this.#imagined.delete(key);
+      const { added, gone } = this.#plan.end(key);
+      const fields = (w: PlannedWrite) => ({ key, verb: w.verb, kind: w.kind, object: w.object });
+      for (const w of added) this.#deps.log.info(fields(w), describePlanned(w));
+      for (const w of gone) this.#deps.log.info(fields(w), `${describePlanned(w)}: no longer`);
+    }
   }
 
-  report(): ReturnType<DryRunPlan["report"]> {
-    return this.#deps.plan.report();
-  }
-
-  /** The reconcile of `key` ended: its plan is kept, the changes returned (to log). */
-  end(key: string): ReturnType<DryRunPlan["end"]> {
-    this.#imagined.delete(key);
-    return this.#deps.plan.end(key);
+  report(): DryRunReport {
+    return this.#plan.report();
   }
 
   /** The mutation cache as reconcile reads it, with the Services this reconcile would have created. */
@@ -90,9 +108,7 @@ export class DryRunExecutor {
         this.#imagined.set(objectKey(action), { ...body, metadata: { ...body.metadata, uid: IMAGINED_UID } });
       }
     }
-    this.#deps.plan.add(
-      plannedWrite(key, action, action.verb === "delete" ? action.cluster : (desired?.cluster ?? "")),
-    );
+    this.#plan.add(plannedWrite(key, action, action.verb === "delete" ? action.cluster : (desired?.cluster ?? "")));
     return undefined;
   }
 }
