@@ -7,7 +7,9 @@
  * not exist). The dry run reports exactly the writes that differ (status, metric, a log
  * line per object), follows the world as it changes, and the API server records no
  * write of any kind by its identity. Then a real run starts: what it writes is exactly
- * what the dry run said it would.
+ * what the dry run said it would. Again in the default EndpointSlice mode, where a
+ * missing mirror's slices can only be planned with a Service the dry run imagines, and
+ * the linkerd-shaped Endpoints are converted: the real run writes exactly that plan too.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
@@ -35,7 +37,20 @@ function planOf(status: AdminStatus): string[] | undefined {
   return dryRun.planned.map((w) => `${w.verb} ${w.kind} ${w.object}`).sort();
 }
 
-const PLURAL: Record<string, string> = { services: "Service", endpoints: "Endpoints", namespaces: "Namespace" };
+const KINDS: Record<string, string> = {
+  services: "Service",
+  endpoints: "Endpoints",
+  endpointslices: "EndpointSlice",
+  namespaces: "Namespace",
+};
+
+/** The mirror writes `identity` made since `since`, as `verb Kind namespace/name` lines, sorted. */
+function writtenBy(audit: AuditLog, identity: string, since: number): string[] {
+  return audit
+    .writes({ identity, since, resources: [...MIRROR_RESOURCES, "namespaces"] })
+    .map((w) => `${w.verb} ${KINDS[w.resource] ?? w.resource} ${w.namespace ? `${w.namespace}/` : ""}${w.name}`)
+    .sort();
+}
 
 describe("run --dry-run beside mirrors another controller wrote", () => {
   let fleet: Fleet;
@@ -174,11 +189,48 @@ describe("run --dry-run beside mirrors another controller wrote", () => {
         return s.writer?.clusters["east"]?.blocked.some((b) => b.key === "shop/taken-east") ? true : undefined;
       });
       await audit.flush();
-      const written = audit
-        .writes({ identity: real.name, since, resources: [...MIRROR_RESOURCES, "namespaces"] })
-        .map((w) => `${w.verb} ${PLURAL[w.resource] ?? w.resource} ${w.namespace ? `${w.namespace}/` : ""}${w.name}`)
-        .sort();
-      assert.deepEqual(written, now, `the real run wrote:\n${describeWrites(audit.writes({ identity: real.name }))}`);
+      assert.deepEqual(
+        writtenBy(audit, real.name, since),
+        now,
+        `the real run wrote:\n${describeWrites(audit.writes({ identity: real.name }))}`,
+      );
+      await real.kill();
+    } catch (error) {
+      t.diagnostic(replicas.tails());
+      t.diagnostic(describeWrites(audit.all().filter((w) => !w.username.startsWith("system:kube"))));
+      throw error;
+    }
+  });
+
+  it("in the default EndpointSlice mode, plans the slices a new mirror's Service would own, and a real run writes exactly the plan", async (t) => {
+    try {
+      // The mirrors of the first test are linkerd-shaped (Endpoints): this mode converts
+      // them all, and a mirror missing here gets its Service and then its slice.
+      await deleteLocal("same-east");
+      const dry = await replicas.add("dry-run-slices", { args: ["--dry-run"] });
+      // Settled: every key planned (queue empty) once the cluster's complete list is in.
+      const plan = await dry.waitForStatus("a settled plan with the missing mirror's slice", (status) => {
+        const lines = planOf(status);
+        const settled = status.writer?.clusters["east"]?.complete === true && status.writer.queueDepth === 0;
+        return settled && lines?.some((l) => l.startsWith("create EndpointSlice shop/same-east")) ? lines : undefined;
+      });
+      assert.ok(plan.includes("create Service shop/same-east"), plan.join("\n"));
+      assert.ok(plan.includes("delete Endpoints shop/missing-east"), plan.join("\n"));
+      await audit.flush();
+      assert.deepEqual(audit.writes({ identity: dry.name, includeFailed: true }), [], "the dry run wrote");
+      await dry.kill();
+
+      const since = Date.now();
+      const real = await replicas.add("real-run-slices");
+      await real.waitForStatus("the real run settled", (status) =>
+        status.writer?.ready && status.writer.queueDepth === 0 && status.writer.inFlight === 0 ? true : undefined,
+      );
+      await eventually("the real run's writes to equal the plan", async () => {
+        await audit.flush();
+        return JSON.stringify(writtenBy(audit, real.name, since)) === JSON.stringify(plan) ? true : undefined;
+      }).catch(() => {
+        assert.deepEqual(writtenBy(audit, real.name, since), plan, "the real run's writes");
+      });
     } catch (error) {
       t.diagnostic(replicas.tails());
       t.diagnostic(describeWrites(audit.all().filter((w) => !w.username.startsWith("system:kube"))));
