@@ -68,6 +68,12 @@ export interface Config {
    * needs --leader-elect.
    */
   readonly shards: number;
+  /**
+   * Shadow mode: watch and plan everything, write nothing to the local cluster (no
+   * mirror, Namespace, Event or Lease), and report the plan. Refused with --leader-elect
+   * (a Lease is a write, and a dry run takes nobody's place).
+   */
+  readonly dryRun: boolean;
 }
 
 const IN_CLUSTER_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
@@ -188,6 +194,12 @@ export const runFlags = {
     description:
       "spread the clusters over N shards, each held by one replica through its own Lease (needs --leader-elect)",
   },
+  "dry-run": {
+    type: "boolean",
+    default: false,
+    description:
+      "shadow mode: plan every write and make none (no mirror, Namespace, Event or Lease); report the plan in status, metrics and logs",
+  },
   help: { type: "boolean", short: "h", description: "show this help" },
 } as const;
 
@@ -295,7 +307,12 @@ export function parseRunConfig(argv: readonly string[], env: NodeJS.ProcessEnv =
     renewDeadlineMs: parseNumericFlag("leader-election-renew-deadline", str("leader-election-renew-deadline")),
     retryPeriodMs: parseNumericFlag("leader-election-retry-period", str("leader-election-retry-period")),
     shards: parseNumericFlag("shards", str("shards")),
+    dryRun: values["dry-run"] === true,
   };
+  if (config.dryRun && config.leaderElect)
+    throw new ConfigError(
+      "--dry-run: cannot be combined with --leader-elect (or --shards): a dry run writes nothing, a Lease neither; run it as one replica without --leader-elect",
+    );
   if (config.shards > 1 && !config.leaderElect)
     throw new ConfigError(`--shards ${config.shards}: needs --leader-elect (each shard is held through a Lease)`);
   if (config.adminAddr !== "") parseHostPort(config.adminAddr, "admin-addr");

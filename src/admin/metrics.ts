@@ -18,6 +18,7 @@ import {
   clustersByState,
   countConflicts,
   gatewayAddressValues,
+  plannedWriteSeries,
   SnapshotHistogram,
   writeLabels,
 } from "./snapshot-series.ts";
@@ -312,6 +313,15 @@ export function createMetrics(source: MetricsSource): Registry {
     "fleet_mirror_conflicts",
     "Mirrors (and fleet-wide members) not written because a user's object or another cluster holds the name, or their ports conflict.",
     () => countConflicts(source.fleet()),
+  );
+  labelled(
+    "gauge",
+    "fleet_mirror_dry_run_planned_writes",
+    "run --dry-run: writes to the local API server the controller would make now and does not, by verb and resource.",
+    ["verb", "resource"],
+    (set) => {
+      for (const { labels, value } of plannedWriteSeries(source.fleet())) set(labels, value);
+    },
   );
   labelled(
     "counter",

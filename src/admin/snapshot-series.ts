@@ -39,6 +39,25 @@ export function writeLabels(
   return { verb, resource, result };
 }
 
+/**
+ * The series of a dry run's plan (`WriterStatus.dryRun.totals`, keys `verb/Kind` or
+ * `verb/Kind/status`): the resource named as in `writeLabels`, a status subresource as
+ * `<resource>/status`. Not a dry run: none.
+ */
+export function plannedWriteSeries(
+  fleet: FleetStatus | undefined,
+): { readonly labels: { readonly verb: string; readonly resource: string }; readonly value: number }[] {
+  const series = [];
+  for (const [key, value] of Object.entries(fleet?.writer?.dryRun?.totals ?? {})) {
+    const [verb, kind, subresource] = key.split("/");
+    const labels = verb && kind ? writeLabels(`${verb}/${kind}/planned`) : undefined;
+    if (!labels) continue;
+    const resource = subresource ? `${labels.resource}/${subresource}` : labels.resource;
+    series.push({ labels: { verb: labels.verb, resource }, value });
+  }
+  return series;
+}
+
 const CONFLICTS = new Set(["user-owned", "owned-by-other-cluster", "port-conflict"]);
 
 /**

@@ -57,6 +57,7 @@ export async function runCommand(argv: readonly string[]): Promise<number> {
   startHeapSettle();
   const localConnection = loadLocalConnection(config.kubeconfig, config.context);
   logger.info({ server: localConnection.server, namespace: config.namespace }, "fleet-mirror starting");
+  if (config.dryRun) logger.info("dry run: every write is planned and reported (status, metrics, log), none is made");
   // The admin server reads the controller through getters: it starts first (health
   // and metrics answer while the controller starts, and on a standby) and outlives
   // the Supervisor.

@@ -16,6 +16,7 @@ import type { PlacementStatus } from "../supervisor/default-placement.ts";
 import { parseCredentialsSecret } from "../supervisor/registration.ts";
 import { computeRegistry } from "../supervisor/registry.ts";
 import { formatAge, formatTable } from "./common.ts";
+import { type DryRunView, formatDryRun } from "./dry-run-rows.ts";
 /** One line of `status`, as printed and as emitted with `-o json|yaml`. */
 export interface StatusRow {
   readonly cluster: string;
@@ -82,6 +83,8 @@ export interface StatusReport {
   readonly shardsNote?: string;
   /** The controller's placement of actors on threads (source "controller" only). */
   readonly placement?: PlacementStatus;
+  /** A controller run with `--dry-run`: its plan (source "controller" only). */
+  readonly dryRun?: DryRunView;
 }
 
 const clustersOfShard = (clusters: readonly string[], shard: number, shards: number): string[] =>
@@ -374,7 +377,7 @@ export function formatStatusTable(report: StatusReport, now: number): string {
     (report.shards && report.shards.length > 0 ? `\n${formatShardTable(report.shards, now)}` : "") +
     (report.shardsNote ? `\nshards: ${report.shardsNote}\n` : "");
   if (report.clusters.length === 0)
-    return `${header}No remote clusters registered.\n${federated ? `\n${federated}` : ""}${shards}`;
+    return `${header}No remote clusters registered.\n${federated ? `\n${federated}` : ""}${shards}${report.dryRun ? `\n${formatDryRun(report.dryRun)}` : ""}`;
   const rows = report.clusters.map((r) => [
     r.cluster || "(none)",
     stateCell(r, now),
@@ -394,5 +397,6 @@ export function formatStatusTable(report: StatusReport, now: number): string {
     rows,
   );
   const placement = report.placement ? `\n${placementLine(report.placement)}` : "";
-  return header + clusters + placement + (federated ? `\n${federated}` : "") + shards;
+  const dryRun = report.dryRun ? `\n${formatDryRun(report.dryRun)}` : "";
+  return header + clusters + placement + (federated ? `\n${federated}` : "") + shards + dryRun;
 }

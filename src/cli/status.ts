@@ -1,6 +1,10 @@
 /**
  * `fleet-mirror status`: one row per remote cluster, then one per fleet-wide Service
- * (SPEC §11). Reads the running controller's admin endpoint (`/status`, an
+ * (SPEC §11). A controller run with --dry-run adds its plan: each write it would make (create, update
+or delete, resource, object, cluster) and the mirrors it would leave alone (a conflict:
+a name held by an object it does not own), none of them written.
+
+Reads the running controller's admin endpoint (`/status`, an
  * AdminStatus); when none answers, builds the rows from the cluster objects instead —
  * credentials Secrets validated exactly as the controller validates them, mirrors
  * counted by the SPEC §3 labels — and says so. status-rows.ts holds the pure rows and tables.
@@ -28,6 +32,7 @@ import {
   writeErr,
   writeOut,
 } from "./common.ts";
+import { dryRunViewFromAdmin } from "./dry-run-rows.ts";
 import {
   federatedRowsFromAdmin,
   federatedRowsFromObjects,
@@ -79,6 +84,10 @@ Then one row per fleet-wide Service <svc>-federated (SPEC §11): its member clus
 (a member marked "(kept)" is unknown since the controller's writer started and keeps
 its last part), its ready and not-ready addresses, and its conflicts (a user's object
 holding its name, a member whose ports differ).
+
+A controller run with --dry-run adds its plan: each write it would make (create, update
+or delete, resource, object, cluster) and the mirrors it would leave alone (a conflict:
+a name held by an object it does not own), none of them written.
 
 Reads the running controller's admin endpoint (--admin-url). When it does not answer,
 the rows are built from the cluster objects (credentials Secrets, mirror Services) and
@@ -138,6 +147,7 @@ export async function statusReport(
     if (admin.status.clusters !== undefined) {
       const clusters = rowsFromAdmin(admin.status);
       const sharding = admin.status.leadership.sharding;
+      const dryRun = dryRunViewFromAdmin(admin.status);
       return {
         source: "controller",
         leading: admin.status.leadership.leading,
@@ -152,6 +162,7 @@ export async function statusReport(
             }
           : {}),
         ...(admin.status.placement ? { placement: admin.status.placement } : {}),
+        ...(dryRun ? { dryRun } : {}),
       };
     }
     // A standby replica has no fleet status: the objects are the next best thing.

@@ -72,6 +72,8 @@ export const WriterOptionsSchema = v.object({
   shards: v.exactOptional(v.pipe(count, v.minValue(1, "must be >= 1"))),
   /** How often the local cluster is checked again for ServiceImports while they are not readable (SPEC §12); absent: 60 s. */
   mcsRecheckMs: v.exactOptional(v.pipe(finite, v.minValue(1, "must be >= 1"))),
+  /** `run --dry-run`: plan every write, send none (no mirror, Namespace or Event), report the plan. */
+  dryRun: v.exactOptional(v.boolean()),
 });
 export type WriterOptions = DeepReadonly<v.InferOutput<typeof WriterOptionsSchema>>;
 

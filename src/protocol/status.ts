@@ -156,6 +156,15 @@ export const FederatedServiceStatusSchema = v.object({
 });
 export type FederatedServiceStatus = DeepReadonly<v.InferOutput<typeof FederatedServiceStatusSchema>>;
 
+/** One write a dry run would make (src/core/dry-run.ts `PlannedWrite`). */
+export const PlannedWriteSchema = v.object({
+  verb: v.picklist(["create", "update", "delete"]),
+  kind: v.string(),
+  object: v.string(),
+  key: v.string(),
+  cluster: v.string(),
+});
+
 export const WriterStatusSchema = v.object({
   ready: v.boolean(),
   queueDepth: count,
@@ -175,6 +184,11 @@ export const WriterStatusSchema = v.object({
   lastError: v.exactOptional(SerializedErrorSchema),
   /** `Warning` headers the local API server sent since the writer started (absent: none). */
   apiWarnings: v.exactOptional(count),
+  /**
+   * `run --dry-run`: the writes planned now (none is sent): totals by `verb/Kind`, the
+   * first of them in key order, and how many were left out of `planned`. Absent: not a dry run.
+   */
+  dryRun: v.exactOptional(v.object({ totals: countRecord, planned: v.array(PlannedWriteSchema), omitted: count })),
   protocolErrors,
 });
 export type WriterStatus = DeepReadonly<v.InferOutput<typeof WriterStatusSchema>>;

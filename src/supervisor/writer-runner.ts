@@ -227,6 +227,7 @@ export class WriterRunner {
         ...(this.#o.writeFence ? { fenced: true } : {}),
         ...(config.shards > 1 ? { shards: config.shards } : {}),
         ...(this.#o.mcsRecheckMs ? { mcsRecheckMs: this.#o.mcsRecheckMs } : {}),
+        ...(config.dryRun ? { dryRun: true } : {}),
       },
     } satisfies ToWriter);
     if (this.#writableUntil !== undefined)

@@ -7,7 +7,8 @@
  * This file wires the parts; each part does one job:
  *   local-stores.ts (the watched local objects), desired-channels.ts (batches in, acks
  *   out), desired-store.ts, reconcile.ts, write-executor.ts, mutation-cache.ts,
- *   event-recorder.ts, fence.ts, status.ts, shared-strings.ts (the stores' repeated strings).
+ *   event-recorder.ts, fence.ts, status.ts, shared-strings.ts (the stores' repeated strings);
+ *   dry-run-executor.ts in place of write-executor.ts for `run --dry-run`.
  *
  * Guarantees:
  * - per-key ordering: the queue never hands out a key that is in flight, and a key
@@ -18,7 +19,10 @@
  * - no write when nothing differs; nothing written before the local stores are synced;
  * - ownership (SPEC §5) and garbage collection only on complete knowledge (SPEC §6);
  * - every desired batch is answered (absorbed or rejected with a resend), never dropped;
- * - status is published every second whatever the local API does.
+ * - status is published every second whatever the local API does;
+ * - dry run (`options.dryRun`): the same watches, queue and plans, but the writes go to
+ *   the dry run's plan instead of the API server, and no Event is recorded: the only
+ *   requests are reads (DESIGN §3 "Dry run").
  */
 import { type Clock, systemClock } from "../../src/core/clock.ts";
 import { shardedFederatedProblem } from "../../src/core/federated-shards.ts";
@@ -33,6 +37,7 @@ import { describeError, serializeError } from "../../src/protocol/errors.ts";
 import type { EventRequest, FromWriter, WriterOptions, WriterStatus } from "../../src/protocol/messages.ts";
 import { type ActorPort, DesiredChannels } from "./desired-channels.ts";
 import { DesiredStore } from "./desired-store.ts";
+import { DryRunExecutor } from "./dry-run-executor.ts";
 import { EventRecorder } from "./event-recorder.ts";
 import { WriteFence } from "./fence.ts";
 import { LocalStores } from "./local-stores.ts";
@@ -40,7 +45,7 @@ import { MutationCache } from "./mutation-cache.ts";
 import { MirrorReconciler } from "./reconcile.ts";
 import { SharedStrings } from "./shared-strings.ts";
 import { WriterStats } from "./status.ts";
-import { WriteExecutor, writeFailedEvent } from "./write-executor.ts";
+import { WriteExecutor, type WriteExecutorDeps, writeFailedEvent } from "./write-executor.ts";
 
 export type { ActorPort } from "./desired-channels.ts";
 
@@ -74,7 +79,9 @@ export class LocalWriterActor {
   readonly #fence: WriteFence;
   readonly #cache: MutationCache;
   readonly #events: EventRecorder;
-  readonly #executor: WriteExecutor;
+  readonly #executor: Pick<WriteExecutor, "apply" | "namespaceSeen" | "whenDrained">;
+  /** `run --dry-run`: the executor that plans instead of writing (also `#executor`). */
+  readonly #dryRun: DryRunExecutor | undefined;
   readonly #reconciler: MirrorReconciler;
   readonly #channels: DesiredChannels;
   #ready = false;
@@ -114,17 +121,29 @@ export class LocalWriterActor {
       },
       writable: () => this.#fence.writable,
     });
-    this.#executor = new WriteExecutor({
-      client: this.#client,
-      bucket: new TokenBucket(options.qps, options.burst, clock),
-      fence: this.#fence,
-      cache: this.#cache,
-      stats: this.#stats,
-      log: this.#log,
-      block: (key, cluster, blocked) => this.#reconciler.block(key, cluster, blocked),
-      blockedRecheckMs: options.blockedRecheckMs,
-      requestTimeoutMs: this.#client.requestTimeoutMs,
-    });
+    const block: WriteExecutorDeps["block"] = (key, cluster, blocked) => this.#reconciler.block(key, cluster, blocked);
+    this.#dryRun = options.dryRun
+      ? new DryRunExecutor({
+          client: this.#client,
+          cache: this.#cache,
+          log: this.#log,
+          block,
+          blockedRecheckMs: options.blockedRecheckMs,
+        })
+      : undefined;
+    this.#executor =
+      this.#dryRun ??
+      new WriteExecutor({
+        client: this.#client,
+        bucket: new TokenBucket(options.qps, options.burst, clock),
+        fence: this.#fence,
+        cache: this.#cache,
+        stats: this.#stats,
+        log: this.#log,
+        block,
+        blockedRecheckMs: options.blockedRecheckMs,
+        requestTimeoutMs: this.#client.requestTimeoutMs,
+      });
     this.#reconciler = new MirrorReconciler({
       desired: this.#desired,
       services: this.#stores.services,
@@ -132,7 +151,7 @@ export class LocalWriterActor {
       slices: this.#stores.slices,
       namespaces: this.#stores.namespaces,
       serviceImports: this.#stores.serviceImports,
-      cache: this.#cache,
+      cache: this.#dryRun?.cache ?? this.#cache,
       executor: this.#executor,
       client: this.#client,
       options,
@@ -188,7 +207,7 @@ export class LocalWriterActor {
 
   start(): void {
     this.#stores.start();
-    this.#events.start();
+    if (!this.#dryRun) this.#events.start();
     this.#statusTimer = setInterval(() => {
       this.#cache.sweep();
       this.#publishStatus();
@@ -227,6 +246,10 @@ export class LocalWriterActor {
 
   /** Records a Kubernetes Event (see EventRecorder); resolves once sent, dropped or found a duplicate. */
   recordEvent(event: EventRequest): Promise<void> {
+    if (this.#dryRun) {
+      this.#log.debug({ event }, `dry run: Event ${event.reason} not recorded`);
+      return Promise.resolve();
+    }
     return this.#events.record(event);
   }
 
@@ -308,6 +331,7 @@ export class LocalWriterActor {
       imports: this.#reconciler.importStatus(),
       mcs: this.#stores.serviceImports.availability,
       apiWarnings: this.#client.apiWarnings.total,
+      ...(this.#dryRun ? { dryRun: this.#dryRun.report() } : {}),
     });
   }
 
@@ -321,7 +345,7 @@ export class LocalWriterActor {
     this.#workers = runWorkers(
       this.#queue,
       this.#options.concurrency,
-      (key) => this.#reconciler.reconcile(key),
+      (key) => this.#dryRun?.reconcile(key, this.#reconciler) ?? this.#reconciler.reconcile(key),
       (key, error, requeues) => this.#onReconcileError(key, error, requeues),
     );
     this.#resyncAll();

@@ -42,8 +42,9 @@ export interface ReconcilerDeps {
   readonly namespaces: Store<Namespace>;
   /** The local ServiceImports and whether they are served (SPEC §12); absent: no MCS imports are written. */
   readonly serviceImports?: ServiceImportSource;
-  readonly cache: MutationCache;
-  readonly executor: WriteExecutor;
+  /** Our own writes not yet delivered by the watches (a dry run adds the Services it would create). */
+  readonly cache: Pick<MutationCache, "observed">;
+  readonly executor: Pick<WriteExecutor, "apply">;
   readonly client: Pick<KubeClient, "request">;
   readonly options: Pick<
     WriterOptions,

@@ -50,6 +50,7 @@ export class WriterStats {
     imports: readonly FederatedServiceStatus[];
     mcs: McsAvailability;
     apiWarnings: number;
+    dryRun?: WriterStatus["dryRun"];
   }): WriterStatus {
     const clusters: Record<string, WriterClusterStatus> = {};
     for (const [cluster, summary] of fields.desired)
@@ -68,6 +69,7 @@ export class WriterStats {
       mcs: { state, ...(message ? { message } : {}) },
       ...(this.lastError ? { lastError: this.lastError } : {}),
       ...(fields.apiWarnings > 0 ? { apiWarnings: fields.apiWarnings } : {}),
+      ...(fields.dryRun ? { dryRun: fields.dryRun } : {}),
     };
   }
 }

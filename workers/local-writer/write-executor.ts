@@ -62,6 +62,31 @@ export function writeFailedEvent(key: string, error: unknown): EventRequest | un
   };
 }
 
+/**
+ * A create of `action` found `existing` under its name (SPEC §5): a user's object is
+ * reported as blocked and left alone (re-checked later); ours (a leftover, or not yet
+ * delivered by the label-selected watch) is adopted, and the key reconciled again at once.
+ */
+export function nameTaken(
+  deps: Pick<WriteExecutorDeps, "cache" | "block" | "blockedRecheckMs">,
+  key: string,
+  action: WriteAction & { readonly verb: "create" },
+  desired: DesiredMirror | undefined,
+  existing: KubeObject,
+): WriteOutcome {
+  if (action.kind === "Namespace") return undefined;
+  const owner = MIRROR_KINDS[action.kind].owner(existing.metadata.labels);
+  if (owner === undefined && desired) {
+    deps.block(key, desired.cluster, {
+      reason: "user-owned",
+      message: `${action.kind} ${objectKey(action)} exists and is not a fleet-mirror mirror; it is left as is`,
+    });
+    return { kind: "requeue-after", ms: deps.blockedRecheckMs };
+  }
+  deps.cache.written(action.kind, objectKey(action), existing);
+  return { kind: "requeue-after", ms: 0 };
+}
+
 export class WriteExecutor {
   readonly #deps: WriteExecutorDeps;
   /** Namespace creates in flight, or done but not yet seen by the namespace watch, by name. */
@@ -203,17 +228,7 @@ export class WriteExecutor {
           "GET",
           objectPath(action.kind, action.namespace, action.name),
         );
-        const owner = MIRROR_KINDS[action.kind].owner(existing.metadata.labels);
-        if (owner === undefined && desired) {
-          this.#deps.block(key, desired.cluster, {
-            reason: "user-owned",
-            message: `${action.kind} ${objectKey(action)} exists and is not a fleet-mirror mirror; it is left as is`,
-          });
-          return { kind: "requeue-after", ms: this.#deps.blockedRecheckMs };
-        }
-        // Ours (leftover): adopt it, and reconcile again right away to update it.
-        this.#deps.cache.written(action.kind, objectKey(action), existing);
-        return { kind: "requeue-after", ms: 0 };
+        return nameTaken(this.#deps, key, action, desired, existing);
       } catch (getError) {
         return { kind: "retry", error: getError };
       }
