@@ -28,7 +28,8 @@ export const CONFIG = {
   view: { stroke: "#ccc" },
 } as const;
 
-export const num = (value: unknown): number | null => (typeof value === "number" && Number.isFinite(value) ? value : null);
+export const num = (value: unknown): number | null =>
+  typeof value === "number" && Number.isFinite(value) ? value : null;
 export const obj = (value: unknown): Json | undefined =>
   typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Json) : undefined;
 export const numbers = (value: unknown): number[] | null =>
@@ -48,7 +49,7 @@ function provenance(data: Json): string[] {
   const m = obj(data["machine"]);
   const machine = m ? `${m["cpus"]} CPUs, ${m["memGb"]} GB RAM, Node ${m["node"]}` : "machine not recorded";
   const date = typeof data["date"] === "string" ? data["date"].slice(0, 10) : "date not recorded";
-  const lines = [`Measured ${date} on ${machine} (bench/results/${data["scenario"]}.json).`];
+  const lines = [`Measured ${date} on ${machine} (${data["scenario"]}.json).`];
   if (data["smoke"] !== false) lines.push("SMOKE RUN: tiny sizes, to check the code, not for publishing.");
   return lines;
 }
@@ -69,7 +70,8 @@ export function coldConvergenceChart(data: Json): ChartPlan {
     return ms && done && ms.length === done.length && ms.length > 1 ? { ms, done } : null;
   };
   const heading = "Cold convergence: fleet-mirror against a bare client writing the same objects";
-  const setting = "Every mirror Service and its address object right; the bare client POSTs them with the same concurrency.";
+  const setting =
+    "Every mirror Service and its address object right; the bare client POSTs them with the same concurrency.";
   if (runs.every((r) => series(r, "fleetMirror") && series(r, "bare"))) {
     const values = runs.flatMap((r) =>
       (["fleetMirror", "bare"] as const).flatMap((client) => {
@@ -87,11 +89,14 @@ export function coldConvergenceChart(data: Json): ChartPlan {
     return {
       spec: {
         config: CONFIG,
-        title: title(heading, data, [setting, "Each curve from its own start: the controller's start, the bare client's first write."]),
+        title: title(heading, data, [
+          setting,
+          "Each curve from its own start: the controller's start, the bare client's first write.",
+        ]),
         data: { values },
         facet: {
           row: { field: "mode", type: "nominal", title: null, sort: MODE_ORDER },
-          column: { field: "size", type: "nominal", title: null },
+          column: { field: "size", type: "nominal", title: null, sort: [...new Set(runs.map(size))] },
         },
         spec: {
           width: 320,
@@ -112,7 +117,8 @@ export function coldConvergenceChart(data: Json): ChartPlan {
     { run: `${size(r)}|${modeLabel(r)}`, client: FLEET_MIRROR, s: (num(r["convergeMs"]) ?? 0) / 1000 },
     { run: `${size(r)}|${modeLabel(r)}`, client: BARE, s: (num(r["bareMs"]) ?? 0) / 1000 },
   ]);
-  const note = "This result file has no convergence curves (recorded from the next full run on): the time to converge instead.";
+  const note =
+    "This result file has no convergence curves (recorded from the next full run on): the time to converge instead.";
   return {
     spec: {
       config: CONFIG,
@@ -120,12 +126,21 @@ export function coldConvergenceChart(data: Json): ChartPlan {
       data: { values },
       width: 520,
       encoding: {
-        y: { field: "run", type: "nominal", title: null, sort: null, axis: { labelLimit: 0, labelExpr: "split(datum.label, '|')", labelFontSize: 12 } },
+        y: {
+          field: "run",
+          type: "nominal",
+          title: null,
+          sort: null,
+          axis: { labelLimit: 0, labelExpr: "split(datum.label, '|')", labelFontSize: 12 },
+        },
         yOffset: { field: "client", type: "nominal", sort: [FLEET_MIRROR, BARE] },
         x: { field: "s", type: "quantitative", title: "seconds to converge (less is better)" },
       },
       layer: [
-        { mark: { type: "bar", height: { band: 0.4 } }, encoding: { color: { field: "client", type: "nominal", ...CLIENT_COLOR } } },
+        {
+          mark: { type: "bar", height: { band: 0.4 } },
+          encoding: { color: { field: "client", type: "nominal", ...CLIENT_COLOR } },
+        },
         {
           mark: { type: "text", align: "left", baseline: "middle", dx: 4, fontSize: 11 },
           encoding: { text: { field: "s", type: "quantitative", format: ".1f" } },

@@ -4,9 +4,9 @@
  */
 import {
   BARE,
+  type ChartPlan,
   CLIENT_COLOR,
   CONFIG,
-  type ChartPlan,
   FLEET_MIRROR,
   type Json,
   MODE_ORDER,
@@ -153,28 +153,44 @@ function phaseTimeline(phase: Json): { rows: Json[]; answerRecorded: boolean } {
 /** Failover: failing gateways still ready everywhere over time, one panel per kind of fault. */
 export function failoverChart(data: Json): ChartPlan {
   const timelines = objects(data["phases"])
-    .map(phaseTimeline).filter((t) => t.rows.length > 4);
+    .map(phaseTimeline)
+    .filter((t) => t.rows.length > 4);
   if (timelines.length === 0)
     return { skipped: typeof data["note"] === "string" ? data["note"] : "no phase with per-gateway times" };
   // The target (failover_s) is the refused connections'; a hung gateway's probe first waits out its timeout.
   const target = num(data["targetS"]);
-  const targetRows = target === null ? [] : [{ phase: FAULT_LABEL["stopped"], kind: "target", t: target, label: `target ${target} s` }];
+  const targetRows =
+    target === null ? [] : [{ phase: FAULT_LABEL["stopped"], kind: "target", t: target, label: `target ${target} s` }];
   const values = [...timelines.flatMap((t) => t.rows), ...targetRows];
   const failing = num(data["failing"]) ?? "?";
   const period = num(data["periodS"]) ?? "?";
   const lines = [
     `${failing} of ${num(data["gateways"]) ?? "?"} probed gateways fail at once (probe period ${period} s), and answer again once all have failed over.`,
     "A local watch on the EndpointSlices sees each one's endpoints not ready, then ready, in every slice holding them.",
-    `Target for refused connections: 3 × period + 1 s; a hung gateway's probe first waits out its timeout (one period). Healthy gateways turned not ready: ${num(data["healthyTurnedNotReady"]) ?? "not recorded"}.`,
+    "Target for refused connections: 3 × period + 1 s; a hung gateway's probe first waits out its timeout (one period).",
+    `Endpoints of healthy gateways turned not ready meanwhile: ${num(data["healthyTurnedNotReady"]) ?? "not recorded"}.`,
   ];
   if (timelines.some((t) => !t.answerRecorded))
-    lines.push("This result file does not record when they answered again: drawn at the last failover, when the scenario lets them answer.");
+    lines.push(
+      "This result file does not record when they answered again: drawn at the last failover, when the scenario lets them answer.",
+    );
   const rule = (kind: string, color: string, dash: number[], at: "top" | "bottom") => ({
     transform: [{ filter: `datum.kind === '${kind}'` }],
     layer: [
-      { mark: { type: "rule" as const, color, strokeDash: dash }, encoding: { x: { field: "t", type: "quantitative" as const } } },
       {
-        mark: { type: "text" as const, color, align: "left" as const, baseline: at, dx: 3, dy: at === "top" ? 3 : -3, fontSize: 11 },
+        mark: { type: "rule" as const, color, strokeDash: dash },
+        encoding: { x: { field: "t", type: "quantitative" as const } },
+      },
+      {
+        mark: {
+          type: "text" as const,
+          color,
+          align: "left" as const,
+          baseline: at,
+          dx: 3,
+          dy: at === "top" ? 3 : -3,
+          fontSize: 11,
+        },
         encoding: {
           x: { field: "t", type: "quantitative" as const },
           y: { value: at === "top" ? 0 : FAILOVER_HEIGHT },
@@ -188,7 +204,15 @@ export function failoverChart(data: Json): ChartPlan {
       config: CONFIG,
       title: title("Gateway failover timeline", data, lines),
       data: { values },
-      facet: { row: { field: "phase", type: "nominal", title: null, sort: Object.values(FAULT_LABEL), header: { labelAngle: 0, labelAlign: "left", labelAnchor: "start", labelOrient: "top" } } },
+      facet: {
+        row: {
+          field: "phase",
+          type: "nominal",
+          title: null,
+          sort: Object.values(FAULT_LABEL),
+          header: { labelAngle: 0, labelAlign: "left", labelAnchor: "start", labelOrient: "top" },
+        },
+      },
       spec: {
         width: 720,
         height: FAILOVER_HEIGHT,
@@ -200,8 +224,18 @@ export function failoverChart(data: Json): ChartPlan {
             transform: [{ filter: "datum.kind === 'ready'" }],
             mark: { type: "line", interpolate: "step-after", strokeWidth: 2, color: "#4c78a8" },
             encoding: {
-              x: { field: "t", type: "quantitative", title: "seconds since the fault" },
-              y: { field: "ready", type: "quantitative", title: `failing gateways ready (of ${failing})`, scale: { domainMin: 0 } },
+              x: {
+                field: "t",
+                type: "quantitative",
+                title: "seconds since the fault",
+                scale: { domainMin: -1, nice: false },
+              },
+              y: {
+                field: "ready",
+                type: "quantitative",
+                title: `failing gateways ready (of ${failing})`,
+                scale: { domainMin: 0 },
+              },
             },
           },
         ],

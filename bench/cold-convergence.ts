@@ -50,7 +50,7 @@ import {
   waitWriterIdle,
   writeResult,
 } from "./harness.ts";
-import { type ProgressSeries, ProgressRecorder } from "./series.ts";
+import { ProgressRecorder, type ProgressSeries } from "./series.ts";
 
 export const WRITE_CONCURRENCY = 16;
 const GATEWAY_IP = "198.18.0.10";

@@ -121,7 +121,9 @@ export function writeResult(out: string, name: string, data: Readonly<Record<str
  * holds a raw newline, so no string is touched.
  */
 export function compactNumberArrays(json: string): string {
-  return json.replace(/\[\n[\d\s,.eE+-]*\]/g, (array) => array.replace(/\s+/g, " ").replace("[ ", "[").replace(" ]", "]"));
+  return json.replace(/\[\n[\d\s,.eE+-]*\]/g, (array) =>
+    array.replace(/\s+/g, " ").replace("[ ", "[").replace(" ]", "]"),
+  );
 }
 
 /** Runs `fn` over `items` with at most `concurrency` calls in flight; rejects on the first failure. */
