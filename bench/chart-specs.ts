@@ -91,7 +91,7 @@ export function coldConvergenceChart(data: Json): ChartPlan {
         config: CONFIG,
         title: title(heading, data, [
           setting,
-          "Each curve from its own start: the controller's start, the bare client's first write.",
+          "Each curve from its own start: the controller's start, the bare client's first request.",
         ]),
         data: { values },
         facet: {
