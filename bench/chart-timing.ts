@@ -235,6 +235,8 @@ export function failoverChart(data: Json): ChartPlan {
                 type: "quantitative",
                 title: `failing gateways ready (of ${failing})`,
                 scale: { domainMin: 0 },
+                // A count of gateways: whole ticks only.
+                axis: { tickMinStep: 1, format: "d" },
               },
             },
           },
