@@ -50,6 +50,7 @@ import {
   waitWriterIdle,
   writeResult,
 } from "./harness.ts";
+import { ProgressRecorder, type ProgressSeries } from "./series.ts";
 
 export const WRITE_CONCURRENCY = 16;
 const GATEWAY_IP = "198.18.0.10";
@@ -70,6 +71,8 @@ export interface ConvergeRun {
   readonly services: Service[];
   /** The mirrors' address objects: EndpointSlices or Endpoints, per `mode`. */
   readonly addresses: KubeObject[];
+  /** Mirrors right (Service and address object) at each list, from the controller's start. */
+  readonly progress: ProgressSeries;
 }
 
 /**
@@ -102,6 +105,7 @@ export async function converge(
     const syncedP = waitAllSynced(supervisor, clusters).then(() => Date.now() - started);
     let firstMirrorMs: number | null = null;
     let reported = started;
+    const recorder = new ProgressRecorder(started);
     let svcs: Service[] = [];
     let addresses: KubeObject[] = [];
     for (;;) {
@@ -110,8 +114,12 @@ export async function converge(
         listAll<KubeObject>(client, addressesPath(mode), MIRROR_SELECTOR),
       ]);
       if (firstMirrorMs === null && svcs.length > 0) firstMirrorMs = Date.now() - started;
-      const okSvc = svcs.filter((s) => serviceHasPort(s, 80)).length;
-      const okEp = addresses.filter((a) => addressesPointAt(mode, a, GATEWAY_IP)).length;
+      const okSvcs = svcs.filter((s) => serviceHasPort(s, 80));
+      const okEps = addresses.filter((a) => addressesPointAt(mode, a, GATEWAY_IP));
+      const okSvc = okSvcs.length;
+      const okEp = okEps.length;
+      const right = new Set(okEps.map((a) => addressService(mode, a)));
+      recorder.mark(okSvcs.filter((s) => right.has(`${s.metadata.namespace}/${s.metadata.name}`)).length);
       if (okSvc === mirrors && okEp === mirrors) break;
       if (Date.now() - reported > 10_000) {
         reported = Date.now();
@@ -139,6 +147,7 @@ export async function converge(
       mirroringControllerWrites: mirroringController,
       services: svcs,
       addresses,
+      progress: recorder.series(),
     };
   } catch (error) {
     await fleet.stop();
@@ -165,6 +174,8 @@ export async function bareCreate(run: Pick<ConvergeRun, "fleet" | "mode" | "serv
     const services = run.services;
     const namespaces = [...new Set(services.map((s) => s.metadata.namespace ?? "default"))];
     const started = Date.now();
+    const recorder = new ProgressRecorder(started);
+    let written = 0;
     await runPool(namespaces, WRITE_CONCURRENCY, async (ns) => {
       await ensureLocalNamespace(client, `bare-${ns}`);
     });
@@ -177,8 +188,9 @@ export async function bareCreate(run: Pick<ConvergeRun, "fleet" | "mode" | "serv
       if (!ep) throw new Error(`no ${mode} object for mirror ${svc.metadata.namespace}/${svc.metadata.name}`);
       const body = copyAddressesForCreate(mode, ep, ns, { name: svc.metadata.name, uid: created.metadata.uid });
       await client.request("POST", collectionPath(mode, ns), { body });
+      recorder.mark(++written);
     });
-    return { bareMs: Date.now() - started, namespaces: namespaces.length };
+    return { bareMs: Date.now() - started, namespaces: namespaces.length, progress: recorder.series() };
   } finally {
     client.close();
   }
@@ -195,7 +207,10 @@ export async function runColdConvergence(opts: BenchOptions): Promise<ScenarioRe
   for (const size of sizes) {
     for (const mode of BENCH_MODES) rows.push(await convergeAndBare(size, mode));
   }
-  printTable("cold convergence, both --endpoints-api modes (ratio = bare-client time / fleet-mirror time)", rows);
+  printTable(
+    "cold convergence, both --endpoints-api modes (ratio = bare-client time / fleet-mirror time)",
+    rows.map(({ mirrorsOverTime: _, ...row }) => row),
+  );
   writeResult(opts.out, "cold-convergence", {
     smoke: opts.smoke,
     writeConcurrency: WRITE_CONCURRENCY,
@@ -252,6 +267,8 @@ async function convergeAndBare(
       bareWrites,
       mirrorsPerSecond: round(run.mirrors / (run.convergeMs / 1000), 1),
       bareMirrorsPerSecond: round(run.mirrors / (bare.bareMs / 1000), 1),
+      // Mirrors right over time, each from its own start (bench/charts.ts draws them).
+      mirrorsOverTime: { fleetMirror: run.progress, bare: bare.progress },
     };
   } finally {
     await run.fleet.stop();

@@ -231,6 +231,8 @@ export async function runFailover(opts: BenchOptions): Promise<ScenarioResult> {
       const seconds = (at: number | undefined, from: number) => (at === undefined ? null : (at - from) / 1000);
       return {
         mode,
+        // When the gateways answered again, from the fault: the start of the recovery.
+        answeredAgainAfterS: (restartedAt - stoppedAt) / 1000,
         failover: latencySummary(stoppedAt, failedOver),
         recovery: latencySummary(restartedAt, recovered),
         perGateway: victims.map((g) => ({

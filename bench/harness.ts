@@ -111,8 +111,19 @@ export function writeResult(out: string, name: string, data: Readonly<Record<str
   mkdirSync(out, { recursive: true });
   const file = join(out, `${name}.json`);
   const body = { scenario: name, ...data, machine: machine(), date: new Date().toISOString() };
-  writeFileSync(file, `${JSON.stringify(body, null, 2)}\n`);
+  writeFileSync(file, `${compactNumberArrays(JSON.stringify(body, null, 2))}\n`);
   return file;
+}
+
+/**
+ * Pretty-printed JSON with every array of numbers on one line (a series of 60 points stays
+ * one line, not 60). Only such arrays span lines with numbers alone: a JSON string never
+ * holds a raw newline, so no string is touched.
+ */
+export function compactNumberArrays(json: string): string {
+  return json.replace(/\[\n[\d\s,.eE+-]*\]/g, (array) =>
+    array.replace(/\s+/g, " ").replace("[ ", "[").replace(" ]", "]"),
+  );
 }
 
 /** Runs `fn` over `items` with at most `concurrency` calls in flight; rejects on the first failure. */

@@ -4,7 +4,8 @@
  *
  *   node --expose-gc bench/run.ts [--scenario <name>]... [--smoke] [--out bench/results]
  *
- * Every scenario prints a table and writes `<out>/<scenario>.json`. A full run (all
+ * Every scenario prints a table and writes `<out>/<scenario>.json`; every run then draws
+ * the charts of the result files in `<out>` (bench/charts.ts). A full run (all
  * scenarios, not --smoke) also writes `<out>/summary.json` and `<out>/SUMMARY.md`; a
  * summary value is null when it was not measured, never invented. --out defaults to
  * bench/results, or a temporary directory with --smoke. `--summary-only` rebuilds the
@@ -19,6 +20,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { CHARTS, describeOutcomes, renderCharts } from "./charts.ts";
 import { runColdConvergence } from "./cold-convergence.ts";
 import { defaultConfigSummary, runDefaultConfig } from "./default-config.ts";
 import { runExportModes } from "./export-modes.ts";
@@ -157,8 +159,22 @@ function writeSummary(out: string, summary: Record<string, number | null>, note:
       return `| ${key} | ${value === null ? "null" : String(value)} | ${bound} | ${verdict(key, summary[key] ?? null)} |`;
     }),
     "",
+    ...chartSection(out),
   ];
   writeFileSync(join(out, "SUMMARY.md"), lines.join("\n"));
+}
+
+/** SUMMARY.md's charts: those drawn in `out` (bench/charts.ts), each under its caption. */
+function chartSection(out: string): string[] {
+  const drawn = CHARTS.filter((chart) => existsSync(join(out, chart.file)));
+  if (drawn.length === 0) return [];
+  return [
+    "## Charts",
+    "",
+    "Drawn from the JSON files next to this one (`node bench/charts.ts` re-renders them).",
+    "",
+    ...drawn.flatMap((chart) => [`### ${chart.caption}`, "", `![${chart.caption}](${chart.file})`, ""]),
+  ];
 }
 
 /**
@@ -267,6 +283,7 @@ async function main(): Promise<void> {
   }
   if (values["summary-only"]) {
     const out = values.out ?? "bench/results";
+    await drawCharts(out);
     writeSummary(out, summaryFromResults(out), values.note);
     process.stdout.write(`summary written to ${join(out, "summary.json")} and SUMMARY.md\n`);
     return;
@@ -309,6 +326,7 @@ async function main(): Promise<void> {
       );
     }
   }
+  await drawCharts(opts.out);
   const full = !opts.smoke && values.scenario === undefined && steadyRate === undefined && !memoryClusters;
   if (full) {
     writeSummary(opts.out, summary, values.note);
@@ -316,6 +334,16 @@ async function main(): Promise<void> {
   }
   if (failed.length > 0) {
     process.stderr.write(`failed scenarios: ${failed.join(", ")}\n`);
+    process.exitCode = 1;
+  }
+}
+
+/** The charts of every result file in `out`; a chart that cannot be drawn fails the run, after the results are written. */
+async function drawCharts(out: string): Promise<void> {
+  try {
+    process.stdout.write(`${describeOutcomes(await renderCharts(out))}\n`);
+  } catch (error) {
+    process.stderr.write(`charts FAILED: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
     process.exitCode = 1;
   }
 }

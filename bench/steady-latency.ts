@@ -38,15 +38,22 @@ import {
   waitWriterIdle,
   writeResult,
 } from "./harness.ts";
+import { CDF_PERCENTILES } from "./series.ts";
 import { MIX, offerLoad, REMOTE_NAMESPACE, type RemoteState, type Stats } from "./steady-load.ts";
 
 /** The local namespace of the bare client's mirrors. */
 const BARE_NAMESPACE = "bare-bench";
 
+interface Latencies {
+  readonly perMirror: Stats;
+  readonly perChange: Stats;
+  readonly perMirrorDistribution: number[];
+}
+
 interface ModeResult {
   readonly row: Record<string, unknown>;
-  readonly fleetMirror: { readonly perMirror: Stats; readonly perChange: Stats };
-  readonly bare: { readonly perMirror: Stats; readonly perChange: Stats };
+  readonly fleetMirror: Latencies;
+  readonly bare: Latencies;
 }
 
 /** p99(fleet-mirror) / p99(bare client), or null when either is missing. */
@@ -68,6 +75,12 @@ export async function runSteadyLatency(opts: BenchOptions): Promise<ScenarioResu
       p99Ratio: modeRatio,
       latencyMs: { perMirror: fleetMirror.perMirror, perRemoteChange: fleetMirror.perChange },
       bareLatencyMs: { perMirror: bare.perMirror, perRemoteChange: bare.perChange },
+      // The per-mirror latency distribution of both clients (bench/charts.ts draws it).
+      latencyDistributionMs: {
+        percentiles: CDF_PERCENTILES,
+        fleetMirror: fleetMirror.perMirrorDistribution,
+        bare: bare.perMirrorDistribution,
+      },
     });
     latencies.push(
       { endpointsApi: mode, client: "fleet-mirror", of: "mirror change", ...fleetMirror.perMirror },
@@ -80,7 +93,7 @@ export async function runSteadyLatency(opts: BenchOptions): Promise<ScenarioResu
   }
   printTable(
     "steady state: remote change → local mirror visible, both --endpoints-api modes",
-    runs.map(({ latencyMs: _, bareLatencyMs: _b, ...row }) => row),
+    runs.map(({ latencyMs: _, bareLatencyMs: _b, latencyDistributionMs: _d, ...row }) => row),
   );
   printTable("latency (ms): fleet-mirror and the bare client under the same load", latencies);
   writeResult(opts.out, "steady-latency", { smoke: opts.smoke, mix: MIX, runs });
@@ -200,8 +213,8 @@ async function steadyOnce(opts: BenchOptions, mode: BenchMode): Promise<ModeResu
     };
     return {
       row,
-      fleetMirror: { perMirror: ours.perMirror, perChange: ours.perChange },
-      bare: { perMirror: theirs.perMirror, perChange: theirs.perChange },
+      fleetMirror: ours,
+      bare: theirs,
     };
   } finally {
     client.close();

@@ -13,6 +13,7 @@ import type { KubeClient } from "../src/kube/client.ts";
 import { Watcher } from "../src/kube/watcher.ts";
 import type { Fleet } from "../test/helpers/fleet.ts";
 import { percentile, round, sleep } from "./harness.ts";
+import { distribution } from "./series.ts";
 
 /** The remote namespace of the exported Services. */
 export const REMOTE_NAMESPACE = "bench";
@@ -65,6 +66,8 @@ export interface LoadOptions {
 
 export interface LoadResult {
   readonly perMirror: Stats;
+  /** Per-mirror latency (ms) at CDF_PERCENTILES (series.ts). */
+  readonly perMirrorDistribution: number[];
   readonly perChange: Stats;
   readonly row: Record<string, unknown>;
   readonly nextPort: number;
@@ -167,6 +170,7 @@ export async function offerLoad(opts: LoadOptions): Promise<LoadResult> {
   const changeLatencies = changes.flatMap((c) => (c.doneAt === undefined ? [] : [c.doneAt - c.t0]));
   return {
     perMirror: stats(mirrorLatencies),
+    perMirrorDistribution: distribution(mirrorLatencies),
     perChange: stats(changeLatencies),
     nextPort: port,
     row: {
