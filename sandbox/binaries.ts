@@ -197,7 +197,6 @@ export async function ensureCoreDns(): Promise<string> {
  */
 export async function ensurePromtool(): Promise<string> {
   return ensureTool("promtool");
-
 }
 
 /** The path of the pinned helm, building it first if needed (`build.sh helm`). */
