@@ -13,14 +13,16 @@
  * with the Deployment's own arguments and a token of the chart's ServiceAccount.
  */
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
-import { loadAll } from "js-yaml";
+import { load, loadAll } from "js-yaml";
 import { ensureHelm, ensureKubectl, ensureMonitoringCrds } from "../../sandbox/binaries.ts";
 import type { ControlPlane } from "../../sandbox/control-plane.ts";
+import { RULES_FILE } from "../../scripts/monitoring/render-prometheusrule.ts";
 import { EXPORTED_LABEL } from "../../src/core/export.ts";
 import { CONTROLLER_NAMESPACE, type ControllerProcess, Fleet } from "../helpers/fleet.ts";
 import { at, idOf, Kubectl, type KubeObject, runTool, type ToolResult } from "../helpers/kubectl.ts";
@@ -165,8 +167,12 @@ describe("charts/fleet-mirror: the Helm chart", () => {
     ]);
     assert.deepEqual(at(monitor, "spec.selector.matchLabels"), at(deployment, "spec.selector.matchLabels"));
     assert.ok(objects.some((o) => o.kind === "Role" && o.metadata.name === "fleet-mirror-shards"));
-    // Off by default: no ServiceMonitor without the operator's CRDs.
-    assert.ok(!parseYaml(await template()).some((o) => o.kind === "ServiceMonitor"));
+    // The PrometheusRule carries deploy/monitoring's alert rules unchanged ({{ $labels.* }} left to Prometheus).
+    const rule = find("PrometheusRule");
+    assert.equal((at(rule, "metadata.labels") as Record<string, string>)["release"], "prometheus");
+    assert.deepEqual(at(rule, "spec"), load(readFileSync(RULES_FILE, "utf8")));
+    // Off by default: no ServiceMonitor or PrometheusRule without the operator's CRDs.
+    assert.ok(!parseYaml(await template()).some((o) => o.kind === "ServiceMonitor" || o.kind === "PrometheusRule"));
   });
 
   it("refuses bad values before rendering, naming the value", async () => {
@@ -210,15 +216,20 @@ describe("charts/fleet-mirror: the Helm chart", () => {
     );
   });
 
-  it("is accepted server-side with the maximal values, ServiceMonitor included", async () => {
+  it("is accepted server-side with the maximal values, ServiceMonitor and PrometheusRule included", async () => {
     const crds = await ensureMonitoringCrds();
-    await kubectl.ok("local", ["apply", "--server-side", "-f", crds.serviceMonitors]);
-    await kubectl.ok("local", [
-      "wait",
-      "--for=condition=Established",
-      "--timeout=60s",
-      "crd/servicemonitors.monitoring.coreos.com",
-    ]);
+    for (const [file, crd] of [
+      [crds.serviceMonitors, "servicemonitors"],
+      [crds.prometheusRules, "prometheusrules"],
+    ] as const) {
+      await kubectl.ok("local", ["apply", "--server-side", "-f", file]);
+      await kubectl.ok("local", [
+        "wait",
+        "--for=condition=Established",
+        "--timeout=60s",
+        `crd/${crd}.monitoring.coreos.com`,
+      ]);
+    }
     const rendered = await template(["-f", maximalValues]);
     const result = await kubectl.run("local", ["apply", "--server-side", "-f", "-"], rendered);
     assert.equal(result.code, 0, result.stderr);
@@ -230,6 +241,16 @@ describe("charts/fleet-mirror: the Helm chart", () => {
       CONTROLLER_NAMESPACE,
     ]);
     assert.equal(at(monitor, "spec.endpoints.0.port"), "metrics");
+    const rule = await kubectl.getJson("local", [
+      "prometheusrules.monitoring.coreos.com",
+      "fleet-mirror",
+      "-n",
+      CONTROLLER_NAMESPACE,
+    ]);
+    assert.ok(
+      (at(rule, "spec.groups.0.rules") as readonly unknown[]).length > 0,
+      "the PrometheusRule was stored without its rules",
+    );
     const diff = await kubectl.run("local", ["diff", "--server-side", "-f", "-"], rendered);
     assert.equal(diff.code, 0, `kubectl diff found differences:\n${diff.stdout}${diff.stderr}`);
   });

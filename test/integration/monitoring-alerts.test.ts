@@ -11,6 +11,7 @@ import { join, resolve } from "node:path";
 import { after, describe, it } from "node:test";
 import { load } from "js-yaml";
 import {
+  CHART_RULES_FILE,
   PROMETHEUS_RULE_FILE,
   RULES_FILE,
   renderPrometheusRule,
@@ -58,6 +59,14 @@ describe("the alert rules of deploy/monitoring", () => {
       "deploy/monitoring/prometheusrule.yaml is out of date: run node scripts/monitoring/render-prometheusrule.ts",
     );
     assert.deepEqual((load(committed) as { spec: unknown }).spec, load(rulesText));
+  });
+
+  it("keep the Helm chart's copy in step: byte for byte the rules file", () => {
+    assert.equal(
+      readFileSync(CHART_RULES_FILE, "utf8"),
+      rulesText,
+      "charts/fleet-mirror/files/fleet-mirror.rules.yaml is out of date: run node scripts/monitoring/render-prometheusrule.ts",
+    );
   });
 
   it("fire when they should and stay quiet when they should not (promtool test rules)", async () => {
