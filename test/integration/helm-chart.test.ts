@@ -175,6 +175,20 @@ describe("charts/fleet-mirror: the Helm chart", () => {
     assert.ok(!parseYaml(await template()).some((o) => o.kind === "ServiceMonitor" || o.kind === "PrometheusRule"));
   });
 
+  it("renders a shadow (dryRun) as one replica running `run --dry-run`, without a Lease", async () => {
+    const shadow = ["dryRun=true", "leaderElection.enabled=false", "replicas=1", "podDisruptionBudget.enabled=false"];
+    const objects = parseYaml(await template(shadow.flatMap((v) => ["--set", v])));
+    const deployment = objects.find((o) => o.kind === "Deployment");
+    assert.equal(at(deployment, "spec.replicas"), 1);
+    assert.deepEqual(at(deployment, "spec.template.spec.containers.0.args"), [
+      "run",
+      "--dry-run",
+      "--admin-addr",
+      ":9999",
+    ]);
+    assert.ok(!objects.some((o) => o.kind === "PodDisruptionBudget"));
+  });
+
   it("refuses bad values before rendering, naming the value", async () => {
     const cases: readonly (readonly [string, RegExp])[] = [
       ["replicas=-1", /replicas/],
@@ -186,6 +200,7 @@ describe("charts/fleet-mirror: the Helm chart", () => {
       ["sharding.shards=0", /shards/],
       ["replica=3", /replica/],
       ["serviceMonitor.enabled=maybe", /enabled/],
+      ["dryRun=maybe", /dryRun/],
     ];
     for (const [value, message] of cases) {
       const result = await helm(["template", "fleet-mirror", chartDir, "--set", value]);
@@ -197,6 +212,7 @@ describe("charts/fleet-mirror: the Helm chart", () => {
       [["replicas=2", "leaderElection.enabled=false"], /need leaderElection.enabled/],
       [["sharding.shards=3", "replicas=1", "leaderElection.enabled=false"], /needs leaderElection.enabled/],
       [["podDisruptionBudget.minAvailable=2"], /would block every voluntary disruption/],
+      [["dryRun=true"], /dryRun needs leaderElection.enabled=false/],
     ] as const) {
       const result = await helm(["template", "fleet-mirror", chartDir, ...values.flatMap((v) => ["--set", v])]);
       assert.notEqual(result.code, 0, `${values.join(", ")} was accepted`);

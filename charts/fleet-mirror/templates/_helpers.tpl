@@ -34,6 +34,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- if and (gt (int .Values.sharding.shards) 1) (not .Values.leaderElection.enabled) }}
 {{- fail "sharding.shards > 1 needs leaderElection.enabled (each shard is held through a Lease)" }}
 {{- end }}
+{{- if and .Values.dryRun .Values.leaderElection.enabled }}
+{{- fail "dryRun needs leaderElection.enabled=false (and replicas: 1): a dry run takes no Lease, a Lease is a write" }}
+{{- end }}
 {{- if and .Values.podDisruptionBudget.enabled (ge (int .Values.podDisruptionBudget.minAvailable) (int .Values.replicas)) (gt (int .Values.replicas) 0) }}
 {{- fail (printf "podDisruptionBudget.minAvailable: %d of %d replicas would block every voluntary disruption (node drain)" (int .Values.podDisruptionBudget.minAvailable) (int .Values.replicas)) }}
 {{- end }}
