@@ -244,6 +244,31 @@ require_module() {
     "$(basename "$dir")" "$(sed -n 's/^go //p' "$go_mod")" "$module" "$version" > "$dir/go.mod"
 }
 
+# build_go_command NAME MODULE VERSION PACKAGE OUT VERSION_FLAG [go build flags…]: builds
+# PACKAGE (a command of MODULE at VERSION) in a wrapper module whose tools.go imports it,
+# so `go mod tidy` resolves exactly that command's dependency graph at the module's own
+# versions, into OUT/NAME; checks it runs (`NAME VERSION_FLAG`) and stamps OUT complete.
+build_go_command() {
+  local name="$1" module="$2" version="$3" package="$4" out="$5" version_flag="$6"
+  shift 6
+  prepare_go "$name"
+  require_module "$work/$name" "$module" "$version"
+  printf '//go:build tools\n\npackage tools\n\nimport _ "%s"\n' "$package" > "$work/$name/tools.go"
+  log "downloading $name dependencies (first time: a few minutes)"
+  (cd "$work/$name" && go mod tidy -e >&2)
+  log "building $name ${version} (first time: a few minutes on 2 cores)"
+  local start=$SECONDS
+  rm -rf "$out.partial"
+  mkdir -p "$out.partial"
+  (cd "$work/$name" && go build -trimpath "$@" -o "$out.partial/$name" "$package" >&2)
+  log "$name built in $((SECONDS - start))s"
+  "$out.partial/$name" "$version_flag" >&2
+  rm -rf "$out"
+  mv "$out.partial" "$out"
+  touch "$out/.complete"
+  log "done: $out"
+}
+
 # Sets coredns_dir to a directory holding a CoreDNS at the pinned version, linked with only
 # the plugins the sandbox's Corefile uses (a full CoreDNS links every cloud DNS SDK and
 # takes several times longer to build). The main package is CoreDNS's own (coremain.Run)
@@ -339,28 +364,8 @@ ensure_helm() {
     helm_dir="$out"
     return 0
   fi
-  prepare_go helm
-  require_module "$work/helm" helm.sh/helm/v4 "$HELM_VERSION"
-  cat > "$work/helm/tools.go" <<'GO'
-//go:build tools
-
-package tools
-
-import _ "helm.sh/helm/v4/cmd/helm"
-GO
-  log "downloading helm dependencies (first time: a few minutes)"
-  (cd "$work/helm" && go mod tidy -e >&2 && go mod download >&2)
-  log "building helm ${HELM_VERSION} (first time: a few minutes on 2 cores)"
-  local start=$SECONDS
-  rm -rf "$out.partial"
-  mkdir -p "$out.partial"
-  (cd "$work/helm" && go build -trimpath -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=${HELM_VERSION} -X helm.sh/helm/v4/internal/version.metadata= -X helm.sh/helm/v4/internal/version.gitTreeState=clean" -o "$out.partial/helm" helm.sh/helm/v4/cmd/helm >&2)
-  log "helm built in $((SECONDS - start))s"
-  "$out.partial/helm" version >&2
-  rm -rf "$out"
-  mv "$out.partial" "$out"
-  touch "$out/.complete"
-  log "done: $out"
+  build_go_command helm helm.sh/helm/v4 "$HELM_VERSION" helm.sh/helm/v4/cmd/helm "$out" version \
+    -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=${HELM_VERSION} -X helm.sh/helm/v4/internal/version.metadata= -X helm.sh/helm/v4/internal/version.gitTreeState=clean"
   helm_dir="$out"
 }
 
@@ -388,31 +393,12 @@ ensure_promtool() {
     promtool_dir="$out"
     return 0
   fi
-  prepare_go promtool
-  require_module "$work/promtool" github.com/prometheus/prometheus "$PROMETHEUS_VERSION"
-  cat > "$work/promtool/tools.go" <<'GO'
-//go:build tools
-
-package tools
-
-import _ "github.com/prometheus/prometheus/cmd/promtool"
-GO
   # v0.3XX.Y -> 3.XX.Y, the release `promtool --version` reports.
   local release="${PROMETHEUS_VERSION#v0.}"
   release="${release:0:1}.${release:1}"
-  log "building promtool ${PROMETHEUS_VERSION} (Prometheus ${release}; first time: several minutes on 2 cores)"
-  local start=$SECONDS
-  rm -rf "$out.partial"
-  mkdir -p "$out.partial"
-  (cd "$work/promtool" && go mod tidy >&2 &&
-    go build -trimpath -tags remove_all_sd -ldflags "-s -w -X github.com/prometheus/common/version.Version=${release}" \
-      -o "$out.partial/promtool" github.com/prometheus/prometheus/cmd/promtool >&2)
-  log "promtool built in $((SECONDS - start))s"
-  "$out.partial/promtool" --version >&2
-  rm -rf "$out"
-  mv "$out.partial" "$out"
-  touch "$out/.complete"
-  log "done: $out"
+  build_go_command promtool github.com/prometheus/prometheus "$PROMETHEUS_VERSION" \
+    github.com/prometheus/prometheus/cmd/promtool "$out" --version \
+    -tags remove_all_sd -ldflags "-s -w -X github.com/prometheus/common/version.Version=${release}"
   promtool_dir="$out"
 }
 
