@@ -7,7 +7,7 @@ import { execFile } from "node:child_process";
 import { before } from "node:test";
 import { ensurePromtool } from "../../sandbox/binaries.ts";
 
-/** promtool's first build links every cloud SDK of Prometheus's service discovery: 18 min on 2 cores. */
+/** promtool's first build: ≈ 4 min on 2 cores (module download apart); an hour leaves room for a slow machine and a slow proxy. */
 const FIRST_BUILD_MS = 60 * 60_000;
 
 /**
