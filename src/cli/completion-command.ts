@@ -6,7 +6,7 @@
  * through `kubectl_complete-fleet_mirror` (program.ts) without any script.
  */
 import { type CommandDefinition, commandHelp, type FlagSpecs, runCli, UsageError, writeOut } from "./common.ts";
-import { DIRECTIVE_ERROR, DIRECTIVE_NO_FILE_COMPLETION } from "./completion.ts";
+import { DIRECTIVE_ERROR, DIRECTIVE_NO_FILE_COMPLETION } from "./completion-directives.ts";
 
 export const SHELLS = ["bash", "zsh"] as const;
 type Shell = (typeof SHELLS)[number];

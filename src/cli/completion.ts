@@ -12,10 +12,7 @@
  */
 import { COMMANDS, commandNamed, LEADING_FLAGS, splitCommandLine } from "./commands.ts";
 import type { FlagSpecs } from "./common.ts";
-
-export const DIRECTIVE_DEFAULT = 0;
-export const DIRECTIVE_ERROR = 1;
-export const DIRECTIVE_NO_FILE_COMPLETION = 4;
+import { DIRECTIVE_DEFAULT, DIRECTIVE_ERROR, DIRECTIVE_NO_FILE_COMPLETION } from "./completion-directives.ts";
 
 export interface Candidate {
   readonly value: string;

@@ -6,13 +6,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { COMMANDS, splitCommandLine } from "../../src/cli/commands.ts";
-import {
-  type Completions,
-  complete,
-  DIRECTIVE_DEFAULT,
-  DIRECTIVE_NO_FILE_COMPLETION,
-  formatCompletions,
-} from "../../src/cli/completion.ts";
+import { type Completions, complete, formatCompletions } from "../../src/cli/completion.ts";
+import { DIRECTIVE_DEFAULT, DIRECTIVE_NO_FILE_COMPLETION } from "../../src/cli/completion-directives.ts";
 import { invocationOf } from "../../src/cli/program.ts";
 
 const values = (c: Completions): string[] => c.candidates.map((candidate) => candidate.value);
