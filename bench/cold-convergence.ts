@@ -23,16 +23,10 @@ import type { KubeObject, Service } from "../src/core/objects.ts";
 import type { Supervisor } from "../src/supervisor/supervisor.ts";
 import { Fleet } from "../test/helpers/fleet.ts";
 import {
-  addressesPath,
-  addressesPointAt,
   BENCH_MODES,
   type BenchMode,
   type BenchOptions,
-  collectionPath,
-  copyAddressesForCreate,
-  copyForCreate,
   diffCounts,
-  ensureLocalNamespace,
   listAll,
   localAdminClient,
   localWritesByKind,
@@ -42,7 +36,6 @@ import {
   round,
   runPool,
   type ScenarioResult,
-  serviceHasPort,
   shapeRemote,
   sleep,
   splitWrites,
@@ -50,6 +43,15 @@ import {
   waitWriterIdle,
   writeResult,
 } from "./harness.ts";
+import {
+  addressesPath,
+  addressesPointAt,
+  collectionPath,
+  copyAddressesForCreate,
+  copyForCreate,
+  ensureLocalNamespace,
+  serviceHasPort,
+} from "./mirror-objects.ts";
 import { ProgressRecorder, type ProgressSeries } from "./series.ts";
 
 export const WRITE_CONCURRENCY = 16;

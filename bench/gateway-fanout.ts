@@ -47,17 +47,10 @@ import type { Fleet } from "../test/helpers/fleet.ts";
 import { converge, WRITE_CONCURRENCY } from "./cold-convergence.ts";
 import { cpuDelta, cpuSplit } from "./cpu-split.ts";
 import {
-  addressesPath,
-  addressesPointAt,
   BENCH_MODES,
   type BenchMode,
   type BenchOptions,
-  CountingWatch,
-  collectionPath,
-  copyAddressesForCreate,
-  copyForCreate,
   diffCounts,
-  ensureLocalNamespace,
   GATEWAY_PORT,
   localAdminClient,
   localWritesByKind,
@@ -72,6 +65,15 @@ import {
   waitWriterIdle,
   writeResult,
 } from "./harness.ts";
+import {
+  addressesPath,
+  addressesPointAt,
+  CountingWatch,
+  collectionPath,
+  copyAddressesForCreate,
+  copyForCreate,
+  ensureLocalNamespace,
+} from "./mirror-objects.ts";
 
 /** Pairs (bare run, fleet-mirror run) per mode; odd, so the median is one pair's ratio. */
 const ROUNDS = 3;

@@ -44,13 +44,12 @@ import {
   round,
   runPool,
   type ScenarioResult,
-  serviceHasPort,
   sleep,
-  slicePointsAt,
   waitAllSynced,
   writeResult,
 } from "./harness.ts";
 import { actorHeaps, processRss, startController, waitStatus, writerSettled } from "./memory.ts";
+import { serviceHasPort, slicePointsAt } from "./mirror-objects.ts";
 
 const GATEWAY_IP = "198.18.0.40";
 const NAMESPACE = "bench";

@@ -16,7 +16,8 @@ import type { Service } from "../src/core/objects.ts";
 import { AuditLog, MIRROR_RESOURCES } from "../test/helpers/audit.ts";
 import { CONTROLLER_NAMESPACE, Fleet } from "../test/helpers/fleet.ts";
 import { type Replica, Replicas } from "../test/helpers/replicas.ts";
-import { collectionPath, listAll, localAdminClient, MIRROR_SELECTOR, runPool, sleep } from "./harness.ts";
+import { listAll, localAdminClient, MIRROR_SELECTOR, runPool, sleep } from "./harness.ts";
+import { collectionPath } from "./mirror-objects.ts";
 import { shapeShardedWorld } from "./sharded.ts";
 
 const { values } = parseArgs({

@@ -51,10 +51,7 @@ import { CONTROLLER_NAMESPACE, Fleet } from "../test/helpers/fleet.ts";
 import { type Replica, Replicas } from "../test/helpers/replicas.ts";
 import { cpuSplit, descendants, pin } from "./cpu-affinity.ts";
 import {
-  addressesPath,
-  addressesPointAt,
   type BenchOptions,
-  collectionPath,
   listAll,
   localAdminClient,
   MIRROR_SELECTOR,
@@ -63,11 +60,11 @@ import {
   round,
   runPool,
   type ScenarioResult,
-  serviceHasPort,
   shapeRemote,
   sleep,
   writeResult,
 } from "./harness.ts";
+import { addressesPath, addressesPointAt, collectionPath, serviceHasPort } from "./mirror-objects.ts";
 
 const NAMESPACE = "bench";
 const GATEWAY_IP = "198.18.0.10";

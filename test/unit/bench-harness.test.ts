@@ -5,13 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import {
-  addressesPointAt,
-  copyAddressesForCreate,
-  GATEWAY_PORT,
-  slicePointsAt,
-  splitWrites,
-} from "../../bench/harness.ts";
+import { GATEWAY_PORT, splitWrites } from "../../bench/harness.ts";
+import { addressesPointAt, copyAddressesForCreate, slicePointsAt } from "../../bench/mirror-objects.ts";
 import type { EndpointSlice, Endpoints } from "../../src/core/objects.ts";
 
 const IP = "198.18.0.10";
