@@ -65,6 +65,12 @@ const fleet: FleetStatus = {
     },
     mcs: { state: "active" },
     apiWarnings: 1,
+    // A dry run's plan (SPEC §13): its gauge has series only then.
+    dryRun: {
+      totals: { "create/Service": 1, "update/ServiceImport/status": 1 },
+      planned: [{ verb: "create", kind: "Service", object: "shop/web-east", key: "shop/web-east", cluster: "east" }],
+      omitted: 0,
+    },
   },
   placement: {
     setting: "auto",
