@@ -248,9 +248,14 @@ require_module() {
 # PACKAGE (a command of MODULE at VERSION) in a wrapper module whose tools.go imports it,
 # so `go mod tidy` resolves exactly that command's dependency graph at the module's own
 # versions, into OUT/NAME; checks it runs (`NAME VERSION_FLAG`) and stamps OUT complete.
+# Nothing is built when OUT is complete already.
 build_go_command() {
   local name="$1" module="$2" version="$3" package="$4" out="$5" version_flag="$6"
   shift 6
+  if [[ -f "$out/.complete" && -x "$out/$name" ]]; then
+    log "cached: $out"
+    return 0
+  fi
   prepare_go "$name"
   require_module "$work/$name" "$module" "$version"
   printf '//go:build tools\n\npackage tools\n\nimport _ "%s"\n' "$package" > "$work/$name/tools.go"
@@ -359,11 +364,6 @@ ensure_mcs_crds() {
 # version is stamped as helm's Makefile does, so `helm version` prints the pin.
 ensure_helm() {
   local out="$cache_root/helm-${HELM_VERSION}"
-  if [[ -f "$out/.complete" && -x "$out/helm" ]]; then
-    log "cached: $out"
-    helm_dir="$out"
-    return 0
-  fi
   build_go_command helm helm.sh/helm/v4 "$HELM_VERSION" helm.sh/helm/v4/cmd/helm "$out" version \
     -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=${HELM_VERSION} -X helm.sh/helm/v4/internal/version.metadata= -X helm.sh/helm/v4/internal/version.gitTreeState=clean"
   helm_dir="$out"
@@ -388,11 +388,6 @@ ensure_monitoring_crds() {
 # metrics`, `check rules` and `test rules` are the same code either way.
 ensure_promtool() {
   local out="$cache_root/promtool-${PROMETHEUS_VERSION}"
-  if [[ -f "$out/.complete" && -x "$out/promtool" ]]; then
-    log "cached: $out"
-    promtool_dir="$out"
-    return 0
-  fi
   # v0.3XX.Y -> 3.XX.Y, the release `promtool --version` reports.
   local release="${PROMETHEUS_VERSION#v0.}"
   release="${release:0:1}.${release:1}"
