@@ -12,12 +12,14 @@ import { availableParallelism } from "node:os";
 export interface CpuSplit {
   readonly controlPlane: string;
   readonly controller: string;
+  /** Every CPU: what a process pinned to one side is given back. */
+  readonly every: string;
 }
 
 /** The split, or undefined on a machine with one CPU (nothing to split). */
 export function cpuSplit(): CpuSplit | undefined {
   const n = availableParallelism();
-  return n < 2 ? undefined : { controlPlane: "0", controller: n === 2 ? "1" : `1-${n - 1}` };
+  return n < 2 ? undefined : { controlPlane: "0", controller: n === 2 ? "1" : `1-${n - 1}`, every: `0-${n - 1}` };
 }
 
 /** The pids of `pid`'s children, grandchildren and so on (from /proc). */

@@ -38,7 +38,6 @@
  * with the fleet's size and falls with a faster local API server; run on a busy machine
  * it is dominated by whatever else runs (figures of 0.23 to 2.0 in one session).
  */
-import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
 import { CoordinationV1Api } from "@kubernetes/client-node";
 import { applyRbacYaml } from "../sandbox/rbac.ts";
@@ -213,18 +212,25 @@ async function convergePair(
   const prefix = world.prefix ?? "";
   const where = world.cpus ? ` on CPUs ${world.cpus}` : "";
   const placed = world.cpus ? { cpus: world.cpus } : {};
+  // From the replicas' spawn until every mirror is right; `firstMs`: until the first was.
+  const converge = async (what: string, spawn: () => Promise<unknown>) => {
+    const started = Date.now();
+    await spawn();
+    let firstMs = 0;
+    const ms = await waitFor(
+      what,
+      world.mirrors,
+      () => rightMirrors(client),
+      started,
+      (at) => {
+        firstMs = at;
+      },
+    );
+    return { ms, firstMs };
+  };
   progress(`sharded: one replica${where} converging ${world.clusters} clusters × ${world.services} Services`);
-  let started = Date.now();
-  await replicas.add(`${prefix}solo`, { args: ["--leader-elect", ...COMMON_ARGS], entry: "dist", ...placed });
-  let oneFirstMs = 0;
-  const oneMs = await waitFor(
-    "one replica converging",
-    world.mirrors,
-    () => rightMirrors(client),
-    started,
-    (ms) => {
-      oneFirstMs = ms;
-    },
+  const one = await converge("one replica converging", () =>
+    replicas.add(`${prefix}solo`, { args: ["--leader-elect", ...COMMON_ARGS], entry: "dist", ...placed }),
   );
   await replicas.get(`${prefix}solo`).kill();
   await resetLocal(fleet, client);
@@ -232,19 +238,10 @@ async function convergePair(
   progress(`sharded: three replicas${where} (--shards ${SHARDS}) converging the same world`);
   const names = [0, 1, 2].map((i) => `${prefix}fm-${i}`);
   const args = ["--leader-elect", "--shards", String(SHARDS), ...COMMON_ARGS];
-  started = Date.now();
-  await Promise.all(names.map((name) => replicas.add(name, { args, entry: "dist", ...placed })));
-  let threeFirstMs = 0;
-  const threeMs = await waitFor(
-    "three replicas converging",
-    world.mirrors,
-    () => rightMirrors(client),
-    started,
-    (ms) => {
-      threeFirstMs = ms;
-    },
+  const three = await converge("three replicas converging", () =>
+    Promise.all(names.map((name) => replicas.add(name, { args, entry: "dist", ...placed }))),
   );
-  return { names, oneMs, threeMs, oneFirstMs, threeFirstMs };
+  return { names, oneMs: one.ms, threeMs: three.ms, oneFirstMs: one.firstMs, threeFirstMs: three.firstMs };
 }
 
 export async function runSharded(opts: BenchOptions): Promise<ScenarioResult> {
@@ -311,7 +308,6 @@ export async function runSharded(opts: BenchOptions): Promise<ScenarioResult> {
       // The same world as the first pair: without the Service the failover added.
       await Promise.all(size.remotes.map((remote) => fleet.deleteService(remote, NAMESPACE, "after-kill")));
       await resetLocal(fleet, client);
-      const restore = String(availableParallelism() === 1 ? 0 : `0-${availableParallelism() - 1}`);
       pin([process.pid, ...descendants(process.pid)], split.controlPlane);
       try {
         splitPair = await convergePair(fleet, replicas, client, {
@@ -323,7 +319,7 @@ export async function runSharded(opts: BenchOptions): Promise<ScenarioResult> {
         });
       } finally {
         // The scenarios after this one run on every CPU again.
-        pin([process.pid, ...descendants(process.pid)], restore);
+        pin([process.pid, ...descendants(process.pid)], split.every);
       }
     }
 
