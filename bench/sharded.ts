@@ -237,7 +237,8 @@ async function convergePair(
 
   progress(`sharded: three replicas${where} (--shards ${SHARDS}) converging the same world`);
   const names = [0, 1, 2].map((i) => `${prefix}fm-${i}`);
-  const args = ["--leader-elect", "--shards", String(SHARDS), ...COMMON_ARGS];
+  // As deploy/sharded/ runs them: --expected-replicas is the Deployment's replica count.
+  const args = ["--leader-elect", "--shards", String(SHARDS), "--expected-replicas", "3", ...COMMON_ARGS];
   const three = await converge("three replicas converging", () =>
     Promise.all(names.map((name) => replicas.add(name, { args, entry: "dist", ...placed }))),
   );

@@ -69,6 +69,12 @@ export interface Config {
    */
   readonly shards: number;
   /**
+   * Sharded: the Deployment's replica count. A starting replica takes shards as soon as
+   * it sees this many live replicas, instead of after the join's quiet window (one retry
+   * period); 0 (default) = unknown, always the window.
+   */
+  readonly expectedReplicas: number;
+  /**
    * Shadow mode: watch and plan everything, write nothing to the local cluster (no
    * mirror, Namespace, Event or Lease), and report the plan. Refused with --leader-elect
    * (a Lease is a write, and a dry run takes nobody's place).
@@ -194,6 +200,12 @@ export const runFlags = {
     description:
       "spread the clusters over N shards, each held by one replica through its own Lease (needs --leader-elect)",
   },
+  "expected-replicas": {
+    type: "string",
+    default: "0",
+    description:
+      "with --shards: the Deployment's replica count; a starting replica takes its shards once it sees that many, without waiting a retry period for more (0: unknown)",
+  },
   "dry-run": {
     type: "boolean",
     default: false,
@@ -307,6 +319,7 @@ export function parseRunConfig(argv: readonly string[], env: NodeJS.ProcessEnv =
     renewDeadlineMs: parseNumericFlag("leader-election-renew-deadline", str("leader-election-renew-deadline")),
     retryPeriodMs: parseNumericFlag("leader-election-retry-period", str("leader-election-retry-period")),
     shards: parseNumericFlag("shards", str("shards")),
+    expectedReplicas: parseNumericFlag("expected-replicas", str("expected-replicas")),
     dryRun: values["dry-run"] === true,
   };
   if (config.dryRun && config.leaderElect)
@@ -315,6 +328,10 @@ export function parseRunConfig(argv: readonly string[], env: NodeJS.ProcessEnv =
     );
   if (config.shards > 1 && !config.leaderElect)
     throw new ConfigError(`--shards ${config.shards}: needs --leader-elect (each shard is held through a Lease)`);
+  if (config.expectedReplicas > 0 && config.shards === 1)
+    throw new ConfigError(
+      `--expected-replicas ${config.expectedReplicas}: only applies with --shards (the join of a sharded replica)`,
+    );
   if (config.adminAddr !== "") parseHostPort(config.adminAddr, "admin-addr");
   if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(config.leaderElectionId) || config.leaderElectionId.length > 253)
     throw new ConfigError("--leader-election-id: must be a DNS subdomain name (a Lease's name)");

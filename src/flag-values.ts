@@ -46,6 +46,7 @@ export const numericFlags = {
   "leader-election-renew-deadline": { kind: "duration", minMs: 100, maxMs: DAY_MS },
   "leader-election-retry-period": { kind: "duration", minMs: 100, maxMs: DAY_MS },
   shards: { kind: "integer", min: 1, max: 1_024, note: "not sharded" },
+  "expected-replicas": { kind: "integer", min: 0, max: 1_024, note: "unknown" },
 } as const satisfies Record<string, NumericRule>;
 
 export type NumericFlag = keyof typeof numericFlags;

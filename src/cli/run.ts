@@ -157,6 +157,7 @@ function shardCoordinator(
     leaseId: config.leaderElectionId,
     identity: config.leaderElectionIdentity,
     shards: config.shards,
+    expectedReplicas: config.expectedReplicas,
     leaseDurationMs: config.leaseDurationMs,
     renewDeadlineMs: config.renewDeadlineMs,
     retryPeriodMs: config.retryPeriodMs,

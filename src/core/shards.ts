@@ -179,6 +179,10 @@ export function shardOfLeaseName(leaseId: string, name: string, shards: number):
  *   each other settle on the same live set and want disjoint shares from the start. The
  *   lists are made more often while joining (membership.ts), so the window ends soon
  *   after the last replica appeared instead of at the next whole retry period;
+ * - or at once, at the first list that shows `expectedReplicas` live replicas or more
+ *   (`--expected-replicas`, the Deployment's replica count; 0: unknown): every replica
+ *   of a Deployment started together has then seen every other, so waiting out the
+ *   window buys nothing (a rollout that starts 3 replicas saves one retry period);
  * - or, whatever the lists show, `maxWaitMs` after `since`, so a stream of joining
  *   replicas delays a newcomer by a bounded time;
  * - once settled it stays settled (a later change is a join or leave, handled by the
@@ -197,8 +201,8 @@ export interface JoinState {
 
 /**
  * The join after one more list showing our own membership Lease, at `now` with `live`
- * replicas: settled once the live set stayed the same for `windowMs`, or `maxWaitMs`
- * after the first such list.
+ * replicas: settled once the live set stayed the same for `windowMs`, at once when it
+ * holds `expectedReplicas` (> 0) replicas, or `maxWaitMs` after the first such list.
  */
 export function observeJoin(
   state: JoinState | undefined,
@@ -206,11 +210,14 @@ export function observeJoin(
   now: number,
   windowMs: number,
   maxWaitMs: number,
+  expectedReplicas = 0,
 ): JoinState {
-  const key = [...new Set(live)].sort().join("\n");
-  if (state === undefined) return { since: now, changedAt: now, live: key, settled: false };
+  const distinct = new Set(live);
+  const key = [...distinct].sort().join("\n");
+  const complete = expectedReplicas > 0 && distinct.size >= expectedReplicas;
+  if (state === undefined) return { since: now, changedAt: now, live: key, settled: complete };
   if (state.settled) return state;
   const changedAt = key === state.live ? state.changedAt : now;
   const quiet = key === state.live && now - changedAt >= windowMs;
-  return { since: state.since, changedAt, live: key, settled: quiet || now - state.since >= maxWaitMs };
+  return { since: state.since, changedAt, live: key, settled: complete || quiet || now - state.since >= maxWaitMs };
 }

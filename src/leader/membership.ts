@@ -16,7 +16,8 @@
  *
  * - joining: a replica that has just started takes no shard until the lists settle
  *   (`observeJoin`, src/core/shards.ts): after its own membership Lease became visible,
- *   the live set stayed the same for a retry period, or a lease duration passed. The
+ *   the live set stayed the same for a retry period, it shows `--expected-replicas`
+ *   replicas (when given), or a lease duration passed. The
  *   view says so (`joined`); replicas started together then want disjoint shares from
  *   the start instead of the first one taking every shard and giving most back. While
  *   joining it lists `JOIN_LISTS_PER_PERIOD` times per retry period (its own Lease is
@@ -62,6 +63,8 @@ export interface ReplicaMembershipOptions {
   readonly leaseId: string;
   readonly identity: string;
   readonly shards: number;
+  /** --expected-replicas (0 or absent: unknown): the join settles once this many are live. */
+  readonly expectedReplicas?: number;
   readonly leaseDurationMs: number;
   readonly retryPeriodMs: number;
   readonly logger: Logger;
@@ -232,7 +235,14 @@ export class ReplicaMembership extends EventEmitter<{ view: [ReplicaView] }> {
     const sorted = [...live].sort();
     const own = this.#observations.get(this.#ownName);
     if (own && holderOf(own) === this.#o.identity)
-      this.#join = observeJoin(this.#join, sorted, now, this.#o.retryPeriodMs, this.#o.leaseDurationMs);
+      this.#join = observeJoin(
+        this.#join,
+        sorted,
+        now,
+        this.#o.retryPeriodMs,
+        this.#o.leaseDurationMs,
+        this.#o.expectedReplicas ?? 0,
+      );
     const view: ReplicaView = { live: sorted, holders, joined: this.#join?.settled === true };
     const key = JSON.stringify([view.live, [...holders].sort((a, b) => a[0] - b[0]), view.joined]);
     if (key === this.#viewKey) return;

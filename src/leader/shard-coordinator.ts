@@ -46,6 +46,8 @@ export interface ShardCoordinatorOptions {
   readonly leaseId: string;
   readonly identity: string;
   readonly shards: number;
+  /** --expected-replicas (0: unknown): see `observeJoin`. */
+  readonly expectedReplicas?: number;
   readonly leaseDurationMs: number;
   readonly renewDeadlineMs: number;
   readonly retryPeriodMs: number;
@@ -76,6 +78,7 @@ export class ShardCoordinator {
       leaseId: options.leaseId,
       identity: options.identity,
       shards: options.shards,
+      ...(options.expectedReplicas ? { expectedReplicas: options.expectedReplicas } : {}),
       leaseDurationMs: options.leaseDurationMs,
       retryPeriodMs: options.retryPeriodMs,
       logger: options.logger,

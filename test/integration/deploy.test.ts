@@ -298,6 +298,8 @@ describe("deploy/: the installation manifests on a real API server", () => {
       "--leader-elect",
       "--shards",
       "6",
+      "--expected-replicas",
+      "3",
       "--admin-addr",
       ":9999",
     ]);

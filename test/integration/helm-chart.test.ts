@@ -141,7 +141,7 @@ describe("charts/fleet-mirror: the Helm chart", () => {
     assert.equal(at(container, "image"), "registry.example.com/mirrors/fleet-mirror:0.1.0-rc.1");
     assert.equal(at(container, "imagePullPolicy"), "Always");
     assert.deepEqual(at(container, "args"), [
-      ...["run", "--leader-elect", "--shards", "4", "--admin-addr", ":9999"],
+      ...["run", "--leader-elect", "--shards", "4", "--expected-replicas", "3", "--admin-addr", ":9999"],
       ...["--leader-election-id", "fleet-mirror-blue", "--leader-election-lease-duration", "15s"],
       ...["--leader-election-renew-deadline", "10s", "--leader-election-retry-period", "3s"],
       ...["--max-threads", "4", "--max-concurrent-starts", "2", "--actor-max-old-space-mb", "128"],

@@ -36,6 +36,7 @@ const BAD_VALUES: Record<string, { readonly bad: readonly string[]; readonly all
   "actor-max-old-space-mb": { bad: ["15", "96.5", "96MB", "", "65537"], allowed: /16 to 65536/ },
   "max-threads": { bad: ["-1", "1.5", "", "1025", "Auto"], allowed: /0 \(one per cluster\) to 1024, or auto/ },
   shards: { bad: ["0", "-1", "2.5", "", "1025"], allowed: /1 \(not sharded\) to 1024/ },
+  "expected-replicas": { bad: ["-1", "2.5", "", "three", "1025"], allowed: /0 \(unknown\) to 1024/ },
   "admin-addr": { bad: [":65536", ":99999", "127.0.0.1:-1", "127.0.0.1", ":http"], allowed: /port 0 to 65535/ },
   "leader-election-lease-duration": { bad: ["0", "500ms", "25h", "soon"], allowed: /1s to 24h/ },
   "leader-election-renew-deadline": { bad: ["0", "50ms", "25h"], allowed: /100ms to 24h/ },
@@ -87,6 +88,7 @@ describe("run's numeric flags", () => {
       ["max-threads", "0"],
       ["max-threads", "1024"],
       ["shards", "1"],
+      ["expected-replicas", "0"],
       ["max-threads", "auto"],
       ["blocked-recheck-period", "100ms"],
       ["blocked-recheck-period", "24h"],
@@ -219,5 +221,12 @@ describe("--shards", () => {
 
   it("refuses S > 1 without --leader-elect, naming both flags", () => {
     assert.throws(() => parseRunConfig(["--shards", "6"], {}), /--shards 6: needs --leader-elect/);
+    assert.throws(
+      () => parseRunConfig(["--leader-elect", "--expected-replicas", "3"], {}),
+      /--expected-replicas 3: only applies with --shards/,
+    );
+    const sharded = parseRunConfig(["--leader-elect", "--shards", "6", "--expected-replicas", "3"], {});
+    assert.ok(sharded !== "help");
+    assert.equal(sharded.expectedReplicas, 3);
   });
 });

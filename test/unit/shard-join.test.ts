@@ -11,11 +11,11 @@ const MAX_WAIT_MS = 8_000;
 const WINDOW_MS = 1_000;
 
 /** Feeds lists (live sets at `intervalMs` intervals) and returns the state after each. */
-function replay(lists: readonly (readonly string[])[], intervalMs = 1_000): JoinState[] {
+function replay(lists: readonly (readonly string[])[], intervalMs = 1_000, expectedReplicas = 0): JoinState[] {
   const states: JoinState[] = [];
   let state: JoinState | undefined;
   for (const [i, live] of lists.entries()) {
-    state = observeJoin(state, live, i * intervalMs, WINDOW_MS, MAX_WAIT_MS);
+    state = observeJoin(state, live, i * intervalMs, WINDOW_MS, MAX_WAIT_MS, expectedReplicas);
     states.push(state);
   }
   return states;
@@ -45,6 +45,33 @@ describe("observeJoin", () => {
       7,
     );
     assert.equal(states.at(-1)?.live, three.join("\n"));
+  });
+
+  it("with --expected-replicas, settles at the first list showing that many, without the window", () => {
+    const three = ["fm-0", "fm-1", "fm-2"];
+    const lists = [["fm-0"], ["fm-0", "fm-1"], three, three];
+    assert.deepEqual(
+      replay(lists, 250, 3).map((s) => s.settled),
+      [false, false, true, true],
+    );
+    // Already complete at the first list (the others were up first); more (a surge) counts too.
+    assert.equal(replay([three], 250, 3)[0]?.settled, true);
+    assert.equal(replay([[...three, "fm-3"]], 250, 3)[0]?.settled, true);
+    // Fewer than expected (one replica did not start): the quiet window still settles it.
+    assert.equal(
+      replay(
+        [
+          ["fm-0", "fm-1"],
+          ["fm-0", "fm-1"],
+          ["fm-0", "fm-1"],
+        ],
+        1_000,
+        3,
+      ).findIndex((s) => s.settled),
+      1,
+    );
+    // A replica named twice (its Lease seen twice) is one replica.
+    assert.equal(replay([["fm-0", "fm-0", "fm-1"]], 250, 3)[0]?.settled, false);
   });
 
   it("settles after the bounded wait while replicas keep appearing", () => {
