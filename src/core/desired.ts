@@ -56,7 +56,10 @@ export interface DesiredMirror {
   readonly name: string;
   /** Remote Service `namespace/name`, for logs and status. */
   readonly remote: string;
-  /** Exactly the four mirror labels, shared by the Service and the Endpoints. */
+  /**
+   * Exactly the four mirror labels, shared by the Service and the Endpoints (a sharded
+   * writer adds the shard label before planning, core/shard-label.ts).
+   */
   readonly labels: Readonly<Record<string, string>>;
   /** The `mirror.linkerd.io/*` annotations of the Service, exactly. */
   readonly serviceAnnotations: Readonly<Record<string, string>>;

@@ -59,3 +59,9 @@ export const SKIP_MIRROR_LABEL = "endpointslice.kubernetes.io/skip-mirror";
  * With `mirrored-service: "true"` it marks them as fleet-mirror's.
  */
 export const SERVICE_IMPORT_LABEL = "mirror.linkerd.io/service-import";
+
+/**
+ * Sharded (`--shards S` > 1): the shard of the cluster a mirror object belongs to,
+ * `<k>-of-<S>`; each writer watches only its own shards' (core/shard-label.ts).
+ */
+export const SHARD_LABEL = "mirror.linkerd.io/shard";

@@ -66,7 +66,9 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>> {
   readonly path: string;
   readonly #client: KubeClient;
-  readonly #selectors: Query;
+  #selectors: Query;
+  /** The label selector of the last complete list (what the store holds). */
+  #listedSelector: string | undefined;
   readonly #pageSize: number;
   readonly #watchTimeout: { readonly min: number; readonly max: number };
   readonly #inactivityTimeoutMs: number;
@@ -89,6 +91,8 @@ export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>
   #loop: Promise<void> | undefined;
   #stopped = false;
   readonly #stop = new AbortController();
+  /** Aborted by `setLabelSelector`: ends the list or watch in flight, which is then not a failure. */
+  #phase = new AbortController();
 
   /** Throws on invalid options (non-positive sizes, min > max, a path not starting with `/`). */
   constructor(options: WatcherOptions<T>) {
@@ -136,6 +140,25 @@ export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>
     return this.#store.size;
   }
 
+  /**
+   * Lists and watches with `labelSelector` from now on (undefined: none). The request in
+   * flight is ended at once and a list with the new selector replaces the store, its
+   * changes emitted as for any relist (objects the selector no longer matches leave
+   * with a change to undefined); until then the store holds what the old one matched.
+   * A list that was running with the old selector is not used. No-op when unchanged.
+   */
+  setLabelSelector(labelSelector: string | undefined): void {
+    if (this.#selectors.labelSelector === labelSelector) return;
+    this.#selectors = { ...this.#selectors, labelSelector };
+    this.#resourceVersion = undefined;
+    this.#phase.abort();
+  }
+
+  /** Whether the store holds what the current label selector matches (its last list used it). */
+  get listedWithSelector(): boolean {
+    return this.#hasSynced && this.#listedSelector === this.#selectors.labelSelector;
+  }
+
   /** True once the first list completed; stays true (the store then holds the last known state). */
   get hasSynced(): boolean {
     return this.#hasSynced;
@@ -153,17 +176,22 @@ export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>
 
   async #run(): Promise<void> {
     while (!this.#stopped) {
+      if (this.#phase.signal.aborted) this.#phase = new AbortController();
+      const signal = this.#phase.signal;
       const resourceVersion = this.#resourceVersion;
       const phase = resourceVersion === undefined ? "list" : "watch";
       try {
         if (resourceVersion === undefined) {
-          this.#resourceVersion = await this.#list();
+          const listed = await this.#list(signal);
+          // A selector set during the list: that list is not the store's; list again.
+          if (!signal.aborted) this.#resourceVersion = listed;
           this.#consecutiveFailures = 0;
         } else {
-          await this.#watch(resourceVersion);
+          await this.#watch(resourceVersion, signal);
         }
       } catch (error) {
         if (this.#stopped) break;
+        if (signal.aborted) continue; // a new selector ended it: no failure, list at once
         const fault = classifyWatchError(error);
         if (fault.gone) {
           this.#resourceVersion = undefined;
@@ -191,7 +219,8 @@ export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>
   }
 
   /** One complete paginated list, then the atomic swap. Resolves with the list's resourceVersion. */
-  async #list(): Promise<string> {
+  async #list(signal: AbortSignal): Promise<string> {
+    const selectors = this.#selectors;
     const fresh = new Map<string, T>();
     const paginated = !this.#unpaginatedNext;
     let continueToken: string | undefined;
@@ -200,8 +229,8 @@ export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>
       let page: unknown;
       try {
         page = await this.#client.request<unknown>("GET", this.path, {
-          query: { ...this.#selectors, limit: paginated ? this.#pageSize : undefined, continue: continueToken },
-          signal: this.#stop.signal,
+          query: { ...selectors, limit: paginated ? this.#pageSize : undefined, continue: continueToken },
+          signal: AbortSignal.any([this.#stop.signal, signal]),
         });
       } catch (error) {
         if (error instanceof KubeApiError && error.status === 410 && continueToken !== undefined) {
@@ -238,9 +267,10 @@ export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>
     if (resourceVersion === undefined || resourceVersion === "") {
       throw new WatchFault("decode", `GET ${this.path}: list answer has no resourceVersion`);
     }
-    if (this.#stopped) return resourceVersion;
+    if (this.#stopped || signal.aborted) return resourceVersion;
 
     this.#unpaginatedNext = false;
+    this.#listedSelector = typeof selectors.labelSelector === "string" ? selectors.labelSelector : undefined;
     const changes = this.#store.replace(fresh);
     this.#hasSynced = true;
     this.#lastListedAt = Date.now();
@@ -255,13 +285,14 @@ export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>
    * the next watch starts from the last one seen. Resolves when the server ends the
    * stream normally; throws on any failure.
    */
-  async #watch(resourceVersion: string): Promise<void> {
+  async #watch(resourceVersion: string, signal: AbortSignal): Promise<void> {
     let delivered = false;
     let inactive = false;
     let streamError: WatchFault | undefined;
     const abort = new AbortController();
     const onStop = (): void => abort.abort();
     this.#stop.signal.addEventListener("abort", onStop, { once: true });
+    signal.addEventListener("abort", onStop, { once: true });
     const watchdog = setTimeout(() => {
       inactive = true;
       abort.abort();
@@ -328,6 +359,7 @@ export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>
     } finally {
       clearTimeout(watchdog);
       this.#stop.signal.removeEventListener("abort", onStop);
+      signal.removeEventListener("abort", onStop);
       if (delivered) this.#consecutiveFailures = 0;
     }
     if (streamError) throw streamError;

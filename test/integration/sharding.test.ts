@@ -12,7 +12,11 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import { DiscoveryV1Api } from "@kubernetes/client-node";
+import { CLUSTER_NAME, MIRRORED_SERVICE, SHARD_LABEL } from "../../src/core/labels.ts";
+import { shardLabelValue } from "../../src/core/shard-label.ts";
 import { describeWrites, MIRROR_RESOURCES } from "../helpers/audit.ts";
+import { eventually } from "../helpers/kube.ts";
 import { describeForeignWrites, writersByObject } from "../helpers/shard-audit.ts";
 import { NAMESPACE, ShardedWorld } from "../helpers/sharded-world.ts";
 
@@ -54,6 +58,24 @@ describe("sharding: three replicas, 60 clusters, 12 shards (audited)", () => {
         [],
         `mirror writes by a replica not holding the shard:\n${describeForeignWrites(foreign)}`,
       );
+
+      // Every object of a cluster's mirror carries its shard, which each writer's watches
+      // select on: a replica decodes its own shards' mirrors only (core/shard-label.ts).
+      await eventually("every mirror object labelled with its cluster's shard", async () => {
+        const services = await world.fleet.local.listNamespacedService({ namespace: NAMESPACE });
+        const slices = await world.fleet
+          .kubeConfig("local")
+          .makeApiClient(DiscoveryV1Api)
+          .listNamespacedEndpointSlice({ namespace: NAMESPACE });
+        const objects = [...services.items, ...slices.items].filter(
+          (o) => o.metadata?.labels?.[MIRRORED_SERVICE] === "true",
+        );
+        const wrong = objects.filter((o) => {
+          const cluster = o.metadata?.labels?.[CLUSTER_NAME] ?? "";
+          return o.metadata?.labels?.[SHARD_LABEL] !== shardLabelValue(world.shardOf(cluster), SHARDS);
+        });
+        return objects.length >= world.clusters.length * SERVICES.length * 2 && wrong.length === 0 ? true : undefined;
+      });
 
       const mirrorWrites = world.audit.writes({ namespace: NAMESPACE, resources: MIRROR_RESOURCES, since: started });
       const writers = writersByObject(mirrorWrites.filter((w) => names.includes(w.identity)));

@@ -95,6 +95,46 @@ describe("Watcher against a real API server", () => {
     assert.equal(watcher.stats.lists, 1, "no relist was needed");
   });
 
+  it("switches to a new label selector: the request in flight ends without a failure, a relist replaces the store and reports what left and came", async () => {
+    await createNamespace("reselect");
+    const labelled = (name: string, shard: string) =>
+      client.request<Service>("POST", "/api/v1/namespaces/reselect/services", {
+        body: { metadata: { name, labels: { shard } }, spec: { ports: [{ name: "http", port: 80 }] } },
+      });
+    for (const [name, shard] of [
+      ["a0", "0"],
+      ["a1", "1"],
+      ["b2", "2"],
+      ["b3", "3"],
+    ] as const)
+      await labelled(name, shard);
+    const recorded = startWatcher({ path: "/api/v1/namespaces/reselect/services", labelSelector: "shard in (0,1)" });
+    const { watcher, failures } = recorded;
+    const changes: string[] = [];
+    watcher.on("change", (key, _previous, current) => changes.push(`${key}:${current ? "in" : "out"}`));
+    await eventually("the first list", () => (watcher.listedWithSelector ? true : undefined));
+    assert.deepEqual([...watcher.keys()].sort(), ["reselect/a0", "reselect/a1"]);
+    // The watch runs: the selector changes under it.
+    await eventually("the watch to start", () => (watcher.stats.watchesStarted > 0 ? true : undefined));
+    changes.length = 0;
+    watcher.setLabelSelector("shard notin (0,1)");
+    assert.equal(watcher.listedWithSelector, false, "not listed with the new selector yet");
+    await eventually("the relist", () => (watcher.listedWithSelector ? true : undefined));
+    assert.deepEqual([...watcher.keys()].sort(), ["reselect/b2", "reselect/b3"]);
+    assert.deepEqual(changes.sort(), ["reselect/a0:out", "reselect/a1:out", "reselect/b2:in", "reselect/b3:in"]);
+    // The new watch follows the new selector: an object it matches comes, one it does not stays out.
+    await labelled("b4", "4");
+    await labelled("a5", "0");
+    await eventually("b4 to come", () => (watcher.get("reselect/b4") ? true : undefined));
+    assert.equal(watcher.get("reselect/a5"), undefined);
+    // Twice in a row (the second before the first relist): the last one wins.
+    watcher.setLabelSelector("shard=2");
+    watcher.setLabelSelector("shard in (0)");
+    await eventually("the last selector's list", () => (watcher.listedWithSelector ? true : undefined));
+    assert.deepEqual([...watcher.keys()].sort(), ["reselect/a0", "reselect/a5"]);
+    assert.deepEqual(failures, [], "a new selector is not a failure");
+  });
+
   it("recovers by itself when the API server is killed while Services change, and ends equal to a fresh list", async () => {
     await createNamespace("chaos");
     for (let i = 0; i < 5; i++) await createService("chaos", `s${i}`);

@@ -157,7 +157,7 @@ export class LocalWriterActor {
       options,
       log: this.#log,
       recordEvent: (event) => void this.recordEvent(event),
-      ownership: () => this.#fence.ownership,
+      ownership: () => this.#plannable(),
     });
     this.#channels = new DesiredChannels({
       absorb: (batch) => {
@@ -196,6 +196,11 @@ export class LocalWriterActor {
         this.#cache.sweep();
         this.#maybeReady();
         this.#onLocalApiBack();
+        const observed = this.#stores.noteListed();
+        if (observed.length > 0) {
+          this.#log.info({ shards: observed }, "mirrors of gained shards listed: their keys are planned");
+          if (this.#ready) this.#resyncAll();
+        }
       });
       watcher.on("watching", () => this.#onLocalApiBack());
       watcher.on("failure", (failure: WatchFailure) => {
@@ -206,6 +211,8 @@ export class LocalWriterActor {
   }
 
   start(): void {
+    // Sharded: the mirror watches admit no shard's mirrors until shards are held.
+    this.#stores.setShardFilter(this.#fence.ownership);
     this.#stores.start();
     if (!this.#dryRun) this.#events.start();
     this.#statusTimer = setInterval(() => {
@@ -266,6 +273,20 @@ export class LocalWriterActor {
   }
 
   /**
+   * What the reconciler may plan: the held shards whose mirrors the stores already hold
+   * (sharded, a gained shard's mirrors arrive with the relist its filter change starts;
+   * planned before, each would look missing and be created in vain).
+   */
+  #plannable(): ShardOwnership {
+    const ownership = this.#fence.ownership;
+    if (ownership.shards <= 1) return ownership;
+    const observed = this.#stores.observedHeld;
+    const held = [...ownership.held];
+    if (held.every((shard) => observed.has(shard))) return ownership;
+    return { shards: ownership.shards, held: new Set(held.filter((shard) => observed.has(shard))) };
+  }
+
+  /**
    * Sharded: the shards held now and their write deadlines (`writer.shards`). A message
    * older than the newest seen is ignored. The desired state of clusters of shards no
    * longer held is forgotten (nothing of theirs is planned or collected here any more)
@@ -277,6 +298,8 @@ export class LocalWriterActor {
     if (seq >= this.#shardsSeq) {
       this.#shardsSeq = seq;
       const change = this.#fence.setShards(held);
+      // Keys of a gained shard are planned once the stores hold its mirrors (`#plannable`).
+      this.#stores.setShardFilter(this.#fence.ownership);
       if (change.dropped.length > 0) {
         const ownership = this.#fence.ownership;
         const leaving = [...this.#desired.clusters()].filter((c) => !hostsCluster(ownership, c));

@@ -15,6 +15,8 @@ import type { EndpointSlice, Endpoints, KubeObject, Namespace, Service } from ".
 import { objectKey, splitKey } from "../../src/core/objects.ts";
 import { isFederatedObject } from "../../src/core/plan-federated.ts";
 import { isImportObject } from "../../src/core/plan-imports.ts";
+import { shardRequirement } from "../../src/core/shard-label.ts";
+import type { ShardOwnership } from "../../src/core/shards.ts";
 import type { KubeClient } from "../../src/kube/client.ts";
 import { OptionalWatch, type OptionalWatchLog } from "../../src/kube/optional-watch.ts";
 import { Watcher } from "../../src/kube/watcher.ts";
@@ -61,6 +63,10 @@ export class LocalStores {
   readonly slices: Watcher<EndpointSlice>;
   readonly namespaces: Watcher<Namespace>;
   readonly serviceImports: OptionalWatch<KubeObject>;
+  /** Sharded: the shards the mirror watches' selectors were last set to admit. */
+  #filterHeld: ReadonlySet<number> | undefined;
+  /** Sharded: the shards whose mirrors the three mirror stores hold (their last lists used the filter). */
+  #observedHeld: ReadonlySet<number> = new Set();
 
   /**
    * `shared`: the writer's table of repeated strings; the three mirror stores keep each
@@ -137,6 +143,40 @@ export class LocalStores {
       const mirrorKey = sliceMirrorKey(current) ?? sliceMirrorKey(previous);
       if (mirrorKey) route.enqueue(mirrorKey);
     });
+  }
+
+  /**
+   * Sharded: the mirror watches (Services, Endpoints, EndpointSlices) admit only the
+   * mirrors of `ownership`'s held shards and objects without another shard's label
+   * (core/shard-label.ts); a change relists them. `observedHeld` follows once all three
+   * have listed with it (`noteListed`). Not sharded: nothing changes.
+   */
+  setShardFilter(ownership: ShardOwnership): void {
+    if (ownership.shards <= 1) return;
+    const requirement = shardRequirement(ownership);
+    const and = (base: string) => (requirement ? `${base},${requirement}` : base);
+    this.services.setLabelSelector(and(MIRROR_SELECTOR));
+    this.endpoints.setLabelSelector(and(MIRROR_SELECTOR));
+    this.slices.setLabelSelector(and(SLICE_SELECTOR));
+    this.#filterHeld = new Set(ownership.held);
+  }
+
+  /**
+   * After a list: once the three mirror stores have listed with the current filter, the
+   * shards they hold are its shards. Returns the shards newly held in the stores (their
+   * keys can be planned now), else none.
+   */
+  noteListed(): number[] {
+    const filter = this.#filterHeld;
+    if (!filter || ![this.services, this.endpoints, this.slices].every((w) => w.listedWithSelector)) return [];
+    const gained = [...filter].filter((shard) => !this.#observedHeld.has(shard));
+    this.#observedHeld = filter;
+    return gained;
+  }
+
+  /** Sharded: the shards whose mirrors the stores hold (see `setShardFilter`). */
+  get observedHeld(): ReadonlySet<number> {
+    return this.#observedHeld;
   }
 
   /** The four watchers, in start order. */

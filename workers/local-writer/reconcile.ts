@@ -25,6 +25,7 @@ import { type Blocked, MIRROR_KINDS, type ObservedObject } from "../../src/core/
 import type { EndpointSlice, Endpoints } from "../../src/core/objects.ts";
 import { objectKey, splitKey } from "../../src/core/objects.ts";
 import { type MirrorPlan, planMirror } from "../../src/core/plan.ts";
+import { withShardLabel } from "../../src/core/shard-label.ts";
 import { hostsCluster, shardOf } from "../../src/core/shards.ts";
 import type { ReconcileResult } from "../../src/core/workqueue.ts";
 import type { FederatedServiceStatus } from "../../src/protocol/messages.ts";
@@ -132,7 +133,12 @@ export class MirrorReconciler {
     if (owner !== undefined && !hostsCluster(ownership, owner)) return undefined;
     const winner = owner && claimants.includes(owner) ? owner : claimants[0];
     if (winner === undefined && owner === undefined && ownership.shards > 1) return undefined;
-    const wanted = winner ? store.get(winner, key) : undefined;
+    const claimed = winner ? store.get(winner, key) : undefined;
+    // Sharded, every object of the mirror carries its cluster's shard (core/shard-label.ts).
+    const wanted =
+      claimed && ownership.shards > 1
+        ? { ...claimed, labels: withShardLabel(claimed.labels, claimed.cluster, ownership.shards) }
+        : claimed;
     // A headless mirror's addresses are its per-host Services' cluster IPs (SPEC §12).
     const desired = wanted?.headless ? resolveHeadless(wanted, (svc) => this.#hostIp(namespace, svc, wanted)) : wanted;
     const plan = planMirror({
