@@ -8,7 +8,10 @@
  * single Lease) held, writer ready, first and last cluster synced, first and last mirror
  * write (audit log, by Pod identity).
  *
- *   node bench/sharded-timeline.ts [--entry src|dist] [--clusters-per-remote 100] [--services 5] [--runs 1]
+ *   node bench/sharded-timeline.ts [--entry src|dist] [--clusters-per-remote 100] [--services 5] [--runs 1] [--split-cpus]
+ *
+ * `--split-cpus`: as the sharded scenario's split pair, the control plane (and this
+ * process) on the first CPU, the replicas on the others (bench/cpu-affinity.ts).
  */
 import { parseArgs } from "node:util";
 import { CoordinationV1Api } from "@kubernetes/client-node";
@@ -16,6 +19,7 @@ import type { Service } from "../src/core/objects.ts";
 import { AuditLog, MIRROR_RESOURCES } from "../test/helpers/audit.ts";
 import { CONTROLLER_NAMESPACE, Fleet } from "../test/helpers/fleet.ts";
 import { type Replica, Replicas } from "../test/helpers/replicas.ts";
+import { cpuSplit, descendants, pin } from "./cpu-affinity.ts";
 import { listAll, localAdminClient, MIRROR_SELECTOR, runPool, sleep } from "./harness.ts";
 import { collectionPath } from "./mirror-objects.ts";
 import { shapeShardedWorld } from "./sharded.ts";
@@ -26,6 +30,7 @@ const { values } = parseArgs({
     "clusters-per-remote": { type: "string", default: "100" },
     services: { type: "string", default: "5" },
     runs: { type: "string", default: "1" },
+    "split-cpus": { type: "boolean", default: false },
   },
 });
 const entry = values.entry === "dist" ? "dist" : "src";
@@ -33,7 +38,8 @@ const remotes = ["east", "west", "north"];
 const perRemote = Number(values["clusters-per-remote"]);
 const services = Number(values.services);
 const mirrors = remotes.length * perRemote * services;
-const ARGS = ["--max-threads", "4", "--write-qps", "0", "--log-level", "info"];
+// As the sharded scenario: the default placement, no client-side write limit.
+const ARGS = ["--write-qps", "0", "--log-level", "info"];
 
 const fleet = await Fleet.start(remotes, { audit: true });
 const replicas = new Replicas(fleet);
@@ -76,7 +82,8 @@ async function timeline(replica: Replica, spawned: number): Promise<Record<strin
 
 async function converge(names: string[], args: string[]): Promise<void> {
   const spawned = Date.now();
-  await Promise.all(names.map((name) => replicas.add(name, { args, entry })));
+  const placed = split ? { cpus: split.controller } : {};
+  await Promise.all(names.map((name) => replicas.add(name, { args, entry, ...placed })));
   let first = 0;
   for (;;) {
     const n = (await listAll<Service>(client, "/api/v1/services", MIRROR_SELECTOR)).length;
@@ -99,11 +106,13 @@ async function converge(names: string[], args: string[]): Promise<void> {
   await replicas.stop();
 }
 
+const split = values["split-cpus"] ? cpuSplit() : undefined;
 try {
   await shapeShardedWorld(fleet, remotes, perRemote, services);
+  if (split) pin([process.pid, ...descendants(process.pid)], split.controlPlane);
   for (let run = 0; run < Number(values.runs); run++) {
     await converge(["solo"], ["--leader-elect", ...ARGS]);
-    await converge(["fm-0", "fm-1", "fm-2"], ["--leader-elect", "--shards", "12", ...ARGS]);
+    await converge(["fm-0", "fm-1", "fm-2"], ["--leader-elect", "--shards", "12", "--expected-replicas", "3", ...ARGS]);
   }
 } finally {
   client.close();

@@ -7,10 +7,14 @@
  *   cluster names spread over them, S exported Services each: K × S mirrors) by ONE
  *   replica (`--leader-elect`, today's HA Deployment) and then, every mirror deleted,
  *   by THREE replicas with `--shards 12`; ratio = one-replica time / three-replica time
- *   (≥ 0.9: sharding costs nothing). Both run with `--write-qps 0` and `--max-threads 4`
- *   per replica, so the bound is the local API server's write rate, which the replicas
- *   share, not a client-side limit each replica would have for itself (at the default
- *   50 writes/s, three replicas would simply have three times the budget). The clock runs
+ *   (≥ 0.9: sharding costs nothing). Both run as deploy/ and deploy/sharded/ run them
+ *   (the default placement, sized by each replica to its CPUs; the three with
+ *   `--expected-replicas 3`) but with `--write-qps 0`, so the bound is the local API
+ *   server's write rate, which the replicas share, not a client-side limit each replica
+ *   would have for itself (at the default 50 writes/s, three replicas would simply have
+ *   three times the budget). Until the ninth round of issue 12 both ran `--max-threads 4`,
+ *   which gave each of three replicas hosting a third of the fleet as many threads as one
+ *   replica hosting all of it (12 isolates starting on the same cores). The clock runs
  *   from the spawn of the processes until every mirror Service and its EndpointSlice is
  *   right (a label-selected list every 500 ms).
  * - `shard_failover_s`: the three replicas converged and settled (shards spread evenly),
@@ -27,13 +31,13 @@
  * limit, so most of either time is that server's (and etcd's) write throughput, which
  * three replicas share, not multiply. Three replicas can win only what runs in parallel
  * per process (each syncs a third of the clusters), and lose: (1) start-up, paid once:
- * three processes starting on the same cores, then the join's quiet window (one retry
- * period, 2 s by default: the price of taking no shard before the replicas started
- * together have seen each other), before which no actor starts, though each replica's
- * writer and its 4 actor threads start during it (12 isolates where one replica starts
- * 4, on the same cores); (2) in the write phase,
- * every replica's writer watches every mirror, so each write is decoded three times on
- * the cores the API server needs. On a 2-core machine shared with the API servers, the
+ * three processes starting on the same cores, then the join (until each replica sees
+ * the three: `--expected-replicas`; without it one retry period more, 2 s by default),
+ * before which no actor starts, though each replica's writer and its actor threads start
+ * during it; (2) in the write phase, each write is decoded by the one replica whose
+ * shard it belongs to (its writer watches only its own shards' mirrors since the ninth
+ * round; before, all three decoded every write on the cores the API server needs). On a
+ * 2-core machine shared with the API servers, the
  * ratio is ≈ (one-replica time) / (one-replica time + ≈ 2–3 s of start-up), so it rises
  * with the fleet's size and falls with a faster local API server; run on a busy machine
  * it is dominated by whatever else runs (figures of 0.23 to 2.0 in one session).
@@ -68,7 +72,7 @@ import { addressesPath, addressesPointAt, collectionPath, serviceHasPort } from 
 const NAMESPACE = "bench";
 const GATEWAY_IP = "198.18.0.10";
 const SHARDS = 12;
-const COMMON_ARGS = ["--max-threads", "4", "--write-qps", "0", "--log-level", "warn"];
+const COMMON_ARGS = ["--write-qps", "0", "--log-level", "warn"];
 const TIMEOUT_MS = 1_800_000;
 
 /** Counts of right mirrors (Service with port 80, slice pointing at the gateway) of `names` (all when omitted). */
@@ -353,7 +357,7 @@ export async function runSharded(opts: BenchOptions): Promise<ScenarioResult> {
     const result = {
       smoke: opts.smoke,
       writeQps: "unlimited",
-      maxThreadsPerReplica: 4,
+      maxThreadsPerReplica: "auto (the default placement)",
       entry: "dist/src/main.js run",
       runs: [row],
     };

@@ -137,3 +137,17 @@ export class ManualClock implements Clock {
     return best;
   }
 }
+
+/** Resolves after `ms` on `clock`, or at once when `signal` is (or becomes) aborted. Never rejects. */
+export function abortableSleep(clock: Clock, ms: number, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clock.clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = clock.setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+  });
+}

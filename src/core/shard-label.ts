@@ -47,3 +47,14 @@ export function shardRequirement(ownership: ShardOwnership): string | undefined 
     if (!ownership.held.has(shard)) others.push(shardLabelValue(shard, ownership.shards));
   return others.length === 0 ? undefined : `${SHARD_LABEL} notin (${others.join(",")})`;
 }
+
+/**
+ * What a sharded writer may plan: the shards of `ownership` whose mirrors its stores
+ * have listed (`listed`); `ownership` itself when not sharded or nothing is pending.
+ */
+export function listedOwnership(ownership: ShardOwnership, listed: ReadonlySet<number>): ShardOwnership {
+  if (ownership.shards <= 1) return ownership;
+  const held = [...ownership.held];
+  if (held.every((shard) => listed.has(shard))) return ownership;
+  return { shards: ownership.shards, held: new Set(held.filter((shard) => listed.has(shard))) };
+}

@@ -27,6 +27,7 @@
  */
 import { EventEmitter } from "eventemitter3";
 import { type BackoffOptions, exponentialBackoff } from "../core/backoff.ts";
+import { abortableSleep, systemClock } from "../core/clock.ts";
 import { type KubeObject, objectKey } from "../core/objects.ts";
 import type { KubeClient, Query, WatchEvent } from "./client.ts";
 import { KubeApiError } from "./errors.ts";
@@ -213,7 +214,7 @@ export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>
         } catch {
           // A failure listener threw; the loop must go on.
         }
-        await this.#sleep(retryInMs);
+        await abortableSleep(systemClock, retryInMs, this.#stop.signal);
       }
     }
   }
@@ -408,22 +409,5 @@ export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>
 
   #emitChange([key, previous, current]: StoreChange<T>): void {
     this.emit("change", key, previous, current);
-  }
-
-  /** Waits `ms`, or less if stopped. Leaves no timer behind. */
-  #sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      if (this.#stopped) {
-        resolve();
-        return;
-      }
-      const done = (): void => {
-        clearTimeout(timer);
-        this.#stop.signal.removeEventListener("abort", done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.#stop.signal.addEventListener("abort", done, { once: true });
-    });
   }
 }

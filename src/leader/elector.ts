@@ -32,7 +32,7 @@
  * API calls are in lease-api.ts, delays in schedule.ts, failure lines in failure-log.ts.
  */
 import { EventEmitter } from "eventemitter3";
-import { type Clock, systemClock } from "../core/clock.ts";
+import { abortableSleep, type Clock, systemClock } from "../core/clock.ts";
 import type { KubeClient } from "../kube/client.ts";
 import type { Logger } from "../log.ts";
 import { serializeError } from "../protocol/errors.ts";
@@ -40,7 +40,7 @@ import { logLeaseFailure } from "./failure-log.ts";
 import type { Leadership } from "./leadership.ts";
 import { type Decision, decide, holderOf, type Observation, observe, recordFromSpec, releaseRecord } from "./lease.ts";
 import { describe, isStatus, LeaseApi, type LeaseObject } from "./lease-api.ts";
-import { abortableSleep, candidateDelay } from "./schedule.ts";
+import { candidateDelay } from "./schedule.ts";
 
 export interface LeaderElectorOptions {
   /** A client for the local cluster; the elector never closes it. */

@@ -29,7 +29,7 @@
  * next period; the view then stays as it was.
  */
 import { EventEmitter } from "eventemitter3";
-import { type Clock, systemClock } from "../core/clock.ts";
+import { abortableSleep, type Clock, systemClock } from "../core/clock.ts";
 import { type JoinState, memberLeaseName, observeJoin, shardOfLeaseName } from "../core/shards.ts";
 import type { KubeClient } from "../kube/client.ts";
 import type { Logger } from "../log.ts";
@@ -45,7 +45,7 @@ import {
   recordFromSpec,
 } from "./lease.ts";
 import { deleteLease, describe, isStatus, LeaseApi, type LeaseObject, listLeases } from "./lease-api.ts";
-import { abortableSleep, candidateDelay } from "./schedule.ts";
+import { candidateDelay } from "./schedule.ts";
 
 export interface ReplicaView {
   /** Live replica identities, sorted (this replica included). */

@@ -1,8 +1,7 @@
 /**
- * When the elector tries next, and the wait until then: pure delay arithmetic and a
- * sleep on the injected clock that an abort ends at once.
+ * When the elector tries next: pure delay arithmetic (the wait itself is
+ * `abortableSleep`, core/clock.ts).
  */
-import type { Clock } from "../core/clock.ts";
 
 /** A candidate's retry is stretched by up to this fraction, so replicas do not poll in lockstep. */
 const JITTER = 0.2;
@@ -22,18 +21,4 @@ export function candidateDelay(
   const retry = retryPeriodMs * (1 + random() * JITTER);
   if (expiresAt === undefined) return retry;
   return Math.min(retry, Math.max(0, expiresAt - now) + EXPIRY_SLACK_MS);
-}
-
-/** Resolves after `ms` on `clock`, or at once when `signal` is (or becomes) aborted. Never rejects. */
-export function abortableSleep(clock: Clock, ms: number, signal: AbortSignal): Promise<void> {
-  if (signal.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = (): void => {
-      clock.clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = clock.setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
-  });
 }

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Clock } from "../../src/core/clock.ts";
-import { abortableSleep, candidateDelay } from "../../src/leader/schedule.ts";
+import { abortableSleep } from "../../src/core/clock.ts";
+import { candidateDelay } from "../../src/leader/schedule.ts";
 
 describe("leader election schedule", () => {
   it("retries a candidate after the retry period stretched by at most 20 % jitter", () => {

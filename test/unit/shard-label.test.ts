@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { SHARD_LABEL } from "../../src/core/labels.ts";
-import { shardLabelValue, shardRequirement, withShardLabel } from "../../src/core/shard-label.ts";
+import { listedOwnership, shardLabelValue, shardRequirement, withShardLabel } from "../../src/core/shard-label.ts";
 import { allShards, shardOf } from "../../src/core/shards.ts";
 
 /** Whether `labels` match `requirement` (`<key> notin (a,b)`), as the API server decides it. */
@@ -44,5 +44,13 @@ describe("shard label", () => {
     assert.equal(shardRequirement(allShards), undefined);
     assert.equal(shardRequirement({ shards: 3, held: new Set([0, 1, 2]) }), undefined);
     assert.equal(shardRequirement({ shards: 3, held: new Set() }), `${SHARD_LABEL} notin (0-of-3,1-of-3,2-of-3)`);
+  });
+
+  it("plans only the held shards whose mirrors are listed; all of them once they are", () => {
+    const ownership = { shards: 6, held: new Set([1, 4]) };
+    assert.deepEqual([...listedOwnership(ownership, new Set([1])).held], [1]);
+    assert.deepEqual([...listedOwnership(ownership, new Set()).held], []);
+    assert.equal(listedOwnership(ownership, new Set([1, 4, 5])), ownership, "a dropped shard still listed is not held");
+    assert.equal(listedOwnership(allShards, new Set()), allShards, "not sharded: everything");
   });
 });
