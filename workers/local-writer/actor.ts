@@ -27,6 +27,7 @@
 import { type Clock, systemClock } from "../../src/core/clock.ts";
 import { shardedFederatedProblem } from "../../src/core/federated-shards.ts";
 import { TokenBucket } from "../../src/core/rate-limit.ts";
+import { listedOwnership } from "../../src/core/shard-label.ts";
 import { hostsCluster, type ShardOwnership } from "../../src/core/shards.ts";
 import { runWorkers, WorkQueue } from "../../src/core/workqueue.ts";
 import { KubeClient } from "../../src/kube/client.ts";
@@ -278,12 +279,7 @@ export class LocalWriterActor {
    * planned before, each would look missing and be created in vain).
    */
   #plannable(): ShardOwnership {
-    const ownership = this.#fence.ownership;
-    if (ownership.shards <= 1) return ownership;
-    const observed = this.#stores.observedHeld;
-    const held = [...ownership.held];
-    if (held.every((shard) => observed.has(shard))) return ownership;
-    return { shards: ownership.shards, held: new Set(held.filter((shard) => observed.has(shard))) };
+    return listedOwnership(this.#fence.ownership, this.#stores.observedHeld);
   }
 
   /**
