@@ -8,13 +8,10 @@
  *   replica (`--leader-elect`, today's HA Deployment) and then, every mirror deleted,
  *   by THREE replicas with `--shards 12`; ratio = one-replica time / three-replica time
  *   (≥ 0.9: sharding costs nothing). Both run as deploy/ and deploy/sharded/ run them
- *   (the default placement, sized by each replica to its CPUs; the three with
- *   `--expected-replicas 3`) but with `--write-qps 0`, so the bound is the local API
- *   server's write rate, which the replicas share, not a client-side limit each replica
- *   would have for itself (at the default 50 writes/s, three replicas would simply have
- *   three times the budget). Until the ninth round of issue 12 both ran `--max-threads 4`,
- *   which gave each of three replicas hosting a third of the fleet as many threads as one
- *   replica hosting all of it (12 isolates starting on the same cores). The clock runs
+ *   (the default placement; the three with `--expected-replicas 3`) but with
+ *   `--write-qps 0`, so the bound is the local API server's write rate, which the
+ *   replicas share, not a client-side limit each would have for itself (at the default
+ *   50 writes/s, three replicas would have three times the budget). The clock runs
  *   from the spawn of the processes until every mirror Service and its EndpointSlice is
  *   right (a label-selected list every 500 ms). The split-CPU pair (below) is run
  *   SPLIT_PAIRS times; the figure is the median pair's ratio, every pair is in the JSON.
