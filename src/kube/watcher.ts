@@ -214,7 +214,8 @@ export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>
         } catch {
           // A failure listener threw; the loop must go on.
         }
-        await abortableSleep(systemClock, retryInMs, this.#stop.signal);
+        // A new selector ends the wait: its list is due now.
+        await abortableSleep(systemClock, retryInMs, AbortSignal.any([this.#stop.signal, signal]));
       }
     }
   }

@@ -4,6 +4,8 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { shardLabelValue } from "../../src/core/shard-label.ts";
+import { shardOf } from "../../src/core/shards.ts";
 import { actualMirrors, diffMirrors, expectedMirrors, type RemoteCluster, type RemoteService } from "./oracle.ts";
 import { mulberry32, Schedule } from "./schedule.ts";
 
@@ -32,6 +34,16 @@ const gateway: RemoteService = {
 const east = (services: RemoteService[]): RemoteCluster => ({ name: "east", domain: "cluster.local", services });
 
 describe("chaos oracle", () => {
+  it("expects the shard label of sharded replicas, computed as the product computes it", () => {
+    for (const name of ["east", "west", "north", "east3", "west4", "north1", "ünïcode-☃"]) {
+      const cluster: RemoteCluster = { name, domain: "cluster.local", services: [gateway, exported("shop", "web")] };
+      const labels = expectedMirrors([cluster], { shards: 6 }).get(`shop/web-${name}`)?.service?.labels;
+      assert.equal(labels?.["mirror.linkerd.io/shard"], shardLabelValue(shardOf(name, 6), 6), name);
+      const unsharded = expectedMirrors([cluster]).get(`shop/web-${name}`)?.service?.labels;
+      assert.equal(unsharded?.["mirror.linkerd.io/shard"], undefined);
+    }
+  });
+
   it("expects a Service and filled Endpoints for an exported Service whose gateway is usable", () => {
     const expected = expectedMirrors([east([gateway, exported("shop", "web")])]);
     assert.deepEqual([...expected.keys()], ["shop/web-east"]);

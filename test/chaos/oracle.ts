@@ -25,6 +25,15 @@ const REMOTE_SVC_FQ_NAME = `${P}remote-svc-fq-name`;
 const REMOTE_GATEWAY_RESOURCE_VERSION = `${P}remote-gateway-resource-version`;
 const REMOTE_GATEWAY_IDENTITY = `${P}remote-gateway-identity`;
 
+const SHARD = `${P}shard`;
+
+/** FNV-1a, 32 bits, over the UTF-8 bytes of `text`: a cluster's shard is this mod S (SPEC §3). */
+function fnv1a32(text: string): number {
+  let hash = 0x811c9dc5;
+  for (const byte of Buffer.from(text, "utf8")) hash = Math.imul(hash ^ byte, 0x01000193) >>> 0;
+  return hash;
+}
+
 export const DEFAULT_EXCLUDED_NAMESPACES: readonly string[] = ["kube-system", "kube-public", "kube-node-lease"];
 
 /** A remote Service as observed (a structural subset of V1Service). */
@@ -94,6 +103,8 @@ export interface OracleOptions {
    * they are endpoints that are not ready. Absent: every address answers.
    */
   readonly deadAddresses?: ReadonlySet<string>;
+  /** The replicas' `--shards` (default 1): above 1 every mirror carries its cluster's shard label (SPEC §3). */
+  readonly shards?: number;
 }
 
 export function mirrorKey(namespace: string, name: string): string {
@@ -164,11 +175,13 @@ export function expectedMirrors(remotes: readonly RemoteCluster[], options: Orac
       if (options.userHeld?.has(key)) continue;
 
       const gateway = byKey.get(mirrorKey(gwNs, gwName));
+      const shards = options.shards ?? 1;
       const labels = {
         [MIRRORED_SERVICE]: "true",
         [CLUSTER_NAME]: cluster.name,
         [REMOTE_GATEWAY_NAME]: gwName,
         [REMOTE_GATEWAY_NS]: gwNs,
+        ...(shards > 1 ? { [SHARD]: `${fnv1a32(cluster.name) % shards}-of-${shards}` } : {}),
       };
       const fqName = `${name}.${namespace}.svc.${cluster.domain}`;
       const serviceAnnotations: Record<string, string> = {

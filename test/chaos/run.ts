@@ -36,7 +36,7 @@ import { statusCode } from "../helpers/kube.ts";
 import { type ChaosControllers, type ControllerStep, isControllerStep, SingleController } from "./controller.ts";
 import { actualMirrors, diffMirrors, expectedMirrors, mirrorKey, type RemoteCluster } from "./oracle.ts";
 import { ChaosProbes } from "./probes.ts";
-import { ChaosReplicas, replicaNames } from "./replica-faults.ts";
+import { CHAOS_SHARDS, ChaosReplicas, replicaNames } from "./replica-faults.ts";
 import { describeStep, GATEWAYS, type GatewayRef, type PortSpec, Schedule, type Step } from "./schedule.ts";
 import { HELD_EXPORTS, identityOf, ignoring, retrying, STABLE, USER_OBJECTS, uidOf } from "./world.ts";
 
@@ -127,6 +127,8 @@ class ChaosRun {
   controllers: ChaosControllers | undefined;
   /** The gateways' probe servers; undefined: the run is unprobed. */
   probes: ChaosProbes | undefined;
+  /** The controllers' `--shards` (1: one controller): the oracle's shard labels. */
+  shards = 1;
   readonly registrations: readonly Registration[];
 
   constructor(seed: number, fleet: Fleet, registrations: readonly Registration[], log: (line: string) => void) {
@@ -502,7 +504,7 @@ class ChaosRun {
   /** The oracle's diff against the local state now (empty = equal). */
   async diff(userHeld: ReadonlySet<string>): Promise<{ lines: string[]; mirrors: number; notReady: number }> {
     const deadAddresses = this.probes?.deadAddresses() ?? new Set<string>();
-    const expected = expectedMirrors(await this.remoteState(), { userHeld, deadAddresses });
+    const expected = expectedMirrors(await this.remoteState(), { userHeld, deadAddresses, shards: this.shards });
     const local = await this.localState();
     // Endpoints the oracle expects not ready: how much of gateway health the check covered.
     let notReady = 0;
@@ -659,6 +661,7 @@ async function runSeeded(options: ChaosOptions): Promise<ChaosReport> {
       });
       log(replicas.describe());
       run.controllers = replicas;
+      run.shards = CHAOS_SHARDS;
     } else run.controllers = new SingleController(fleet, findings);
     await run.controllers.start();
 
