@@ -296,19 +296,6 @@ export function startProgress(text: string, stream: NodeJS.WriteStream = process
   };
 }
 
-/** Waits `ms`, or less when `signal` aborts. */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    }
-    signal?.addEventListener("abort", done, { once: true });
-  });
-}
-
 // -- running a command ----------------------------------------------------------------
 
 export interface CommandDefinition {

@@ -3,19 +3,12 @@
  * deploy/rbac/remote.yaml: namespace, ServiceAccount, ClusterRole, binding; created
  * when missing, reused when present, never replaced) and the token it authenticates with.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import type { KubernetesObject } from "@kubernetes/client-node";
 import type { Secret } from "../core/objects.ts";
 import type { KubeClient } from "../kube/client.ts";
 import { parseRbacYaml } from "../kube/rbac-manifest.ts";
-import {
-  CommandError,
-  isAlreadyExists,
-  isNotFound,
-  readRbacManifest,
-  sleep,
-  startProgress,
-  writeErr,
-} from "./common.ts";
+import { CommandError, isAlreadyExists, isNotFound, readRbacManifest, startProgress, writeErr } from "./common.ts";
 
 export interface RemoteIdentity {
   readonly namespace: string;

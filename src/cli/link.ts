@@ -12,6 +12,7 @@
  * This file holds the command (flags, order of the steps, waiting for the controller);
  * link-identity.ts the remote side, link-secret.ts the Secret.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import { CLUSTER_NAME, SECRET_TYPE } from "../core/labels.ts";
 import { validateDns1123Label } from "../core/naming.ts";
 import type { Secret } from "../core/objects.ts";
@@ -33,7 +34,6 @@ import {
   localFlags,
   requiredFlag,
   runCli,
-  sleep,
   startProgress,
   stringFlag,
   UsageError,

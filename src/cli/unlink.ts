@@ -3,6 +3,7 @@
  * controller then deletes that cluster's mirrors (SPEC §1). `--wait` polls until no
  * Service or Endpoints labelled as that cluster's mirror is left.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import {
   CLUSTER_NAME,
   MANAGED_BY_FLEET_MIRROR,
@@ -28,7 +29,6 @@ import {
   localFlags,
   requiredFlag,
   runCli,
-  sleep,
   startProgress,
   UsageError,
   writeErr,
