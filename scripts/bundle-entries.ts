@@ -2,7 +2,8 @@
  * One pre-bundled ESM file per thread entry: `npm run build` (after `tsc`) writes
  * dist/workers/<kind>/entry.js as a single file holding the entry, every module of src/
  * and workers/ it imports, and the npm packages it uses (pino, valibot, eventemitter3),
- * over the per-module file tsc wrote there. `src/supervisor/worker-entry.ts` resolves the
+ * over the per-module file tsc wrote there. The `run` command's main-thread graph is
+ * bundled the same way (`bundleRunCommand`, below). `src/supervisor/worker-entry.ts` resolves the
  * same path either way, so nothing else changes; tests that run the entries from the
  * TypeScript sources keep the module graph.
  *
@@ -17,40 +18,80 @@
  *   node scripts/bundle-entries.ts [outdir=dist]
  */
 import { readFileSync, writeFileSync } from "node:fs";
-import { resolve } from "node:path";
+import { basename, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { build, type Metafile } from "esbuild";
+import { type BuildOptions, build, type Metafile, type Plugin } from "esbuild";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
 /** The thread entries, relative to the repository root; the bundles keep these paths under `outdir`. */
 export const THREAD_ENTRIES = ["workers/remote-cluster/entry.ts", "workers/local-writer/entry.ts"] as const;
 
+/**
+ * The `run` command's module graph (the controller's main thread), bundled over the file
+ * tsc wrote for it: src/main.ts loads it with `import()` when the command is `run`, so
+ * the other commands and the usage text stay a small module graph, and `run` reads and
+ * compiles one file instead of ≈ 200 (measured in docs/DESIGN.md §8, "The tenth round").
+ * It stays at src/cli/run.js, the depth of src/supervisor/, so the paths it resolves
+ * from its own URL (the thread entries, worker-entry.ts) are the same as unbundled.
+ */
+export const RUN_ENTRY = "src/cli/run.ts";
+
+/**
+ * Modules the run bundle imports from beside it instead of holding a copy: they are in
+ * src/main.ts's own static graph, and one of them keeps state (signals.ts records the
+ * signals received while the command loads), so there must be one instance of each.
+ * Every import of them, from any module of the graph, resolves to the tsc output next to
+ * the bundle (both sit in src/cli/).
+ */
+export const SHARED_WITH_MAIN = ["src/cli/signals.ts", "src/cli/program.ts"] as const;
+
 const REQUIRE_BANNER =
   "import { createRequire as __fleetMirrorCreateRequire } from 'node:module';\n" +
   "const require = __fleetMirrorCreateRequire(import.meta.url);";
 
+/** What every bundle shares: one ESM file for Node 24, pure ASCII, with its source map. */
+const BUNDLE_OPTIONS = {
+  absWorkingDir: ROOT,
+  outbase: ".",
+  bundle: true,
+  platform: "node",
+  format: "esm",
+  target: "node24",
+  // Stack traces of the image point into the TypeScript sources (with --enable-source-maps).
+  sourcemap: "linked",
+  banner: { js: REQUIRE_BANNER },
+  // Non-ASCII characters in code as escapes; in the comments esbuild keeps: `asciiOnly`.
+  charset: "ascii",
+  metafile: true,
+  logLevel: "warning",
+} as const satisfies BuildOptions;
+
+async function bundle(outdir: string, options: BuildOptions): Promise<Metafile> {
+  const { metafile } = await build({ ...BUNDLE_OPTIONS, ...options, outdir });
+  if (metafile === undefined) throw new Error("esbuild wrote no metafile");
+  for (const file of Object.keys(metafile.outputs)) if (file.endsWith(".js")) asciiOnly(resolve(ROOT, file));
+  return metafile;
+}
+
 /** Bundles every thread entry into `outdir` (absolute, or relative to the repository root). */
-export async function bundleEntries(outdir: string): Promise<Metafile> {
-  const result = await build({
-    absWorkingDir: ROOT,
-    entryPoints: [...THREAD_ENTRIES],
-    outbase: ".",
-    outdir,
-    bundle: true,
-    platform: "node",
-    format: "esm",
-    target: "node24",
-    // Stack traces of the image point into the TypeScript sources (with --enable-source-maps).
-    sourcemap: "linked",
-    banner: { js: REQUIRE_BANNER },
-    // Non-ASCII characters in code as escapes; in the comments esbuild keeps: `asciiOnly`.
-    charset: "ascii",
-    metafile: true,
-    logLevel: "warning",
-  });
-  for (const file of Object.keys(result.metafile.outputs)) if (file.endsWith(".js")) asciiOnly(resolve(ROOT, file));
-  return result.metafile;
+export function bundleEntries(outdir: string): Promise<Metafile> {
+  return bundle(outdir, { entryPoints: [...THREAD_ENTRIES] });
+}
+
+/** Bundles the run command into `outdir`/src/cli/run.js, its SHARED_WITH_MAIN modules left as imports. */
+export function bundleRunCommand(outdir: string): Promise<Metafile> {
+  const shared = new Set(SHARED_WITH_MAIN.map((path) => resolve(ROOT, path)));
+  const sharedWithMain: Plugin = {
+    name: "shared-with-main",
+    setup(plugin) {
+      plugin.onResolve({ filter: /\.ts$/ }, (args) => {
+        const path = resolve(args.resolveDir, args.path);
+        return shared.has(path) ? { path: `./${basename(path, ".ts")}.js`, external: true } : undefined;
+      });
+    },
+  };
+  return bundle(outdir, { entryPoints: [RUN_ENTRY], plugins: [sharedWithMain] });
 }
 
 /**
@@ -71,8 +112,8 @@ function asciiOnly(file: string): void {
 
 if (import.meta.main) {
   const outdir = process.argv[2] ?? "dist";
-  const metafile = await bundleEntries(outdir);
-  for (const [file, output] of Object.entries(metafile.outputs)) {
+  const metafiles = [await bundleEntries(outdir), await bundleRunCommand(outdir)];
+  for (const [file, output] of metafiles.flatMap((metafile) => Object.entries(metafile.outputs))) {
     if (file.endsWith(".js")) process.stdout.write(`${file}: ${Math.round(output.bytes / 1024)} kB\n`);
   }
 }

@@ -35,8 +35,9 @@ export const COMMANDS: Readonly<Record<string, CliCommand>> = {
   run: {
     group: "controller",
     summary: "run the controller against the local cluster (see run --help)",
-    load: async () =>
-      defined({ flags: (await import("../config.ts")).runFlags }, (await import("./run.ts")).runCommand),
+    // One module: from dist/ it is the run bundle, which holds config.ts (a second import
+    // of config.ts beside it would load and evaluate its module graph twice).
+    load: () => import("./run.ts").then((m) => defined({ flags: m.runFlags }, m.runCommand)),
   },
   link: {
     group: "fleet",

@@ -17,6 +17,12 @@ import { Supervisor } from "../supervisor/supervisor.ts";
 import { PROGRAM } from "./program.ts";
 import { untilSignal } from "./signals.ts";
 
+/**
+ * The run command's flags, for src/cli/commands.ts: taken from this module rather than from
+ * config.ts, so that `run` loads config.ts once, inside its bundle (scripts/bundle-entries.ts).
+ */
+export { runFlags };
+
 export const runHelp = `Usage: ${PROGRAM} run [flags]
 
 Runs the controller: watches credentials Secrets in --namespace, mirrors the exported
