@@ -45,6 +45,12 @@ export interface Config {
   readonly maxThreads: number | "auto";
   readonly allowKubeconfigFilePaths: boolean;
   readonly blockedRecheckMs: number;
+  /**
+   * How often a cluster that does not serve the MCS API (no CRDs, a refused read, a failed
+   * discovery) is checked again, the remotes for ServiceExports and the local cluster for
+   * ServiceImports (SPEC §12).
+   */
+  readonly mcsRecheckMs: number;
   /** Which API carries a mirror's addresses: EndpointSlices, Endpoints, or both (SPEC §9). */
   readonly endpointsApi: EndpointsApi;
   /** Remote Services with this label are members of fleet-wide Services (SPEC §11). */
@@ -144,6 +150,11 @@ export const runFlags = {
     type: "string",
     default: "30s",
     description: "re-check of mirrors blocked by a name conflict",
+  },
+  "mcs-recheck-period": {
+    type: "string",
+    default: "5m",
+    description: "re-check of a cluster that does not serve the MCS API (its CRDs installed, a read granted later)",
   },
   "endpoints-api": {
     type: "string",
@@ -300,6 +311,7 @@ export function parseRunConfig(argv: readonly string[], env: NodeJS.ProcessEnv =
     maxThreads: parseMaxThreads(str("max-threads")),
     allowKubeconfigFilePaths: values["allow-kubeconfig-file-paths"] === true,
     blockedRecheckMs: parseNumericFlag("blocked-recheck-period", str("blocked-recheck-period")),
+    mcsRecheckMs: parseNumericFlag("mcs-recheck-period", str("mcs-recheck-period")),
     endpointsApi: parseEndpointsApi(str("endpoints-api")),
     federatedSelector: parseSelectorFlag("federated-selector", str("federated-selector"), DEFAULT_MEMBER_SELECTOR),
     exportSelector:

@@ -36,6 +36,7 @@ export const numericFlags = {
   "resync-period": { kind: "duration", minMs: 1_000, maxMs: DAY_MS },
   "gateway-resolve-period": { kind: "duration", minMs: 1_000, maxMs: DAY_MS },
   "blocked-recheck-period": { kind: "duration", minMs: 100, maxMs: DAY_MS },
+  "mcs-recheck-period": { kind: "duration", minMs: 1_000, maxMs: DAY_MS },
   "write-concurrency": { kind: "integer", min: 1, max: 256 },
   "write-qps": { kind: "decimal", min: 0, max: 100_000, note: "no limit" },
   "write-burst": { kind: "integer", min: 1, max: 100_000 },

@@ -68,7 +68,7 @@ export interface SupervisorOptions {
   readonly watchInactivityTimeoutMs?: number;
   /** How often a remote read denied by RBAC is tried again (SPEC §12; tests only, default 60 s). */
   readonly deniedRetryMs?: number;
-  /** How often actors re-check a cluster whose ServiceExports are not readable (SPEC §12); default 60 s. */
+  /** Tests only: overrides `config.mcsRecheckMs` (`--mcs-recheck-period`) below the flag's 1 s floor. */
   readonly mcsRecheckMs?: number;
   /**
    * Tests only, default false, never set from the command line: actors accept
@@ -114,7 +114,7 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
       policy: this.#policy,
       stopTimeoutMs: STOP_TIMEOUT_MS,
       writeFence: options.writeFence === true,
-      ...(options.mcsRecheckMs ? { mcsRecheckMs: options.mcsRecheckMs } : {}),
+      mcsRecheckMs: options.mcsRecheckMs ?? config.mcsRecheckMs,
       onReady: () => {
         this.#attachAllToWriter();
         this.emit("writer-ready");
@@ -160,7 +160,7 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
         memberSelector: config.federatedSelector,
         ...(options.watchInactivityTimeoutMs ? { watchInactivityTimeoutMs: options.watchInactivityTimeoutMs } : {}),
         ...(options.deniedRetryMs ? { deniedRetryMs: options.deniedRetryMs } : {}),
-        ...(options.mcsRecheckMs ? { mcsRecheckMs: options.mcsRecheckMs } : {}),
+        mcsRecheckMs: options.mcsRecheckMs ?? config.mcsRecheckMs,
         ...(options.testHooks === true ? { testHooks: true } : {}),
       },
       onIncarnation: (cluster, epoch, port) => {

@@ -46,7 +46,7 @@ export interface WriterRunnerOptions {
   readonly policy: RestartPolicy;
   readonly stopTimeoutMs: number;
   readonly writeFence: boolean;
-  /** How often the local cluster is checked again for ServiceImports (SPEC §12); default 60 s. */
+  /** How often the local cluster is checked again for ServiceImports (SPEC §12); default `config.mcsRecheckMs`. */
   readonly mcsRecheckMs?: number;
   /** The writer became ready: give it the keep set and a channel per running actor. */
   readonly onReady: () => void;
@@ -226,7 +226,7 @@ export class WriterRunner {
         namespace: config.namespace,
         ...(this.#o.writeFence ? { fenced: true } : {}),
         ...(config.shards > 1 ? { shards: config.shards } : {}),
-        ...(this.#o.mcsRecheckMs ? { mcsRecheckMs: this.#o.mcsRecheckMs } : {}),
+        mcsRecheckMs: this.#o.mcsRecheckMs ?? config.mcsRecheckMs,
         ...(config.dryRun ? { dryRun: true } : {}),
       },
     } satisfies ToWriter);

@@ -98,6 +98,8 @@ describe("writer runner", () => {
     assert.ok(first);
     const init = first.received[0];
     assert.ok(init?.type === "writer.init" && init.options.shards === 6, "the writer learns S at init");
+    // --mcs-recheck-period's default reaches the writer's ServiceImport discovery (SPEC §12).
+    assert.equal(init.options.mcsRecheckMs, 300_000);
     let settled = false;
     const giving = runner.setShards([{ shard: 1, writableUntil: 50 }]).then(() => {
       settled = true;
