@@ -6,7 +6,9 @@
  * process ready ("fleet-mirror starting"), membership Lease created (its acquireTime),
  * join settled, actor threads started ahead of the shards, first and last shard (or the
  * single Lease) held, writer ready, first and last cluster synced, first and last mirror
- * write (audit log, by Pod identity).
+ * write (audit log, by Pod identity); and each replica's CPU-seconds by thread when the
+ * first mirror appears and when every mirror is right (on split CPUs, the three
+ * replicas' sum against the one replica's is what their shared CPU had to run).
  *
  *   node bench/sharded-timeline.ts [--entry src|dist] [--clusters-per-remote 100] [--services 5] [--runs 1] [--split-cpus]
  *
@@ -22,6 +24,7 @@ import { type Replica, Replicas } from "../test/helpers/replicas.ts";
 import { cpuSplit, descendants, pin } from "./cpu-affinity.ts";
 import { listAll, localAdminClient, MIRROR_SELECTOR, runPool, sleep } from "./harness.ts";
 import { collectionPath } from "./mirror-objects.ts";
+import { threadCpuSeconds } from "./process-cpu.ts";
 import { shapeShardedWorld } from "./sharded.ts";
 
 const { values } = parseArgs({
@@ -87,11 +90,15 @@ async function converge(names: string[], args: string[]): Promise<void> {
   let first = 0;
   for (;;) {
     const n = (await listAll<Service>(client, "/api/v1/services", MIRROR_SELECTOR)).length;
-    if (n > 0 && first === 0) first = Date.now() - spawned;
+    if (n > 0 && first === 0) {
+      first = Date.now() - spawned;
+      printCpu("first mirror", names);
+    }
     if (n === mirrors) break;
     await sleep(250);
   }
   const total = Date.now() - spawned;
+  printCpu("every mirror", names);
   await sleep(1_000);
   await audit.flush();
   process.stdout.write(`${names.length} replica(s), entry ${entry}: first Service ${first} ms, all ${total} ms\n`);
@@ -106,6 +113,15 @@ async function converge(names: string[], args: string[]): Promise<void> {
   await replicas.stop();
 }
 
+/** Each replica's CPU-seconds so far by thread name (V8Worker: V8's own threads, GC and compilers). */
+function printCpu(at: string, names: string[]): void {
+  for (const name of names) {
+    const pid = replicas.get(name).pid;
+    if (pid === undefined) continue;
+    const threads = [...threadCpuSeconds(pid)].map(([thread, s]) => `${thread}=${s.toFixed(2)}`).join(" ");
+    process.stdout.write(`CPU-s at the ${at}, ${name}: ${threads}\n`);
+  }
+}
 const split = values["split-cpus"] ? cpuSplit() : undefined;
 try {
   await shapeShardedWorld(fleet, remotes, perRemote, services);
