@@ -5,7 +5,7 @@
 # Three stages: `build` compiles the TypeScript with the dev dependencies (exactly what
 # `npm run build` does for src/ and workers/: tsc -p tsconfig.image.json -> dist/src, dist/workers,
 # then scripts/bundle-entries.ts writes each thread entry as one bundled file over its
-# dist/workers/<kind>/entry.js, and the run command's graph over dist/src/cli/run.js; the sandbox/ tools and the demo stay out of the image); `deps`
+# dist/workers/<kind>/entry.js; the sandbox/ tools and the demo stay out of the image); `deps`
 # installs the production dependencies only; `run` holds dist/ and those, runs as uid
 # 65532 (the uid deploy/deployment.yaml sets) and needs no writable root filesystem.
 # No HEALTHCHECK: Kubernetes probes /healthz and /readyz on the admin port instead.
@@ -51,10 +51,9 @@ COPY deploy/rbac ./deploy/rbac
 USER 65532:65532
 # The admin server (/metrics, /healthz, /readyz, /status; --admin-addr, default :9999).
 EXPOSE 9999
-# --no-node-snapshot, --optimize-for-size, MALLOC_ARENA_MAX and MALLOC_TRIM_THRESHOLD_:
-# src/cli/process-flags.ts (≈ 2 + 2.3 MB less per actor thread, lower peaks; fewer malloc
-# arenas for a packed process's threads; freed large blocks given back to the system).
+# --no-node-snapshot, --optimize-for-size and MALLOC_ARENA_MAX: src/cli/process-flags.ts
+# (≈ 2 + 2.3 MB less per actor thread, lower peaks; fewer malloc arenas for a packed
+# process's threads).
 ENV MALLOC_ARENA_MAX=2
-ENV MALLOC_TRIM_THRESHOLD_=131072
 ENTRYPOINT ["node", "--no-node-snapshot", "--optimize-for-size", "dist/src/main.js"]
 CMD ["run"]

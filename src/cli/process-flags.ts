@@ -36,18 +36,5 @@ export const PROCESS_NODE_FLAGS: readonly string[] = Object.freeze(["--no-node-s
  * (another launcher, `node dist/src/main.js`) works the same and may hold more native
  * memory; an operator's own value in the environment is overridden only where these lists are
  * written (the image's ENV can be overridden by the Pod's `env`).
- *
- * `MALLOC_TRIM_THRESHOLD_=131072` (glibc's default value, made fixed): left unset, glibc
- * raises the size from which an allocation gets a mapping of its own each time such a
- * block is freed (up to 32 MB), and its trim threshold to twice that, so after a burst of
- * large buffers (a relist, TLS handshakes, 10 000 writes' responses) freed memory stays
- * in the arenas and in RSS. Setting it keeps both thresholds where they start: blocks of 128 KB and more are
- * mapped and returned on free, and an arena's free top beyond 128 KB is given back.
- * Measured (docs/DESIGN.md §8, "The tenth round"): packed 1 000 clusters, RSS at the
- * writer's idle + 15 s after writing the 10 000 mirrors 435.2 / 435.7 MB against
- * 454.8 / 450.1 MB, on converged worlds 396–399 against 403–408 MB, CPU-seconds the same.
  */
-export const PROCESS_ENV: Readonly<Record<string, string>> = Object.freeze({
-  MALLOC_ARENA_MAX: "2",
-  MALLOC_TRIM_THRESHOLD_: "131072",
-});
+export const PROCESS_ENV: Readonly<Record<string, string>> = Object.freeze({ MALLOC_ARENA_MAX: "2" });
