@@ -12,7 +12,8 @@
  * memory, CPU-seconds to idle by thread, and the load average. The controller is started
  * as test/helpers/fleet.ts starts it (PROCESS_ENV included); a variant's variables come
  * last: `without=MALLOC_ARENA_MAX=` starts it with glibc's default arenas (an empty value
- * is not a valid count and glibc ignores it).
+ * is not a valid count and glibc ignores it). `EXEC_ARGV` is not a variable: its value
+ * (space-separated) goes to Node, after the process's own flags: `nomaglev=EXEC_ARGV=--no-maglev`.
  */
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
@@ -43,6 +44,43 @@ function smapsRollup(pid: number): Record<string, number> {
     if (m?.[1] && m[2]) out[m[1]] = round(Number(m[2]) / 1024, 1);
   }
   return out;
+}
+
+/**
+ * Resident memory of the process by kind of mapping, from /proc/<pid>/smaps: glibc's
+ * main arena (`[heap]`), the other arenas (read-write parts of 64 MB-aligned reservations
+ * next to a `---p` remainder), V8's heap pages (256 KB read-write anonymous chunks) and
+ * the rest of the anonymous memory, and file-backed mappings.
+ */
+function smapsByKind(pid: number): string {
+  const kinds = new Map<string, number>();
+  const lines = readFileSync(`/proc/${pid}/smaps`, "utf8").split("\n");
+  let kind = "";
+  let previousNone = false;
+  for (const line of lines) {
+    const head = /^([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (head) {
+      const size = (Number.parseInt(head[2] ?? "0", 16) - Number.parseInt(head[1] ?? "0", 16)) / 1024;
+      const perms = head[3] ?? "";
+      const path = head[4] ?? "";
+      if (path === "[heap]") kind = "malloc main arena";
+      else if (path.startsWith("[")) kind = path;
+      else if (path !== "") kind = `file ${path.split("/").pop() ?? path} ${perms}`;
+      else if (perms.startsWith("---")) kind = "reserved";
+      else if (size === 256) kind = "anon 256 KB (V8 pages)";
+      else if (size < 256) kind = "anon < 256 KB";
+      else if (size <= 65536 && size % 4 === 0 && previousNone) kind = "anon before ---p (arena/stack)";
+      else kind = `anon other`;
+      previousNone = perms.startsWith("---");
+      continue;
+    }
+    const rss = /^Rss:\s+(\d+) kB/.exec(line);
+    if (rss) kinds.set(kind, (kinds.get(kind) ?? 0) + Number(rss[1]));
+  }
+  return [...kinds]
+    .sort(([, a], [, b]) => b - a)
+    .map(([k, v]) => `${k} ${round(v / 1024, 1)}`)
+    .join(", ");
 }
 
 const loadavg = (): string => readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
@@ -91,7 +129,11 @@ try {
         "endpointslices",
         ...extra,
       ],
-      { entry: "dist", env },
+      {
+        entry: "dist",
+        env: Object.fromEntries(Object.entries(env).filter(([key]) => key !== "EXEC_ARGV")),
+        execArgv: env["EXEC_ARGV"]?.split(" ") ?? [],
+      },
     );
     try {
       const pid = proc.child.pid ?? 0;
@@ -118,6 +160,7 @@ try {
       await sleep(12_000);
       const { rss, peak } = processRss(pid);
       const heap = await heaps(admin);
+      const kinds = smapsByKind(pid);
       process.stdout.write(
         `${JSON.stringify({
           run: run + 1,
@@ -133,6 +176,7 @@ try {
           cpu,
           byThread,
           heap,
+          kinds,
           load,
         })}\n`,
       );

@@ -22,8 +22,21 @@
  * holds the writer (10 000 mirrors with no write limit, 200 isolates starting at once),
  * nothing measurable under the default write limit. A process started without it works
  * the same, faster on bursts, with higher peaks.
+ *
+ * `--no-maglev`: V8 without its mid-tier optimising compiler (functions go from the
+ * interpreter and the baseline compiler straight to TurboFan when hot). Maglev's code
+ * sits in every isolate's code space and its compiler's own machine code is paged in
+ * from the `node` binary; fleet-mirror's hot paths (JSON, HTTP, the writer's compares)
+ * are few and reach TurboFan anyway. Measured (docs/DESIGN.md §8, "The eleventh
+ * round"): packed 1 000 clusters on 8 threads −10 to −16 MB of RSS (V8's pages and the
+ * binary's resident code), CPU-seconds to idle the same or lower. A process started
+ * without it works the same with more memory.
  */
-export const PROCESS_NODE_FLAGS: readonly string[] = Object.freeze(["--no-node-snapshot", "--optimize-for-size"]);
+export const PROCESS_NODE_FLAGS: readonly string[] = Object.freeze([
+  "--no-node-snapshot",
+  "--optimize-for-size",
+  "--no-maglev",
+]);
 
 /**
  * `MALLOC_ARENA_MAX=2`: glibc's allocator gives each thread that contends for memory an

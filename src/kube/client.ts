@@ -18,7 +18,7 @@ import type * as HttpModule from "node:http";
 import type { ConnectionSpec } from "./connection.ts";
 import { apiError, type ExchangeContext, type KubeTransportError, transportError } from "./errors.ts";
 import { ApiTransport, http, type Query } from "./transport.ts";
-import { type ApiWarningCounts, type WarningLogger, WarningTracker } from "./warnings.ts";
+import { type ApiWarningCounts, type WarningLogger, WarningTracker, warningValues } from "./warnings.ts";
 import {
   DEFAULT_MAX_WATCH_LINE_BYTES,
   decodeWatchEvent,
@@ -163,7 +163,7 @@ export class KubeClient {
         headers["content-length"] = String(payload.length);
       }
       const req = this.#transport.request(method, path, options.query, headers, (res) => {
-        this.#warnings.observe(res.headersDistinct["warning"], method, path);
+        this.#warnings.observe(warningValues(res.rawHeaders), method, path);
         res.on("error", (error) => finish(transportError(at, error)));
         res.on("close", () => {
           if (!res.complete) finish(transportError(at, new Error("connection closed mid-response")));
@@ -257,7 +257,7 @@ export class KubeClient {
       };
       const req = this.#transport.request("GET", path, { ...query, watch: true }, {}, (res) => {
         clearTimeout(headerTimer);
-        this.#warnings.observe(res.headersDistinct["warning"], "GET", path);
+        this.#warnings.observe(warningValues(res.rawHeaders), "GET", path);
         res.on("error", (error) => finish(transportError(at, error)));
         res.on("close", () => {
           if (!res.complete) finish(transportError(at, new Error("connection closed mid-stream")));

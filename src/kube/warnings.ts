@@ -27,6 +27,21 @@ export function warningText(value: string): string {
   return text.length > MAX_TEXT ? `${text.slice(0, MAX_TEXT)}…` : text;
 }
 
+/**
+ * The `Warning` values among a response's raw headers (`[name, value, name, value, …]`,
+ * names in any case), or undefined when there is none. Not `res.headersDistinct`: Node
+ * builds that object (every header, each value in an array) on first access and caches
+ * it on the response, and a watch's response lives as long as the watch: ≈ 2 KB per
+ * watch held for nothing (DESIGN §8, "The eleventh round").
+ */
+export function warningValues(rawHeaders: readonly string[]): string[] | undefined {
+  let values: string[] | undefined;
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    if (rawHeaders[i]?.toLowerCase() === "warning") (values ??= []).push(rawHeaders[i + 1] ?? "");
+  }
+  return values;
+}
+
 export interface WarningLogger {
   warn(fields: Record<string, unknown>, message: string): void;
 }

@@ -8,6 +8,7 @@ import type * as http from "node:http";
 import { describe, it } from "node:test";
 import type { Service } from "../../src/core/objects.ts";
 import { KubeTransportError } from "../../src/kube/client.ts";
+import { warningValues } from "../../src/kube/warnings.ts";
 import { LineSplitter, LineTooLongError } from "../../src/kube/watch-lines.ts";
 import { Watcher, type WatchFailure } from "../../src/kube/watcher.ts";
 import { fakeApi, openStream, sendJson, sendList, sendStatus, until } from "../helpers/fake-api.ts";
@@ -206,6 +207,15 @@ describe("API warnings", () => {
     } finally {
       await api.close();
     }
+  });
+
+  it("reads Warning values from the raw header list, in any case, without building the header objects", () => {
+    assert.deepEqual(
+      warningValues(["Content-Type", "application/json", "Warning", "a", "WARNING", "b", "warning", "c"]),
+      ["a", "b", "c"],
+    );
+    assert.equal(warningValues(["Audit-Id", "x", "Date", "y"]), undefined);
+    assert.equal(warningValues([]), undefined);
   });
 });
 
