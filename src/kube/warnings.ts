@@ -37,7 +37,9 @@ export function warningText(value: string): string {
 export function warningValues(rawHeaders: readonly string[]): string[] | undefined {
   let values: string[] | undefined;
   for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
-    if (rawHeaders[i]?.toLowerCase() === "warning") (values ??= []).push(rawHeaders[i + 1] ?? "");
+    if (rawHeaders[i]?.toLowerCase() !== "warning") continue;
+    values ??= [];
+    values.push(rawHeaders[i + 1] ?? "");
   }
   return values;
 }
