@@ -47,10 +47,12 @@ function smapsRollup(pid: number): Record<string, number> {
 }
 
 /**
- * Resident memory of the process by kind of mapping, from /proc/<pid>/smaps: glibc's
- * main arena (`[heap]`), the other arenas (read-write parts of 64 MB-aligned reservations
- * next to a `---p` remainder), V8's heap pages (256 KB read-write anonymous chunks) and
- * the rest of the anonymous memory, and file-backed mappings.
+ * Resident memory of the process by kind of mapping, from /proc/<pid>/smaps, in address
+ * order: glibc's main arena (`[heap]`), V8's heap pages (256 KB read-write anonymous
+ * chunks), read-write anonymous mappings that follow a `---p` one (a thread's stack above
+ * its guard page, or an arena heap placed after the previous heap's unused `---p` tail:
+ * the two are not told apart here), the rest of the anonymous memory (the first arena
+ * heap, V8's large objects), and file-backed mappings by file and permissions.
  */
 function smapsByKind(pid: number): string {
   const kinds = new Map<string, number>();
@@ -69,7 +71,7 @@ function smapsByKind(pid: number): string {
       else if (perms.startsWith("---")) kind = "reserved";
       else if (size === 256) kind = "anon 256 KB (V8 pages)";
       else if (size < 256) kind = "anon < 256 KB";
-      else if (size <= 65536 && size % 4 === 0 && previousNone) kind = "anon before ---p (arena/stack)";
+      else if (size <= 65536 && size % 4 === 0 && previousNone) kind = "anon after ---p (stack/arena)";
       else kind = `anon other`;
       previousNone = perms.startsWith("---");
       continue;
