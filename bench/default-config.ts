@@ -34,7 +34,7 @@ import {
   writeResult,
 } from "./harness.ts";
 import { adminStatus, freePort, processRss, waitStatus, writerSettled } from "./memory.ts";
-import { processCpuSeconds, threadCpuSeconds } from "./process-cpu.ts";
+import { busiestThreads, processCpuSeconds } from "./process-cpu.ts";
 
 const SETTLE_MS = 3_000;
 
@@ -103,7 +103,7 @@ async function runOnce(
     await waitStatus(proc, admin, "the writer idle", writerSettled(size.clusters));
     const writerIdleMs = Date.now() - started;
     const cpuSecondsToIdle = processCpuSeconds(pid);
-    const byThread = [...threadCpuSeconds(pid)].sort(([, a], [, b]) => b - a).slice(0, 6);
+    const cpuByThread = busiestThreads(pid, 6);
     await sleep(SETTLE_MS);
     const { rss, peak } = processRss(pid);
     const placement = (await adminStatus(admin))?.placement;
@@ -121,7 +121,7 @@ async function runOnce(
       writerIdleMs,
       cpuSecondsToSynced: round(cpuSecondsToSynced, 2),
       cpuSecondsToIdle: round(cpuSecondsToIdle, 2),
-      cpuByThread: byThread.map(([name, s]) => `${name} ${round(s, 2)}`).join(", "),
+      cpuByThread,
       rssMb: mb(rss),
       peakRssMb: mb(peak),
       heapUsedMb,
@@ -145,9 +145,10 @@ export async function sync200(endpointsApi: BenchMode, clusters: number, extraAr
 /**
  * Restarts measured per world: a restart takes 2–4 s, so one sample is at the mercy of
  * the machine's moment (one run measured 3.8 CPU-s where two probes of the same build
- * measured 2.0); the figure is their median.
+ * measured 2.0; twenty restarts of one build in one probe spread over 2.4–3.4); the
+ * figure is their median. Five: three left the median to one unlucky sample.
  */
-const RESTARTS = 3;
+const RESTARTS = 5;
 
 /** 50 × 50 converged in the default configuration (peak RSS), then restarts on the intact world (CPU). */
 export async function convergeAndRestart(size: { clusters: number; services: number }, extraArgs: readonly string[]) {

@@ -21,7 +21,7 @@ import type { AdminStatus } from "../src/admin/source.ts";
 import { Fleet } from "../test/helpers/fleet.ts";
 import { mb, progress, round, shapeRemote, sleep } from "./harness.ts";
 import { freePort, processRss, waitStatus, writerSettled } from "./memory.ts";
-import { processCpuSeconds, threadCpuSeconds } from "./process-cpu.ts";
+import { busiestThreads, processCpuSeconds } from "./process-cpu.ts";
 
 const WRITE_ARGS = ["--write-qps", "0", "--write-concurrency", "16"];
 
@@ -150,11 +150,7 @@ try {
       await waitStatus(proc, admin, "writer idle", writerSettled(clusters));
       const idleMs = Date.now() - started;
       const cpu = round(processCpuSeconds(pid), 2);
-      const byThread = [...threadCpuSeconds(pid)]
-        .sort(([, a], [, b]) => b - a)
-        .slice(0, 4)
-        .map(([n, s]) => `${n} ${round(s, 2)}`)
-        .join(", ");
+      const byThread = busiestThreads(pid, 4);
       const load = loadavg();
       await sleep(3_000);
       const rss3 = mb(processRss(pid).rss);

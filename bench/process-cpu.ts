@@ -50,3 +50,12 @@ export function threadCpuSeconds(pid: number): Map<string, number> {
   }
   return byName;
 }
+
+/** `name seconds, …` of process `pid`'s `count` busiest thread names so far, the busiest first. */
+export function busiestThreads(pid: number, count: number): string {
+  return [...threadCpuSeconds(pid)]
+    .sort(([, a], [, b]) => b - a)
+    .slice(0, count)
+    .map(([name, seconds]) => `${name} ${Math.round(seconds * 100) / 100}`)
+    .join(", ");
+}

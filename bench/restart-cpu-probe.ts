@@ -1,0 +1,78 @@
+/**
+ * Restart CPU side by side (docs/DESIGN.md §8): the `restart_cpu_s_50_clusters_default`
+ * row's world and configuration (bench/default-config.ts: 50 clusters × 50 Services,
+ * `fleet-mirror run` from dist/ with no placement or tuning flag), one converging run,
+ * then restarts on the intact world with the variants in turn, so that each variant sees
+ * the machine's same moments. Not a scenario of bench/run.ts: a probe run by hand.
+ *
+ *   node bench/restart-cpu-probe.ts [--runs 12] [--clusters 50] [--services 50] \
+ *     [--variant "name=--node-flag --other"]... [--args "--controller-flags"]
+ *
+ * A variant is a name and the Node flags it adds after the process's own
+ * (src/cli/process-flags.ts): `maglev=--maglev`; a bare name adds none. Prints one JSON
+ * line per restart: CPU-seconds to synced and to the writer idle, by thread.
+ */
+import { parseArgs } from "node:util";
+import type { AdminStatus } from "../src/admin/source.ts";
+import { Fleet } from "../test/helpers/fleet.ts";
+import { progress, round, shapeRemote } from "./harness.ts";
+import { freePort, waitStatus, writerSettled } from "./memory.ts";
+import { busiestThreads, processCpuSeconds } from "./process-cpu.ts";
+
+const { values } = parseArgs({
+  options: {
+    clusters: { type: "string", default: "50" },
+    services: { type: "string", default: "50" },
+    runs: { type: "string", default: "12" },
+    variant: { type: "string", multiple: true },
+    args: { type: "string", default: "" },
+  },
+});
+const clusters = Number(values.clusters);
+const variants = (values.variant ?? ["default"]).map((text): [string, string[]] => {
+  const at = text.indexOf("=");
+  return at < 0 ? [text, []] : [text.slice(0, at), text.slice(at + 1).split(" ")];
+});
+const extra = values.args === "" ? [] : (values.args ?? "").split(" ");
+const synced = (s: AdminStatus) =>
+  (s.clusters ?? []).length === clusters && (s.clusters ?? []).every((r) => r.state === "synced");
+
+async function once(fleet: Fleet, execArgv: readonly string[]) {
+  const port = await freePort();
+  const admin = `http://127.0.0.1:${port}`;
+  const started = Date.now();
+  const proc = await fleet.startProcess(
+    ["--admin-addr", `127.0.0.1:${port}`, "--endpoints-api", "endpointslices", ...extra],
+    {
+      entry: "dist",
+      execArgv,
+    },
+  );
+  try {
+    const pid = proc.child.pid ?? 0;
+    await waitStatus(proc, admin, `${clusters} synced`, synced);
+    const syncedMs = Date.now() - started;
+    const cpuSynced = round(processCpuSeconds(pid), 2);
+    await waitStatus(proc, admin, "writer idle", writerSettled(clusters));
+    const idleMs = Date.now() - started;
+    const cpu = round(processCpuSeconds(pid), 2);
+    const byThread = busiestThreads(pid, 4);
+    return { syncedMs, idleMs, cpuSynced, cpu, byThread };
+  } finally {
+    await proc.stop();
+  }
+}
+
+const fleet = await Fleet.start(["remote"]);
+try {
+  await shapeRemote(fleet, "remote", { services: Number(values.services), clusters, gatewayIp: "198.18.0.31" });
+  progress("converging");
+  process.stdout.write(`${JSON.stringify({ run: 0, variant: "converge", ...(await once(fleet, [])) })}\n`);
+  for (let run = 0; run < Number(values.runs); run++) {
+    const [name, execArgv] = variants[run % variants.length] ?? ["default", []];
+    const result = await once(fleet, execArgv);
+    process.stdout.write(`${JSON.stringify({ run: run + 1, variant: name, ...result })}\n`);
+  }
+} finally {
+  await fleet.stop();
+}
