@@ -10,14 +10,17 @@
  *
  * A variant is a name and the Node flags it adds after the process's own
  * (src/cli/process-flags.ts): `maglev=--maglev`; a bare name adds none. Prints one JSON
- * line per restart: CPU-seconds to synced and to the writer idle, by thread.
+ * line per restart: CPU-seconds to synced and to the writer idle, by thread, and what
+ * the process spends in the `AFTER_IDLE_MS` after it (`cpuAfter`).
  */
 import { parseArgs } from "node:util";
 import type { AdminStatus } from "../src/admin/source.ts";
 import { Fleet } from "../test/helpers/fleet.ts";
-import { progress, round, shapeRemote } from "./harness.ts";
+import { progress, round, shapeRemote, sleep } from "./harness.ts";
 import { freePort, waitStatus, writerSettled } from "./memory.ts";
 import { busiestThreads, processCpuSeconds } from "./process-cpu.ts";
+
+const AFTER_IDLE_MS = 3_000;
 
 const { values } = parseArgs({
   options: {
@@ -57,7 +60,11 @@ async function once(fleet: Fleet, execArgv: readonly string[]) {
     const idleMs = Date.now() - started;
     const cpu = round(processCpuSeconds(pid), 2);
     const byThread = busiestThreads(pid, 4);
-    return { syncedMs, idleMs, cpuSynced, cpu, byThread };
+    // What the process still spends once idle (its threads' collections after the burst):
+    // whether the row's window caught it depends on when the writer was seen idle.
+    await sleep(AFTER_IDLE_MS);
+    const cpuAfter = round(processCpuSeconds(pid) - cpu, 2);
+    return { syncedMs, idleMs, cpuSynced, cpu, byThread, cpuAfter, byThreadAfter: busiestThreads(pid, 4) };
   } finally {
     await proc.stop();
   }
