@@ -17,7 +17,6 @@
  *   cluster is synced and the writer idle (`restart_cpu_s_50_clusters_default`), with its
  *   peak RSS too.
  */
-import type { AdminStatus } from "../src/admin/source.ts";
 import { Fleet } from "../test/helpers/fleet.ts";
 import {
   BENCH_MODES,
@@ -33,7 +32,7 @@ import {
   sleep,
   writeResult,
 } from "./harness.ts";
-import { adminStatus, freePort, processRss, waitStatus, writerSettled } from "./memory.ts";
+import { adminStatus, allSynced, freePort, processRss, waitStatus, writerSettled } from "./memory.ts";
 import { busiestThreads, processCpuSeconds } from "./process-cpu.ts";
 
 const SETTLE_MS = 3_000;
@@ -71,9 +70,6 @@ async function heapsByThread(admin: string): Promise<string> {
   }
   return heaps.join(", ");
 }
-
-const allSynced = (clusters: number) => (s: AdminStatus) =>
-  (s.clusters ?? []).length === clusters && (s.clusters ?? []).every((r) => r.state === "synced");
 
 /**
  * One `fleet-mirror run` from dist/ in the default configuration (plus `extraArgs`, for

@@ -121,6 +121,12 @@ export async function waitStatus(
   }
 }
 
+/** /status shows exactly `clusters` clusters, every one synced. */
+export const allSynced =
+  (clusters: number) =>
+  (s: AdminStatus): boolean =>
+    (s.clusters ?? []).length === clusters && (s.clusters ?? []).every((r) => r.state === "synced");
+
 export const writerIdle = (s: AdminStatus): boolean =>
   s.writer?.ready === true && s.writer.queueDepth === 0 && s.writer.inFlight === 0;
 
@@ -192,12 +198,7 @@ async function measure(
     const started = Date.now();
     const [proc, admin] = await startController(fleet, args);
     try {
-      await waitStatus(
-        proc,
-        admin,
-        `${clusters} clusters synced`,
-        (s) => (s.clusters ?? []).length === clusters && (s.clusters ?? []).every((r) => r.state === "synced"),
-      );
+      await waitStatus(proc, admin, `${clusters} clusters synced`, allSynced(clusters));
       const syncedMs = Date.now() - started;
       await waitStatus(proc, admin, "the writer idle", writerSettled(clusters));
       const idleMs = Date.now() - started;

@@ -17,10 +17,9 @@
  */
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import type { AdminStatus } from "../src/admin/source.ts";
 import { Fleet } from "../test/helpers/fleet.ts";
 import { mb, progress, round, shapeRemote, sleep } from "./harness.ts";
-import { freePort, processRss, waitStatus, writerSettled } from "./memory.ts";
+import { allSynced, freePort, processRss, waitStatus, writerSettled } from "./memory.ts";
 import { busiestThreads, processCpuSeconds } from "./process-cpu.ts";
 
 const WRITE_ARGS = ["--write-qps", "0", "--write-concurrency", "16"];
@@ -139,13 +138,7 @@ try {
     );
     try {
       const pid = proc.child.pid ?? 0;
-      await waitStatus(
-        proc,
-        admin,
-        `${clusters} synced`,
-        (s: AdminStatus) =>
-          (s.clusters ?? []).length === clusters && (s.clusters ?? []).every((r) => r.state === "synced"),
-      );
+      await waitStatus(proc, admin, `${clusters} synced`, allSynced(clusters));
       const syncedMs = Date.now() - started;
       await waitStatus(proc, admin, "writer idle", writerSettled(clusters));
       const idleMs = Date.now() - started;

@@ -4,6 +4,7 @@
  */
 import { execFileSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
+import { round } from "./harness.ts";
 
 /**
  * utime + stime, in clock ticks, from the text of /proc/<pid>/stat. The command name
@@ -56,6 +57,6 @@ export function busiestThreads(pid: number, count: number): string {
   return [...threadCpuSeconds(pid)]
     .sort(([, a], [, b]) => b - a)
     .slice(0, count)
-    .map(([name, seconds]) => `${name} ${Math.round(seconds * 100) / 100}`)
+    .map(([name, seconds]) => `${name} ${round(seconds, 2)}`)
     .join(", ");
 }

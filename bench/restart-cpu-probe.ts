@@ -14,10 +14,9 @@
  * the process spends in the `AFTER_IDLE_MS` after it (`cpuAfter`).
  */
 import { parseArgs } from "node:util";
-import type { AdminStatus } from "../src/admin/source.ts";
 import { Fleet } from "../test/helpers/fleet.ts";
 import { progress, round, shapeRemote, sleep } from "./harness.ts";
-import { freePort, waitStatus, writerSettled } from "./memory.ts";
+import { allSynced, freePort, waitStatus, writerSettled } from "./memory.ts";
 import { busiestThreads, processCpuSeconds } from "./process-cpu.ts";
 
 const AFTER_IDLE_MS = 3_000;
@@ -37,8 +36,6 @@ const variants = (values.variant ?? ["default"]).map((text): [string, string[]] 
   return at < 0 ? [text, []] : [text.slice(0, at), text.slice(at + 1).split(" ")];
 });
 const extra = values.args === "" ? [] : (values.args ?? "").split(" ");
-const synced = (s: AdminStatus) =>
-  (s.clusters ?? []).length === clusters && (s.clusters ?? []).every((r) => r.state === "synced");
 
 async function once(fleet: Fleet, execArgv: readonly string[]) {
   const port = await freePort();
@@ -53,7 +50,7 @@ async function once(fleet: Fleet, execArgv: readonly string[]) {
   );
   try {
     const pid = proc.child.pid ?? 0;
-    await waitStatus(proc, admin, `${clusters} synced`, synced);
+    await waitStatus(proc, admin, `${clusters} synced`, allSynced(clusters));
     const syncedMs = Date.now() - started;
     const cpuSynced = round(processCpuSeconds(pid), 2);
     await waitStatus(proc, admin, "writer idle", writerSettled(clusters));
