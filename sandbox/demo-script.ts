@@ -5,12 +5,12 @@
  * and the scripted changes whose effect the demo then waits to see in the local cluster.
  */
 import { CoreV1Api, DiscoveryV1Api, KubeConfig, type V1Service } from "@kubernetes/client-node";
-import type { FleetStatus } from "../src/admin/fleet-view.ts";
 import { EXPORTED_LABEL } from "../src/core/export.ts";
 import { FEDERATED_LABEL } from "../src/core/federated.ts";
 import { CLUSTER_NAME, GATEWAY_NAME, GATEWAY_NS, REMOTE_CLUSTER_DOMAIN, SECRET_TYPE } from "../src/core/labels.ts";
 import { PROBE_PERIOD, PROBE_PORT_NAME } from "../src/core/probe-spec.ts";
 import { mintServiceAccountToken } from "../src/kube/service-account.ts";
+import type { FleetStatus } from "../src/status/fleet-view.ts";
 import type { ControlPlane } from "./control-plane.ts";
 import { DEMO_PROBE_PERIOD_SECONDS, type DemoGateways } from "./demo-gateways.ts";
 import type { MirrorRow } from "./demo-mirrors.ts";

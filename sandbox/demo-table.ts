@@ -10,8 +10,9 @@
  * grows while events flow); LAST CHANGE is how long ago this cluster's mirrors last
  * changed in the local cluster, as seen by the demo.
  */
-import type { FleetStatus } from "../src/admin/fleet-view.ts";
+
 import type { GatewayStatus } from "../src/protocol/status.ts";
+import type { FleetStatus } from "../src/status/fleet-view.ts";
 import type { MirrorRow } from "./demo-mirrors.ts";
 import type { Frame } from "./screen.ts";
 

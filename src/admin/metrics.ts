@@ -12,8 +12,8 @@
 import { Counter, collectDefaultMetrics, Gauge, Registry } from "prom-client";
 import type { Leadership } from "../leader/leadership.ts";
 import { droppedLogLines } from "../log.ts";
-import type { PlacementStatus } from "../supervisor/default-placement.ts";
-import type { ClusterRow, FleetCounters, FleetStatus, ThreadHeap } from "./fleet-view.ts";
+import type { ClusterRow, FleetCounters, FleetStatus, ThreadHeap } from "../status/fleet-view.ts";
+import type { PlacementStatus } from "../status/placement-status.ts";
 import {
   clustersByState,
   countConflicts,

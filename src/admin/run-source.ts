@@ -15,7 +15,7 @@
  * consulted: one unreachable remote must not take the Pod out of its Service.
  */
 import type { Leadership } from "../leader/leadership.ts";
-import { type FleetCounters, type FleetView, mainThreadHeap, type ThreadHeap } from "./fleet-view.ts";
+import { type FleetCounters, type FleetView, mainThreadHeap, type ThreadHeap } from "../status/fleet-view.ts";
 import type { MetricsSource } from "./metrics.ts";
 import type { AdminSource, Check } from "./source.ts";
 

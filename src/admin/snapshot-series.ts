@@ -7,7 +7,7 @@
 import { Histogram, type Registry } from "prom-client";
 import type { LatencyHistogram } from "../protocol/messages.ts";
 import { WRITE_DURATION_BUCKETS } from "../protocol/messages.ts";
-import type { FleetStatus } from "./fleet-view.ts";
+import type { FleetStatus } from "../status/fleet-view.ts";
 
 /** Every state a `ClusterRow` can have, so each is exported (as 0 when empty). */
 export const CLUSTER_STATES = [

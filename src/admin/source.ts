@@ -4,7 +4,7 @@
  * (while this replica leads) and its leader elector, and the server only calls these.
  */
 import type { Leadership } from "../leader/leadership.ts";
-import type { FleetStatus } from "./fleet-view.ts";
+import type { FleetStatus } from "../status/fleet-view.ts";
 
 export interface Check {
   readonly ok: boolean;

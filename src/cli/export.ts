@@ -7,13 +7,13 @@
  * (`--kubeconfig`/`--context`): exporting is something done *on* the remote cluster.
  */
 
+import type { ConnectionSpec } from "../core/connection.ts";
 import { viewGateway } from "../core/desired.ts";
 import { DEFAULT_EXPORT_SELECTOR, DEFAULT_GATEWAY, EXPORT_MODES } from "../core/export.ts";
 import { type LabelRequirement, parseLabelRequirement } from "../core/label-requirement.ts";
 import { GATEWAY_NAME, GATEWAY_NS } from "../core/labels.ts";
 import { MCS_API_VERSION, SERVICE_EXPORTS } from "../core/mcs.ts";
 import type { Service } from "../core/objects.ts";
-import type { ConnectionSpec } from "../kube/connection.ts";
 import { loadLocalConnection } from "../kube/local-connection.ts";
 import {
   type CommandDefinition,

@@ -2,6 +2,8 @@
  * `link` on the local cluster: the credentials Secret (SPEC §1) holding a kubeconfig
  * with inline credentials only, and applying it.
  */
+
+import type { ConnectionSpec } from "../core/connection.ts";
 import type { GatewayRef } from "../core/export.ts";
 import {
   CLUSTER_NAME,
@@ -13,7 +15,6 @@ import {
 } from "../core/labels.ts";
 import type { Secret } from "../core/objects.ts";
 import type { KubeClient } from "../kube/client.ts";
-import type { ConnectionSpec } from "../kube/connection.ts";
 import { formatData, isNotFound } from "./common.ts";
 
 /** A kubeconfig with inline credentials only (what a Secret may use, SPEC §7). */

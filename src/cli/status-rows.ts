@@ -3,7 +3,6 @@
  * from the cluster objects) and the tables printed. No I/O: status.ts reads and calls these.
  */
 
-import type { ClusterRow } from "../admin/fleet-view.ts";
 import type { AdminStatus } from "../admin/source.ts";
 import { FEDERATED_LABEL } from "../core/federated.ts";
 import { CLUSTER_NAME, MIRRORED_SERVICE } from "../core/labels.ts";
@@ -12,7 +11,8 @@ import { annotatedClusters } from "../core/plan-federated.ts";
 import { shardOf, shardOfLeaseName } from "../core/shards.ts";
 import type { ShardingView } from "../leader/leadership.ts";
 import type { GatewayProbeStatus } from "../protocol/messages.ts";
-import type { PlacementStatus } from "../supervisor/default-placement.ts";
+import type { ClusterRow } from "../status/fleet-view.ts";
+import type { PlacementStatus } from "../status/placement-status.ts";
 import { parseCredentialsSecret } from "../supervisor/registration.ts";
 import { computeRegistry } from "../supervisor/registry.ts";
 import { formatAge, formatTable } from "./common.ts";

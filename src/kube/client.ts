@@ -15,7 +15,7 @@
  *   once per client (warnings.ts).
  */
 import type * as HttpModule from "node:http";
-import type { ConnectionSpec } from "./connection.ts";
+import type { ConnectionSpec } from "../core/connection.ts";
 import { apiError, type ExchangeContext, type KubeTransportError, transportError } from "./errors.ts";
 import { ApiTransport, http, type Query } from "./transport.ts";
 import { type ApiWarningCounts, type WarningLogger, WarningTracker, warningValues } from "./warnings.ts";

@@ -22,7 +22,7 @@ import {
   type User,
 } from "@kubernetes/client-node/dist/config_types.js";
 import { load as loadYaml } from "js-yaml";
-import type { ConnectionAuth, ConnectionSpec } from "./connection.ts";
+import type { ConnectionAuth, ConnectionSpec } from "../core/connection.ts";
 
 /** The entry named `name` (client-node's `findObject` for model entries), or null. */
 function named<T extends { readonly name: string }>(entries: readonly T[], name: unknown): T | null {

@@ -6,7 +6,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { delimiter, join } from "node:path";
-import type { ConnectionSpec } from "./connection.ts";
+import type { ConnectionSpec } from "../core/connection.ts";
 import { connectionFromKubeconfig } from "./kubeconfig.ts";
 
 const SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";

@@ -10,7 +10,7 @@ import { readFileSync } from "node:fs";
 import type * as HttpModule from "node:http";
 import type * as HttpsModule from "node:https";
 import type * as TlsModule from "node:tls";
-import type { ConnectionSpec } from "./connection.ts";
+import type { ConnectionSpec } from "../core/connection.ts";
 
 // Not `import * as http from "node:http"`: an ESM namespace import of node:http reads
 // every export, and one of them is a lazy getter that loads undici (fetch, HTTP/2):

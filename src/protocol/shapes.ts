@@ -6,10 +6,10 @@
  * message at run time.
  */
 import * as v from "valibot";
+import type { ConnectionSpec } from "../core/connection.ts";
 import type { ClusterSettings, DesiredMirror, MirrorProblem, SkipReason } from "../core/desired.ts";
 import type { FederatedMember } from "../core/federated.ts";
 import type { McsExport } from "../core/mcs.ts";
-import type { ConnectionSpec } from "../kube/connection.ts";
 import { type Agree, type Assert, type DeepReadonly, name, stringRecord } from "./codec.ts";
 
 /** A TCP/UDP/SCTP port number. */

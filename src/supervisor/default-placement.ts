@@ -30,6 +30,7 @@
  * behind it; they are re-tuned when a thread's cost changes.
  */
 
+import type { PlacementStatus } from "../status/placement-status.ts";
 import type { LifecycleState } from "./actor-lifecycle-state.ts";
 import { slotSizes } from "./placement.ts";
 
@@ -106,24 +107,6 @@ export function autoBudget(host: HostLimits, costs = COSTS, rule = RULE): AutoBu
 export function formatBytes(bytes: number): string {
   if (bytes >= 2 ** 30) return `${Math.round((bytes / 2 ** 30) * 10) / 10} GiB`;
   return `${Math.round(bytes / MIB)} MiB`;
-}
-
-/** The placement in force, as `status` (/status) and /metrics show it. */
-export interface PlacementStatus {
-  /** How it was chosen: `auto` (the default), `isolated` (`--max-threads 0`) or `fixed` (`--max-threads N`). */
-  readonly setting: "auto" | "isolated" | "fixed";
-  /** In force now: `isolated` (a thread per cluster) or `packed` (threads shared by clusters). */
-  readonly mode: "isolated" | "packed";
-  /** Registered clusters with an actor. */
-  readonly clusters: number;
-  /** Actor threads alive now. */
-  readonly threads: number;
-  /** Packed: the thread slots; isolated: null (a thread per cluster). */
-  readonly packedThreads: number | null;
-  /** The most clusters that share one thread's fate now (heap exhaustion, a spinning event loop); 0 with no cluster. */
-  readonly blastRadius: number;
-  /** One line: the rule's inputs and outcome. */
-  readonly reason: string;
 }
 
 /** The setting of `--max-threads` as the status names it. */

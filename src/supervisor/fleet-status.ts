@@ -5,17 +5,18 @@
  * already reported (so a MirrorSkipped, InvalidProbeConfig or RemoteReadDenied Event is
  * sent when a problem appears, not again when an actor restarts and finds the same problem).
  */
+
+import type { MirrorProblem } from "../core/desired.ts";
+import { describeError } from "../protocol/errors.ts";
+import type { ClusterStatus, WriterStatus } from "../protocol/messages.ts";
 import {
   addClusterCounters,
   type ClusterCounters,
   clusterCountersOf,
   EMPTY_CLUSTER_COUNTERS,
   type WriterCounters,
-} from "../admin/counters.ts";
-import type { ClusterRow, FleetCounters } from "../admin/fleet-view.ts";
-import type { MirrorProblem } from "../core/desired.ts";
-import { describeError } from "../protocol/errors.ts";
-import type { ClusterStatus, WriterStatus } from "../protocol/messages.ts";
+} from "../status/counters.ts";
+import type { ClusterRow, FleetCounters } from "../status/fleet-view.ts";
 import type { LifecycleState } from "./actor-lifecycle-state.ts";
 import type { RegistryState } from "./registry.ts";
 

@@ -5,6 +5,7 @@
  * (SPEC §7's auth-method policy).
  */
 import { createHash } from "node:crypto";
+import type { ConnectionSpec } from "../core/connection.ts";
 import { DEFAULT_GATEWAY, type GatewayRef } from "../core/export.ts";
 import {
   CLUSTER_NAME,
@@ -16,7 +17,6 @@ import {
 } from "../core/labels.ts";
 import { validateDns1123Label, validateMirrorName } from "../core/naming.ts";
 import type { Secret } from "../core/objects.ts";
-import type { ConnectionSpec } from "../kube/connection.ts";
 import {
   b64decode,
   connectionFromKubeconfig,

@@ -25,6 +25,12 @@
  */
 import { MessageChannel, type Worker } from "node:worker_threads";
 import { EventEmitter } from "eventemitter3";
+import type { Config } from "../config.ts";
+import type { ConnectionSpec } from "../core/connection.ts";
+import { allShards, hostsCluster, type ShardOwnership, shardOf } from "../core/shards.ts";
+import { KubeClient } from "../kube/client.ts";
+import type { Logger } from "../log.ts";
+import type { ActorFaultKind, ToRemoteActor } from "../protocol/messages.ts";
 import {
   type FleetCounters,
   type FleetStatus,
@@ -32,13 +38,7 @@ import {
   mainThreadHeap,
   type ThreadHeap,
   type WriterHealth,
-} from "../admin/fleet-view.ts";
-import type { Config } from "../config.ts";
-import { allShards, hostsCluster, type ShardOwnership, shardOf } from "../core/shards.ts";
-import { KubeClient } from "../kube/client.ts";
-import type { ConnectionSpec } from "../kube/connection.ts";
-import type { Logger } from "../log.ts";
-import type { ActorFaultKind, ToRemoteActor } from "../protocol/messages.ts";
+} from "../status/fleet-view.ts";
 import { ActorRunner } from "./actor-runner.ts";
 import {
   type AutoBudget,

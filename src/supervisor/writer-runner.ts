@@ -4,9 +4,8 @@
  * status and counters (the sum over every writer incarnation, so totals never go down).
  */
 import type { Transferable, Worker } from "node:worker_threads";
-import { addWriterCounters, EMPTY_WRITER_COUNTERS, type WriterCounters, writerCountersOf } from "../admin/counters.ts";
 import type { Config } from "../config.ts";
-import type { ConnectionSpec } from "../kube/connection.ts";
+import type { ConnectionSpec } from "../core/connection.ts";
 import type { Logger } from "../log.ts";
 import { serializeError } from "../protocol/errors.ts";
 import {
@@ -17,6 +16,7 @@ import {
   type ToWriter,
   type WriterStatus,
 } from "../protocol/messages.ts";
+import { addWriterCounters, EMPTY_WRITER_COUNTERS, type WriterCounters, writerCountersOf } from "../status/counters.ts";
 import type { RestartPolicy } from "./restart-policy.ts";
 import { spawnWorker } from "./worker-entry.ts";
 import {

@@ -7,12 +7,12 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { ControlPlane } from "../../sandbox/control-plane.ts";
+import type { ConnectionSpec } from "../../src/core/connection.ts";
 import type { DesiredMirror } from "../../src/core/desired.ts";
 import { GATEWAY_NAME, GATEWAY_NS } from "../../src/core/labels.ts";
 import type { Service } from "../../src/core/objects.ts";
 import { PROBE_PERIOD } from "../../src/core/probe-spec.ts";
 import { KubeClient } from "../../src/kube/client.ts";
-import type { ConnectionSpec } from "../../src/kube/connection.ts";
 import type { ProbeRequest, ProbeResult } from "../../workers/remote-cluster/http-probe.ts";
 import { adminConnection } from "../helpers/connection.ts";
 import { eventually } from "../helpers/kube.ts";

@@ -6,8 +6,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { ControlPlane } from "../../sandbox/control-plane.ts";
+import type { ConnectionSpec } from "../../src/core/connection.ts";
 import { KubeClient } from "../../src/kube/client.ts";
-import type { ConnectionSpec } from "../../src/kube/connection.ts";
 import { adminConnection } from "../helpers/connection.ts";
 import { eventually } from "../helpers/kube.ts";
 import {

@@ -4,7 +4,7 @@
  */
 
 import type { SandboxCluster } from "../../sandbox/control-plane.ts";
-import type { ConnectionSpec } from "../../src/kube/connection.ts";
+import type { ConnectionSpec } from "../../src/core/connection.ts";
 import { connectionFromKubeconfig as parse } from "../../src/kube/kubeconfig.ts";
 
 /** The cluster's admin connection (client certificate in `system:masters`). */

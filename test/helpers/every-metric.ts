@@ -5,10 +5,11 @@
  * writes, packed placement, and heaps of every kind of thread. The monitoring tests read
  * it to know what the controller exports and to lint a scrape that has everything.
  */
-import { EMPTY_CLUSTER_COUNTERS } from "../../src/admin/counters.ts";
-import type { ClusterRow, FleetCounters, FleetStatus } from "../../src/admin/fleet-view.ts";
+
 import { createMetrics, type MetricsSource } from "../../src/admin/metrics.ts";
 import { WRITE_DURATION_BUCKETS } from "../../src/protocol/messages.ts";
+import { EMPTY_CLUSTER_COUNTERS } from "../../src/status/counters.ts";
+import type { ClusterRow, FleetCounters, FleetStatus } from "../../src/status/fleet-view.ts";
 
 const latency = (count: number) => ({
   buckets: WRITE_DURATION_BUCKETS.map((_, i) => Math.min(count, i)),

@@ -28,6 +28,7 @@ import { renderKubeconfig } from "../../sandbox/kubeconfig.ts";
 import { applyRbacYaml, controllerToken, rbacManifestPath, serviceAccountToken } from "../../sandbox/rbac.ts";
 import { PROCESS_ENV, PROCESS_NODE_FLAGS } from "../../src/cli/process-flags.ts";
 import { type Config, defaultConfig } from "../../src/config.ts";
+import type { ConnectionSpec } from "../../src/core/connection.ts";
 import {
   CLUSTER_NAME,
   GATEWAY_IDENTITY,
@@ -36,7 +37,6 @@ import {
   REMOTE_CLUSTER_DOMAIN,
   SECRET_TYPE,
 } from "../../src/core/labels.ts";
-import type { ConnectionSpec } from "../../src/kube/connection.ts";
 import { silentLogger } from "../../src/log.ts";
 import { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { adminConnection } from "./connection.ts";

@@ -3,10 +3,11 @@
  * a fake desired port records every batch and lets the test answer with acks, and the
  * supervisor port records every status. For actor-level tests (test/actor/).
  */
+
+import type { ConnectionSpec } from "../../src/core/connection.ts";
 import { GATEWAY_NAME, GATEWAY_NS } from "../../src/core/labels.ts";
 import type { Service } from "../../src/core/objects.ts";
 import type { KubeClient } from "../../src/kube/client.ts";
-import type { ConnectionSpec } from "../../src/kube/connection.ts";
 import type { LineLogger } from "../../src/log/json-lines.ts";
 import { silentLogger } from "../../src/log.ts";
 import type {

@@ -3,7 +3,7 @@
  * `fleet.startInProcess()` does not offer): its status rows and its actor threads.
  */
 import type { Worker } from "node:worker_threads";
-import type { ClusterRow } from "../../src/admin/fleet-view.ts";
+import type { ClusterRow } from "../../src/status/fleet-view.ts";
 import type { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { CONTROLLER_NAMESPACE } from "./fleet.ts";
 import { eventually } from "./kube.ts";

@@ -25,7 +25,6 @@ import type { V1Secret } from "@kubernetes/client-node";
 import { type FaultProxy, startFaultProxyFor } from "../../sandbox/fault-proxy.ts";
 import { renderKubeconfig } from "../../sandbox/kubeconfig.ts";
 import { createCa } from "../../sandbox/pki.ts";
-import type { ClusterRow } from "../../src/admin/fleet-view.ts";
 import {
   CLUSTER_NAME,
   GATEWAY_NAME,
@@ -36,6 +35,7 @@ import {
   SECRET_TYPE,
 } from "../../src/core/labels.ts";
 import { createLogger } from "../../src/log.ts";
+import type { ClusterRow } from "../../src/status/fleet-view.ts";
 import { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { CONTROLLER_NAMESPACE, Fleet } from "../helpers/fleet.ts";
 import { eventually, sleep, statusCode } from "../helpers/kube.ts";

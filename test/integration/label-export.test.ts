@@ -12,9 +12,9 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import type { ClusterRow } from "../../src/admin/fleet-view.ts";
 import { EXPORTED_LABEL } from "../../src/core/export.ts";
 import { GATEWAY_NAME, GATEWAY_NS } from "../../src/core/labels.ts";
+import type { ClusterRow } from "../../src/status/fleet-view.ts";
 import type { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { CONTROLLER_NAMESPACE, Fleet } from "../helpers/fleet.ts";
 import { eventually } from "../helpers/kube.ts";

@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { createMetrics } from "../../src/admin/metrics.ts";
 import { formatStatusTable } from "../../src/cli/status-rows.ts";
+import type { PlacementStatus } from "../../src/status/placement-status.ts";
 import { transition } from "../../src/supervisor/actor-lifecycle.ts";
 import {
   initialLifecycleState,
@@ -14,13 +15,7 @@ import {
   type LifecycleSettings,
   type LifecycleState,
 } from "../../src/supervisor/actor-lifecycle-state.ts";
-import {
-  autoBudget,
-  COSTS,
-  type PlacementStatus,
-  placementStatus,
-  RULE,
-} from "../../src/supervisor/default-placement.ts";
+import { autoBudget, COSTS, placementStatus, RULE } from "../../src/supervisor/default-placement.ts";
 import type { RegisteredCluster } from "../../src/supervisor/registry.ts";
 
 const MIB = 2 ** 20;

@@ -3,7 +3,7 @@ import { EventEmitter } from "node:events";
 import { describe, it } from "node:test";
 import { MirrorActivity, type MirrorRow, renderTable, type TableInput } from "../../sandbox/demo-table.ts";
 import { Screen } from "../../sandbox/screen.ts";
-import type { ClusterRow, FleetStatus } from "../../src/admin/fleet-view.ts";
+import type { ClusterRow, FleetStatus } from "../../src/status/fleet-view.ts";
 
 class FakeOut extends EventEmitter {
   written = "";

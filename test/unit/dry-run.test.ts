@@ -5,7 +5,6 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { FleetStatus } from "../../src/admin/fleet-view.ts";
 import { plannedWriteSeries } from "../../src/admin/snapshot-series.ts";
 import { dryRunViewFromAdmin, formatDryRun } from "../../src/cli/dry-run-rows.ts";
 import { parseRunConfig } from "../../src/config.ts";
@@ -13,6 +12,7 @@ import { DryRunPlan, dryRunReport, type PlannedWrite, plannedWrite } from "../..
 import type { WriteAction } from "../../src/core/mirror-kinds.ts";
 import { ConfigError } from "../../src/flag-values.ts";
 import type { WriterStatus } from "../../src/protocol/messages.ts";
+import type { FleetStatus } from "../../src/status/fleet-view.ts";
 
 const createService: WriteAction = { verb: "create", kind: "Service", namespace: "shop", name: "web-east", body: {} };
 const createEndpoints: WriteAction = { ...createService, kind: "Endpoints" };

@@ -4,14 +4,6 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import {
-  addClusterCounters,
-  type ClusterCounters,
-  clusterCountersOf,
-  EMPTY_CLUSTER_COUNTERS,
-  EMPTY_WRITER_COUNTERS,
-} from "../../src/admin/counters.ts";
-import type { ClusterRow, FleetCounters, FleetStatus } from "../../src/admin/fleet-view.ts";
 import { createMetrics } from "../../src/admin/metrics.ts";
 import { healthCell, rowsFromAdmin, type StatusRow } from "../../src/cli/status-rows.ts";
 import {
@@ -19,6 +11,14 @@ import {
   type GatewayProbeCounters,
   WRITE_DURATION_BUCKETS,
 } from "../../src/protocol/messages.ts";
+import {
+  addClusterCounters,
+  type ClusterCounters,
+  clusterCountersOf,
+  EMPTY_CLUSTER_COUNTERS,
+  EMPTY_WRITER_COUNTERS,
+} from "../../src/status/counters.ts";
+import type { ClusterRow, FleetCounters, FleetStatus } from "../../src/status/fleet-view.ts";
 
 const probes = (timeouts: number, answered: number): GatewayProbeCounters => ({
   failures: { timeout: timeouts, refused: 0, status: 0, error: 0 },

@@ -1,5 +1,11 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { createMetrics, type MetricsSource } from "../../src/admin/metrics.ts";
+import { runAdminSource } from "../../src/admin/run-source.ts";
+import { checkText } from "../../src/admin/server.ts";
+import { clustersByState, countConflicts, histogramValues, writeLabels } from "../../src/admin/snapshot-series.ts";
+import { alwaysLeading, type Leadership } from "../../src/leader/leadership.ts";
+import { WRITE_DURATION_BUCKETS } from "../../src/protocol/messages.ts";
 import {
   addClusterCounters,
   addWriterCounters,
@@ -7,14 +13,8 @@ import {
   clusterCountersOf,
   EMPTY_CLUSTER_COUNTERS,
   EMPTY_WRITER_COUNTERS,
-} from "../../src/admin/counters.ts";
-import type { ClusterRow, FleetCounters, FleetStatus } from "../../src/admin/fleet-view.ts";
-import { createMetrics, type MetricsSource } from "../../src/admin/metrics.ts";
-import { runAdminSource } from "../../src/admin/run-source.ts";
-import { checkText } from "../../src/admin/server.ts";
-import { clustersByState, countConflicts, histogramValues, writeLabels } from "../../src/admin/snapshot-series.ts";
-import { alwaysLeading, type Leadership } from "../../src/leader/leadership.ts";
-import { WRITE_DURATION_BUCKETS } from "../../src/protocol/messages.ts";
+} from "../../src/status/counters.ts";
+import type { ClusterRow, FleetCounters, FleetStatus } from "../../src/status/fleet-view.ts";
 
 function row(cluster: string, state: string, mirrors = 0): ClusterRow {
   return {

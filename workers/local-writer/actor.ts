@@ -25,13 +25,13 @@
  *   requests are reads (DESIGN §3 "Dry run").
  */
 import { type Clock, systemClock } from "../../src/core/clock.ts";
+import type { ConnectionSpec } from "../../src/core/connection.ts";
 import { shardedFederatedProblem } from "../../src/core/federated-shards.ts";
 import { TokenBucket } from "../../src/core/rate-limit.ts";
 import { listedOwnership } from "../../src/core/shard-label.ts";
 import { hostsCluster, type ShardOwnership } from "../../src/core/shards.ts";
 import { runWorkers, WorkQueue } from "../../src/core/workqueue.ts";
 import { KubeClient } from "../../src/kube/client.ts";
-import type { ConnectionSpec } from "../../src/kube/connection.ts";
 import type { WatchFailure } from "../../src/kube/watcher.ts";
 import type { Logger } from "../../src/log.ts";
 import { describeError, serializeError } from "../../src/protocol/errors.ts";

@@ -24,11 +24,11 @@
  * unreachable nothing is sent: the writer keeps the mirrors.
  */
 import { systemClock } from "../../src/core/clock.ts";
+import type { ConnectionSpec } from "../../src/core/connection.ts";
 import { type ClusterSettings, ingressHostnames } from "../../src/core/desired.ts";
 import { SERVICE_EXPORTS, type ServiceExport } from "../../src/core/mcs.ts";
 import { objectKey, type Service } from "../../src/core/objects.ts";
 import { KubeClient } from "../../src/kube/client.ts";
-import type { ConnectionSpec } from "../../src/kube/connection.ts";
 import { OptionalWatch } from "../../src/kube/optional-watch.ts";
 import { LAST_APPLIED_CONFIGURATION } from "../../src/kube/watch-store.ts";
 import { Watcher, type WatchFailure } from "../../src/kube/watcher.ts";

@@ -5,8 +5,8 @@
  */
 import { getHeapStatistics } from "node:v8";
 import type { ClusterStatus, WriterStatus } from "../protocol/messages.ts";
-import type { PlacementStatus } from "../supervisor/default-placement.ts";
 import type { ClusterCounters, WriterCounters } from "./counters.ts";
+import type { PlacementStatus } from "./placement-status.ts";
 
 export interface ClusterRow {
   readonly cluster: string;
