@@ -1,6 +1,6 @@
 /**
- * The actor's desired channel to the local writer: computes the mirrors of the
- * Services that changed (core/desired.ts), coalesces them by key, and sends them as
+ * The actor's desired channel to the local writer: computes what the Services that
+ * changed ask for (src/core/cluster-desired.ts), coalesces it by key, and sends it as
  * batches under the credit rule (credits.ts).
  *
  * Invariants:
@@ -23,22 +23,15 @@
  *   waits until they are, so it never flaps to an ordinary mirror and back.
  */
 import {
-  type ClusterSettings,
-  type DesiredMirror,
-  desiredMirrorFor,
-  type GatewayView,
-  type MirrorProblem,
-  viewGateway,
-} from "../../src/core/desired.ts";
-import { exportOf, type GatewayRef } from "../../src/core/export.ts";
-import {
-  desiredMemberFor,
-  type FederatedMember,
-  type MemberSelector,
-  memberGateway,
-} from "../../src/core/federated.ts";
-import { type HeadlessHosts, headlessOutcome, isHeadless } from "../../src/core/headless.ts";
-import { type McsExport, mcsExportFor, type ServiceExport } from "../../src/core/mcs.ts";
+  type ClusterObservation,
+  desiredOfService,
+  type GatewayViews,
+  type ServiceDesired,
+} from "../../src/core/cluster-desired.ts";
+import type { ClusterSettings, DesiredMirror, MirrorProblem } from "../../src/core/desired.ts";
+import type { FederatedMember, MemberSelector } from "../../src/core/federated.ts";
+import type { HeadlessHosts } from "../../src/core/headless.ts";
+import type { McsExport, ServiceExport } from "../../src/core/mcs.ts";
 import { objectKey, type Service } from "../../src/core/objects.ts";
 import type { LineLogger } from "../../src/log/json-lines.ts";
 import { serializeError } from "../../src/protocol/errors.ts";
@@ -57,7 +50,7 @@ export interface ServiceSource {
   readonly hasSynced: boolean;
 }
 
-/** What the sender reads of the cluster's ServiceExports (SPEC §12; service-exports.ts). */
+/** What the sender reads of the cluster's ServiceExports (SPEC §12; src/kube/optional-watch.ts). */
 export interface ServiceExportSource {
   get(key: string): ServiceExport | undefined;
   keys(): Iterable<string>;
@@ -106,6 +99,8 @@ export interface DesiredSenderDeps {
 
 export class DesiredSender {
   readonly #deps: DesiredSenderDeps;
+  /** What the desired computation reads, over the deps' stores and lookups. */
+  readonly #observed: ClusterObservation;
   /** Remote service key → the local mirror keys last sent for it (a headless Service's are several). */
   readonly #mirrorKeyOf = new Map<string, readonly string[]>();
   /** Local mirror key → digest of the mirror last sent (what the writer holds). */
@@ -131,6 +126,16 @@ export class DesiredSender {
 
   constructor(deps: DesiredSenderDeps) {
     this.#deps = deps;
+    this.#observed = {
+      settings: deps.cluster,
+      memberSelector: deps.memberSelector,
+      service: (key) => deps.services.get(key),
+      serviceExport: (key) => deps.serviceExports.get(key),
+      lookupHostname: deps.lookupHostname,
+      deadAddresses: deps.deadAddresses,
+      headlessHosts: deps.headlessHosts,
+      hostClaimant: deps.hostClaimant,
+    };
     this.#credits = initialCredits(deps.epoch);
     this.#problems = new SenderProblems(deps.log, deps.statusChanged);
   }
@@ -237,72 +242,19 @@ export class DesiredSender {
     this.scheduleFlush();
   }
 
-  #gatewayView(gw: GatewayRef | undefined, cache: Map<string, GatewayView>): GatewayView {
-    const key = gw ? objectKey(gw) : "";
-    let view = cache.get(key);
-    if (!view) {
-      view = viewGateway(this.#deps.services.get(key), this.#deps.lookupHostname, this.#deps.deadAddresses(key));
-      cache.set(key, view);
-    }
-    return view;
-  }
-
   /**
-   * Recomputes one remote service's mirrors (one, none, or a headless Service's headless
-   * and per-host mirrors, SPEC §12) and fleet-wide member, each with this cluster's own
-   * view of its gateway; records problems. `mirrors` undefined: a headless Service whose
-   * hostnames are not known yet, whose mirrors stay as they were sent.
+   * Recomputes one remote key's mirrors, member and MCS export (src/core/cluster-desired.ts)
+   * and records their problems. `mirrors` undefined: a headless Service whose hostnames
+   * are not known yet, whose mirrors stay as they were sent.
    */
-  #compute(
-    key: string,
-    cache: Map<string, GatewayView>,
-  ): {
-    mirrors: readonly DesiredMirror[] | undefined;
-    member: FederatedMember | undefined;
-    mcs: McsExport | undefined;
-  } {
-    const service = this.#deps.services.get(key);
-    const settings = this.#deps.cluster;
-    const decision = service ? exportOf(settings, service) : undefined;
-    const outcome = service
-      ? desiredMirrorFor(
-          settings,
-          service,
-          this.#gatewayView(decision?.kind === "exported" ? decision.gateway : undefined, cache),
-          decision,
-        )
-      : ({ kind: "not-exported" } as const);
-    this.#problems.set("exported", key, outcome.kind === "problem" ? outcome.problem : undefined);
-    const { mirrors, problem: hostProblem } =
-      outcome.kind === "mirror" && isHeadless(service)
-        ? headlessOutcome(key, outcome.mirror, this.#deps.headlessHosts(key), {
-            exported: (namespace, name) => {
-              const other = this.#deps.services.get(objectKey({ namespace, name }));
-              return other !== undefined && exportOf(settings, other).kind === "exported";
-            },
-            hostClaimant: this.#deps.hostClaimant,
-          })
-        : { mirrors: outcome.kind === "mirror" ? [outcome.mirror] : [] };
-    if (mirrors) this.#problems.set("headless", key, hostProblem);
-    const membership = service
-      ? desiredMemberFor(
-          this.#deps.cluster,
-          this.#deps.memberSelector,
-          service,
-          this.#gatewayView(memberGateway(settings, service), cache),
-        )
-      : ({ kind: "not-member" } as const);
-    this.#problems.set("member", key, membership.kind === "problem" ? membership.problem : undefined);
-    const serviceExport = this.#deps.serviceExports.get(key);
-    const exported = serviceExport
-      ? mcsExportFor(settings, serviceExport, service, this.#gatewayView(settings.defaultGateway, cache))
-      : undefined;
-    this.#problems.set("mcs", key, exported?.kind === "problem" ? exported.problem : undefined);
-    return {
-      mirrors,
-      member: membership.kind === "member" ? membership.member : undefined,
-      mcs: exported?.kind === "export" ? exported.export : undefined,
-    };
+  #compute(key: string, views: GatewayViews): ServiceDesired {
+    const desired = desiredOfService(this.#observed, key, views);
+    const { exported, member, mcs } = desired.problems;
+    this.#problems.set("exported", key, exported);
+    if ("headless" in desired.problems) this.#problems.set("headless", key, desired.problems.headless);
+    this.#problems.set("member", key, member);
+    this.#problems.set("mcs", key, mcs);
+    return desired;
   }
 
   #flush(): void {
@@ -346,7 +298,7 @@ export class DesiredSender {
 
   /** Every mirror and member of the cluster, with `sent` and `sentMembers` rebuilt to match. */
   #completeSet(): Changes {
-    const cache = new Map<string, GatewayView>();
+    const views: GatewayViews = new Map();
     const changes = noChanges();
     this.#needSnapshot = false;
     this.#dirty.clear();
@@ -363,7 +315,7 @@ export class DesiredSender {
     for (const service of this.#deps.services.values()) keys.add(objectKey(service.metadata));
     this.#problems.retain(keys);
     for (const key of keys) {
-      const { mirrors, member, mcs } = this.#compute(key, cache);
+      const { mirrors, member, mcs } = this.#compute(key, views);
       // `mirrors` is never undefined here: the flush waited for every headless Service's hostnames.
       this.#diff(key, mirrors ?? [], member, mcs, changes);
     }
@@ -372,12 +324,12 @@ export class DesiredSender {
 
   /** The mirrors and members of the changed Services that differ from what was sent, and those gone. */
   #delta(): Changes {
-    const cache = new Map<string, GatewayView>();
+    const views: GatewayViews = new Map();
     const changes = noChanges();
     const dirty = this.#dirty;
     this.#dirty = new Set();
     for (const key of dirty) {
-      const { mirrors, member, mcs } = this.#compute(key, cache);
+      const { mirrors, member, mcs } = this.#compute(key, views);
       // Hostnames not known yet: what was sent stays (the watch's first list marks it dirty again).
       this.#diff(key, mirrors, member, mcs, changes);
     }
