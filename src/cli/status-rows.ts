@@ -1,8 +1,8 @@
 /**
- * The pure part of `fleet-mirror status`: the rows (from the controller's admin status or
- * from the cluster objects) and the tables printed. No I/O: status.ts reads and calls these.
+ * The rows of `fleet-mirror status` (pure): from the controller's admin status, from
+ * the cluster objects, or from the shard Leases. status.ts reads and calls these;
+ * status-table.ts renders them.
  */
-
 import type { AdminStatus } from "../admin/source.ts";
 import { FEDERATED_LABEL } from "../core/federated.ts";
 import { CLUSTER_NAME, MIRRORED_SERVICE } from "../core/labels.ts";
@@ -15,8 +15,8 @@ import type { ClusterRow } from "../status/fleet-view.ts";
 import type { PlacementStatus } from "../status/placement-status.ts";
 import { parseCredentialsSecret } from "../supervisor/registration.ts";
 import { computeRegistry } from "../supervisor/registry.ts";
-import { formatAge, formatTable } from "./common.ts";
-import { type DryRunView, formatDryRun } from "./dry-run-rows.ts";
+import type { DryRunView } from "./dry-run-rows.ts";
+
 /** One line of `status`, as printed and as emitted with `-o json|yaml`. */
 export interface StatusRow {
   readonly cluster: string;
@@ -127,25 +127,6 @@ export function shardRowsFromLeases(
     ...(found.get(shard)?.renewedAt ? { renewedAt: found.get(shard)?.renewedAt as string } : {}),
     clusters: clustersOfShard(clusters, shard, shards),
   }));
-}
-
-/** The shard table: which replica holds which shard. */
-export function formatShardTable(rows: readonly ShardRow[], now: number): string {
-  return formatTable(
-    ["shard", "holder", "renewed", "clusters"],
-    rows.map((r) => [
-      String(r.shard),
-      r.holder === "" ? "(free)" : r.holder,
-      r.renewedAt ? `${formatAge(Math.max(0, now - Date.parse(r.renewedAt)))} ago` : "",
-      String(r.clusters.length),
-    ]),
-  );
-}
-
-/** "placement: packed, 8 actor threads, blast radius 25 clusters (auto: …)". */
-export function placementLine(p: PlacementStatus): string {
-  const radius = `blast radius ${p.blastRadius} cluster${p.blastRadius === 1 ? "" : "s"}`;
-  return `placement: ${p.mode}, ${p.threads} actor thread${p.threads === 1 ? "" : "s"}, ${radius} (${p.reason})\n`;
 }
 
 const iso = (ms: number | undefined): string | undefined => (ms === undefined ? undefined : new Date(ms).toISOString());
@@ -272,131 +253,4 @@ export function rowsFromObjects(
     a.cluster === b.cluster ? a.secret.localeCompare(b.secret) : a.cluster.localeCompare(b.cluster),
   );
   return rows;
-}
-
-/** The STATE cell: `stale since 5m`, `failing: reason`, `invalid: reason`, or the state. */
-export function stateCell(row: StatusRow, now: number): string {
-  const age = row.since ? ` since ${formatAge(now - Date.parse(row.since))}` : "";
-  switch (row.state) {
-    case "stale":
-      return `stale${age}${row.reason ? `: ${row.reason}` : ""}`;
-    case "failing":
-    case "crash-loop":
-    case "invalid":
-      return `${row.state}${row.reason ? `: ${row.reason}` : ""}`;
-    case "syncing":
-      return `syncing${age}${row.reason ? `: ${row.reason}` : ""}`;
-    default:
-      return row.state;
-  }
-}
-
-function gatewayCell(row: StatusRow): string {
-  if (row.gateways === undefined) return "unknown";
-  if (row.gateways.length === 0) return "-";
-  const unusable = row.gateways.filter((g) => !g.usable);
-  if (unusable.length === 0) return "usable";
-  return unusable.map((g) => `${g.gateway} unusable${g.reason ? `: ${g.reason}` : ""}`).join("; ");
-}
-
-/**
- * The HEALTH cell: `-` when no gateway is probed, `alive` when every probed address is,
- * otherwise each gateway with dead addresses (`gw/gateway 1/2 dead`) or bad probe
- * annotations (`gw/gateway: probe problem`).
- */
-export function healthCell(row: StatusRow): string {
-  if (row.gateways === undefined) return "unknown";
-  const parts: string[] = [];
-  let probed = 0;
-  for (const g of row.gateways) {
-    if (g.probe) {
-      probed += 1;
-      if (g.probe.dead > 0) parts.push(`${g.gateway} ${g.probe.dead}/${g.probe.alive + g.probe.dead} dead`);
-    }
-    if (g.probeProblems && g.probeProblems.length > 0) parts.push(`${g.gateway}: probe problem`);
-  }
-  if (parts.length > 0) return parts.join("; ");
-  return probed > 0 ? "alive" : "-";
-}
-
-/** The MEMBERS cell: `east, west (kept)`. */
-function membersCell(row: FederatedRow): string {
-  if (row.clusters.length === 0) return "-";
-  return row.clusters.map((c) => (row.kept?.includes(c) ? `${c} (kept)` : c)).join(", ");
-}
-
-/** The fleet-wide table, after the clusters' (pure); empty when there is no fleet-wide Service. */
-export function formatFederatedTable(rows: readonly FederatedRow[]): string {
-  if (rows.length === 0) return "";
-  const count = (n: number | undefined): string => (n === undefined ? "unknown" : String(n));
-  return formatTable(
-    ["fleet-wide service", "members", "ready", "not ready", "conflicts"],
-    rows.map((r) => [
-      r.service,
-      membersCell(r),
-      count(r.ready),
-      count(r.notReady),
-      r.conflicts === undefined ? "unknown" : r.conflicts.length === 0 ? "-" : r.conflicts.join("; "),
-    ]),
-  );
-}
-
-/**
- * The EXPORTS cell: `3 annotation, 2 label, 1 mcs (1 declined)`; `-` when none; `unknown`
- * without the actor's counts. MCS export that is not active says so: `(mcs: forbidden)`.
- */
-export function exportsCell(row: StatusRow): string {
-  const e = row.exports;
-  if (!e)
-    return row.exportedServices === undefined
-      ? "unknown"
-      : row.exportedServices === 0
-        ? "-"
-        : String(row.exportedServices);
-  const parts = [
-    ...(e.annotation > 0 ? [`${e.annotation} annotation`] : []),
-    ...(e.label > 0 ? [`${e.label} label`] : []),
-    ...((e.mcs ?? 0) > 0 ? [`${e.mcs} mcs`] : []),
-  ];
-  const notes = [
-    ...(e.declined > 0 ? [`${e.declined} declined`] : []),
-    ...(row.mcs && row.mcs.state !== "active" ? [`mcs: ${row.mcs.state.replace("-", " ")}`] : []),
-  ];
-  const suffix = notes.length > 0 ? ` (${notes.join("; ")})` : "";
-  return parts.length === 0 ? `-${suffix}` : `${parts.join(", ")}${suffix}`;
-}
-
-/** The tables `status` prints (pure). */
-export function formatStatusTable(report: StatusReport, now: number): string {
-  const header =
-    report.source === "cluster-objects"
-      ? `controller not reachable; from cluster objects${report.note ? ` (${report.note})` : ""}\n`
-      : "";
-  const federated = formatFederatedTable(report.federated);
-  const shards =
-    (report.shards && report.shards.length > 0 ? `\n${formatShardTable(report.shards, now)}` : "") +
-    (report.shardsNote ? `\nshards: ${report.shardsNote}\n` : "");
-  if (report.clusters.length === 0)
-    return `${header}No remote clusters registered.\n${federated ? `\n${federated}` : ""}${shards}${report.dryRun ? `\n${formatDryRun(report.dryRun)}` : ""}`;
-  const rows = report.clusters.map((r) => [
-    r.cluster || "(none)",
-    stateCell(r, now),
-    String(r.mirrors),
-    exportsCell(r),
-    r.lastSyncedAt
-      ? `${formatAge(now - Date.parse(r.lastSyncedAt))} ago`
-      : report.source === "controller"
-        ? "never"
-        : "unknown",
-    r.restarts === undefined ? "unknown" : String(r.restarts),
-    gatewayCell(r),
-    healthCell(r),
-  ]);
-  const clusters = formatTable(
-    ["cluster", "state", "mirrors", "exports", "last sync", "restarts", "gateway", "health"],
-    rows,
-  );
-  const placement = report.placement ? `\n${placementLine(report.placement)}` : "";
-  const dryRun = report.dryRun ? `\n${formatDryRun(report.dryRun)}` : "";
-  return header + clusters + placement + (federated ? `\n${federated}` : "") + shards + dryRun;
 }

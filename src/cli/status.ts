@@ -36,7 +36,6 @@ import { dryRunViewFromAdmin } from "./dry-run-rows.ts";
 import {
   federatedRowsFromAdmin,
   federatedRowsFromObjects,
-  formatStatusTable,
   rowsFromAdmin,
   rowsFromObjects,
   type ShardRow,
@@ -44,6 +43,7 @@ import {
   shardRowsFromLeases,
   shardRowsFromView,
 } from "./status-rows.ts";
+import { formatStatusTable } from "./status-table.ts";
 
 export const DEFAULT_ADMIN_URL = "http://127.0.0.1:9999";
 

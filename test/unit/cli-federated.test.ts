@@ -6,7 +6,8 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { AdminStatus } from "../../src/admin/source.ts";
 import { federatedNameConflicts } from "../../src/cli/check-rules.ts";
-import { federatedRowsFromAdmin, federatedRowsFromObjects, formatFederatedTable } from "../../src/cli/status-rows.ts";
+import { federatedRowsFromAdmin, federatedRowsFromObjects } from "../../src/cli/status-rows.ts";
+import { formatFederatedTable } from "../../src/cli/status-table.ts";
 import type { KubeObject, Service } from "../../src/core/objects.ts";
 import { alwaysLeading } from "../../src/leader/leadership.ts";
 

@@ -21,13 +21,8 @@ import {
 } from "../../src/cli/common.ts";
 import { remoteIdentity } from "../../src/cli/link-identity.ts";
 import { credentialsSecret, remoteKubeconfigText } from "../../src/cli/link-secret.ts";
-import {
-  exportsCell,
-  formatStatusTable,
-  rowsFromAdmin,
-  rowsFromObjects,
-  stateCell,
-} from "../../src/cli/status-rows.ts";
+import { rowsFromAdmin, rowsFromObjects } from "../../src/cli/status-rows.ts";
+import { exportsCell, formatStatusTable, stateCell } from "../../src/cli/status-table.ts";
 import { CLUSTER_NAME, GATEWAY_NAME, GATEWAY_NS, MIRRORED_SERVICE } from "../../src/core/labels.ts";
 import type { KubeObject, Secret, Service } from "../../src/core/objects.ts";
 import { rbacManifestPath } from "../../src/kube/rbac-manifest.ts";

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { createMetrics } from "../../src/admin/metrics.ts";
-import { formatStatusTable } from "../../src/cli/status-rows.ts";
+import { formatStatusTable } from "../../src/cli/status-table.ts";
 import type { PlacementStatus } from "../../src/status/placement-status.ts";
 import { transition } from "../../src/supervisor/actor-lifecycle.ts";
 import {

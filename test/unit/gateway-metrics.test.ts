@@ -5,7 +5,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { createMetrics } from "../../src/admin/metrics.ts";
-import { healthCell, rowsFromAdmin, type StatusRow } from "../../src/cli/status-rows.ts";
+import { rowsFromAdmin, type StatusRow } from "../../src/cli/status-rows.ts";
+import { healthCell } from "../../src/cli/status-table.ts";
 import {
   decodeFromRemoteActor,
   type GatewayProbeCounters,

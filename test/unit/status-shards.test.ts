@@ -1,7 +1,8 @@
 /** `fleet-mirror status` when sharded: who holds which shard, from the Leases or from a controller. */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { formatShardTable, shardRowsFromLeases, shardRowsFromView } from "../../src/cli/status-rows.ts";
+import { shardRowsFromLeases, shardRowsFromView } from "../../src/cli/status-rows.ts";
+import { formatShardTable } from "../../src/cli/status-table.ts";
 import { shardOf } from "../../src/core/shards.ts";
 
 const CLUSTERS = ["east", "west", "north", "south", "c0", "c1"];
