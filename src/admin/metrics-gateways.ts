@@ -1,0 +1,74 @@
+/** Metrics of gateways (SPEC §10) and of what each API server says back: probes, denied reads, warnings. */
+import type { MetricBuilders } from "./metric-builders.ts";
+import { gatewayAddressValues, SnapshotHistogram } from "./snapshot-series.ts";
+
+export function registerGatewayMetrics(b: MetricBuilders): void {
+  const { source, registry } = b;
+  b.labelled(
+    "gauge",
+    "fleet_mirror_gateway_addresses",
+    "Addresses of each probed gateway (SPEC §10) by liveness: alive, or dead after 3 failed probes in a row.",
+    ["cluster", "gateway", "state"],
+    (set) => {
+      for (const { labels, value } of gatewayAddressValues(source.fleet())) set(labels, value);
+    },
+  );
+  b.labelled(
+    "gauge",
+    "fleet_mirror_cluster_reads_denied",
+    "Optional remote reads the cluster's RBAC denies (SPEC §12: discovery.k8s.io/endpointslices for headless Services); 0 series: none.",
+    ["cluster", "resource"],
+    (set) => {
+      for (const row of source.fleet()?.clusters ?? [])
+        for (const d of row.deniedReads ?? []) set({ cluster: row.cluster, resource: d.resource }, 1);
+    },
+  );
+  b.labelled(
+    "gauge",
+    "fleet_mirror_gateway_probe_config_invalid",
+    "Bad probe annotations or mc-probe port of each gateway in use (SPEC §10), each replaced by its default; 0 series: none.",
+    ["cluster", "gateway"],
+    (set) => {
+      for (const row of source.fleet()?.clusters ?? [])
+        for (const g of row.gateways)
+          if (g.probeProblems?.length) set({ cluster: row.cluster, gateway: g.key }, g.probeProblems.length);
+    },
+  );
+  b.labelled(
+    "counter",
+    "fleet_mirror_gateway_probe_failures_total",
+    "Failed gateway probes by reason: timeout, refused, status (an answer outside 2xx), error.",
+    ["cluster", "gateway", "reason"],
+    (set) => {
+      for (const [cluster, c] of source.counters()?.clusters ?? [])
+        for (const [gateway, probes] of Object.entries(c.gatewayProbes))
+          for (const [reason, n] of Object.entries(probes.failures)) set({ cluster, gateway, reason }, n);
+    },
+  );
+  new SnapshotHistogram(
+    "fleet_mirror_gateway_probe_duration_seconds",
+    "Latency of gateway probes that got an HTTP answer (timeouts and refused connections are failures only).",
+    registry,
+    () =>
+      [...(source.counters()?.clusters ?? [])].flatMap(([cluster, c]) =>
+        Object.entries(c.gatewayProbes).map(([gateway, probes]) => ({
+          labels: { cluster, gateway },
+          histogram: probes.latency,
+        })),
+      ),
+    ["cluster", "gateway"],
+  );
+
+  b.labelled(
+    "counter",
+    "fleet_mirror_api_warnings_total",
+    "Warning headers received from API servers: the local one (api=local) and each cluster's remote one (api=remote).",
+    ["api", "cluster"],
+    (set) => {
+      const counters = source.counters();
+      if (!counters) return;
+      set({ api: "local", cluster: "" }, counters.writer.apiWarnings);
+      for (const [cluster, c] of counters.clusters) set({ api: "remote", cluster }, c.apiWarnings);
+    },
+  );
+}
