@@ -32,6 +32,7 @@ import { type KubeObject, objectKey } from "../core/objects.ts";
 import type { KubeClient, Query, WatchEvent } from "./client.ts";
 import { KubeApiError } from "./errors.ts";
 import { classifyWatchError, type WatchFailure, WatchFault } from "./watch-fault.ts";
+import { decodeListPage, isRecord, rawResourceVersion, unexpectedKind, withListKind } from "./watch-items.ts";
 import { type StoreChange, storedForm, WatchStore } from "./watch-store.ts";
 import { resolveWatcherOptions, type WatcherOptions } from "./watcher-options.ts";
 
@@ -59,10 +60,6 @@ export interface WatcherEvents<T> {
 
 /** A watch that ended normally this soon without any event counts as a failure, so a broken proxy cannot spin us. */
 const EARLY_END_MS = 1_000;
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>> {
   readonly path: string;
@@ -244,27 +241,14 @@ export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>
         }
         throw error;
       }
-      const items = isRecord(page) ? page["items"] : undefined;
-      const meta = isRecord(page) ? page["metadata"] : undefined;
-      if (!isRecord(page) || !Array.isArray(items) || !isRecord(meta)) {
-        throw new WatchFault("decode", `GET ${this.path}: list answer has no items or metadata`);
-      }
-      const apiVersion = typeof page["apiVersion"] === "string" ? page["apiVersion"] : undefined;
-      const kind = typeof page["kind"] === "string" ? page["kind"].replace(/List$/, "") : undefined;
-      for (const item of items) {
+      const decoded = decodeListPage(page, this.path);
+      for (const item of decoded.items) {
         if (this.#wrongKind(item, "list", "list item")) continue;
-        const object = this.#accept(item, "list item");
-        // List items come without apiVersion/kind; fill them in so they look like watch objects.
-        const filled = {
-          ...(apiVersion !== undefined && object.apiVersion === undefined ? { apiVersion } : {}),
-          ...(kind !== undefined && object.kind === undefined ? { kind } : {}),
-          ...object,
-        } as T;
+        const filled = withListKind(this.#accept(item, "list item"), decoded);
         fresh.set(objectKey(filled.metadata), Object.freeze(filled));
       }
-      resourceVersion = typeof meta["resourceVersion"] === "string" ? meta["resourceVersion"] : undefined;
-      const next = meta["continue"];
-      continueToken = typeof next === "string" && next !== "" ? next : undefined;
+      resourceVersion = decoded.resourceVersion;
+      continueToken = decoded.continueToken;
     } while (continueToken !== undefined);
     if (resourceVersion === undefined || resourceVersion === "") {
       throw new WatchFault("decode", `GET ${this.path}: list answer has no resourceVersion`);
@@ -322,16 +306,9 @@ export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>
         return;
       }
       delivered = true;
-      if (event.type === "BOOKMARK") {
-        const meta = event.object["metadata"];
-        const rv = isRecord(meta) ? meta["resourceVersion"] : undefined;
-        if (typeof rv === "string" && rv !== "") this.#resourceVersion = rv;
-        return;
-      }
-      if (this.#wrongKind(event.object, "watch", `${event.type} event`)) {
-        const meta = event.object["metadata"];
-        const rv = isRecord(meta) ? meta["resourceVersion"] : undefined;
-        if (typeof rv === "string" && rv !== "") this.#resourceVersion = rv;
+      // A bookmark, or an object of the wrong kind (skipped), still moves the resourceVersion on.
+      if (event.type === "BOOKMARK" || this.#wrongKind(event.object, "watch", `${event.type} event`)) {
+        this.#resourceVersion = rawResourceVersion(event.object) ?? this.#resourceVersion;
         return;
       }
       const object = Object.freeze(this.#accept(event.object, `${event.type} event`));
@@ -375,11 +352,9 @@ export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>
    * skipped and a `wrong-kind` failure emitted (no backoff: nothing needs retrying).
    */
   #wrongKind(value: unknown, phase: "list" | "watch", what: string): boolean {
-    if (this.#expectedKind === undefined || !isRecord(value)) return false;
-    const kind = value["kind"];
-    if (typeof kind !== "string" || kind === "" || kind === this.#expectedKind) return false;
-    const meta = value["metadata"];
-    const name = isRecord(meta) ? `${String(meta["namespace"] ?? "")}/${String(meta["name"] ?? "?")}` : "?";
+    const found = unexpectedKind(value, this.#expectedKind);
+    if (!found) return false;
+    const { kind, name } = found;
     this.#stats.failures++;
     try {
       this.emit("failure", {
