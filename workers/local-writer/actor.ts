@@ -7,8 +7,8 @@
  * This file wires the parts; each part does one job:
  *   local-stores.ts (the watched local objects), desired-channels.ts (batches in, acks
  *   out), desired-store.ts, reconcile.ts, write-executor.ts, mutation-cache.ts,
- *   event-recorder.ts, fence.ts, status.ts, shared-strings.ts (the stores' repeated strings);
- *   dry-run-executor.ts in place of write-executor.ts for `run --dry-run`.
+ *   event-recorder.ts, fence.ts, shard-handoff.ts, status.ts, shared-strings.ts (the stores' repeated strings);
+ *   write-path.ts (write-executor.ts, or dry-run-executor.ts for `run --dry-run`).
  *
  * Guarantees:
  * - per-key ordering: the queue never hands out a key that is in flight, and a key
@@ -27,8 +27,6 @@
 import { type Clock, systemClock } from "../../src/core/clock.ts";
 import type { ConnectionSpec } from "../../src/core/connection.ts";
 import { shardedFederatedProblem } from "../../src/core/federated-shards.ts";
-import { TokenBucket } from "../../src/core/rate-limit.ts";
-import { listedOwnership } from "../../src/core/shard-label.ts";
 import { hostsCluster, type ShardOwnership } from "../../src/core/shards.ts";
 import { runWorkers, WorkQueue } from "../../src/core/workqueue.ts";
 import { KubeClient } from "../../src/kube/client.ts";
@@ -38,15 +36,16 @@ import { describeError, serializeError } from "../../src/protocol/errors.ts";
 import type { EventRequest, FromWriter, WriterOptions, WriterStatus } from "../../src/protocol/messages.ts";
 import { type ActorPort, DesiredChannels } from "./desired-channels.ts";
 import { DesiredStore } from "./desired-store.ts";
-import { DryRunExecutor } from "./dry-run-executor.ts";
 import { EventRecorder } from "./event-recorder.ts";
 import { WriteFence } from "./fence.ts";
 import { LocalStores } from "./local-stores.ts";
 import { MutationCache } from "./mutation-cache.ts";
 import { MirrorReconciler } from "./reconcile.ts";
+import { ShardHandoff } from "./shard-handoff.ts";
 import { SharedStrings } from "./shared-strings.ts";
 import { WriterStats } from "./status.ts";
-import { WriteExecutor, type WriteExecutorDeps, writeFailedEvent } from "./write-executor.ts";
+import { writeFailedEvent } from "./write-executor.ts";
+import { createWritePath, type WritePath } from "./write-path.ts";
 
 export type { ActorPort } from "./desired-channels.ts";
 
@@ -80,19 +79,18 @@ export class LocalWriterActor {
   readonly #fence: WriteFence;
   readonly #cache: MutationCache;
   readonly #events: EventRecorder;
-  readonly #executor: Pick<WriteExecutor, "apply" | "namespaceSeen" | "whenDrained">;
+  readonly #executor: WritePath["executor"];
   /** `run --dry-run`: the executor that plans instead of writing (also `#executor`). */
-  readonly #dryRun: DryRunExecutor | undefined;
+  readonly #dryRun: WritePath["dryRun"];
   readonly #reconciler: MirrorReconciler;
   readonly #channels: DesiredChannels;
+  readonly #handoff: ShardHandoff;
   #ready = false;
   #workers: Promise<void> | undefined;
   #resyncTimer: NodeJS.Timeout | undefined;
   #statusTimer: NodeJS.Timeout | undefined;
   #stopped = false;
   #localApiFailing = false;
-  /** The newest `writer.shards` applied. */
-  #shardsSeq = -1;
 
   constructor(connection: ConnectionSpec, options: WriterOptions, ports: WriterPorts, deps: WriterDeps) {
     const clock = deps.clock ?? systemClock;
@@ -122,29 +120,18 @@ export class LocalWriterActor {
       },
       writable: () => this.#fence.writable,
     });
-    const block: WriteExecutorDeps["block"] = (key, cluster, blocked) => this.#reconciler.block(key, cluster, blocked);
-    this.#dryRun = options.dryRun
-      ? new DryRunExecutor({
-          client: this.#client,
-          cache: this.#cache,
-          log: this.#log,
-          block,
-          blockedRecheckMs: options.blockedRecheckMs,
-        })
-      : undefined;
-    this.#executor =
-      this.#dryRun ??
-      new WriteExecutor({
-        client: this.#client,
-        bucket: new TokenBucket(options.qps, options.burst, clock),
-        fence: this.#fence,
-        cache: this.#cache,
-        stats: this.#stats,
-        log: this.#log,
-        block,
-        blockedRecheckMs: options.blockedRecheckMs,
-        requestTimeoutMs: this.#client.requestTimeoutMs,
-      });
+    const path = createWritePath({
+      client: this.#client,
+      options,
+      clock,
+      fence: this.#fence,
+      cache: this.#cache,
+      stats: this.#stats,
+      log: this.#log,
+      block: (key, cluster, blocked) => this.#reconciler.block(key, cluster, blocked),
+    });
+    this.#executor = path.executor;
+    this.#dryRun = path.dryRun;
     this.#reconciler = new MirrorReconciler({
       desired: this.#desired,
       services: this.#stores.services,
@@ -158,7 +145,7 @@ export class LocalWriterActor {
       options,
       log: this.#log,
       recordEvent: (event) => void this.recordEvent(event),
-      ownership: () => this.#plannable(),
+      ownership: () => this.#handoff.plannable(),
     });
     this.#channels = new DesiredChannels({
       absorb: (batch) => {
@@ -179,6 +166,20 @@ export class LocalWriterActor {
         this.#stats.lastError = error;
       },
       log: this.#log,
+    });
+    this.#handoff = new ShardHandoff({
+      fence: this.#fence,
+      stores: this.#stores,
+      desired: this.#desired,
+      channels: this.#channels,
+      executor: this.#executor,
+      log: this.#log,
+      ready: () => this.#ready,
+      enqueue: (key) => this.#enqueue(key),
+      enqueueFederated: () => this.#enqueueFederated(),
+      resyncAll: () => this.#resyncAll(),
+      pumpEvents: () => this.#events.pump(),
+      fenced: (seq) => this.#ports.supervisor({ type: "writer.shards-fenced", seq }),
     });
 
     this.#stores.routeChanges({
@@ -274,51 +275,12 @@ export class LocalWriterActor {
   }
 
   /**
-   * What the reconciler may plan: the held shards whose mirrors the stores already hold
-   * (sharded, a gained shard's mirrors arrive with the relist its filter change starts;
-   * planned before, each would look missing and be created in vain).
-   */
-  #plannable(): ShardOwnership {
-    return listedOwnership(this.#fence.ownership, this.#stores.observedHeld);
-  }
-
-  /**
-   * Sharded: the shards held now and their write deadlines (`writer.shards`). A message
-   * older than the newest seen is ignored. The desired state of clusters of shards no
-   * longer held is forgotten (nothing of theirs is planned or collected here any more)
-   * and their channels closed; a shard gained (or reopened) has every key re-checked.
-   * Answers `writer.shards-fenced` once no write of a shard not held is in flight.
+   * Sharded: the shards held now and their write deadlines (`writer.shards`); see
+   * shard-handoff.ts. Answers `writer.shards-fenced` once no write of a shard not held
+   * is in flight.
    */
   setShards(seq: number, held: readonly { readonly shard: number; readonly writableUntil: number }[]): void {
-    if (this.#stopped) return;
-    if (seq >= this.#shardsSeq) {
-      this.#shardsSeq = seq;
-      const change = this.#fence.setShards(held);
-      // Keys of a gained shard are planned once the stores hold its mirrors (`#plannable`).
-      this.#stores.setShardFilter(this.#fence.ownership);
-      if (change.dropped.length > 0) {
-        const ownership = this.#fence.ownership;
-        const leaving = [...this.#desired.clusters()].filter((c) => !hostsCluster(ownership, c));
-        for (const key of this.#desired.forget(leaving)) this.#enqueue(key);
-        for (const cluster of this.#channels.clusters())
-          if (!hostsCluster(ownership, cluster)) this.#channels.close(cluster);
-        // A dropped shard may own a fleet-wide Service, reported by its owner only: reduce each again.
-        if (this.#ready) this.#enqueueFederated();
-        this.#log.info(
-          { shards: change.dropped, clusters: leaving.length },
-          "shards given up: their keys are left alone",
-        );
-      }
-      if (change.gained.length > 0) this.#log.info({ shards: change.gained }, "shards gained");
-      if (this.#ready && (change.reopened || change.gained.length > 0)) this.#resyncAll();
-      if (change.reopened) this.#events.pump();
-    }
-    const { shards, held: now } = this.#fence.ownership;
-    const notHeld = Array.from({ length: shards }, (_, i) => i).filter((s) => !now.has(s));
-    const acked = this.#shardsSeq;
-    void this.#executor
-      .whenDrained(notHeld)
-      .then(() => this.#ports.supervisor({ type: "writer.shards-fenced", seq: acked }));
+    if (!this.#stopped) this.#handoff.apply(seq, held);
   }
 
   /** Finishes in-flight writes, then stops watching. Mirrors stay in place. */

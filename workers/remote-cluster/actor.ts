@@ -1,15 +1,16 @@
 /**
  * The remote-cluster actor: one per registered remote cluster. It owns that cluster's
  * list/watch of Services, computes the cluster's desired mirrors as a pure function of
- * what it observes (core/desired.ts), and asserts them to the local writer. It never
+ * what it observes (src/core/cluster-desired.ts), and asserts them to the local writer. It never
  * writes to any API.
  *
  * Runs in a worker thread (entry.ts wires the ports), or in-process in tests: it talks
  * only through `RemoteActorPorts` and the desired port given to `attachWriter`.
  *
- * Parts: gateway-index.ts (which Services and ServiceExports use which gateway),
- * hostnames.ts + resolver.ts (gateway hostnames, off libuv's pool), gateway-health.ts +
- * gateway-prober.ts + http-probe.ts (gateway health, SPEC §10), headless-watches.ts (the
+ * Parts: gateways.ts (the cluster's gateways kept current: gateway-index.ts, which
+ * Services and ServiceExports use which gateway; hostnames.ts + resolver.ts, gateway
+ * hostnames off libuv's pool; gateway-health.ts + gateway-prober.ts + http-probe.ts,
+ * gateway health, SPEC §10), headless-watches.ts (the
  * remote slices of exported headless Services, SPEC §12), an OptionalWatch
  * (src/kube/optional-watch.ts: the MCS API's ServiceExports, when served, SPEC §12),
  * desired-sender.ts + credits.ts (batches and flow control to the writer),
@@ -25,7 +26,7 @@
  */
 import { systemClock } from "../../src/core/clock.ts";
 import type { ConnectionSpec } from "../../src/core/connection.ts";
-import { type ClusterSettings, ingressHostnames } from "../../src/core/desired.ts";
+import type { ClusterSettings } from "../../src/core/desired.ts";
 import { SERVICE_EXPORTS, type ServiceExport } from "../../src/core/mcs.ts";
 import { objectKey, type Service } from "../../src/core/objects.ts";
 import { KubeClient } from "../../src/kube/client.ts";
@@ -40,10 +41,8 @@ import type {
   RemoteActorOptions,
 } from "../../src/protocol/messages.ts";
 import { type DesiredPort, DesiredSender, type FlowState } from "./desired-sender.ts";
-import { GatewayHealth } from "./gateway-health.ts";
-import { clusterGatewayIndex, type GatewayIndex } from "./gateway-index.ts";
+import { ClusterGateways } from "./gateways.ts";
 import { HeadlessWatches } from "./headless-watches.ts";
-import { HostnameCache } from "./hostnames.ts";
 import { httpProbe, type Probe } from "./http-probe.ts";
 import { createResolver, type Resolver } from "./resolver.ts";
 import { clusterStatus } from "./status-report.ts";
@@ -90,10 +89,8 @@ export class RemoteClusterActor {
   readonly #log: LineLogger;
   readonly #client: KubeClient;
   readonly #watcher: Watcher<Service>;
-  readonly #gateways: GatewayIndex;
-  readonly #hostnames: HostnameCache;
+  readonly #gateways: ClusterGateways;
   readonly #sender: DesiredSender;
-  readonly #health: GatewayHealth;
   readonly #headless: HeadlessWatches;
   readonly #exports: OptionalWatch<ServiceExport>;
 
@@ -117,7 +114,6 @@ export class RemoteClusterActor {
     this.#log = deps.logger;
     const selector = init.options.memberSelector;
     const settings = init.cluster;
-    this.#gateways = clusterGatewayIndex(settings, selector);
     this.#client = new KubeClient(init.connection, {
       userAgent: `fleet-mirror/remote-cluster ${init.cluster.name}`,
       logger: deps.logger,
@@ -130,20 +126,24 @@ export class RemoteClusterActor {
       dropAnnotations: [LAST_APPLIED_CONFIGURATION],
       ...(init.options.watchInactivityTimeoutMs ? { inactivityTimeoutMs: init.options.watchInactivityTimeoutMs } : {}),
     });
-    this.#hostnames = new HostnameCache(deps.resolve ?? createResolver(), deps.logger, (hostname) =>
-      this.#guard(() => this.#hostnameChanged(hostname))(),
-    );
-    this.#health = new GatewayHealth({
-      clock: systemClock,
-      random: Math.random,
-      probe: deps.probe ?? httpProbe,
-      userAgent: `fleet-mirror/gateway-probe ${init.cluster.name}`,
+    this.#gateways = new ClusterGateways({
+      settings,
+      memberSelector: selector,
+      services: this.#watcher,
+      resolve: deps.resolve ?? createResolver(),
+      prober: {
+        clock: systemClock,
+        random: Math.random,
+        probe: deps.probe ?? httpProbe,
+        userAgent: `fleet-mirror/gateway-probe ${init.cluster.name}`,
+        probed: () => this.#publish.markProbed(),
+      },
       log: deps.logger,
-      lookupHostname: this.#hostnames.lookup,
       guard: (fn) => this.#guard(fn),
-      livenessChanged: (gatewayKey) => this.#livenessChanged(gatewayKey),
-      probed: () => this.#publish.markProbed(),
-      problemsChanged: () => this.#publish.markDirty(),
+      track: (promise) => this.#track(promise),
+      markDirty: (key) => this.#sender.markDirty(key),
+      flush: () => this.#sender.scheduleFlush(),
+      statusChanged: () => this.#publish.markDirty(),
     });
     this.#headless = new HeadlessWatches({
       client: this.#client,
@@ -180,8 +180,8 @@ export class RemoteClusterActor {
       services: this.#watcher,
       serviceExports: this.#exports,
       memberSelector: selector,
-      lookupHostname: this.#hostnames.lookup,
-      deadAddresses: (gatewayKey) => this.#health.deadAddresses(gatewayKey),
+      lookupHostname: this.#gateways.lookupHostname,
+      deadAddresses: (gatewayKey) => this.#gateways.health.deadAddresses(gatewayKey),
       headlessHosts: (key) => this.#headless.hosts(key),
       hostClaimant: (namespace, hostname) => this.#headless.hostClaimant(namespace, hostname),
       headlessPending: () => this.#headless.pending,
@@ -236,7 +236,7 @@ export class RemoteClusterActor {
       STATUS_INTERVAL_MS,
     );
     this.#resolveTimer ??= setInterval(
-      this.#guard(() => this.#track(this.#hostnames.refresh(this.#hostnamesInUse()))),
+      this.#guard(() => this.#track(this.#gateways.refreshHostnames())),
       this.#init.options.resolvePeriodMs,
     );
   }
@@ -284,8 +284,7 @@ export class RemoteClusterActor {
     if (this.#stopped) return;
     this.#stopped = true;
     this.#sender.stop();
-    this.#hostnames.stop();
-    this.#health.stop();
+    this.#gateways.stop();
     this.#headless.stop();
     clearInterval(this.#resolveTimer);
     clearInterval(this.#statusTimer);
@@ -299,21 +298,8 @@ export class RemoteClusterActor {
   #onChange(key: string, previous: Service | undefined, current: Service | undefined): void {
     this.#sender.markDirty(key);
     // A gateway changed: every mirror of THIS cluster that uses it is recomputed.
-    for (const user of this.#gateways.usersOf(key)) this.#sender.markDirty(user);
-    const countsBefore = this.#gateways.countsVersion;
-    const newGateways = this.#gateways.update(key, previous, current);
-    // Export counts are in the status: a Service declining its export changes nothing
-    // else the status would otherwise publish.
-    if (this.#gateways.countsVersion !== countsBefore) this.#publish.markDirty();
+    this.#gateways.serviceChanged(key, previous, current);
     this.#headless.syncService(key, current, this.#init.cluster);
-    if (current && this.#gateways.isGateway(key)) this.#resolveHostnames(current);
-    // Probes follow the gateways in use: this one changed, or a Service started or
-    // stopped using one.
-    const touched = new Set<string>([key]);
-    for (const service of [previous, current]) {
-      if (service) for (const gatewayKey of this.#gateways.gatewaysOf(service)) touched.add(gatewayKey);
-    }
-    this.#usesChanged(touched, newGateways);
     if (this.#sync.state === "stale") this.#setState("synced");
     if (this.#exports.get(key)) this.#onExportChange(key); // its ServiceExport's export follows it
     this.#sender.scheduleFlush();
@@ -324,24 +310,14 @@ export class RemoteClusterActor {
     this.#sender.markDirty(key);
     const gateway = objectKey(this.#init.cluster.defaultGateway);
     const uses = this.#exports.get(key) && this.#watcher.get(key) ? [gateway] : [];
-    this.#usesChanged(new Set([gateway]), this.#gateways.setExportUses(key, uses));
+    this.#gateways.exportUsesChanged(key, uses, gateway);
     this.#sender.scheduleFlush();
-  }
-
-  /** Probes follow `touched`; `newGateways`' hostnames resolve now, not at the next round (their users would wait). */
-  #usesChanged(touched: ReadonlySet<string>, newGateways: readonly string[]): void {
-    for (const gatewayKey of touched) this.#syncProbe(gatewayKey);
-    for (const gatewayKey of newGateways) {
-      const gateway = this.#watcher.get(gatewayKey);
-      if (gateway) this.#resolveHostnames(gateway);
-    }
   }
 
   #onListed(): void {
     this.#sync.listed(Date.now());
     this.#setState("synced");
-    const inUse = [...this.#gateways.gateways()];
-    this.#usesChanged(new Set([...this.#health.keys(), ...inUse]), inUse);
+    this.#gateways.listed();
     this.#sender.requestSnapshot();
   }
 
@@ -359,45 +335,6 @@ export class RemoteClusterActor {
   }
 
   // -------------------------------------------------------------------------------
-  // Gateway hostnames (SPEC §2: resolved to IPs, again every resolvePeriodMs)
-
-  #resolveHostnames(gateway: Service): void {
-    for (const lookup of this.#hostnames.track(ingressHostnames(gateway))) this.#track(lookup);
-  }
-
-  #hostnamesInUse(): Set<string> {
-    const gateways = [...this.#gateways.gateways()].map((key) => this.#watcher.get(key));
-    return new Set(gateways.flatMap((gateway) => (gateway ? ingressHostnames(gateway) : [])));
-  }
-
-  /** A hostname's addresses changed: the mirrors behind every gateway naming it are recomputed. */
-  #hostnameChanged(hostname: string): void {
-    for (const [gatewayKey, users] of this.#gateways.entries()) {
-      const gateway = this.#watcher.get(gatewayKey);
-      if (gateway && ingressHostnames(gateway).includes(hostname)) {
-        for (const u of users) this.#sender.markDirty(u);
-        this.#syncProbe(gatewayKey);
-      }
-    }
-    this.#sender.scheduleFlush();
-  }
-
-  // -------------------------------------------------------------------------------
-  // Gateway health (SPEC §10)
-
-  /** Probes gateway `key` as it now stands while an exported Service uses it, not at all otherwise. */
-  #syncProbe(key: string): void {
-    this.#health.sync(key, this.#gateways.isGateway(key) ? this.#watcher.get(key) : undefined);
-  }
-
-  /** An address of gateway `key` became dead or alive: the mirrors using it are recomputed. */
-  #livenessChanged(key: string): void {
-    for (const user of this.#gateways.usersOf(key)) this.#sender.markDirty(user);
-    this.#publish.markDirty();
-    this.#sender.scheduleFlush();
-  }
-
-  // -------------------------------------------------------------------------------
   // Status
 
   #setState(state: ClusterSyncState): void {
@@ -412,9 +349,9 @@ export class RemoteClusterActor {
       cluster: this.#init.cluster.name,
       epoch: this.#init.epoch,
       sync: this.#sync,
-      gateways: this.#gateways,
+      gateways: this.#gateways.index,
       services: this.#watcher,
-      health: this.#health,
+      health: this.#gateways.health,
       sender: this.#sender,
       exports: this.#exports,
       headless: this.#headless.status(),
