@@ -1,6 +1,9 @@
 /**
  * Flags and environment → one frozen, typed Config, parsed once; every problem fails
- * fast with a message that names the flag. Nothing else reads process.env.
+ * fast with a message that names the flag. The run's configuration reads process.env
+ * only here; the CLI's other commands take defaults from it in the two places that find
+ * the local API the way kubectl does (cli/common.ts, kube/local-connection.ts), and
+ * cli/compile-cache.ts honours Node's own NODE_COMPILE_CACHE.
  */
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";

@@ -1,6 +1,5 @@
 /**
- * One full garbage collection when a thread goes quiet after a burst (DESIGN §8, third
- * round). A burst (a cluster's first list, a writer draining thousands of writes) leaves
+ * One full garbage collection when a thread goes quiet after a burst. A burst (a cluster's first list, a writer draining thousands of writes) leaves
  * the heap's committed pages and semi-spaces grown and full of garbage; V8 releases them
  * only when its own heuristics next run a full collection, which an idle thread may not
  * do for a long time. Every thread (main, writer, each actor thread) checks every

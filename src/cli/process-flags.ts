@@ -11,13 +11,13 @@
  * bootstraps Node's environment by running its (cached, pre-compiled) internal modules
  * instead of deserialising Node's built-in startup snapshot. A snapshot brings the whole
  * bootstrapped heap into every isolate at once; bootstrapping brings only what runs.
- * Measured (docs/DESIGN.md §8, "The thread floor"): −2.0 MB of RSS per actor thread, the
+ * Measured (bench/HISTORY.md, the thread floor): −2.0 MB of RSS per actor thread, the
  * same CPU per thread start, +0.1–0.25 CPU-s once for the main thread's own start. A
  * process started without it works the same and costs more memory per thread.
  *
  * `--optimize-for-size`: V8's size-over-speed mode for every isolate (smaller inlining
  * budgets, collection before growth). Measured in a full bench run next to the default
- * (docs/DESIGN.md §8, "The sixth round"): −2.3 MB per actor thread, packed 1 000
+ * (bench/HISTORY.md, `--optimize-for-size`): −2.3 MB per actor thread, packed 1 000
  * clusters 399 MB idle / 410 MB peak against 429 / 593 MB; +20–40 % CPU where nothing
  * holds the writer (10 000 mirrors with no write limit, 200 isolates starting at once),
  * nothing measurable under the default write limit. A process started without it works
@@ -27,8 +27,8 @@
  * interpreter and the baseline compiler straight to TurboFan when hot). Maglev's code
  * sits in every isolate's code space and its compiler's own machine code is paged in
  * from the `node` binary; fleet-mirror's hot paths (JSON, HTTP, the writer's compares)
- * are few and reach TurboFan anyway. Measured (docs/DESIGN.md §8, "The eleventh
- * round"): packed 1 000 clusters on 8 threads −10 to −16 MB of RSS (V8's pages and the
+ * are few and reach TurboFan anyway. Measured (bench/HISTORY.md,
+ * `--no-maglev`): packed 1 000 clusters on 8 threads −10 to −16 MB of RSS (V8's pages and the
  * binary's resident code), CPU-seconds to idle the same or lower. A process started
  * without it works the same with more memory.
  */
@@ -42,8 +42,8 @@ export const PROCESS_NODE_FLAGS: readonly string[] = Object.freeze([
  * `MALLOC_ARENA_MAX=2`: glibc's allocator gives each thread that contends for memory an
  * arena of its own, up to 8 per CPU; a packed process has ten threads or more (main,
  * writer, actor threads, V8's and libuv's), and each arena keeps its own free memory,
- * fragmented on its own. Two arenas: threads share free memory. Measured (docs/DESIGN.md
- * §8, "Native memory per cluster"): packed 1 000 clusters on 8 threads, RSS at idle
+ * fragmented on its own. Two arenas: threads share free memory. Measured (bench/HISTORY.md,
+ * native memory per cluster): packed 1 000 clusters on 8 threads, RSS at idle
  * + 15 s 420.8 MB against 434.1 (means of 3 runs each, alternated; the same at + 3 s),
  * CPU-seconds to idle unchanged, the writer's included. A process started without it
  * (another launcher, `node dist/src/main.js`) works the same and may hold more native

@@ -142,7 +142,7 @@ export class KubeClient {
       // the answer itself: they reach both through `pending` and `chunks`, emptied when
       // the exchange settles. Otherwise a socket keeps its first answer (a whole list,
       // parsed and raw) alive: ≈ 135 KB of heap per remote actor at 50 Services, plus
-      // the raw bytes (DESIGN §8).
+      // the raw bytes.
       let pending: { readonly resolve: (value: T) => void; readonly reject: (error: Error) => void } | undefined = {
         resolve,
         reject,

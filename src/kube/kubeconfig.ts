@@ -8,7 +8,7 @@
  * `newUsers`: the entries `KubeConfig.loadFromString` builds, invalid ones filtered the
  * same way), imported from its module alone: the package's index (and `KubeConfig`)
  * loads its whole generated API, ≈ 75 MB of RSS in the main thread of every Pod
- * (docs/DESIGN.md §8, "Cheaper threads"). YAML is js-yaml's, as client-node's is. Call it
+ * (bench/HISTORY.md, cheaper threads). YAML is js-yaml's, as client-node's is. Call it
  * from the main thread only, never from an actor thread.
  */
 import { createPrivateKey, X509Certificate } from "node:crypto";

@@ -33,8 +33,7 @@ import { Watcher, type WatchFailure } from "./watcher.ts";
  * otherwise (`--mcs-recheck-period`, the same default). Each remote check is a TLS
  * handshake of its own (the cluster's one connection holds its Service watch), so at a
  * fleet's scale the period is a steady cost: 1 000 remotes without the CRDs every 60 s
- * were ≈ 17 handshakes a second and ≈ 35 MB more RSS after three minutes (docs/DESIGN.md
- * §8, "The tenth round"); every 5 min it is a fifth of the handshakes, and CRDs installed
+ * were ≈ 17 handshakes a second and ≈ 35 MB more RSS after three minutes; every 5 min it is a fifth of the handshakes, and CRDs installed
  * or a read granted later are picked up within 5 min.
  */
 export const DEFAULT_MCS_RECHECK_MS = 300_000;

@@ -32,7 +32,7 @@ export function warningText(value: string): string {
  * names in any case), or undefined when there is none. Not `res.headersDistinct`: Node
  * builds that object (every header, each value in an array) on first access and caches
  * it on the response, and a watch's response lives as long as the watch: ≈ 2 KB per
- * watch held for nothing (DESIGN §8, "The eleventh round").
+ * watch held for nothing.
  */
 export function warningValues(rawHeaders: readonly string[]): string[] | undefined {
   let values: string[] | undefined;

@@ -1,7 +1,7 @@
 /**
  * A small JSON-lines logger for the remote-cluster actor threads, writing the same bytes
  * pino writes for the calls the actors make, without loading pino and its dependencies
- * into every actor thread (≈ 1 MB of RSS per thread: docs/DESIGN.md §8, "The thread
+ * into every actor thread (≈ 1 MB of RSS per thread; measured in bench/HISTORY.md, "the thread
  * floor"). The main thread and the local writer keep pino (src/log.ts); the relay on the
  * main thread cannot tell the two apart.
  *

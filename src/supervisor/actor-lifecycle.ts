@@ -4,7 +4,7 @@
  * touches a thread, a timer or a clock; actor-runner.ts performs the effects and feeds
  * back what happens as events. The state and effect types are in actor-lifecycle-state.ts.
  *
- * Rules (docs/notes/supervisor.md has the table):
+ * Rules (docs/DESIGN.md §1, "Actor lifecycle", says why each holds):
  * - one cluster's failure never stops another: every actor has its own restart
  *   history; a thread that ends restarts exactly the actors whose current incarnation
  *   it hosted, each with its own backoff; in packed mode a failed actor alone is

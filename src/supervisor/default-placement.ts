@@ -43,19 +43,19 @@ export interface HostLimits {
 }
 
 /**
- * Measured costs (2 vCPU VM shared with other work, Node 24, `fleet-mirror run` from
- * dist/ after the lean-thread steps, 2026-12-03, docs/DESIGN.md §1 "The default
- * placement" and §8): the basis of the rule's thresholds. The ONE place these numbers
+ * Measured costs (a 2 vCPU VM shared with other work, Node 24, `fleet-mirror run` from
+ * dist/; docs/DESIGN.md §1 "The default placement", figures in bench/results/): the basis
+ * of the rule's thresholds. The ONE place these numbers
  * live; docs quote them from here and change with them.
  */
 export const COSTS = {
-  /** RSS of the process with no cluster registered (main thread, local writer, admin server): memory scenario baselines 82.1–84.3 MB after the thread-floor steps (95.7–96.6 before them, side by side; 155 before the lean steps). */
+  /** RSS of the process with no cluster registered (main thread, local writer, admin server): the memory scenario's baselines, 82.1–84.3 MB. */
   baseMb: 85,
-  /** RSS of one more actor thread (its V8 isolate and bundle): bench/thread-start-probe.ts --entry dist, 20 threads: 9.64 MB; 10.0–10.5 MB per cluster at K = 50 and 9.83–10.03 at K = 200 in thread mode (12.9, 13.7–13.9 and 13.5 before the thread-floor steps, DESIGN §8 fourth round; 17 before the lean steps). */
+  /** RSS of one more actor thread (its V8 isolate and bundle): bench/probes/thread-start-probe.ts --entry dist, 20 threads: 9.64 MB; 10.0–10.5 MB per cluster at K = 50 and 9.83–10.03 at K = 200 in thread mode. */
   threadMb: 10.5,
   /** CPU to start one actor thread alone (new Worker → actor.ready): thread-start-probe median 0.1 CPU-s; ≈ 0.2–0.3 while 200 start at once on 2 vCPUs. */
   threadStartCpuS: 0.1,
-  /** RSS of one more cluster on a shared (packed) thread, its mirrors aside: ≈ 0.16 MB, 0.13 of it its TLS connection and context (DESIGN §8, second memory round; docs/SCALING.md). Not an input of the rule; the sizing docs use it. */
+  /** RSS of one more cluster on a shared (packed) thread, its mirrors aside: ≈ 0.16 MB, 0.13 of it its TLS connection and context (docs/SCALING.md). Not an input of the rule; the sizing docs use it. */
   packedClusterMb: 0.16,
 } as const;
 

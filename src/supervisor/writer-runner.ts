@@ -32,10 +32,8 @@ import {
  * the writer's allocation rate while it creates mirrors (watch events, request bodies)
  * its semi-spaces grow to 2 × 16 MB. 12 MB gives 8 MB of semi-spaces; the price is more
  * frequent, smaller scavenges (50 clusters × 50 Services: writer CPU unchanged within
- * noise, peak RSS 217 → 200 MB, one run each on a busy machine; DESIGN §8). 48 MB did
- * not make a gateway fan-out faster: median of 3 pairs, same session, 0.92 × a bare
- * client against 1.02 × with 12 MB (DESIGN §8; endpoints mode: not side by side, spreads
- * overlapping).
+ * noise, peak RSS 217 → 200 MB). 48 MB did not make a gateway fan-out faster (0.92 × a
+ * bare client against 1.02 × with 12 MB). Both measured in bench/HISTORY.md.
  */
 export const WRITER_YOUNG_GENERATION_MB = 12;
 

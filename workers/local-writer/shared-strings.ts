@@ -1,6 +1,5 @@
 /**
- * The local writer's stored objects with their repeated strings shared (DESIGN §8,
- * issue 12, fifth round). At 10 000 mirrors the writer holds two watched objects and
+ * The local writer's stored objects with their repeated strings shared. At 10 000 mirrors the writer holds two watched objects and
  * one desired mirror per mirror, each parsed or structured-cloned on its own, so every
  * repeated value (`TCP`, `IPv4`, `fleet-mirror`, a cluster's name, a gateway's address,
  * the label values every mirror of a cluster shares) is a string of its own per object.

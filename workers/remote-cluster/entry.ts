@@ -79,7 +79,7 @@ export function hostRemoteActors(port: ChannelPort<FromRemoteActor>, deps: Remot
    * One logger per level on this thread; each actor logs through a child of it with
    * its cluster and epoch bound (the same lines as a logger of its own). A pino
    * instance per actor cost ≈ 13 KB of RSS, a child < 1 KB: hundreds of times over on a
-   * packed thread (DESIGN §8). The loggers write pino's lines without pino
+   * packed thread. The loggers write pino's lines without pino
    * (src/log/thread-logger.ts).
    */
   const threadLoggers = new Map<string, LineLogger>();
