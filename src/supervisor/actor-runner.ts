@@ -32,7 +32,7 @@ import { spawnWorker } from "./worker-entry.ts";
  * of the remote-cluster actor: 19.4 MB → 15.5 MB each (bench/HISTORY.md). An actor
  * holds one cluster's Services; its short-lived garbage (watch lines) is small.
  * 3 MB instead of 4 MB: V8 then uses semi-spaces half as large, −1.0 MB of RSS per
- * thread (bench/thread-start-probe.ts, 14.3 → 13.3 MB); 2 MB saves no more.
+ * thread (bench/probes/thread-start-probe.ts, 14.3 → 13.3 MB); 2 MB saves no more.
  */
 export const ACTOR_YOUNG_GENERATION_MB = 3;
 const MAX_YOUNG_GENERATION_MB = 48;

@@ -7,12 +7,12 @@
  * through the pipe under test). Then this process reads the pipe again and counts lines:
  * well-formed JSON, malformed (split or interleaved), and the "dropped" report lines.
  *
- * Usage: node bench/log-pipe-probe.ts [--threads 4] [--rate 50] [--stuck 10] [--seconds 12]
+ * Usage: node bench/probes/log-pipe-probe.ts [--threads 4] [--rate 50] [--stuck 10] [--seconds 12]
  */
 import { fork } from "node:child_process";
 import { once } from "node:events";
 import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
-import { createLogger, relayThreadOutput } from "../src/log.ts";
+import { createLogger, relayThreadOutput } from "../../src/log.ts";
 
 interface Lag {
   readonly thread: string;

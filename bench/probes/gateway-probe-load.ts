@@ -9,16 +9,16 @@
  * scenario of `npm run bench`; this probe isolates one actor's thread and its event loop.
  * Nothing leaves the machine. Needs CAP_NET_ADMIN for the route.
  *
- *   node bench/gateway-probe-load.ts [--seconds 20] [--period 1] [--mode ok|hang]
+ *   node bench/probes/gateway-probe-load.ts [--seconds 20] [--period 1] [--mode ok|hang]
  */
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { parseArgs } from "node:util";
-import { makeLocal } from "../sandbox/local-addresses.ts";
-import { systemClock } from "../src/core/clock.ts";
-import { silentLogger } from "../src/log.ts";
-import { GatewayProber } from "../workers/remote-cluster/gateway-prober.ts";
-import { httpProbe } from "../workers/remote-cluster/http-probe.ts";
-import { ProbeServers } from "./probe-servers.ts";
+import { makeLocal } from "../../sandbox/local-addresses.ts";
+import { systemClock } from "../../src/core/clock.ts";
+import { silentLogger } from "../../src/log.ts";
+import { GatewayProber } from "../../workers/remote-cluster/gateway-prober.ts";
+import { httpProbe } from "../../workers/remote-cluster/http-probe.ts";
+import { ProbeServers } from "../probe-servers.ts";
 
 const ADDRESSES = 250;
 const PORTS = [4191, 4192, 4193, 4194];

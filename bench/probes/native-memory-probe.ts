@@ -2,7 +2,7 @@
  * Native memory of the packed fleet, side by side (docs/DESIGN.md §8, "Native memory per
  * cluster (issue 12, fifth round)"). Not a scenario of bench/run.ts: a probe run by hand.
  *
- *   node bench/native-memory-probe.ts [--clusters 1000] [--runs 6] [--threads 8] \
+ *   node bench/probes/native-memory-probe.ts [--clusters 1000] [--runs 6] [--threads 8] \
  *     [--variant name=VAR=value,VAR=value]... [--args "--more flags"]
  *
  * One world (bench/memory.ts's shape: K credentials Secrets, one remote with 10
@@ -17,10 +17,10 @@
  */
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { Fleet } from "../test/helpers/fleet.ts";
-import { mb, progress, round, shapeRemote, sleep } from "./harness.ts";
-import { allSynced, freePort, processRss, waitStatus, writerSettled } from "./memory.ts";
-import { busiestThreads, processCpuSeconds } from "./process-cpu.ts";
+import { Fleet } from "../../test/helpers/fleet.ts";
+import { mb, progress, round, shapeRemote, sleep } from "../harness.ts";
+import { allSynced, freePort, processRss, waitStatus, writerSettled } from "../memory.ts";
+import { busiestThreads, processCpuSeconds } from "../process-cpu.ts";
 
 const WRITE_ARGS = ["--write-qps", "0", "--write-concurrency", "16"];
 

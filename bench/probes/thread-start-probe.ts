@@ -10,7 +10,7 @@
  * the process RSS (VmRSS) is read after a settle; per thread = (RSS − RSS before the
  * first thread) / N. Quoted in docs/DESIGN.md §8 ("Cheaper threads").
  *
- *   node bench/thread-start-probe.ts [--entry source|dist] [--threads 20] [--young-mb 4]
+ *   node bench/probes/thread-start-probe.ts [--entry source|dist] [--threads 20] [--young-mb 4]
  *
  * `--entry dist` runs the built entries (`npm run build` first): what the image runs.
  */
@@ -18,7 +18,7 @@ import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import type { Worker } from "node:worker_threads";
 import { MessageChannel } from "node:worker_threads";
-import type { ToRemoteActor } from "../src/protocol/messages.ts";
+import type { ToRemoteActor } from "../../src/protocol/messages.ts";
 
 const { values } = parseArgs({
   options: {
@@ -31,9 +31,9 @@ const { values } = parseArgs({
 });
 const threads = Number(values.threads);
 const settleMs = Number(values.settle);
-type EntryModule = typeof import("../src/supervisor/worker-entry.ts");
-type RunnerModule = typeof import("../src/supervisor/actor-runner.ts");
-const base = values.entry === "dist" ? "../dist/src/supervisor/" : "../src/supervisor/";
+type EntryModule = typeof import("../../src/supervisor/worker-entry.ts");
+type RunnerModule = typeof import("../../src/supervisor/actor-runner.ts");
+const base = values.entry === "dist" ? "../../dist/src/supervisor/" : "../../src/supervisor/";
 const extension = values.entry === "dist" ? "js" : "ts";
 const { spawnWorker } = (await import(`${base}worker-entry.${extension}`)) as EntryModule;
 const { ACTOR_YOUNG_GENERATION_MB } = (await import(`${base}actor-runner.${extension}`)) as RunnerModule;

@@ -10,22 +10,22 @@
  * first mirror appears and when every mirror is right (on split CPUs, the three
  * replicas' sum against the one replica's is what their shared CPU had to run).
  *
- *   node bench/sharded-timeline.ts [--entry src|dist] [--clusters-per-remote 100] [--services 5] [--runs 1] [--split-cpus]
+ *   node bench/probes/sharded-timeline.ts [--entry src|dist] [--clusters-per-remote 100] [--services 5] [--runs 1] [--split-cpus]
  *
  * `--split-cpus`: as the sharded scenario's split pair, the control plane (and this
  * process) on the first CPU, the replicas on the others (bench/cpu-affinity.ts).
  */
 import { parseArgs } from "node:util";
 import { CoordinationV1Api } from "@kubernetes/client-node";
-import type { Service } from "../src/core/objects.ts";
-import { AuditLog, MIRROR_RESOURCES } from "../test/helpers/audit.ts";
-import { CONTROLLER_NAMESPACE, Fleet } from "../test/helpers/fleet.ts";
-import { type Replica, Replicas } from "../test/helpers/replicas.ts";
-import { cpuSplit, descendants, pin } from "./cpu-affinity.ts";
-import { listAll, localAdminClient, MIRROR_SELECTOR, runPool, sleep } from "./harness.ts";
-import { collectionPath } from "./mirror-objects.ts";
-import { threadCpuSeconds } from "./process-cpu.ts";
-import { shapeShardedWorld } from "./sharded.ts";
+import type { Service } from "../../src/core/objects.ts";
+import { AuditLog, MIRROR_RESOURCES } from "../../test/helpers/audit.ts";
+import { CONTROLLER_NAMESPACE, Fleet } from "../../test/helpers/fleet.ts";
+import { type Replica, Replicas } from "../../test/helpers/replicas.ts";
+import { cpuSplit, descendants, pin } from "../cpu-affinity.ts";
+import { listAll, localAdminClient, MIRROR_SELECTOR, runPool, sleep } from "../harness.ts";
+import { collectionPath } from "../mirror-objects.ts";
+import { threadCpuSeconds } from "../process-cpu.ts";
+import { shapeShardedWorld } from "../sharded.ts";
 
 const { values } = parseArgs({
   options: {

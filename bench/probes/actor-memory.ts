@@ -4,12 +4,12 @@
  * per cluster. Reports process RSS before the controller starts, once every cluster is
  * synced, and (RSS − baseline) / K. Writes bench/results/actor-memory-<K>.json.
  *
- * Usage: node bench/actor-memory.ts [K=20] [S=10]
+ * Usage: node bench/probes/actor-memory.ts [K=20] [S=10]
  */
 import { writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
-import { Fleet } from "../test/helpers/fleet.ts";
-import { eventually } from "../test/helpers/kube.ts";
+import { Fleet } from "../../test/helpers/fleet.ts";
+import { eventually } from "../../test/helpers/kube.ts";
 
 const K = Number(process.argv[2] ?? 20);
 const S = Number(process.argv[3] ?? 10);
@@ -54,7 +54,7 @@ try {
     date: new Date().toISOString(),
   };
   process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
-  writeFileSync(new URL(`./results/actor-memory-${K}.json`, import.meta.url), `${JSON.stringify(result, null, 2)}\n`);
+  writeFileSync(new URL(`../results/actor-memory-${K}.json`, import.meta.url), `${JSON.stringify(result, null, 2)}\n`);
   await supervisor.stop();
 } finally {
   await fleet.stop();

@@ -9,16 +9,16 @@
  * actor threads) read at convergence, CPU-seconds of the control plane over the run
  * (bench/cpu-split.ts), and the load average. The one-replica run is of this build.
  *
- *   node bench/sharded-pairs.ts --before /tmp/x/dist/src/main.js [--pairs 2] [--clusters-per-remote 100] [--services 5]
+ *   node bench/probes/sharded-pairs.ts --before /tmp/x/dist/src/main.js [--pairs 2] [--clusters-per-remote 100] [--services 5]
  */
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { Fleet } from "../test/helpers/fleet.ts";
-import { type Replica, Replicas } from "../test/helpers/replicas.ts";
-import { cpuDelta, cpuSplit } from "./cpu-split.ts";
-import { localAdminClient, round, sleep } from "./harness.ts";
-import { processCpuSeconds, threadCpuSeconds } from "./process-cpu.ts";
-import { resetLocal, rightMirrors, shapeShardedWorld } from "./sharded.ts";
+import { Fleet } from "../../test/helpers/fleet.ts";
+import { type Replica, Replicas } from "../../test/helpers/replicas.ts";
+import { cpuDelta, cpuSplit } from "../cpu-split.ts";
+import { localAdminClient, round, sleep } from "../harness.ts";
+import { processCpuSeconds, threadCpuSeconds } from "../process-cpu.ts";
+import { resetLocal, rightMirrors, shapeShardedWorld } from "../sharded.ts";
 
 const { values } = parseArgs({
   options: {

@@ -5,7 +5,7 @@
  * then restarts on the intact world with the variants in turn, so that each variant sees
  * the machine's same moments. Not a scenario of bench/run.ts: a probe run by hand.
  *
- *   node bench/restart-cpu-probe.ts [--runs 12] [--clusters 50] [--services 50] \
+ *   node bench/probes/restart-cpu-probe.ts [--runs 12] [--clusters 50] [--services 50] \
  *     [--variant "name=--node-flag --other"]... [--args "--controller-flags"]
  *
  * A variant is a name and the Node flags it adds after the process's own
@@ -14,10 +14,10 @@
  * the process spends in the `AFTER_IDLE_MS` after it (`cpuAfter`).
  */
 import { parseArgs } from "node:util";
-import { Fleet } from "../test/helpers/fleet.ts";
-import { progress, round, shapeRemote, sleep } from "./harness.ts";
-import { allSynced, freePort, waitStatus, writerSettled } from "./memory.ts";
-import { busiestThreads, processCpuSeconds } from "./process-cpu.ts";
+import { Fleet } from "../../test/helpers/fleet.ts";
+import { progress, round, shapeRemote, sleep } from "../harness.ts";
+import { allSynced, freePort, waitStatus, writerSettled } from "../memory.ts";
+import { busiestThreads, processCpuSeconds } from "../process-cpu.ts";
 
 const AFTER_IDLE_MS = 3_000;
 

@@ -1,10 +1,10 @@
 /**
  * Is there a short CPU-bound task worth a piscina pool? Compares computing the desired
  * mirrors of a 2 000-Service cluster with the cost of merely handing that input to
- * another thread and the result back (structured clone). Usage: node bench/pool-offload-probe.ts
+ * another thread and the result back (structured clone). Usage: node bench/probes/pool-offload-probe.ts
  */
-import { desiredMirrors } from "../src/core/desired.ts";
-import type { Service } from "../src/core/objects.ts";
+import { desiredMirrors } from "../../src/core/desired.ts";
+import type { Service } from "../../src/core/objects.ts";
 
 const N = 2000;
 const services: Service[] = [
