@@ -132,7 +132,12 @@ export function linksIn(file: string, text: string): Found[] {
 }
 
 /** Why a link from `file` (repository-relative) to `target` is broken, or undefined. */
-export function brokenLink(root: string, file: string, target: string, slugsOf: (path: string) => Set<string>): string | undefined {
+export function brokenLink(
+  root: string,
+  file: string,
+  target: string,
+  slugsOf: (path: string) => Set<string>,
+): string | undefined {
   const [pathPart = "", anchor] = target.split("#", 2);
   const path = pathPart === "" ? file : relative(root, resolve(root, dirname(file), decodeURI(pathPart)));
   if (path.startsWith("..")) return `${target} leaves the repository`;
@@ -222,7 +227,10 @@ export function sectionRefsIn(file: string, text: string): SectionRef[] {
     const title = quoted !== undefined && /^[\p{Lu}\p{N}`(]/u.test(quoted) ? quoted : undefined;
     refs.push({ file, line: lineAt(index), text: match[0].trim(), doc, sections, title });
   };
-  const prefixed = new RegExp(String.raw`\b(?:docs\/)?(?<doc>DESIGN|SPEC)(?:\.md)?\]?\s*(?<numbers>${NUMBERS})${TITLE}`, "g");
+  const prefixed = new RegExp(
+    String.raw`\b(?:docs\/)?(?<doc>DESIGN|SPEC)(?:\.md)?\]?\s*(?<numbers>${NUMBERS})${TITLE}`,
+    "g",
+  );
   for (const match of joined.matchAll(prefixed)) {
     add(DOC_OF[match.groups?.["doc"] ?? ""] ?? "", match, match.groups?.["numbers"] ?? "");
   }
