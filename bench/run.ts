@@ -9,7 +9,9 @@
  * scenarios, not --smoke) also writes `<out>/summary.json` and `<out>/SUMMARY.md`; a
  * summary value is null when it was not measured, never invented. --out defaults to
  * bench/results, or a temporary directory with --smoke. `--summary-only` rebuilds the
- * summary from the scenario files already in --out (scenarios run one by one). Benchmarks measure;
+ * summary from the scenario files already in --out (scenarios run one by one). A summary written
+ * to bench/results (the committed run) also rewrites the figures tables of README.md and
+ * docs/DESIGN.md (bench/summary-docs.ts), so the docs show the committed run. Benchmarks measure;
  * they never fail on a missed target. Run them on a quiet machine.
  *
  * Scenarios run in both `--endpoints-api` modes side by side: a plain summary key is the
@@ -18,7 +20,7 @@
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { CHARTS, describeOutcomes, renderCharts } from "./charts.ts";
 import { runColdConvergence } from "./cold-convergence.ts";
@@ -34,6 +36,8 @@ import { runRemoteRecovery } from "./remote-recovery.ts";
 import { runRestart } from "./restart.ts";
 import { runSharded } from "./sharded.ts";
 import { runSteadyLatency } from "./steady-latency.ts";
+import { REPO_ROOT, refreshBenchDocs, SUMMARY_FILE } from "./summary-docs.ts";
+import { SUMMARY_KEYS, TARGETS, verdict } from "./targets.ts";
 
 const SCENARIOS: Readonly<Record<string, (opts: BenchOptions) => Promise<ScenarioResult>>> = {
   "cold-convergence": runColdConvergence,
@@ -49,92 +53,6 @@ const SCENARIOS: Readonly<Record<string, (opts: BenchOptions) => Promise<Scenari
   "export-modes": runExportModes,
   headless: runHeadless,
 };
-
-const SUMMARY_KEYS = [
-  "cold_converge_ratio",
-  "cold_converge_ratio_endpoints_mode",
-  "writes_per_mirror",
-  "writes_per_mirror_endpoints_mode",
-  "rss_mb_per_cluster_thread_mode",
-  "rss_mb_per_cluster_thread_mode_endpoints_mode",
-  "rss_total_mb_packed_1000",
-  "rss_total_mb_1000_default",
-  "sync_200_clusters_s",
-  "sync_200_clusters_s_endpoints_mode",
-  "sync_200_clusters_s_thread_mode",
-  "rss_mb_50_clusters_default",
-  "restart_cpu_s_50_clusters_default",
-  "restart_writes",
-  "restart_writes_endpoints_mode",
-  "steady_p99_ms",
-  "steady_p99_ms_endpoints_mode",
-  "steady_p99_ratio",
-  "steady_p99_ratio_endpoints_mode",
-  "gateway_fanout_ratio",
-  "gateway_fanout_ratio_endpoints_mode",
-  "remote_recovery_s",
-  "failover_s",
-  "probe_cpu_ratio",
-  "sharded_converge_ratio",
-  "sharded_converge_ratio_shared_cpus",
-  "shard_failover_s",
-  "label_export_converge_ratio",
-  "headless_writes_per_host_mirror",
-  "headless_actor_heap_kb_per_service",
-] as const;
-
-/** The issue's targets, for SUMMARY.md: [comparison, bound, unit]; null: a figure shown next to a target's, with none of its own. */
-const TARGETS: Readonly<Record<(typeof SUMMARY_KEYS)[number], readonly [">=" | "<=" | "==", number, string] | null>> = {
-  cold_converge_ratio: [">=", 0.8, "× bare client"],
-  cold_converge_ratio_endpoints_mode: [">=", 0.8, "× bare client"],
-  writes_per_mirror: ["<=", 2, "writes"],
-  writes_per_mirror_endpoints_mode: ["<=", 2, "writes"],
-  rss_mb_per_cluster_thread_mode: ["<=", 10, "MB"],
-  rss_mb_per_cluster_thread_mode_endpoints_mode: ["<=", 10, "MB"],
-  rss_total_mb_packed_1000: ["<=", 400, "MB"],
-  // The same 1 000 clusters with the default placement (2 threads on a 2-CPU machine).
-  rss_total_mb_1000_default: null,
-  sync_200_clusters_s: ["<=", 15, "s"],
-  sync_200_clusters_s_endpoints_mode: ["<=", 15, "s"],
-  // One thread per cluster (--max-threads 0), no longer the default: reported (the bound is the default's).
-  sync_200_clusters_s_thread_mode: null,
-  rss_mb_50_clusters_default: ["<=", 250, "MB"],
-  restart_cpu_s_50_clusters_default: ["<=", 3, "CPU-s"],
-  restart_writes: ["==", 0, "writes"],
-  restart_writes_endpoints_mode: ["==", 0, "writes"],
-  steady_p99_ms: ["<=", 250, "ms"],
-  steady_p99_ms_endpoints_mode: ["<=", 250, "ms"],
-  steady_p99_ratio: ["<=", 1.5, "× bare client's p99"],
-  steady_p99_ratio_endpoints_mode: ["<=", 1.5, "× bare client's p99"],
-  gateway_fanout_ratio: [">=", 0.8, "× bare client"],
-  gateway_fanout_ratio_endpoints_mode: [">=", 0.8, "× bare client"],
-  remote_recovery_s: ["<=", 5, "s"],
-  // 3 × the default probe period (3 s) + 1 s.
-  failover_s: ["<=", 3 * 3 + 1, "s"],
-  probe_cpu_ratio: ["<=", 1.5, "× bare client"],
-  // One replica's cold-convergence time / three replicas' (--shards 12), same world, the
-  // control plane on its own CPU and the replicas on the other(s), as in a real cluster.
-  sharded_converge_ratio: [">=", 0.9, "× one replica"],
-  // The same pair with every process free to run on every CPU (the replicas take CPU from the API server).
-  sharded_converge_ratio_shared_cpus: null,
-  // The default Lease duration (10 s) + 10 s.
-  shard_failover_s: ["<=", 10 + 10, "s"],
-  // Cold convergence of one world exported by annotation / by label (SPEC §12), alternating runs.
-  label_export_converge_ratio: [">=", 0.95, "× annotation export"],
-  // 20 clusters × 5 headless Services × 50 hosts: a per-host mirror's Service and its slice.
-  headless_writes_per_host_mirror: ["<=", 2, "writes"],
-  // Reported, with no bound: the remote actor's heap per watched headless Service of 50 hosts.
-  headless_actor_heap_kb_per_service: null,
-};
-
-function verdict(key: (typeof SUMMARY_KEYS)[number], value: number | null): string {
-  if (value === null) return "not measured";
-  const target = TARGETS[key];
-  if (!target) return "—";
-  const [op, bound] = target;
-  const met = op === ">=" ? value >= bound : op === "<=" ? value <= bound : value === bound;
-  return met ? "met" : "MISSED";
-}
 
 function writeSummary(out: string, summary: Record<string, number | null>, note: string | undefined): void {
   const date = new Date().toISOString();
@@ -286,6 +204,7 @@ async function main(): Promise<void> {
     await drawCharts(out);
     writeSummary(out, summaryFromResults(out), values.note);
     process.stdout.write(`summary written to ${join(out, "summary.json")} and SUMMARY.md\n`);
+    refreshDocs(out);
     return;
   }
   const selected = values.scenario ?? Object.keys(SCENARIOS);
@@ -331,11 +250,27 @@ async function main(): Promise<void> {
   if (full) {
     writeSummary(opts.out, summary, values.note);
     process.stdout.write(`summary written to ${join(opts.out, "summary.json")} and SUMMARY.md\n`);
+    refreshDocs(opts.out);
   }
   if (failed.length > 0) {
     process.stderr.write(`failed scenarios: ${failed.join(", ")}\n`);
     process.exitCode = 1;
   }
+}
+
+/**
+ * The docs' figures tables from the summary just written, when it is the committed one
+ * (bench/results): a summary elsewhere (--out) is not what the docs describe.
+ */
+function refreshDocs(out: string): void {
+  if (resolve(out) !== resolve(REPO_ROOT, SUMMARY_FILE, "..")) {
+    process.stdout.write(`docs not rewritten: they show ${SUMMARY_FILE}, not ${join(out, "summary.json")}\n`);
+    return;
+  }
+  const written = refreshBenchDocs();
+  process.stdout.write(
+    written.length > 0 ? `figures rewritten in ${written.join(", ")}\n` : "figures in the docs already current\n",
+  );
 }
 
 /** The charts of every result file in `out`; a chart that cannot be drawn fails the run, after the results are written. */

@@ -1,0 +1,99 @@
+/**
+ * The benchmark summary's keys and the issue's targets: the ONE table that
+ * bench/run.ts (summary.json, SUMMARY.md) and bench/summary-docs.ts (the figures
+ * tables in README.md and docs/DESIGN.md) both read, so a target changed here
+ * changes every place it is shown.
+ *
+ * A plain key is the default (EndpointSlices) mode's figure; `<key>_endpoints_mode`
+ * is the same figure in `endpoints` mode, with the same target.
+ */
+
+export const SUMMARY_KEYS = [
+  "cold_converge_ratio",
+  "cold_converge_ratio_endpoints_mode",
+  "writes_per_mirror",
+  "writes_per_mirror_endpoints_mode",
+  "rss_mb_per_cluster_thread_mode",
+  "rss_mb_per_cluster_thread_mode_endpoints_mode",
+  "rss_total_mb_packed_1000",
+  "rss_total_mb_1000_default",
+  "sync_200_clusters_s",
+  "sync_200_clusters_s_endpoints_mode",
+  "sync_200_clusters_s_thread_mode",
+  "rss_mb_50_clusters_default",
+  "restart_cpu_s_50_clusters_default",
+  "restart_writes",
+  "restart_writes_endpoints_mode",
+  "steady_p99_ms",
+  "steady_p99_ms_endpoints_mode",
+  "steady_p99_ratio",
+  "steady_p99_ratio_endpoints_mode",
+  "gateway_fanout_ratio",
+  "gateway_fanout_ratio_endpoints_mode",
+  "remote_recovery_s",
+  "failover_s",
+  "probe_cpu_ratio",
+  "sharded_converge_ratio",
+  "sharded_converge_ratio_shared_cpus",
+  "shard_failover_s",
+  "label_export_converge_ratio",
+  "headless_writes_per_host_mirror",
+  "headless_actor_heap_kb_per_service",
+] as const;
+
+/** One key of summary.json. */
+export type SummaryKey = (typeof SUMMARY_KEYS)[number];
+
+/** The issue's targets, for SUMMARY.md: [comparison, bound, unit]; null: a figure shown next to a target's, with none of its own. */
+export const TARGETS: Readonly<Record<SummaryKey, readonly [">=" | "<=" | "==", number, string] | null>> = {
+  cold_converge_ratio: [">=", 0.8, "× bare client"],
+  cold_converge_ratio_endpoints_mode: [">=", 0.8, "× bare client"],
+  writes_per_mirror: ["<=", 2, "writes"],
+  writes_per_mirror_endpoints_mode: ["<=", 2, "writes"],
+  rss_mb_per_cluster_thread_mode: ["<=", 10, "MB"],
+  rss_mb_per_cluster_thread_mode_endpoints_mode: ["<=", 10, "MB"],
+  rss_total_mb_packed_1000: ["<=", 400, "MB"],
+  // The same 1 000 clusters with the default placement (2 threads on a 2-CPU machine).
+  rss_total_mb_1000_default: null,
+  sync_200_clusters_s: ["<=", 15, "s"],
+  sync_200_clusters_s_endpoints_mode: ["<=", 15, "s"],
+  // One thread per cluster (--max-threads 0), no longer the default: reported (the bound is the default's).
+  sync_200_clusters_s_thread_mode: null,
+  rss_mb_50_clusters_default: ["<=", 250, "MB"],
+  restart_cpu_s_50_clusters_default: ["<=", 3, "CPU-s"],
+  restart_writes: ["==", 0, "writes"],
+  restart_writes_endpoints_mode: ["==", 0, "writes"],
+  steady_p99_ms: ["<=", 250, "ms"],
+  steady_p99_ms_endpoints_mode: ["<=", 250, "ms"],
+  steady_p99_ratio: ["<=", 1.5, "× bare client's p99"],
+  steady_p99_ratio_endpoints_mode: ["<=", 1.5, "× bare client's p99"],
+  gateway_fanout_ratio: [">=", 0.8, "× bare client"],
+  gateway_fanout_ratio_endpoints_mode: [">=", 0.8, "× bare client"],
+  remote_recovery_s: ["<=", 5, "s"],
+  // 3 × the default probe period (3 s) + 1 s.
+  failover_s: ["<=", 3 * 3 + 1, "s"],
+  probe_cpu_ratio: ["<=", 1.5, "× bare client"],
+  // One replica's cold-convergence time / three replicas' (--shards 12), same world, the
+  // control plane on its own CPU and the replicas on the other(s), as in a real cluster.
+  sharded_converge_ratio: [">=", 0.9, "× one replica"],
+  // The same pair with every process free to run on every CPU (the replicas take CPU from the API server).
+  sharded_converge_ratio_shared_cpus: null,
+  // The default Lease duration (10 s) + 10 s.
+  shard_failover_s: ["<=", 10 + 10, "s"],
+  // Cold convergence of one world exported by annotation / by label (SPEC §12), alternating runs.
+  label_export_converge_ratio: [">=", 0.95, "× annotation export"],
+  // 20 clusters × 5 headless Services × 50 hosts: a per-host mirror's Service and its slice.
+  headless_writes_per_host_mirror: ["<=", 2, "writes"],
+  // Reported, with no bound: the remote actor's heap per watched headless Service of 50 hosts.
+  headless_actor_heap_kb_per_service: null,
+};
+
+/** "met" or "MISSED" against the key's target; "—" for a key without one, "not measured" for null. */
+export function verdict(key: SummaryKey, value: number | null): string {
+  if (value === null) return "not measured";
+  const target = TARGETS[key];
+  if (!target) return "—";
+  const [op, bound] = target;
+  const met = op === ">=" ? value >= bound : op === "<=" ? value <= bound : value === bound;
+  return met ? "met" : "MISSED";
+}
