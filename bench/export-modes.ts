@@ -7,7 +7,7 @@
  * the machine's load weighs on both modes alike. ratio = the median over the pairs of
  * annotation time / label time (≥ 0.95: label export costs nothing): one slow run moves
  * one pair's ratio, not the figure (a mean of two runs per mode was decided by one
- * outlier, DESIGN §8 "The seventh round"). Default `--endpoints-api` (EndpointSlices), no write limit, as
+ * outlier; bench/HISTORY.md). Default `--endpoints-api` (EndpointSlices), no write limit, as
  * cold-convergence.ts.
  */
 import { converge } from "./cold-convergence.ts";

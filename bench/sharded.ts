@@ -24,7 +24,7 @@
  *
  * Default timings (`defaultConfig()`), default `--endpoints-api` (EndpointSlices).
  *
- * What bounds `sharded_converge_ratio` (docs/DESIGN.md §8, "Sharded cold start"): both
+ * What bounds `sharded_converge_ratio` (docs/DESIGN.md §7, and bench/HISTORY.md, sharded cold start): both
  * runs write the same 3 000 objects into ONE local API server with no client-side
  * limit, so most of either time is that server's (and etcd's) write throughput, which
  * three replicas share, not multiply. Three replicas can win only what runs in parallel
@@ -307,7 +307,7 @@ export async function runSharded(opts: BenchOptions): Promise<ScenarioResult> {
     // other(s): the arrangement of a real cluster, where the replicas take no CPU from
     // the API server and its write rate is what they share.
     // Several pairs: one pair's ratio of two times on a shared machine moved by ±0.15
-    // between runs of the same build (DESIGN §8, ninth round); the median pair is the figure.
+    // between runs of the same build (bench/HISTORY.md); the median pair is the figure.
     const split = cpuSplit();
     const splitPairs: PairTimes[] = [];
     if (split) {

@@ -9,7 +9,7 @@
  *
  * Why: a thread that loads ~100 modules one by one resolves, reads, compiles and links
  * each (and keeps a module record per file); one file is read and compiled once. Measured
- * in docs/DESIGN.md §8 ("Cheaper threads").
+ * in bench/HISTORY.md (cheaper threads).
  *
  * The bundle imports nothing at run time but Node's built-in modules (test/unit/thread-bundles.test.ts
  * checks it). CommonJS packages inside it (pino) call `require` for built-ins, which an
@@ -31,7 +31,7 @@ export const THREAD_ENTRIES = ["workers/remote-cluster/entry.ts", "workers/local
  * The `run` command's module graph (the controller's main thread), bundled over the file
  * tsc wrote for it: src/main.ts loads it with `import()` when the command is `run`, so
  * the other commands and the usage text stay a small module graph, and `run` reads and
- * compiles one file instead of ≈ 200 (measured in docs/DESIGN.md §8, "The tenth round").
+ * compiles one file instead of ≈ 200 (measured in bench/HISTORY.md).
  * It stays at src/cli/run.js, the depth of src/supervisor/, so the paths it resolves
  * from its own URL (the thread entries, worker-entry.ts) are the same as unbundled.
  */
@@ -98,8 +98,8 @@ export function bundleRunCommand(outdir: string): Promise<Metafile> {
  * Makes a bundle pure ASCII. V8 holds a script's source in memory for as long as its
  * functions live (lazy compilation, stack traces), one byte per character if every
  * character is Latin-1 and two otherwise: one `→` in a comment doubles the source's
- * memory in every thread (≈ 0.15 MB per actor thread; docs/DESIGN.md §8, "The thread
- * floor"). With `charset: "ascii"` esbuild escapes every non-ASCII character in code
+ * memory in every thread (≈ 0.15 MB per actor thread; bench/HISTORY.md, the thread
+ * floor). With `charset: "ascii"` esbuild escapes every non-ASCII character in code
  * (strings, templates, regular expressions, names); what is left is in the comments it
  * keeps, and each of those UTF-16 units becomes `?`, one unit for one, so the source
  * map's columns stay right.

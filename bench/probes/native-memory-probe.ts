@@ -1,6 +1,6 @@
 /**
- * Native memory of the packed fleet, side by side (docs/DESIGN.md §8, "Native memory per
- * cluster (issue 12, fifth round)"). Not a scenario of bench/run.ts: a probe run by hand.
+ * Native memory of the packed fleet, side by side (bench/HISTORY.md, native memory
+ * per cluster). Not a scenario of bench/run.ts: a probe run by hand.
  *
  *   node bench/probes/native-memory-probe.ts [--clusters 1000] [--runs 6] [--threads 8] \
  *     [--variant name=VAR=value,VAR=value]... [--args "--more flags"]

@@ -1,5 +1,5 @@
 /**
- * Restart CPU side by side (docs/DESIGN.md §8): the `restart_cpu_s_50_clusters_default`
+ * Restart CPU side by side (bench/HISTORY.md, `--no-maglev`): the `restart_cpu_s_50_clusters_default`
  * row's world and configuration (bench/default-config.ts: 50 clusters × 50 Services,
  * `fleet-mirror run` from dist/ with no placement or tuning flag), one converging run,
  * then restarts on the intact world with the variants in turn, so that each variant sees

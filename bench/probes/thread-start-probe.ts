@@ -8,7 +8,7 @@
  * Per thread, started one after another: wall time and process CPU time (every thread
  * of the process) from `new Worker` to `actor.ready`. Then all N are held at once and
  * the process RSS (VmRSS) is read after a settle; per thread = (RSS − RSS before the
- * first thread) / N. Quoted in docs/DESIGN.md §8 ("Cheaper threads").
+ * first thread) / N. Quoted in bench/HISTORY.md (cheaper threads).
  *
  *   node bench/probes/thread-start-probe.ts [--entry source|dist] [--threads 20] [--young-mb 4]
  *

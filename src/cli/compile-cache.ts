@@ -2,8 +2,8 @@
  * V8's compile cache for this process and its threads. Node keeps the code V8 compiled
  * for each module in a directory and reuses it while the module is unchanged, so a start
  * after the first skips most compiling: `run` loads ~1 450 modules on the main thread
- * (mostly @kubernetes/client-node), and every actor thread its bundled entry (docs/DESIGN.md
- * §8, "Cheaper threads").
+ * (mostly @kubernetes/client-node), and every actor thread its bundled entry (measured in
+ * bench/HISTORY.md, cheaper threads).
  *
  * The directory is Node's: `NODE_COMPILE_CACHE` when set, else `<tmpdir>/node-compile-cache`
  * (in the Deployment, /tmp is an emptyDir: the first start of a Pod fills it, restarts of

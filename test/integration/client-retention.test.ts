@@ -2,7 +2,7 @@
  * What a KubeClient keeps after an exchange, against a real kube-apiserver over TLS:
  * nothing of the answer. Node's https agent keeps the first request made on each
  * keep-alive socket reachable as long as the socket lives; a client whose listeners held
- * the answer kept a whole list (parsed and raw) per remote actor, for good (DESIGN §8).
+ * the answer kept a whole list (parsed and raw) per remote actor, for good.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";

@@ -3,7 +3,7 @@
  * long-lived connection (its watch), so the first discovery, sent before the client's
  * list, leaves its connection for that list to reuse, and a recheck (sent while the
  * watch holds that connection) asks for its own to be closed after the answer instead
- * of leaving it idle in the pool (≈ 90 KB per cluster, DESIGN §8 "The seventh round").
+ * of leaving it idle in the pool (≈ 90 KB per cluster).
  */
 import assert from "node:assert/strict";
 import { afterEach, describe, it } from "node:test";

@@ -1,7 +1,7 @@
 /**
  * What `fleet-mirror run` loads on the main thread: never @kubernetes/client-node's
- * index or its generated API (≈ 75 MB of RSS in every Pod, docs/DESIGN.md §8 "Cheaper
- * threads"); kubeconfigs are parsed with its kubeconfig model module alone
+ * index or its generated API (≈ 75 MB of RSS in every Pod, measured in
+ * bench/HISTORY.md); kubeconfigs are parsed with its kubeconfig model module alone
  * (src/kube/kubeconfig.ts). Checked in a child process, whose module cache is its own.
  */
 import assert from "node:assert/strict";
