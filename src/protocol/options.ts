@@ -26,6 +26,8 @@ export const RemoteActorOptionsSchema = v.object({
    * is checked again (SPEC §12: the CRDs or the read can come later). Absent: 60 s.
    */
   mcsRecheckMs: v.exactOptional(v.pipe(finite, v.minValue(1, "must be >= 1"))),
+  /** Tests only: the DNS servers (`ip:port`) gateway hostnames are resolved with; absent: the system's. */
+  gatewayDnsServers: v.exactOptional(v.array(v.string())),
   /**
    * Accept `actor.inject-fault` (tests only). Default false: the message is then
    * rejected as a protocol error. Set only by a Supervisor constructed with

@@ -70,6 +70,8 @@ export interface SupervisorOptions {
   readonly deniedRetryMs?: number;
   /** Tests only: overrides `config.mcsRecheckMs` (`--mcs-recheck-period`) below the flag's 1 s floor. */
   readonly mcsRecheckMs?: number;
+  /** Tests only: the DNS servers the actors resolve gateway hostnames with (default: the system's). */
+  readonly gatewayDnsServers?: readonly string[];
   /**
    * Tests only, default false, never set from the command line: actors accept
    * `actor.inject-fault`, and `injectActorFault` works.
@@ -162,6 +164,7 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
         ...(options.deniedRetryMs ? { deniedRetryMs: options.deniedRetryMs } : {}),
         mcsRecheckMs: options.mcsRecheckMs ?? config.mcsRecheckMs,
         ...(options.testHooks === true ? { testHooks: true } : {}),
+        ...(options.gatewayDnsServers ? { gatewayDnsServers: [...options.gatewayDnsServers] } : {}),
       },
       onIncarnation: (cluster, epoch, port) => {
         this.#book.incarnationStarted(cluster, epoch);

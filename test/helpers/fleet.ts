@@ -394,6 +394,7 @@ export class Fleet {
       writeFence?: boolean;
       deniedRetryMs?: number;
       mcsRecheckMs?: number;
+      gatewayDnsServers?: readonly string[];
     } = {},
   ): Supervisor {
     const supervisor = new Supervisor({

@@ -43,6 +43,7 @@ import type {
 import { type DesiredPort, DesiredSender, type FlowState } from "./desired-sender.ts";
 import { ClusterGateways } from "./gateways.ts";
 import { HeadlessWatches } from "./headless-watches.ts";
+import { MAX_STALE_PERIODS } from "./hostnames.ts";
 import { httpProbe, type Probe } from "./http-probe.ts";
 import { createResolver, type Resolver } from "./resolver.ts";
 import { clusterStatus } from "./status-report.ts";
@@ -130,7 +131,10 @@ export class RemoteClusterActor {
       settings,
       memberSelector: selector,
       services: this.#watcher,
-      resolve: deps.resolve ?? createResolver(),
+      resolve:
+        deps.resolve ??
+        createResolver(init.options.gatewayDnsServers ? { servers: init.options.gatewayDnsServers } : {}),
+      hostnameMaxStaleMs: MAX_STALE_PERIODS * init.options.resolvePeriodMs,
       prober: {
         clock: systemClock,
         random: Math.random,

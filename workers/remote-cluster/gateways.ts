@@ -29,6 +29,8 @@ export interface ClusterGatewaysDeps {
   /** The remote Services as watched (gateways are Services). */
   readonly services: { get(key: string): Service | undefined };
   readonly resolve: Resolver;
+  /** How long a hostname keeps its last good addresses through transient resolver failures (hostnames.ts). */
+  readonly hostnameMaxStaleMs: number;
   readonly prober: Omit<GatewayProberDeps, "log" | "guard" | "livenessChanged">;
   readonly log: LineLogger;
   readonly guard: <A extends unknown[]>(fn: (...args: A) => void) => (...args: A) => void;
@@ -50,8 +52,11 @@ export class ClusterGateways {
   constructor(deps: ClusterGatewaysDeps) {
     this.#deps = deps;
     this.index = clusterGatewayIndex(deps.settings, deps.memberSelector);
-    this.#hostnames = new HostnameCache(deps.resolve, deps.log, (hostname) =>
-      deps.guard(() => this.#hostnameChanged(hostname))(),
+    this.#hostnames = new HostnameCache(
+      deps.resolve,
+      deps.log,
+      (hostname) => deps.guard(() => this.#hostnameChanged(hostname))(),
+      { maxStaleMs: deps.hostnameMaxStaleMs },
     );
     this.health = new GatewayHealth({
       ...deps.prober,

@@ -16,7 +16,14 @@
  * mDNS and other nsswitch sources.
  *
  * Answers: every IPv4 and IPv6 address of the name (A and AAAA asked in parallel),
- * de-duplicated and sorted; a name with neither rejects with `ENOTFOUND`.
+ * de-duplicated and sorted. One family failing (a timeout, SERVFAIL, a refused
+ * connection) never hides the other: a name whose A query answers and whose AAAA query
+ * is never answered gives its IPv4 addresses. Rejections tell "no answer" from "no
+ * address": `ENOTFOUND` only when every family said authoritatively that it has none
+ * (NXDOMAIN or NODATA), else the transient failure itself (`ETIMEOUT`, `ESERVFAIL`, …),
+ * which a caller must not read as "the name has no address" (hostnames.ts keeps the
+ * last good answer then). Asked for one `family`, it answers that family's addresses,
+ * `[]` when it authoritatively has none, and rejects on a transient failure.
  *
  * Names in the `invalid` top-level domain are reserved never to resolve: they are
  * answered `ENOTFOUND` at once and never sent to a DNS server (a gateway that names one
@@ -26,7 +33,13 @@ import { promises as dns } from "node:dns";
 import { readFileSync, statSync } from "node:fs";
 import { isIP } from "node:net";
 
-export type Resolver = (hostname: string) => Promise<string[]>;
+export type AddressFamily = 4 | 6;
+
+/**
+ * A name's addresses (see the file's comment): both families when `family` is omitted,
+ * else that family's, `[]` for none.
+ */
+export type Resolver = (hostname: string, family?: AddressFamily) => Promise<string[]>;
 
 export interface ResolverOptions {
   /** DNS servers (`ip` or `ip:port`). Default: the system's (resolv.conf). */
@@ -42,8 +55,13 @@ export interface ResolverOptions {
 /** The reserved `invalid` top-level domain (and the name itself), with or without the root dot. */
 const RESERVED_NEVER_RESOLVES = /(^|\.)invalid\.?$/i;
 
-/** Codes of an answer that says "no such address" rather than "no answer". */
-const NO_ADDRESS = new Set(["ENODATA", "ENOTFOUND"]);
+/** Codes of an answer that says "no such address" (NODATA, NXDOMAIN) rather than "no answer". */
+export const NO_ADDRESS: ReadonlySet<string> = new Set(["ENODATA", "ENOTFOUND"]);
+
+/** Whether `error` is an authoritative "no such name" or "no data" (not a transient failure). */
+export function isNoAddress(error: unknown): boolean {
+  return NO_ADDRESS.has(code(error) ?? "");
+}
 
 /** Parses hosts-file text into lower-cased name → addresses (in file order, de-duplicated). */
 export function parseHosts(text: string): Map<string, string[]> {
@@ -105,16 +123,18 @@ export function createResolver(options: ResolverOptions = {}): Resolver {
   const resolver = new dns.Resolver({ timeout: options.timeoutMs ?? 2_000, tries: options.tries ?? 2 });
   if (options.servers) resolver.setServers([...options.servers]);
   const hosts = new HostsFile(options.hostsPath ?? "/etc/hosts");
-  const family = async (query: Promise<string[]>): Promise<string[]> => {
+  /** One family's addresses: [] for an authoritative none; a transient failure rejects. */
+  const ask = async (hostname: string, family: AddressFamily): Promise<string[]> => {
     try {
-      return await query;
+      return await (family === 4 ? resolver.resolve4(hostname) : resolver.resolve6(hostname));
     } catch (error) {
-      if (NO_ADDRESS.has(code(error) ?? "")) return [];
+      if (isNoAddress(error)) return [];
       throw error;
     }
   };
-  return async (hostname) => {
-    if (isIP(hostname) !== 0) return [hostname];
+  return async (hostname, family) => {
+    const kind = isIP(hostname);
+    if (kind !== 0) return family === undefined || family === kind ? [hostname] : [];
     if (RESERVED_NEVER_RESOLVES.test(hostname)) {
       throw Object.assign(new Error(`${hostname}: the invalid. domain never resolves (ENOTFOUND)`), {
         code: "ENOTFOUND",
@@ -122,12 +142,13 @@ export function createResolver(options: ResolverOptions = {}): Resolver {
       });
     }
     const fromFile = hosts.lookup(hostname);
-    if (fromFile) return [...fromFile].sort();
-    const [v4, v6] = await Promise.all([family(resolver.resolve4(hostname)), family(resolver.resolve6(hostname))]);
-    const addresses = [...new Set([...v4, ...v6])].sort();
-    if (addresses.length === 0) {
-      throw Object.assign(new Error(`${hostname}: no A or AAAA record (ENOTFOUND)`), { code: "ENOTFOUND", hostname });
-    }
-    return addresses;
+    if (fromFile) return fromFile.filter((ip) => family === undefined || isIP(ip) === family).sort();
+    if (family !== undefined) return ask(hostname, family);
+    const answers = await Promise.allSettled([ask(hostname, 4), ask(hostname, 6)]);
+    const addresses = [...new Set(answers.flatMap((a) => (a.status === "fulfilled" ? a.value : [])))].sort();
+    if (addresses.length > 0) return addresses;
+    const failed = answers.find((a) => a.status === "rejected");
+    if (failed) throw failed.reason;
+    throw Object.assign(new Error(`${hostname}: no A or AAAA record (ENOTFOUND)`), { code: "ENOTFOUND", hostname });
   };
 }
