@@ -1,4 +1,5 @@
 /** Metrics of gateways (SPEC §10) and of what each API server says back: probes, denied reads, warnings. */
+import { MAX_GATEWAY_SERIES, OTHER_GATEWAY } from "../protocol/messages.ts";
 import type { MetricBuilders } from "./metric-builders.ts";
 import { gatewayAddressValues, SnapshotHistogram } from "./snapshot-series.ts";
 
@@ -37,7 +38,7 @@ export function registerGatewayMetrics(b: MetricBuilders): void {
   b.labelled(
     "counter",
     "fleet_mirror_gateway_probe_failures_total",
-    "Failed gateway probes by reason: timeout, refused, status (an answer outside 2xx), error.",
+    `Failed gateway probes by reason: timeout, refused, status (an answer outside 2xx), error. At most ${MAX_GATEWAY_SERIES} gateways per cluster have series of their own; beyond them probes count under gateway="${OTHER_GATEWAY}", and the series of a gateway no longer probed may end.`,
     ["cluster", "gateway", "reason"],
     (set) => {
       for (const [cluster, c] of source.counters()?.clusters ?? [])
@@ -47,7 +48,7 @@ export function registerGatewayMetrics(b: MetricBuilders): void {
   );
   new SnapshotHistogram(
     "fleet_mirror_gateway_probe_duration_seconds",
-    "Latency of gateway probes that got an HTTP answer (timeouts and refused connections are failures only).",
+    `Latency of gateway probes that got an HTTP answer (timeouts and refused connections are failures only). At most ${MAX_GATEWAY_SERIES} gateways per cluster have series of their own; beyond them probes count under gateway="${OTHER_GATEWAY}".`,
     registry,
     () =>
       [...(source.counters()?.clusters ?? [])].flatMap(([cluster, c]) =>

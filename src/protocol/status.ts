@@ -53,6 +53,17 @@ export type LatencyHistogram = DeepReadonly<v.InferOutput<typeof LatencyHistogra
 export const GatewayProbeCountersSchema = v.object({ failures: countRecord, latency: LatencyHistogramSchema });
 export type GatewayProbeCounters = DeepReadonly<v.InferOutput<typeof GatewayProbeCountersSchema>>;
 
+/**
+ * Gateways of one cluster with probe counters of their own, and so metric series of their
+ * own (about 18 each: 4 failure reasons, a histogram of 11 buckets, +Inf, sum and count).
+ * Gateway keys come from the remote: beyond this many, the counters of gateways no longer
+ * probed are dropped (least recently probed first), and probes of gateways that find no
+ * room count under `OTHER_GATEWAY`. A counter that remains never goes back.
+ */
+export const MAX_GATEWAY_SERIES = 32;
+/** The gateway label of the probes counted beyond MAX_GATEWAY_SERIES (no gateway key has parentheses). */
+export const OTHER_GATEWAY = "(other)";
+
 /** Dead addresses a gateway's probe status lists at most (its counts are complete). */
 export const MAX_LISTED_DEAD_ADDRESSES = 16;
 

@@ -11,7 +11,7 @@
  * status interval before a crash) are lost: a counter may under-count, never go back.
  */
 import type { GatewayProbeCounters, LatencyHistogram, WriterStatus } from "../protocol/messages.ts";
-import { WRITE_DURATION_BUCKETS } from "../protocol/messages.ts";
+import { MAX_GATEWAY_SERIES, OTHER_GATEWAY, WRITE_DURATION_BUCKETS } from "../protocol/messages.ts";
 
 export type Counts = Readonly<Record<string, number>>;
 
@@ -104,6 +104,29 @@ export function addClusterCounters(a: ClusterCounters, b: ClusterCounters): Clus
     apiWarnings: a.apiWarnings + b.apiWarnings,
     gatewayProbes: addGatewayProbes(a.gatewayProbes, b.gatewayProbes),
   };
+}
+
+/**
+ * The base after an incarnation ended: `base` + its last snapshot, with the gateways'
+ * probe counters bounded as an actor bounds them (MAX_GATEWAY_SERIES gateways of their
+ * own, and OTHER_GATEWAY): the gateways of the snapshot are kept, then the others most
+ * recently added first; the rest are dropped (their series end), so that a cluster whose
+ * gateways are renamed at every restart does not grow the base for ever. A gateway
+ * whose series was dropped starts a new one from zero if it is probed again (a counter
+ * reset, as after a restart); every series kept stays >= what it was.
+ */
+export function foldIncarnation(base: ClusterCounters, snapshot: ClusterCounters): ClusterCounters {
+  const sum = addClusterCounters(base, snapshot);
+  const keys = Object.keys(sum.gatewayProbes).filter((k) => k !== OTHER_GATEWAY);
+  if (keys.length <= MAX_GATEWAY_SERIES) return sum;
+  const latest = new Set(Object.keys(snapshot.gatewayProbes));
+  const order = [...keys.filter((k) => latest.has(k)), ...keys.filter((k) => !latest.has(k)).reverse()];
+  const kept: Record<string, GatewayProbeCounters> = {};
+  for (const key of [...order.slice(0, MAX_GATEWAY_SERIES), OTHER_GATEWAY]) {
+    const counters = sum.gatewayProbes[key];
+    if (counters) kept[key] = counters;
+  }
+  return { ...sum, gatewayProbes: kept };
 }
 
 /** The writer's counters across its restarts. */

@@ -14,6 +14,7 @@ import {
   type ClusterCounters,
   clusterCountersOf,
   EMPTY_CLUSTER_COUNTERS,
+  foldIncarnation,
   type WriterCounters,
 } from "../status/counters.ts";
 import type { ClusterRow, FleetCounters } from "../status/fleet-view.ts";
@@ -75,7 +76,7 @@ export class FleetStatusBook {
       });
       return;
     }
-    if (book.status) book.counterBase = addClusterCounters(book.counterBase, clusterCountersOf(book.status));
+    if (book.status) book.counterBase = foldIncarnation(book.counterBase, clusterCountersOf(book.status));
     book.status = undefined;
     book.epoch = epoch;
   }

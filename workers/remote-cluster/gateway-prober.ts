@@ -13,8 +13,11 @@
  *   a changed spec (port, path, period) starts every address over, alive; a removed
  *   address, a gateway no longer probed and `stop()` abort the probes in flight and
  *   cancel their timers: nothing of a stopped probe reports or keeps a socket open;
- * - counters (failures by reason, latency) are kept per gateway for the actor's life,
- *   also after its probing stops, so that they never go back within an incarnation.
+ * - counters (failures by reason, latency) are kept per gateway, also after its probing
+ *   stops, for at most MAX_GATEWAY_SERIES gateways (gateway keys come from the remote, so
+ *   they are bounded): a gateway needing counters beyond that takes the place of the one
+ *   least recently probed that is no longer probed (whose counters are dropped, its
+ *   series ends), else it is counted under OTHER_GATEWAY. A counter kept never goes back.
  */
 import type { Clock, TimerHandle } from "../../src/core/clock.ts";
 import {
@@ -27,7 +30,12 @@ import {
 import { firstProbeDelayMs, nextProbeDelayMs, type ProbeSpec } from "../../src/core/probe-spec.ts";
 import type { LineLogger } from "../../src/log/json-lines.ts";
 import type { GatewayProbeCounters, GatewayProbeStatus } from "../../src/protocol/messages.ts";
-import { MAX_LISTED_DEAD_ADDRESSES, WRITE_DURATION_BUCKETS } from "../../src/protocol/messages.ts";
+import {
+  MAX_GATEWAY_SERIES,
+  MAX_LISTED_DEAD_ADDRESSES,
+  OTHER_GATEWAY,
+  WRITE_DURATION_BUCKETS,
+} from "../../src/protocol/messages.ts";
 import type { Probe, ProbeResult } from "./http-probe.ts";
 
 /** The last failure's message in the status is cut to this length. */
@@ -74,6 +82,7 @@ const sameSpec = (a: ProbeSpec, b: ProbeSpec): boolean =>
 export class GatewayProber {
   readonly #deps: GatewayProberDeps;
   readonly #targets = new Map<string, Target>();
+  /** Counters by gateway key, least recently probed first (at most MAX_GATEWAY_SERIES, plus OTHER_GATEWAY). */
   readonly #counters = new Map<string, MutableCounters>();
   #stopped = false;
 
@@ -156,7 +165,7 @@ export class GatewayProber {
     };
   }
 
-  /** Counters of every gateway probed since the actor started. */
+  /** Counters of the gateways probed since the actor started (bounded: see the invariants). */
   counters(): Record<string, GatewayProbeCounters> {
     const out: Record<string, GatewayProbeCounters> = {};
     for (const [key, c] of this.#counters) {
@@ -260,14 +269,30 @@ export class GatewayProber {
   }
 
   #countersOf(key: string): MutableCounters {
-    let c = this.#counters.get(key);
-    if (!c) {
-      const failures: Record<string, number> = {};
-      for (const reason of PROBE_FAILURE_REASONS) failures[reason satisfies ProbeFailureReason] = 0;
-      c = { failures, buckets: WRITE_DURATION_BUCKETS.map(() => 0), sum: 0, count: 0 };
-      this.#counters.set(key, c);
+    const kept = this.#counters.get(key);
+    if (kept) {
+      // Most recently probed last: the first entries are the ones to drop.
+      this.#counters.delete(key);
+      this.#counters.set(key, kept);
+      return kept;
     }
-    return c;
+    const own = this.#counters.size - (this.#counters.has(OTHER_GATEWAY) ? 1 : 0);
+    if (key !== OTHER_GATEWAY && own >= MAX_GATEWAY_SERIES) {
+      let idle: string | undefined;
+      for (const k of this.#counters.keys()) {
+        if (k !== OTHER_GATEWAY && !this.#targets.has(k)) {
+          idle = k;
+          break;
+        }
+      }
+      if (idle === undefined) return this.#countersOf(OTHER_GATEWAY);
+      this.#counters.delete(idle);
+    }
+    const failures: Record<string, number> = {};
+    for (const reason of PROBE_FAILURE_REASONS) failures[reason satisfies ProbeFailureReason] = 0;
+    const fresh = { failures, buckets: WRITE_DURATION_BUCKETS.map(() => 0), sum: 0, count: 0 };
+    this.#counters.set(key, fresh);
+    return fresh;
   }
 }
 
