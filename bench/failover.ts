@@ -180,7 +180,8 @@ export async function runFailover(opts: BenchOptions): Promise<ScenarioResult> {
     cleanups.push(() => servers.stop());
     const fleet = await Fleet.start(remotes);
     cleanups.push(() => fleet.stop());
-    const controller = fleet.startInProcess({ endpointsApi: "endpointslices" });
+    // 100 probed gateways per cluster: above the default cap (--gateway-max-probed 64).
+    const controller = fleet.startInProcess({ endpointsApi: "endpointslices", gatewayMaxProbed: perRemote });
     cleanups.push(() => controller.stop());
     const watcher = new Watcher<EndpointSlice>({
       client: localAdminClient(fleet),

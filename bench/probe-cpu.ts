@@ -183,7 +183,13 @@ export async function runProbeCpu(opts: BenchOptions): Promise<ScenarioResult> {
     cleanups.push(() => fleet.stop());
     progress(`probe-cpu: ${pairs.length} address:port pairs, windows of ${seconds} s`);
     await shape(fleet, addresses);
-    const [proc, admin] = await startController(fleet, ["--endpoints-api", "endpointslices"]);
+    // A × 4 pairs: each gateway has A addresses, above the default --gateway-max-addresses (32).
+    const [proc, admin] = await startController(fleet, [
+      "--endpoints-api",
+      "endpointslices",
+      "--gateway-max-addresses",
+      String(addresses.length),
+    ]);
     let off: Window;
     let on: Window;
     let dead: number;

@@ -21,8 +21,9 @@ import {
   parseNumericFlag,
   shortRange,
 } from "./flag-values.ts";
+import { type GatewayConfig, gatewayFlags, parseGatewayFlags } from "./gateway-flags.ts";
 
-export interface Config {
+export interface Config extends GatewayConfig {
   readonly kubeconfig: string | undefined;
   readonly context: string | undefined;
   /** Namespace of the credentials Secrets (SPEC §1). */
@@ -226,6 +227,7 @@ export const runFlags = {
     description:
       "shadow mode: plan every write and make none (no mirror, Namespace, Event or Lease); report the plan in status, metrics and logs",
   },
+  ...gatewayFlags,
   help: { type: "boolean", short: "h", description: "show this help" },
 } as const;
 
@@ -336,6 +338,7 @@ export function parseRunConfig(argv: readonly string[], env: NodeJS.ProcessEnv =
     shards: parseNumericFlag("shards", str("shards")),
     expectedReplicas: parseNumericFlag("expected-replicas", str("expected-replicas")),
     dryRun: values["dry-run"] === true,
+    ...parseGatewayFlags(values),
   };
   if (config.dryRun && config.leaderElect)
     throw new ConfigError(

@@ -48,6 +48,9 @@ export const numericFlags = {
   "leader-election-retry-period": { kind: "duration", minMs: 100, maxMs: DAY_MS },
   shards: { kind: "integer", min: 1, max: 1_024, note: "not sharded" },
   "expected-replicas": { kind: "integer", min: 0, max: 1_024, note: "unknown" },
+  "gateway-max-addresses": { kind: "integer", min: 1, max: 1_000 },
+  "gateway-max-probed": { kind: "integer", min: 1, max: 10_000 },
+  "gateway-max-probes-in-flight": { kind: "integer", min: 1, max: 10_000 },
 } as const satisfies Record<string, NumericRule>;
 
 export type NumericFlag = keyof typeof numericFlags;

@@ -55,6 +55,8 @@ async function main(): Promise<void> {
       probed: () => {
         probes += 1;
       },
+      // The load of every gateway probed at once, as measured before the cap existed.
+      maxInFlight: Number.POSITIVE_INFINITY,
     });
     const delay = monitorEventLoopDelay({ resolution: 10 });
     delay.enable();

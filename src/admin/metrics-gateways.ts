@@ -1,4 +1,5 @@
 /** Metrics of gateways (SPEC §10) and of what each API server says back: probes, denied reads, warnings. */
+import { REFUSAL_REASONS } from "../core/address-policy.ts";
 import { MAX_GATEWAY_SERIES, OTHER_GATEWAY } from "../protocol/messages.ts";
 import type { MetricBuilders } from "./metric-builders.ts";
 import { gatewayAddressValues, SnapshotHistogram } from "./snapshot-series.ts";
@@ -17,11 +18,53 @@ export function registerGatewayMetrics(b: MetricBuilders): void {
   b.labelled(
     "gauge",
     "fleet_mirror_cluster_reads_denied",
-    "Optional remote reads the cluster's RBAC denies (SPEC §12: discovery.k8s.io/endpointslices for headless Services); 0 series: none.",
+    "Reads denied (403) or not served: a remote's optional reads (SPEC §12: discovery.k8s.io/endpointslices for headless Services), and with cluster=\"\" the local cluster's own ranges (SPEC §10: networking.k8s.io/servicecidrs, nodes); 0 series: none.",
     ["cluster", "resource"],
     (set) => {
-      for (const row of source.fleet()?.clusters ?? [])
+      const fleet = source.fleet();
+      for (const row of fleet?.clusters ?? [])
         for (const d of row.deniedReads ?? []) set({ cluster: row.cluster, resource: d.resource }, 1);
+      // cluster "": the local cluster's own ranges (SPEC §10), read by the main thread.
+      for (const d of fleet?.localRanges?.deniedReads ?? []) set({ cluster: "", resource: d.resource }, 1);
+    },
+  );
+  b.labelled(
+    "gauge",
+    "fleet_mirror_gateway_addresses_refused",
+    `Gateway ingress addresses neither probed nor written as endpoints (SPEC §10), by reason: ${REFUSAL_REASONS.join(", ")}; 0 series: none.`,
+    ["cluster", "reason"],
+    (set) => {
+      for (const row of source.fleet()?.clusters ?? []) {
+        const byReason: Record<string, number> = {};
+        for (const g of row.gateways)
+          for (const [reason, n] of Object.entries(g.refused?.byReason ?? {}))
+            byReason[reason] = (byReason[reason] ?? 0) + n;
+        for (const [reason, n] of Object.entries(byReason)) set({ cluster: row.cluster, reason }, n);
+      }
+    },
+  );
+  b.labelled(
+    "gauge",
+    "fleet_mirror_gateways_unprobed",
+    "Gateways with an mc-probe port left unprobed by --gateway-max-probed (they count alive); 0 series: none.",
+    ["cluster"],
+    (set) => {
+      for (const row of source.fleet()?.clusters ?? []) {
+        const n = row.gateways.filter((g) => g.unprobed !== undefined).length;
+        if (n > 0) set({ cluster: row.cluster }, n);
+      }
+    },
+  );
+  b.labelled(
+    "gauge",
+    "fleet_mirror_local_address_ranges",
+    "The local cluster's own ranges read from its API, in which gateway addresses are refused (SPEC §10): source service-cidr (ServiceCIDRs) or pod-cidr (Nodes).",
+    ["source"],
+    (set) => {
+      const ranges = source.fleet()?.localRanges;
+      if (!ranges) return;
+      set({ source: "service-cidr" }, ranges.serviceCidrs.length);
+      set({ source: "pod-cidr" }, ranges.podCidrs);
     },
   );
   b.labelled(

@@ -41,6 +41,10 @@ export interface StatusRow {
     /** Present while the gateway is probed (SPEC §10). */
     readonly probe?: GatewayProbeStatus;
     readonly probeProblems?: readonly string[];
+    /** Ingress addresses refused by the address policy (SPEC §10, "Gateway addresses"). */
+    readonly refused?: ClusterRow["gateways"][number]["refused"];
+    /** Why the gateway is not probed (the per-cluster cap). */
+    readonly unprobed?: string;
   }[];
   readonly problems?: readonly string[];
 }
@@ -158,6 +162,8 @@ export function rowsFromAdmin(status: AdminStatus): StatusRow[] {
         ...(g.reason ? { reason: g.reason } : {}),
         ...(g.probe ? { probe: g.probe } : {}),
         ...(g.probeProblems ? { probeProblems: g.probeProblems } : {}),
+        ...(g.refused ? { refused: g.refused } : {}),
+        ...(g.unprobed ? { unprobed: g.unprobed } : {}),
       })),
       ...(problems.length > 0 ? { problems } : {}),
     };

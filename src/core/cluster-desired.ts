@@ -11,6 +11,7 @@
  *   been listed): the caller keeps what it sent, it never reads this as "no mirrors";
  * - `problems.headless` is decided only when the mirrors are known.
  */
+import type { AddressPolicy } from "./address-policy.ts";
 import {
   type ClusterSettings,
   type DesiredMirror,
@@ -38,6 +39,8 @@ export interface ClusterObservation {
   lookupHostname(hostname: string): readonly string[] | undefined;
   /** The dead addresses of gateway `key` (SPEC §10); undefined when it is not probed. */
   deadAddresses(gatewayKey: string): ReadonlySet<string> | undefined;
+  /** Which gateway addresses may be used (SPEC §10, core/address-policy.ts); absent: the built-in policy. */
+  addressPolicy?(): AddressPolicy;
   /** The hostnames of exported headless Service `key` (SPEC §12). */
   headlessHosts(key: string): HeadlessHosts;
   /** The headless Service of `namespace` that keeps per-host name `<hostname>-<c>`. */
@@ -73,7 +76,12 @@ export function gatewayViewOf(
   const key = gw ? objectKey(gw) : "";
   let view = views.get(key);
   if (!view) {
-    view = viewGateway(observed.service(key), (h) => observed.lookupHostname(h), observed.deadAddresses(key));
+    view = viewGateway(
+      observed.service(key),
+      (h) => observed.lookupHostname(h),
+      observed.deadAddresses(key),
+      observed.addressPolicy?.(),
+    );
     views.set(key, view);
   }
   return view;

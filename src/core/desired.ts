@@ -2,7 +2,9 @@
  * The desired mirrors of one remote cluster, as a pure function of what its actor
  * observes (SPEC §2–§4). No I/O, no clock, no mutation of its inputs.
  */
+import { type AddressPolicy, DEFAULT_ADDRESS_POLICY, filterAddresses, type Refusal } from "./address-policy.ts";
 import { type ExportDecision, type ExportSettings, exportOf } from "./export.ts";
+import { endpointIpProblem } from "./ip.ts";
 import {
   CLUSTER_NAME,
   GATEWAY_IDENTITY,
@@ -125,6 +127,8 @@ export interface GatewayView {
   readonly notReadyAddresses?: readonly string[];
   readonly incomingPort?: number;
   readonly unusable?: string;
+  /** Ingress addresses left out (address-policy.ts), sorted; absent when none. */
+  readonly refused?: readonly Refusal[];
 }
 
 /** Looks up resolved IPs of an ingress hostname; undefined while unresolved or failing. */
@@ -139,79 +143,18 @@ export function ingressHostnames(gateway: Service): string[] {
   return [...names].sort();
 }
 
-const compareIps = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
-
-function parseIpv4(text: string): number[] | undefined {
-  const parts = text.split(".");
-  if (parts.length !== 4) return undefined;
-  const octets = parts.map((p) => (/^\d{1,3}$/.test(p) ? Number(p) : Number.NaN));
-  return octets.every((o) => o >= 0 && o <= 255) ? octets : undefined;
-}
-
-/** The eight 16-bit groups of an IPv6 address (an embedded IPv4 tail included), or undefined. */
-function parseIpv6(text: string): number[] | undefined {
-  if (!text.includes(":") || text.includes("%")) return undefined;
-  let tail: number[] = [];
-  let head = text;
-  const lastColon = text.lastIndexOf(":");
-  if (text.slice(lastColon + 1).includes(".")) {
-    const v4 = parseIpv4(text.slice(lastColon + 1));
-    if (!v4) return undefined;
-    tail = [((v4[0] ?? 0) << 8) | (v4[1] ?? 0), ((v4[2] ?? 0) << 8) | (v4[3] ?? 0)];
-    head = `${text.slice(0, lastColon + 1)}0`;
-  }
-  const halves = head.split("::");
-  if (halves.length > 2) return undefined;
-  const group = (g: string): number => (/^[0-9a-fA-F]{1,4}$/.test(g) ? Number.parseInt(g, 16) : Number.NaN);
-  const left = halves[0] ? halves[0].split(":").map(group) : [];
-  const right = halves.length === 2 && halves[1] ? halves[1].split(":").map(group) : [];
-  // Drop the placeholder group that stood for the IPv4 tail.
-  if (tail.length > 0) (halves.length === 2 ? right : left).pop();
-  const explicit = left.length + right.length + tail.length;
-  if (halves.length === 1 ? explicit !== 8 : explicit > 7) return undefined;
-  const groups = [...left, ...new Array<number>(8 - explicit).fill(0), ...right, ...tail];
-  return groups.every((g) => Number.isInteger(g)) ? groups : undefined;
-}
-
-/**
- * Why the API server refuses `ip` as an Endpoints address (Kubernetes' validation of
- * endpoint IPs: a valid IP that is not unspecified, loopback, link-local or link-local
- * multicast), or undefined when it accepts it. A gateway hostname resolving to
- * 127.0.0.1 would otherwise make every Endpoints write fail forever.
- */
-export function endpointIpProblem(ip: string): string | undefined {
-  let v4 = parseIpv4(ip);
-  if (!v4) {
-    const v6 = parseIpv6(ip);
-    if (!v6) return "not an IP address";
-    const [g0 = 0, g1 = 0, g2 = 0, g3 = 0, g4 = 0, g5 = 0, g6 = 0, g7 = 0] = v6;
-    if (g0 === 0 && g1 === 0 && g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0xffff) {
-      v4 = [g6 >> 8, g6 & 0xff, g7 >> 8, g7 & 0xff]; // IPv4-mapped: the IPv4 rules apply
-    } else {
-      if (v6.every((g) => g === 0)) return "unspecified";
-      if (v6.slice(0, 7).every((g) => g === 0) && g7 === 1) return "loopback";
-      if ((g0 & 0xffc0) === 0xfe80) return "link-local";
-      if ((g0 & 0xff0f) === 0xff02) return "link-local multicast";
-      return undefined;
-    }
-  }
-  const [a = 0, b = 0, c = 0, d = 0] = v4;
-  if (a === 0 && b === 0 && c === 0 && d === 0) return "unspecified";
-  if (a === 127) return "loopback";
-  if (a === 169 && b === 254) return "link-local";
-  if (a === 224 && b === 0 && c === 0) return "link-local multicast";
-  return undefined;
-}
-
 /**
  * What a gateway Service offers to the mirrors that use it (SPEC §2, §3). `dead`: the
  * addresses its probe found dead (SPEC §10), undefined when it is not probed; those of
- * them among the view's addresses become `notReadyAddresses`.
+ * them among the view's addresses become `notReadyAddresses`. `policy` decides which
+ * addresses may be used at all (address-policy.ts; SPEC §10): the others are left out
+ * and listed in `refused`, and a gateway left without addresses is unusable.
  */
 export function viewGateway(
   gateway: Service | undefined,
   lookup: HostnameLookup,
   dead?: ReadonlySet<string>,
+  policy: AddressPolicy = DEFAULT_ADDRESS_POLICY,
 ): GatewayView {
   if (!gateway) return { exists: false, addresses: [], unusable: "gateway Service not found" };
   const base = {
@@ -226,42 +169,40 @@ export function viewGateway(
   const ingresses = gateway.status?.loadBalancer?.ingress ?? [];
   if (ingresses.length === 0)
     return { ...base, addresses: [], incomingPort: port, unusable: "gateway has no ingress yet" };
-  const ips = new Set<string>();
+  const ips: string[] = [];
   const unresolved: string[] = [];
-  const refused = new Map<string, string>();
-  const add = (ip: string): void => {
-    const problem = endpointIpProblem(ip);
-    if (problem) refused.set(ip, problem);
-    else ips.add(ip);
-  };
   for (const ingress of ingresses) {
-    if (ingress.ip) add(ingress.ip);
+    if (ingress.ip) ips.push(ingress.ip);
     else if (ingress.hostname) {
       const resolved = lookup(ingress.hostname);
-      if (resolved && resolved.length > 0) for (const ip of resolved) add(ip);
+      if (resolved && resolved.length > 0) ips.push(...resolved);
       else unresolved.push(ingress.hostname);
     }
   }
   // A hostname is never copied into an address (SPEC §8): unresolved ones are left out,
   // and if nothing resolved the gateway is unusable until it does. Addresses the API
-  // server refuses in Endpoints (loopback, link-local, ...) are left out as well.
-  if (ips.size === 0) {
+  // server refuses in Endpoints (loopback, link-local, ...) and those the policy refuses
+  // are left out as well.
+  const { accepted: addresses, refused } = filterAddresses(policy, ips);
+  const withRefused = refused.length > 0 ? { ...base, refused } : base;
+  if (addresses.length === 0) {
+    const list = (rs: readonly Refusal[]): string => rs.map((r) => `${r.address} (${r.why})`).join(", ");
+    const invalid = refused.filter((r) => endpointIpProblem(r.address) !== undefined);
+    const denied = refused.filter((r) => endpointIpProblem(r.address) === undefined);
     const why = [
       ...(unresolved.length > 0 ? [`gateway ingress hostname(s) ${unresolved.join(", ")} do not resolve`] : []),
-      ...(refused.size > 0
-        ? [
-            `gateway ingress address(es) ${[...refused]
-              .sort(([a], [b]) => compareIps(a, b))
-              .map(([ip, problem]) => `${ip} (${problem})`)
-              .join(", ")} cannot be Endpoints addresses`,
-          ]
-        : []),
+      ...(invalid.length > 0 ? [`gateway ingress address(es) ${list(invalid)} cannot be Endpoints addresses`] : []),
+      ...(denied.length > 0 ? [`gateway ingress address(es) ${list(denied)} are refused`] : []),
     ];
-    return { ...base, addresses: [], incomingPort: port, unusable: why.join("; ") };
+    return { ...withRefused, addresses: [], incomingPort: port, unusable: why.join("; ") };
   }
-  const addresses = [...ips].sort(compareIps);
   const notReady = dead && dead.size > 0 ? addresses.filter((ip) => dead.has(ip)) : [];
-  return { ...base, addresses, ...(notReady.length > 0 ? { notReadyAddresses: notReady } : {}), incomingPort: port };
+  return {
+    ...withRefused,
+    addresses,
+    ...(notReady.length > 0 ? { notReadyAddresses: notReady } : {}),
+    incomingPort: port,
+  };
 }
 
 /** A remote Service's ports as a mirror carries them: only these four fields (SPEC §3). */

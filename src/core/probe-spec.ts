@@ -17,6 +17,11 @@
  */
 import type { Service } from "./objects.ts";
 
+/** Gateways probed per cluster at most, by default (`--gateway-max-probed`): a remote names its gateways. */
+export const DEFAULT_MAX_PROBED_GATEWAYS = 64;
+/** Probes in flight per cluster at most, by default (`--gateway-max-probes-in-flight`). */
+export const DEFAULT_MAX_PROBES_IN_FLIGHT = 64;
+
 export const PROBE_PORT_NAME = "mc-probe";
 export const PROBE_PATH = "mirror.linkerd.io/probe-path";
 export const PROBE_PERIOD = "mirror.linkerd.io/probe-period";

@@ -27,7 +27,13 @@ import { MessagePort } from "node:worker_threads";
 import * as v from "valibot";
 import { count, type DeepReadonly, decoder, name, ProtocolError } from "./codec.ts";
 import { SerializedErrorSchema } from "./error-schema.ts";
-import { ACTOR_FAULT_KINDS, EventRequestSchema, RemoteActorOptionsSchema, WriterOptionsSchema } from "./options.ts";
+import {
+  ACTOR_FAULT_KINDS,
+  EventRequestSchema,
+  LocalRangesSchema,
+  RemoteActorOptionsSchema,
+  WriterOptionsSchema,
+} from "./options.ts";
 import {
   ClusterSettingsSchema,
   ConnectionSpecSchema,
@@ -43,6 +49,8 @@ export {
   ACTOR_FAULT_KINDS,
   type ActorFaultKind,
   type EventRequest,
+  type GatewayPolicyOptions,
+  type LocalRangesMessage,
   type RemoteActorOptions,
   type WriterOptions,
 } from "./options.ts";
@@ -79,7 +87,17 @@ export const ToRemoteActorSchema = v.variant("type", [
     options: RemoteActorOptionsSchema,
     /** Transferred: the actor's end of its channel to the local writer. */
     writerPort: port,
+    /** The local cluster's ranges as the supervisor knows them now (absent: none read yet); see `actor.local-ranges`. */
+    localRanges: v.exactOptional(LocalRangesSchema),
   }),
+  /**
+   * The local cluster's own address ranges changed (SPEC §10: gateway addresses in them
+   * are refused). For the whole thread: every actor it hosts, and those it starts later
+   * (the newer of this and the init's wins). Asserts state: the highest `seq` wins, so a
+   * duplicate or an older message changes nothing; a lost one is superseded by the next,
+   * and a new actor's init carries the current ranges.
+   */
+  v.object({ type: v.literal("actor.local-ranges"), ranges: LocalRangesSchema }),
   /** The writer restarted: `cluster`'s actor sends the full desired set again on this new port. */
   v.object({ type: v.literal("actor.attach-writer"), cluster: name, writerPort: port }),
   /** Stop `cluster`'s actor; a thread whose last actor stopped ends. */

@@ -3,10 +3,41 @@
  * options, fault kinds and Event requests. Types and schemas from one definition.
  */
 import * as v from "valibot";
+import { parseCidr } from "../core/ip.ts";
 import { ENDPOINTS_APIS } from "../core/mirror-kinds.ts";
 import { count, type DeepReadonly, finite, name } from "./codec.ts";
 
 const nonNegative = v.pipe(finite, v.minValue(0, "must be >= 0"));
+const atLeastOne = v.pipe(count, v.minValue(1, "must be >= 1"));
+const cidr = v.pipe(
+  v.string(),
+  v.check((text) => typeof parseCidr(text) !== "string", "must be a CIDR range"),
+);
+
+/**
+ * The local cluster's own address ranges (core/address-policy.ts `LocalRanges`), read by
+ * the main thread from the local API: gateway addresses in them are refused (SPEC §10).
+ */
+export const LocalRangesSchema = v.object({
+  /** Grows with every change; a receiver keeps the highest it has seen. */
+  seq: count,
+  serviceCidrs: v.array(cidr),
+  podCidrs: v.array(cidr),
+});
+export type LocalRangesMessage = DeepReadonly<v.InferOutput<typeof LocalRangesSchema>>;
+
+/** The operator's gateway address policy and caps (SPEC §10; the `--gateway-*` flags). */
+export const GatewayPolicyOptionsSchema = v.object({
+  cidrAllow: v.array(cidr),
+  cidrDeny: v.array(cidr),
+  /** Addresses per gateway at most. */
+  maxAddresses: atLeastOne,
+  /** Gateways probed per cluster at most. */
+  maxProbed: atLeastOne,
+  /** Probes in flight per cluster at most. */
+  maxProbesInFlight: atLeastOne,
+});
+export type GatewayPolicyOptions = DeepReadonly<v.InferOutput<typeof GatewayPolicyOptionsSchema>>;
 
 export const RemoteActorOptionsSchema = v.object({
   /** How often ingress hostnames are resolved again (SPEC §2). */
@@ -26,6 +57,8 @@ export const RemoteActorOptionsSchema = v.object({
    * is checked again (SPEC §12: the CRDs or the read can come later). Absent: 60 s.
    */
   mcsRecheckMs: v.exactOptional(v.pipe(finite, v.minValue(1, "must be >= 1"))),
+  /** The gateway address policy and caps (SPEC §10); absent: the defaults (core/address-policy.ts, gateway-health.ts). */
+  gatewayPolicy: v.exactOptional(GatewayPolicyOptionsSchema),
   /** Tests only: the DNS servers (`ip:port`) gateway hostnames are resolved with; absent: the system's. */
   gatewayDnsServers: v.exactOptional(v.array(v.string())),
   /**

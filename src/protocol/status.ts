@@ -67,6 +67,9 @@ export const OTHER_GATEWAY = "(other)";
 /** Dead addresses a gateway's probe status lists at most (its counts are complete). */
 export const MAX_LISTED_DEAD_ADDRESSES = 16;
 
+/** Refused addresses a gateway's status lists at most (its counts are complete). */
+export const MAX_LISTED_REFUSED = 16;
+
 /** How a probed gateway stands (SPEC §10). */
 export const GatewayProbeStatusSchema = v.object({
   port: v.pipe(count, v.minValue(1), v.maxValue(65_535)),
@@ -91,6 +94,19 @@ export const GatewayStatusSchema = v.object({
   probe: v.exactOptional(GatewayProbeStatusSchema),
   /** Bad probe annotations or port, with the fallback taken (SPEC §10). */
   probeProblems: v.exactOptional(v.pipe(v.array(v.pipe(v.string(), v.maxLength(512))), v.maxLength(4))),
+  /**
+   * Ingress addresses left out by the address policy (SPEC §10): how many, by reason
+   * (core/address-policy.ts), and the first MAX_LISTED_REFUSED as `address (why)`.
+   */
+  refused: v.exactOptional(
+    v.object({
+      total: count,
+      byReason: countRecord,
+      addresses: v.pipe(v.array(v.pipe(v.string(), v.maxLength(256))), v.maxLength(MAX_LISTED_REFUSED)),
+    }),
+  ),
+  /** Why a gateway with a valid `mc-probe` port and addresses is not probed (the per-cluster cap). */
+  unprobed: v.exactOptional(v.pipe(v.string(), v.maxLength(256))),
 });
 export type GatewayStatus = DeepReadonly<v.InferOutput<typeof GatewayStatusSchema>>;
 

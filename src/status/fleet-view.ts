@@ -8,6 +8,15 @@ import type { ClusterStatus, WriterStatus } from "../protocol/messages.ts";
 import type { ClusterCounters, WriterCounters } from "./counters.ts";
 import type { PlacementStatus } from "./placement-status.ts";
 
+/** What the supervisor read of the local cluster's own address ranges (SPEC §10). */
+export interface LocalRangesStatus {
+  readonly serviceCidrs: readonly string[];
+  /** Pod CIDRs of the local Nodes (how many). */
+  readonly podCidrs: number;
+  /** Local reads denied (403) or not served (404), with why: the flags and built-in ranges still apply. */
+  readonly deniedReads: readonly { readonly resource: string; readonly message: string }[];
+}
+
 export interface ClusterRow {
   readonly cluster: string;
   readonly secret: string;
@@ -48,6 +57,8 @@ export interface FleetStatus {
   readonly clusters: readonly ClusterRow[];
   /** Where the actors run: mode, threads, blast radius, and why (default-placement.ts). */
   readonly placement?: PlacementStatus;
+  /** The local cluster's own ranges, in which gateway addresses are refused (SPEC §10; supervisor/local-ranges.ts). */
+  readonly localRanges?: LocalRangesStatus;
 }
 
 /** Heap of one thread of this process (bytes). */

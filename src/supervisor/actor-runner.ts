@@ -5,6 +5,7 @@
  */
 import { MessageChannel, type MessagePort, type Worker } from "node:worker_threads";
 import type { Config } from "../config.ts";
+import type { LocalRanges } from "../core/address-policy.ts";
 import type { ClusterSettings } from "../core/desired.ts";
 import type { Logger } from "../log.ts";
 import { serializeError } from "../protocol/errors.ts";
@@ -58,6 +59,8 @@ export class ActorRunner {
   readonly #workers = new Map<number, Worker>();
   readonly #timers = new Map<string, NodeJS.Timeout>();
   #idle: (() => void) | undefined;
+  /** The local cluster's ranges as last read (SPEC §10): in every init, and sent to every thread on change. */
+  #localRanges: LocalRanges | undefined;
 
   constructor(options: ActorRunnerOptions) {
     this.#o = options;
@@ -92,6 +95,13 @@ export class ActorRunner {
       const worker = inc ? this.#workers.get(inc.thread) : undefined;
       if (inc && worker && inc.phase !== "stopping") yield { cluster: inc.cluster, epoch: inc.epoch, worker };
     }
+  }
+
+  /** New local ranges: every actor thread is told (a thread starting later gets them in its inits). */
+  setLocalRanges(ranges: LocalRanges): void {
+    this.#localRanges = ranges;
+    const message: ToRemoteActor = { type: "actor.local-ranges", ranges };
+    for (const worker of this.#workers.values()) worker.postMessage(message);
   }
 
   dispatch(event: LifecycleEvent): void {
@@ -170,6 +180,7 @@ export class ActorRunner {
       connection: effect.registration.connection,
       options: this.#o.actorOptions,
       writerPort: actorPort,
+      ...(this.#localRanges ? { localRanges: this.#localRanges } : {}),
     };
     worker?.postMessage(init, [actorPort]);
     if (!worker) actorPort.close();

@@ -39,6 +39,7 @@ import {
   type ThreadHeap,
   type WriterHealth,
 } from "../status/fleet-view.ts";
+import { remoteActorOptions } from "./actor-options.ts";
 import { ActorRunner } from "./actor-runner.ts";
 import {
   type AutoBudget,
@@ -49,6 +50,7 @@ import {
 } from "./default-placement.ts";
 import { FleetStatusBook } from "./fleet-status.ts";
 import { readHostLimits } from "./host-limits.ts";
+import { LocalRangesWatch } from "./local-ranges.ts";
 import type { RegisteredCluster, RegistryState } from "./registry.ts";
 import { RegistryController } from "./registry-controller.ts";
 import { DEFAULT_RESTART_POLICY, type RestartPolicy } from "./restart-policy.ts";
@@ -96,6 +98,8 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
   readonly #registry: RegistryController;
   readonly #actors: ActorRunner;
   readonly #writer: WriterRunner;
+  /** The local Service and pod CIDRs (SPEC §10); actors start once they are known. */
+  readonly #localRanges: LocalRangesWatch;
   readonly #book = new FleetStatusBook();
   /** The thread budget of the default placement; undefined with an explicit `--max-threads`. */
   readonly #autoBudget: AutoBudget | undefined;
@@ -154,18 +158,7 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
         policy: this.#policy,
         stopTimeoutMs: STOP_TIMEOUT_MS,
       },
-      actorOptions: {
-        resolvePeriodMs: config.gatewayResolvePeriodMs,
-        maxInFlight: 2,
-        batchDelayMs: options.batchDelayMs ?? 10,
-        logLevel: config.logLevel,
-        memberSelector: config.federatedSelector,
-        ...(options.watchInactivityTimeoutMs ? { watchInactivityTimeoutMs: options.watchInactivityTimeoutMs } : {}),
-        ...(options.deniedRetryMs ? { deniedRetryMs: options.deniedRetryMs } : {}),
-        mcsRecheckMs: options.mcsRecheckMs ?? config.mcsRecheckMs,
-        ...(options.testHooks === true ? { testHooks: true } : {}),
-        ...(options.gatewayDnsServers ? { gatewayDnsServers: [...options.gatewayDnsServers] } : {}),
-      },
+      actorOptions: remoteActorOptions(config, options),
       onIncarnation: (cluster, epoch, port) => {
         this.#book.incarnationStarted(cluster, epoch);
         // Without a ready writer: re-attached with a fresh channel when it is ready.
@@ -195,10 +188,17 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
       onEvent: (secretKey, type, reason, message) => this.#registry.secretEvent(secretKey, type, reason, message),
       onChange: () => this.emit("status"),
     });
+    this.#localRanges = new LocalRangesWatch({
+      client: this.#client,
+      log: logger,
+      changed: (ranges) => this.#actors.setLocalRanges(ranges),
+      settled: () => !this.#stopping && this.#dispatchRegistrations(this.#registry.registry),
+    });
   }
 
   start(): void {
     this.#writer.start();
+    this.#localRanges.start();
     this.#registry.start();
   }
 
@@ -235,6 +235,7 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
         this.#autoBudget,
         this.#actors.state,
       ),
+      localRanges: this.#localRanges.status(),
     };
   }
 
@@ -338,6 +339,7 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
     if (this.#stopping) return;
     this.#stopping = true;
     await this.#registry.stop();
+    await this.#localRanges.stop();
     await this.#actors.stop();
     await this.#writer.stop();
     this.#client.close();
@@ -357,6 +359,7 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
 
   /** Actors for the registered clusters this replica hosts (all of them when not sharded). */
   #dispatchRegistrations(registry: RegistryState): void {
+    if (!this.#localRanges.settled) return; // dispatched once they are (a gateway is never probed before)
     if (this.#ownership.shards <= 1) {
       this.#book.retain(registry.registered);
       this.#actors.dispatch({ type: "registrations", registered: registry.registered });

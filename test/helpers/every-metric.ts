@@ -46,6 +46,17 @@ const fleet: FleetStatus = {
           probe: { port: 4191, path: "/ready", periodSeconds: 3, alive: 1, dead: 1, deadAddresses: ["198.18.0.11"] },
           probeProblems: ["mirror.linkerd.io/probe-period: not a number"],
         },
+        {
+          key: "mesh/aimed-inside",
+          usable: false,
+          reason: "gateway ingress address(es) 10.96.0.1 (in the local Service CIDR 10.96.0.0/16) are refused",
+          refused: {
+            total: 1,
+            byReason: { "local-service-cidr": 1 },
+            addresses: ["10.96.0.1 (in the local Service CIDR 10.96.0.0/16)"],
+          },
+          unprobed: "not probed: over the cap of 64 probed gateways per cluster (--gateway-max-probed)",
+        },
       ],
       deniedReads: [{ resource: "discovery.k8s.io/endpointslices", message: "forbidden" }],
     }),
@@ -72,6 +83,11 @@ const fleet: FleetStatus = {
       planned: [{ verb: "create", kind: "Service", object: "shop/web-east", key: "shop/web-east", cluster: "east" }],
       omitted: 0,
     },
+  },
+  localRanges: {
+    serviceCidrs: ["10.96.0.0/16"],
+    podCidrs: 3,
+    deniedReads: [{ resource: "nodes", message: "http-403: forbidden" }],
   },
   placement: {
     setting: "auto",

@@ -82,6 +82,8 @@ export class Fleet {
        * the chart's rendering). Default: apply `deploy/rbac/local.yaml`.
        */
       readonly installIdentity?: (plane: ControlPlane) => Promise<void>;
+      /** The Service ClusterIP range of every API server (the local cluster's Service CIDR). Default `10.96.0.0/16`. */
+      readonly serviceClusterIpRange?: string;
     } = {},
   ): Promise<Fleet> {
     // The local cluster runs the built-in controllers that act on mirrors (EndpointSlice
@@ -90,6 +92,7 @@ export class Fleet {
       clusters: ["local", ...remotes],
       controllerManagers: ["local"],
       ...(options.audit ? { audit: ["local"] } : {}),
+      ...(options.serviceClusterIpRange ? { serviceClusterIpRange: options.serviceClusterIpRange } : {}),
     });
     const fleet = new Fleet(plane, remotes);
     try {
@@ -168,18 +171,25 @@ export class Fleet {
       port?: number;
       identity?: string;
       portName?: string;
+      /** A port named `mc-probe` with this number: the gateway is probed (SPEC §10). */
+      probePort?: number;
+      annotations?: Record<string, string>;
     },
   ): Promise<V1Service> {
     const namespace = opts.namespace ?? "gateway";
     const name = opts.name ?? "gateway";
     await this.ensureNamespace(cluster, namespace);
+    const annotations = { ...(opts.identity ? { [GATEWAY_IDENTITY]: opts.identity } : {}), ...opts.annotations };
     const created = await this.api(cluster).createNamespacedService({
       namespace,
       body: {
-        metadata: { name, ...(opts.identity ? { annotations: { [GATEWAY_IDENTITY]: opts.identity } } : {}) },
+        metadata: { name, ...(Object.keys(annotations).length > 0 ? { annotations } : {}) },
         spec: {
           type: "LoadBalancer",
-          ports: [{ name: opts.portName ?? "incoming-port", port: opts.port ?? 4143, protocol: "TCP" }],
+          ports: [
+            { name: opts.portName ?? "incoming-port", port: opts.port ?? 4143, protocol: "TCP" },
+            ...(opts.probePort ? [{ name: "mc-probe", port: opts.probePort, protocol: "TCP" }] : []),
+          ],
         },
       },
     });

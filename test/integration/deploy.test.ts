@@ -227,8 +227,16 @@ describe("deploy/: the installation manifests on a real API server", () => {
       ["get", "leases.coordination.k8s.io", "-n", NAMESPACE],
       ["create", "leases.coordination.k8s.io", "-n", NAMESPACE],
       ["update", "leases.coordination.k8s.io", "-n", NAMESPACE],
+      // the local Service and pod CIDRs, where gateway addresses are refused (SPEC §10)
+      ["list", "servicecidrs.networking.k8s.io"],
+      ["watch", "servicecidrs.networking.k8s.io"],
+      ["list", "nodes"],
+      ["watch", "nodes"],
     ];
     const denied: readonly (readonly string[])[] = [
+      ["get", "nodes"],
+      ["update", "nodes"],
+      ["create", "servicecidrs.networking.k8s.io"],
       ["get", "secrets", "-n", "default"],
       ["list", "secrets", "--all-namespaces"],
       ["create", "secrets", "-n", NAMESPACE],

@@ -18,6 +18,8 @@ const NOT_NUMERIC = new Set([
   "endpoints-api",
   "federated-selector",
   "export-selector",
+  "gateway-cidr-allow",
+  "gateway-cidr-deny",
 ]);
 
 /**
@@ -42,6 +44,9 @@ const BAD_VALUES: Record<string, { readonly bad: readonly string[]; readonly all
   "leader-election-lease-duration": { bad: ["0", "500ms", "25h", "soon"], allowed: /1s to 24h/ },
   "leader-election-renew-deadline": { bad: ["0", "50ms", "25h"], allowed: /100ms to 24h/ },
   "leader-election-retry-period": { bad: ["0", "0ms", "50ms", "25h"], allowed: /100ms to 24h/ },
+  "gateway-max-addresses": { bad: ["0", "1.5", "", "1001"], allowed: /1 to 1000/ },
+  "gateway-max-probed": { bad: ["0", "-1", "", "10001"], allowed: /1 to 10000/ },
+  "gateway-max-probes-in-flight": { bad: ["0", "2.5", "", "10001"], allowed: /1 to 10000/ },
 };
 
 function refusal(flag: string, value: string): ConfigError {

@@ -4,7 +4,8 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { type DesiredMirror, endpointIpProblem, viewGateway } from "../../src/core/desired.ts";
+import { type DesiredMirror, viewGateway } from "../../src/core/desired.ts";
+import { endpointIpProblem } from "../../src/core/ip.ts";
 import type { ObservedObject, WriteAction } from "../../src/core/mirror-kinds.ts";
 import type { Endpoints, Service } from "../../src/core/objects.ts";
 import { type MirrorPlan, type PlanInput, planMirror } from "../../src/core/plan.ts";

@@ -24,6 +24,7 @@
  * Invariants: see desired-sender.ts for what is sent when; while the remote API is
  * unreachable nothing is sent: the writer keeps the mirrors.
  */
+import type { LocalRanges } from "../../src/core/address-policy.ts";
 import { systemClock } from "../../src/core/clock.ts";
 import type { ConnectionSpec } from "../../src/core/connection.ts";
 import type { ClusterSettings } from "../../src/core/desired.ts";
@@ -68,6 +69,8 @@ export interface RemoteActorInit {
   readonly epoch: number;
   readonly connection: ConnectionSpec;
   readonly options: RemoteActorOptions;
+  /** The local cluster's ranges as the supervisor knew them (SPEC §10); `setLocalRanges` brings newer ones. */
+  readonly localRanges?: LocalRanges;
 }
 
 const STATUS_INTERVAL_MS = 1_000;
@@ -142,6 +145,8 @@ export class RemoteClusterActor {
         userAgent: `fleet-mirror/gateway-probe ${init.cluster.name}`,
         probed: () => this.#publish.markProbed(),
       },
+      ...(init.options.gatewayPolicy ? { gatewayPolicy: init.options.gatewayPolicy } : {}),
+      ...(init.localRanges ? { localRanges: init.localRanges } : {}),
       log: deps.logger,
       guard: (fn) => this.#guard(fn),
       track: (promise) => this.#track(promise),
@@ -186,6 +191,7 @@ export class RemoteClusterActor {
       memberSelector: selector,
       lookupHostname: this.#gateways.lookupHostname,
       deadAddresses: (gatewayKey) => this.#gateways.health.deadAddresses(gatewayKey),
+      addressPolicy: () => this.#gateways.policy,
       headlessHosts: (key) => this.#headless.hosts(key),
       hostClaimant: (namespace, hostname) => this.#headless.hostClaimant(namespace, hostname),
       headlessPending: () => this.#headless.pending,
@@ -243,6 +249,11 @@ export class RemoteClusterActor {
       this.#guard(() => this.#track(this.#gateways.refreshHostnames())),
       this.#init.options.resolvePeriodMs,
     );
+  }
+
+  /** The local cluster's ranges changed (SPEC §10): newer ones (by `seq`) re-check every gateway. */
+  setLocalRanges(ranges: LocalRanges): void {
+    if (!this.#stopped) this.#guard(() => this.#gateways.setLocalRanges(ranges))();
   }
 
   /** Runs `fn` on a later turn of the event loop, under this actor's guard. */

@@ -22,6 +22,7 @@
  *   not known (its slices' first list) nothing new is sent for it, and a complete set
  *   waits until they are, so it never flaps to an ordinary mirror and back.
  */
+import { type AddressPolicy, DEFAULT_ADDRESS_POLICY } from "../../src/core/address-policy.ts";
 import {
   type ClusterObservation,
   desiredOfService,
@@ -84,6 +85,8 @@ export interface DesiredSenderDeps {
   readonly lookupHostname: (hostname: string) => readonly string[] | undefined;
   /** The dead addresses of gateway `key` (SPEC §10); undefined when it is not probed. */
   readonly deadAddresses: (gatewayKey: string) => ReadonlySet<string> | undefined;
+  /** Which gateway addresses may be used now (SPEC §10). Default: the built-in policy. */
+  readonly addressPolicy?: () => AddressPolicy;
   /** The hostnames of exported headless Service `key` (SPEC §12, headless-watches.ts). */
   readonly headlessHosts: (key: string) => HeadlessHosts;
   /** The headless Service of `namespace` that keeps per-host name `<hostname>-<c>` (HeadlessWatches). */
@@ -133,6 +136,7 @@ export class DesiredSender {
       serviceExport: (key) => deps.serviceExports.get(key),
       lookupHostname: deps.lookupHostname,
       deadAddresses: deps.deadAddresses,
+      addressPolicy: () => deps.addressPolicy?.() ?? DEFAULT_ADDRESS_POLICY,
       headlessHosts: deps.headlessHosts,
       hostClaimant: deps.hostClaimant,
     };

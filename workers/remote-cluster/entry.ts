@@ -34,6 +34,7 @@ import {
   type ChannelPort,
   decodeToRemoteActor,
   type FromRemoteActor,
+  type LocalRangesMessage,
   ProtocolError,
   type ToRemoteActor,
 } from "../../src/protocol/messages.ts";
@@ -43,7 +44,8 @@ import { type RemoteActorInit, type RemoteActorPorts, RemoteClusterActor } from 
 export type HostedActor = Pick<
   RemoteClusterActor,
   "cluster" | "epoch" | "attachWriter" | "start" | "stop" | "runLater"
->;
+> &
+  Partial<Pick<RemoteClusterActor, "setLocalRanges">>;
 
 export interface RemoteHostDeps {
   /** Where protocol errors are reported (default: a hosted actor's logger, or an error-level one). */
@@ -92,6 +94,10 @@ export function hostRemoteActors(port: ChannelPort<FromRemoteActor>, deps: Remot
     return logger;
   }
   let stopsPending = 0;
+  /** The newest local ranges this thread was told (`actor.local-ranges`, or an init's): every actor it starts gets them. */
+  let localRanges: LocalRangesMessage | undefined;
+  const newer = (ranges: LocalRangesMessage | undefined): boolean =>
+    ranges !== undefined && ranges.seq > (localRanges?.seq ?? -1);
 
   function log(): ProtocolErrorLog {
     if (deps.log) return deps.log;
@@ -136,6 +142,7 @@ export function hostRemoteActors(port: ChannelPort<FromRemoteActor>, deps: Remot
 
   function init(message: Extract<ToRemoteActor, { type: "actor.init" }>): void {
     const { cluster, epoch, connection, options, writerPort } = message;
+    if (newer(message.localRanges)) localRanges = message.localRanges;
     const running = hosted.get(cluster.name);
     if (running) {
       writerPort.close();
@@ -160,7 +167,7 @@ export function hostRemoteActors(port: ChannelPort<FromRemoteActor>, deps: Remot
     let actor: HostedActor | undefined;
     try {
       actor = createActor(
-        { cluster, epoch, connection, options },
+        { cluster, epoch, connection, options, ...(localRanges ? { localRanges } : {}) },
         { supervisor: send, onFault: (error) => failActor(cluster.name, epoch, error, "handler") },
         logger,
       );
@@ -221,6 +228,11 @@ export function hostRemoteActors(port: ChannelPort<FromRemoteActor>, deps: Remot
           });
         return;
       }
+      case "actor.local-ranges":
+        if (!newer(message.ranges)) return;
+        localRanges = message.ranges;
+        for (const h of hosted.values()) h.actor.setLocalRanges?.(message.ranges);
+        return;
       case "actor.inject-fault": {
         const h = hosted.get(message.cluster);
         if (!h?.testHooks) {

@@ -7,6 +7,9 @@
  *
  * Invariants:
  * - at most one probe in flight per address; starts are at least 0.9 × period apart;
+ * - at most `maxInFlight` probes in flight in all (the cluster's): a probe due while they
+ *   are takes the next free slot, in the order they came due (a hung gateway costs
+ *   the cluster's probes, never more sockets);
  * - `livenessChanged(gateway)` is called only when an address of that gateway becomes
  *   dead or alive again, never for a probe that confirms the current state;
  * - `set` with the same spec and addresses changes nothing (loops and liveness go on);
@@ -27,7 +30,12 @@ import {
   type ProbeFailureReason,
   transition,
 } from "../../src/core/gateway-liveness.ts";
-import { firstProbeDelayMs, nextProbeDelayMs, type ProbeSpec } from "../../src/core/probe-spec.ts";
+import {
+  DEFAULT_MAX_PROBES_IN_FLIGHT,
+  firstProbeDelayMs,
+  nextProbeDelayMs,
+  type ProbeSpec,
+} from "../../src/core/probe-spec.ts";
 import type { LineLogger } from "../../src/log/json-lines.ts";
 import type { GatewayProbeCounters, GatewayProbeStatus } from "../../src/protocol/messages.ts";
 import {
@@ -54,6 +62,8 @@ export interface GatewayProberDeps {
   readonly livenessChanged: (key: string) => void;
   /** A probe finished (the counters changed). */
   readonly probed: () => void;
+  /** Probes in flight at most, over every gateway. Default DEFAULT_MAX_PROBES_IN_FLIGHT. */
+  readonly maxInFlight?: number;
 }
 
 interface AddressProbe {
@@ -61,6 +71,8 @@ interface AddressProbe {
   liveness: Liveness;
   timer: TimerHandle | undefined;
   inFlight: AbortController | undefined;
+  /** Due, waiting for a free slot (`#waiting`). */
+  waiting: boolean;
   lastFailure: string | undefined;
 }
 
@@ -84,6 +96,9 @@ export class GatewayProber {
   readonly #targets = new Map<string, Target>();
   /** Counters by gateway key, least recently probed first (at most MAX_GATEWAY_SERIES, plus OTHER_GATEWAY). */
   readonly #counters = new Map<string, MutableCounters>();
+  /** Probes due while `maxInFlight` were in flight, oldest first; an entry no longer waiting is skipped. */
+  #waiting: { key: string; target: Target; probe: AddressProbe }[] = [];
+  #inFlight = 0;
   #stopped = false;
 
   constructor(deps: GatewayProberDeps) {
@@ -125,6 +140,7 @@ export class GatewayProber {
         liveness: INITIAL_LIVENESS,
         timer: undefined,
         inFlight: undefined,
+        waiting: false,
         lastFailure: undefined,
       };
       target.addresses.set(address, probe);
@@ -135,6 +151,16 @@ export class GatewayProber {
   /** Gateways being probed. */
   keys(): IterableIterator<string> {
     return this.#targets.keys();
+  }
+
+  /** Whether gateway `key` is probed. */
+  has(key: string): boolean {
+    return this.#targets.has(key);
+  }
+
+  /** How many gateways are probed. */
+  get size(): number {
+    return this.#targets.size;
   }
 
   /** The probed addresses of `key` that are dead (undefined: not probed). */
@@ -177,6 +203,7 @@ export class GatewayProber {
   /** Aborts every probe and timer; nothing is reported afterwards. Idempotent. */
   stop(): void {
     this.#stopped = true;
+    this.#waiting = [];
     for (const [key, target] of this.#targets) this.#drop(key, target);
   }
 
@@ -188,6 +215,7 @@ export class GatewayProber {
   #cancel(probe: AddressProbe): void {
     if (probe.timer) this.#deps.clock.clearTimeout(probe.timer);
     probe.timer = undefined;
+    probe.waiting = false;
     probe.inFlight?.abort();
     probe.inFlight = undefined;
   }
@@ -201,15 +229,38 @@ export class GatewayProber {
     probe.timer = this.#deps.clock.setTimeout(
       this.#deps.guard(() => {
         probe.timer = undefined;
-        if (this.#current(key, target, probe)) this.#start(key, target, probe);
+        if (this.#current(key, target, probe)) this.#due(key, target, probe);
       }),
       delayMs,
     );
   }
 
+  /** Starts the probe now, or when a slot frees. */
+  #due(key: string, target: Target, probe: AddressProbe): void {
+    if (this.#inFlight < (this.#deps.maxInFlight ?? DEFAULT_MAX_PROBES_IN_FLIGHT)) {
+      this.#start(key, target, probe);
+      return;
+    }
+    probe.waiting = true;
+    this.#waiting.push({ key, target, probe });
+  }
+
+  /** A slot freed: the oldest probe still waiting starts. */
+  #startWaiting(): void {
+    while (this.#waiting.length > 0) {
+      const next = this.#waiting.shift();
+      if (!next?.probe.waiting) continue;
+      next.probe.waiting = false;
+      if (!this.#current(next.key, next.target, next.probe)) continue;
+      this.#start(next.key, next.target, next.probe);
+      return;
+    }
+  }
+
   #start(key: string, target: Target, probe: AddressProbe): void {
     const abort = new AbortController();
     probe.inFlight = abort;
+    this.#inFlight += 1;
     const startedAt = this.#deps.clock.now();
     const result = this.#deps.probe({
       address: probe.address,
@@ -221,6 +272,8 @@ export class GatewayProber {
     });
     const done = this.#deps.guard((outcome: ProbeResult) => {
       if (probe.inFlight === abort) probe.inFlight = undefined;
+      this.#inFlight -= 1;
+      if (!this.#stopped) this.#startWaiting();
       if (!this.#current(key, target, probe)) return;
       this.#record(key, target, probe, outcome);
       const elapsed = this.#deps.clock.now() - startedAt;

@@ -9,14 +9,24 @@
  * - a gateway newly in use has its hostnames resolved at once, not at the next period
  *   (its users would wait a whole period for addresses);
  * - a change of a gateway only ever marks users of THIS cluster (SPEC §4): the index is
- *   per cluster.
+ *   per cluster;
+ * - a new address policy (the local cluster's ranges changed) re-checks every gateway in
+ *   use: its users are recomputed and its probes follow.
  */
 
+import {
+  type AddressPolicy,
+  type AddressPolicySettings,
+  addressPolicy,
+  DEFAULT_ADDRESS_POLICY_SETTINGS,
+  type LocalRanges,
+} from "../../src/core/address-policy.ts";
 import { ingressHostnames } from "../../src/core/desired.ts";
 import type { ExportSettings } from "../../src/core/export.ts";
 import type { MemberSelector } from "../../src/core/federated.ts";
 import type { Service } from "../../src/core/objects.ts";
 import type { LineLogger } from "../../src/log/json-lines.ts";
+import type { GatewayPolicyOptions } from "../../src/protocol/messages.ts";
 import { GatewayHealth } from "./gateway-health.ts";
 import { clusterGatewayIndex, type GatewayIndex } from "./gateway-index.ts";
 import type { GatewayProberDeps } from "./gateway-prober.ts";
@@ -32,6 +42,10 @@ export interface ClusterGatewaysDeps {
   /** How long a hostname keeps its last good addresses through transient resolver failures (hostnames.ts). */
   readonly hostnameMaxStaleMs: number;
   readonly prober: Omit<GatewayProberDeps, "log" | "guard" | "livenessChanged">;
+  /** The operator's address policy and caps (the `--gateway-*` flags); absent: the defaults. */
+  readonly gatewayPolicy?: GatewayPolicyOptions;
+  /** The local cluster's ranges as known at start (`setLocalRanges` brings newer ones). */
+  readonly localRanges?: LocalRanges;
   readonly log: LineLogger;
   readonly guard: <A extends unknown[]>(fn: (...args: A) => void) => (...args: A) => void;
   readonly track: (promise: Promise<void>) => void;
@@ -48,9 +62,16 @@ export class ClusterGateways {
   readonly health: GatewayHealth;
   readonly #hostnames: HostnameCache;
   readonly #deps: ClusterGatewaysDeps;
+  readonly #settings: AddressPolicySettings;
+  #policy: AddressPolicy;
 
   constructor(deps: ClusterGatewaysDeps) {
     this.#deps = deps;
+    const gp = deps.gatewayPolicy;
+    this.#settings = gp
+      ? { cidrAllow: gp.cidrAllow, cidrDeny: gp.cidrDeny, maxAddresses: gp.maxAddresses }
+      : DEFAULT_ADDRESS_POLICY_SETTINGS;
+    this.#policy = addressPolicy(this.#settings, deps.localRanges);
     this.index = clusterGatewayIndex(deps.settings, deps.memberSelector);
     this.#hostnames = new HostnameCache(
       deps.resolve,
@@ -60,12 +81,35 @@ export class ClusterGateways {
     );
     this.health = new GatewayHealth({
       ...deps.prober,
+      ...(gp ? { maxInFlight: gp.maxProbesInFlight, maxProbed: gp.maxProbed } : {}),
       log: deps.log,
       lookupHostname: this.#hostnames.lookup,
       guard: deps.guard,
       livenessChanged: (gatewayKey) => this.#livenessChanged(gatewayKey),
       problemsChanged: deps.statusChanged,
+      policy: () => this.#policy,
+      gatewayOf: (key) => (this.index.isGateway(key) ? deps.services.get(key) : undefined),
     });
+  }
+
+  /** The address policy gateway views use now (core/address-policy.ts). */
+  get policy(): AddressPolicy {
+    return this.#policy;
+  }
+
+  /**
+   * The local cluster's ranges changed: newer ones (by `seq`) make a new address policy,
+   * and every gateway in use is checked again (its users recomputed, its probes synced).
+   */
+  setLocalRanges(ranges: LocalRanges): void {
+    if (ranges.seq <= this.#policy.local.seq) return;
+    this.#policy = addressPolicy(this.#settings, ranges);
+    for (const [gatewayKey, users] of this.index.entries()) {
+      for (const user of users) this.#deps.markDirty(user);
+      this.#syncProbe(gatewayKey);
+    }
+    this.#deps.statusChanged();
+    this.#deps.flush();
   }
 
   /** The addresses of a gateway hostname, undefined while it has not resolved. */
