@@ -136,7 +136,11 @@ export class LocalWriterActor {
       desired: this.#desired,
       services: this.#stores.services,
       endpoints: this.#stores.endpoints,
-      slices: this.#stores.slices,
+      slices: {
+        get: (key) => this.#stores.slices.get(key),
+        values: () => this.#stores.slices.values(),
+        ofService: (key) => this.#stores.sliceIndex.of(key),
+      },
       namespaces: this.#stores.namespaces,
       serviceImports: this.#stores.serviceImports,
       cache: this.#dryRun?.cache ?? this.#cache,

@@ -22,6 +22,7 @@ import { OptionalWatch, type OptionalWatchLog } from "../../src/kube/optional-wa
 import { Watcher } from "../../src/kube/watcher.ts";
 import type { MirrorKind } from "./mutation-cache.ts";
 import type { SharedStrings } from "./shared-strings.ts";
+import { SliceIndex } from "./slice-index.ts";
 
 const MIRROR_SELECTOR = `${MIRRORED_SERVICE}=true`;
 /**
@@ -63,6 +64,8 @@ export class LocalStores {
   readonly slices: Watcher<EndpointSlice>;
   readonly namespaces: Watcher<Namespace>;
   readonly serviceImports: OptionalWatch<KubeObject>;
+  /** fleet-mirror's slices by the Service they belong to, whatever their names. */
+  readonly sliceIndex: SliceIndex;
   /** Sharded: the shards the mirror watches' selectors were last set to admit. */
   #filterHeld: ReadonlySet<number> | undefined;
   /** Sharded: the shards whose mirrors the three mirror stores hold (their last lists used the filter). */
@@ -96,6 +99,7 @@ export class LocalStores {
       labelSelector: SLICE_SELECTOR,
       keep,
     });
+    this.sliceIndex = new SliceIndex(this.slices);
     this.namespaces = new Watcher<Namespace>({ client, path: "/api/v1/namespaces", expectedKind: "Namespace" });
     this.serviceImports = new OptionalWatch<KubeObject>({
       client,
