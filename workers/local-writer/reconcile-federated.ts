@@ -61,6 +61,8 @@ export class FederatedReconciler {
   readonly #fleetProblems = new Map<string, ReadonlyMap<string, FleetProblem>>();
   /** Fleet-wide keys → their last reduction, for status; a key goes when its reduction deletes. */
   readonly #fleetSummaries = new Map<string, ReductionSummary>();
+  /** Fleet-wide keys whose last reduction waited for unknown clusters (see `waiting`). */
+  readonly #waiting = new Set<string>();
 
   constructor(deps: ReconcilerDeps, block: (key: string, cluster: string, blocked: Blocked) => void) {
     this.#deps = deps;
@@ -80,6 +82,15 @@ export class FederatedReconciler {
     return [...this.#fleetSummaries]
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .map(([key, s]) => ({ key, clusters: [...s.clusters], kept: [...s.kept], ready: s.ready, notReady: s.notReady }));
+  }
+
+  /**
+   * Keys whose last reduction waited: only unknown clusters may still be members. They
+   * are due again once no cluster is unknown (nothing else may end the wait but a part
+   * of theirs, whose cluster's change enqueues them anyway).
+   */
+  waiting(): Iterable<string> {
+    return this.#waiting;
   }
 
   /**
@@ -185,6 +196,8 @@ export class FederatedReconciler {
       registrationKnown: store.registrationKnown,
       observedClusters: [...annotated, ...partClusters],
     });
+    if (reduction.kind === "wait") this.#waiting.add(key);
+    else this.#waiting.delete(key);
     // The Service's status is its owner's to report (each host reports its members' conflicts).
     if (reduction.kind === "delete" || !owner) this.#fleetSummaries.delete(key);
     else this.#fleetSummaries.set(key, summarizeReduction(reduction));

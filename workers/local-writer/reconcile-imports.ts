@@ -63,6 +63,8 @@ export class ImportReconciler {
   readonly #problems = new Map<string, ReadonlyMap<string, FleetProblem>>();
   /** Import keys → their last reduction, for status. */
   readonly #summaries = new Map<string, ReductionSummary & { name: string }>();
+  /** Import keys whose last reduction waited (as `FederatedReconciler.waiting`). */
+  readonly #waiting = new Set<string>();
 
   constructor(deps: ReconcilerDeps, imports: ServiceImportSource) {
     this.#deps = deps;
@@ -76,6 +78,11 @@ export class ImportReconciler {
 
   problems(): ReadonlyMap<string, ReadonlyMap<string, FleetProblem>> {
     return this.#problems;
+  }
+
+  /** Keys whose last reduction waited for unknown clusters. */
+  waiting(): Iterable<string> {
+    return this.#waiting;
   }
 
   /** Every import reduced and not deleted, by ServiceImport key (`namespace/<svc>`). */
@@ -100,6 +107,7 @@ export class ImportReconciler {
     if (service === undefined) {
       this.#summaries.delete(key);
       this.#problems.delete(key);
+      this.#waiting.delete(key);
       return { kind: "done" };
     }
     const blockedFor = (reason: string, text: string): ReconcileResult => {
@@ -197,13 +205,15 @@ export class ImportReconciler {
     const reduction = holdWhileKept(
       reduceFederated({
         members: exports,
-        order: exportOrder(exports),
+        order: exportOrder(exports, { order: store.order(), registeredAt: (c) => store.registeredAt(c) }),
         unknown,
         registrationKnown: store.registrationKnown,
         observedClusters,
       }),
       ours ? carryPorts(ours) : undefined,
     );
+    if (reduction.kind === "wait") this.#waiting.add(key);
+    else this.#waiting.delete(key);
     if (reduction.kind === "delete") this.#summaries.delete(key);
     else this.#summaries.set(key, { ...summarizeReduction(reduction), name: service });
     const observed: ObservedObject[] = [];

@@ -269,6 +269,11 @@ export class MirrorReconciler {
     return this.#federated.status();
   }
 
+  /** Shared keys (fleet-wide, import) whose last reduction waited for unknown clusters. */
+  waitingSharedKeys(): string[] {
+    return [...this.#federated.waiting(), ...(this.#imports?.waiting() ?? [])];
+  }
+
   /** Every MCS import the writer reduced and did not delete (SPEC §12). */
   importStatus(): FederatedServiceStatus[] {
     return this.#imports?.status() ?? [];
