@@ -90,6 +90,7 @@ function plan(key: string, overrides: Partial<PlanInput>): ReturnType<typeof pla
   });
 }
 
+const slices = (actions: readonly WriteAction[]) => actions.filter((a) => a.kind === "EndpointSlice");
 const summary = (actions: readonly WriteAction[]): string[] =>
   actions.map((a) => `${a.verb} ${a.kind} ${a.kind === "Namespace" ? "" : a.name}`);
 
@@ -129,6 +130,41 @@ describe("a mirror owns a slice only if the slice's service-name is the mirror's
       "owned-by-other-service",
     );
     assert.deepEqual(plan("shop/web-east", { observed: [other] }).actions, []);
+  });
+});
+
+describe("our own leftovers, whatever their names (SPEC §6)", () => {
+  const ours = (name: string, service?: string) =>
+    slice(name, { ...mirrorLabels("east"), ...(service ? { "kubernetes.io/service-name": service } : {}), ...MANAGED });
+
+  it("deletes a slice of the mirror under another name beside the live mirror, after writing the wanted one", () => {
+    const p = plan("shop/web-east", {
+      desired: desired("web-east"),
+      observed: [service("web-east"), ours("web-east-x7k2p", "web-east")],
+    });
+    assert.deepEqual(summary(slices(p.actions)), [
+      "create EndpointSlice web-east-ipv4",
+      "delete EndpointSlice web-east-x7k2p",
+    ]);
+  });
+
+  it("adopts a slice under the wanted name that lacks its service-name (it names the mirror by its own name)", () => {
+    const p = plan("shop/web-east", {
+      desired: desired("web-east"),
+      observed: [service("web-east"), ours("web-east-ipv4")],
+    });
+    assert.equal(p.blocked, undefined);
+    assert.deepEqual(summary(slices(p.actions)), ["update EndpointSlice web-east-ipv4"]);
+  });
+
+  it("deletes every slice of a mirror no longer wanted, and one naming no Service, when GC is allowed", () => {
+    assert.deepEqual(summary(plan("shop/gone-east", { observed: [ours("gone-east-x7k2p", "gone-east")] }).actions), [
+      "delete EndpointSlice gone-east-x7k2p",
+    ]);
+    assert.deepEqual(summary(plan("shop/stray-east", { observed: [ours("stray-east")] }).actions), [
+      "delete EndpointSlice stray-east",
+    ]);
+    assert.deepEqual(plan("shop/stray-east", { observed: [ours("stray-east")], gcAllowed: () => false }).actions, []);
   });
 });
 
