@@ -198,6 +198,17 @@ describe("a shared object's part wins its name over a mirror's slice (F5)", () =
       "uid-fleet",
     ),
   };
+  const fleetPlan = (observed: ObservedObject[]) =>
+    planFederated({
+      namespace: "shop",
+      name: "web-federated",
+      reduction,
+      observed,
+      endpointsApi: "endpointslices",
+      namespaceExists: true,
+      createNamespaces: true,
+      excludedNamespaces: [],
+    });
   const mirrorSlice = slice("web-federated-east-ipv4", {
     ...mirrorLabels("east"),
     "kubernetes.io/service-name": "web-federated-east",
@@ -205,16 +216,7 @@ describe("a shared object's part wins its name over a mirror's slice (F5)", () =
   });
 
   it("the fleet-wide Service is not blocked: the mirror's slice is deleted (uid precondition), then the part is created", () => {
-    const first = planFederated({
-      namespace: "shop",
-      name: "web-federated",
-      reduction,
-      observed: [fleetService, mirrorSlice],
-      endpointsApi: "endpointslices",
-      namespaceExists: true,
-      createNamespaces: true,
-      excludedNamespaces: [],
-    });
+    const first = fleetPlan([fleetService, mirrorSlice]);
     assert.equal(first.blocked, undefined, first.blocked?.message);
     assert.deepEqual(
       first.actions.filter((a) => a.kind === "EndpointSlice"),
@@ -231,16 +233,7 @@ describe("a shared object's part wins its name over a mirror's slice (F5)", () =
     );
     assert.equal(first.again, true, "planned again once the mirror's slice is gone");
     // Once it is gone, the part.
-    const second = planFederated({
-      namespace: "shop",
-      name: "web-federated",
-      reduction,
-      observed: [fleetService],
-      endpointsApi: "endpointslices",
-      namespaceExists: true,
-      createNamespaces: true,
-      excludedNamespaces: [],
-    });
+    const second = fleetPlan([fleetService]);
     assert.deepEqual(summary(second.actions.filter((a) => a.kind === "EndpointSlice")), [
       "create EndpointSlice web-federated-east-ipv4",
     ]);
@@ -249,16 +242,7 @@ describe("a shared object's part wins its name over a mirror's slice (F5)", () =
 
   it("a user's slice under the part's name still blocks the fleet-wide Service (SPEC §11)", () => {
     const users = slice("web-federated-east-ipv4", { app: "web" });
-    const p = planFederated({
-      namespace: "shop",
-      name: "web-federated",
-      reduction,
-      observed: [fleetService, users],
-      endpointsApi: "endpointslices",
-      namespaceExists: true,
-      createNamespaces: true,
-      excludedNamespaces: [],
-    });
+    const p = fleetPlan([fleetService, users]);
     assert.equal(p.blocked?.reason, "user-owned");
     assert.deepEqual(p.actions, []);
   });
