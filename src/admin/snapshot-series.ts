@@ -58,12 +58,13 @@ export function plannedWriteSeries(
   return series;
 }
 
-const CONFLICTS = new Set(["user-owned", "owned-by-other-cluster", "port-conflict"]);
+const CONFLICTS = new Set(["user-owned", "owned-by-other-cluster", "owned-by-other-service", "port-conflict"]);
 
 /**
- * Mirrors blocked by a user's object or by another cluster, and fleet-wide members left
- * out (a user's object holds the name, or their ports conflict, SPEC §11): problems of
- * the writer, one per cluster and key.
+ * Mirrors blocked by a user's object, by another cluster, or by a fleet-wide or import
+ * part holding a slice name (SPEC §11, §12), and fleet-wide members left out (a user's
+ * object holds the name, or their ports conflict, SPEC §11): problems of the writer, one
+ * per cluster and key.
  */
 export function countConflicts(fleet: FleetStatus | undefined): number {
   let n = 0;

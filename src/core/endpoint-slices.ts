@@ -41,9 +41,18 @@ export function sliceNames(mirror: string): string[] {
   return FAMILIES.map((family) => sliceName(mirror, family));
 }
 
-/** The mirror a slice belongs to (its `kubernetes.io/service-name`), or undefined. */
-export function sliceMirrorName(slice: KubeObject): string | undefined {
-  return slice.metadata.labels?.[SERVICE_NAME_LABEL] || undefined;
+/**
+ * The Service a slice belongs to: its `kubernetes.io/service-name`. A slice without one
+ * (fleet-mirror always writes it; one left by hand or by an older naming) is taken for
+ * the mirror its name would be a slice of (`<mirror>-ipv4` → `<mirror>`; any other name:
+ * itself), so every slice of ours belongs to exactly one key and can be collected.
+ */
+export function sliceMirrorName(slice: KubeObject): string {
+  const label = slice.metadata.labels?.[SERVICE_NAME_LABEL];
+  if (label) return label;
+  const { name } = slice.metadata;
+  const family = FAMILIES.find((f) => name.endsWith(`-${f}`));
+  return family ? name.slice(0, -family.length - 1) : name;
 }
 
 /** The cluster that owns a slice (SPEC §5, §9), or undefined when fleet-mirror does not own it. */

@@ -103,7 +103,12 @@ export function deleteAction(observed: ObservedObject, cluster: string): WriteAc
   };
 }
 
-export type BlockReason = "user-owned" | "owned-by-other-cluster" | "namespace-missing" | "excluded-namespace";
+export type BlockReason =
+  | "user-owned"
+  | "owned-by-other-cluster"
+  | "owned-by-other-service"
+  | "namespace-missing"
+  | "excluded-namespace";
 
 export interface Blocked {
   readonly reason: BlockReason;

@@ -25,9 +25,8 @@
  *   (the member is excluded) or, for a host that does not own the Service, when the
  *   Service does not exist yet (an announcement, without ownerReference).
  */
-import { mirrorAnnotations, sortedLabels } from "./compare.ts";
 import { carryPorts, type DesiredMirror } from "./desired.ts";
-import { desiredSliceContents, sliceBody, sliceMatches } from "./endpoint-slices.ts";
+import { desiredSliceContents, sliceBody, sliceMatches, sliceMirrorName, sliceOwner } from "./endpoint-slices.ts";
 import {
   type ExcludedMember,
   FEDERATED_CLUSTERS,
@@ -36,6 +35,7 @@ import {
   portsSignature,
   type Reduction,
 } from "./federated.ts";
+import { sharedEndpointsBody, sharedEndpointsMatch } from "./federated-endpoints.ts";
 import { FEDERATED_PORTS, portsAnnotation } from "./federated-shards.ts";
 import {
   CLUSTER_NAME,
@@ -43,8 +43,7 @@ import {
   MANAGED_BY_LABEL,
   MIRRORED_SERVICE,
   REMOTE_GATEWAY_IDENTITY,
-  SERVICE_NAME_LABEL,
-  SKIP_MIRROR_LABEL,
+  SERVICE_IMPORT_LABEL,
 } from "./labels.ts";
 import {
   type Blocked,
@@ -54,8 +53,10 @@ import {
   type ObservedObject,
   type WriteAction,
 } from "./mirror-kinds.ts";
-import type { EndpointSlice, EndpointSubset, Endpoints, KubeObject, Service } from "./objects.ts";
+import type { EndpointSlice, Endpoints, KubeObject, Service } from "./objects.ts";
 import { namespaceGate, serviceBody, serviceMatches } from "./plan.ts";
+
+export { federatedSubsets } from "./federated-endpoints.ts";
 
 /** The labels every fleet-wide object carries (slices add the cluster of their part). */
 export const FEDERATED_LABELS: Readonly<Record<string, string>> = Object.freeze({
@@ -126,6 +127,8 @@ export interface FederatedPlan {
   readonly blocked?: Blocked;
   /** Sharded: the hosted members whose part is written empty because their ports differ from the Service's. */
   readonly excluded?: readonly ExcludedMember[];
+  /** Plan again once the actions are done: a mirror's slice held a part's name and is deleted, the part comes next. */
+  readonly again?: boolean;
 }
 
 /** The clusters named by an observed fleet-wide Service's annotation. */
@@ -184,76 +187,45 @@ function partShape(input: FederatedPlanInput, member: FederatedMember, empty = f
   });
 }
 
-/** One subset per member cluster with addresses (their gateways' incoming ports may differ). */
-export function federatedSubsets(parts: readonly FederatedMember[]): EndpointSubset[] {
-  return parts
-    .filter((m) => m.addresses.length > 0 && m.endpointPorts.length > 0)
-    .map((m) => {
-      const notReady = new Set(m.notReadyAddresses);
-      const ready = m.addresses.filter((ip) => !notReady.has(ip));
-      return {
-        ...(ready.length > 0 ? { addresses: ready.map((ip) => ({ ip })) } : {}),
-        ...(notReady.size > 0 ? { notReadyAddresses: m.notReadyAddresses.map((ip) => ({ ip })) } : {}),
-        ports: m.endpointPorts.map((p) => ({
-          ...(p.name ? { name: p.name } : {}),
-          port: p.port,
-          protocol: p.protocol,
-        })),
-      };
-    });
-}
-
-/**
- * Subsets as a set of (address, ready, ports) triples: the API server repacks subsets
- * (merges those with equal ports, sorts), so their grouping is not compared.
- */
-function subsetTriples(subsets: readonly EndpointSubset[] | undefined): string {
-  const triples: string[] = [];
-  for (const s of subsets ?? []) {
-    const ports = JSON.stringify((s.ports ?? []).map((p) => [p.name ?? "", p.protocol ?? "TCP", p.port]).sort());
-    for (const a of s.addresses ?? []) triples.push(JSON.stringify([a.ip, true, ports]));
-    for (const a of s.notReadyAddresses ?? []) triples.push(JSON.stringify([a.ip, false, ports]));
-  }
-  return JSON.stringify(triples.sort());
-}
-
-function endpointsLabelsFor(input: FederatedPlanInput): Record<string, string> {
-  const { labels } = flavorOf(input);
-  return input.endpointsApi === "both" ? { ...labels, [SKIP_MIRROR_LABEL]: "true" } : { ...labels };
-}
-
-function endpointsMatch(input: FederatedPlanInput, parts: readonly FederatedMember[], observed: Endpoints): boolean {
-  return (
-    sortedLabels(observed.metadata.labels) === sortedLabels(endpointsLabelsFor(input)) &&
-    mirrorAnnotations(observed.metadata.annotations) === mirrorAnnotations({}) &&
-    subsetTriples(observed.subsets) === subsetTriples(federatedSubsets(parts))
-  );
-}
-
-function endpointsBody(
-  input: FederatedPlanInput,
-  parts: readonly FederatedMember[],
-  observed: Endpoints | undefined,
-): object {
-  const labels = endpointsLabelsFor(input);
-  const annotations: Record<string, string> = {};
-  for (const [k, v] of Object.entries(observed?.metadata.annotations ?? {}))
-    if (!k.startsWith("mirror.linkerd.io/")) annotations[k] = v;
-  const metadata = observed
-    ? { ...observed.metadata, labels, annotations }
-    : { name: input.name, namespace: input.namespace, labels };
-  return { ...(observed ?? {}), apiVersion: "v1", kind: "Endpoints", metadata, subsets: federatedSubsets(parts) };
-}
-
 /** A fleet-wide object's delete is the write of the member cluster its label names. */
 function deleteFederated(observed: ObservedObject): WriteAction {
   return deleteAction(observed, observed.object.metadata.labels?.[CLUSTER_NAME] ?? "");
 }
 
+/**
+ * A mirror's slice (SPEC §9): fleet-mirror's, of one cluster, and no shared object's
+ * part. Under a part's name it gives the name up: a part is written from one cluster's
+ * member, but a blocked part would hold up every member of the shared Service, while
+ * the mirror is one cluster's and is reported (it cannot have the slice name any more).
+ */
+function isMirrorSlice(observed: ObservedObject): boolean {
+  const labels = observed.object.metadata.labels;
+  return (
+    observed.kind === "EndpointSlice" &&
+    sliceOwner(labels) !== undefined &&
+    labels?.[FEDERATED_LABEL] !== "true" &&
+    !labels?.[SERVICE_IMPORT_LABEL]
+  );
+}
+
+/** Whether `observed` is this shared Service's own: of its flavor, and a slice only of this Service. */
+function ownsObject(input: FederatedPlanInput, observed: ObservedObject): boolean {
+  const { kind, object } = observed;
+  return flavorOf(input).owns(kind, object) && (kind !== "EndpointSlice" || sliceMirrorName(object) === input.name);
+}
+
 function ownershipConflict(input: FederatedPlanInput): Blocked | undefined {
-  for (const { kind, object } of input.observed) {
-    if (flavorOf(input).owns(kind, object)) continue;
+  for (const observed of input.observed) {
+    const { kind, object } = observed;
+    if (ownsObject(input, observed)) continue;
+    // Taken over (deleted) by the host of its cluster, the part's (see isMirrorSlice).
+    if (isMirrorSlice(observed) && writesObject(input.shard, observed)) continue;
     const key = `${object.metadata.namespace ?? input.namespace}/${object.metadata.name}`;
+    if (flavorOf(input).owns(kind, object))
+      return {
+        reason: "owned-by-other-service",
+        message: `${kind} ${key} is fleet-mirror's slice of Service ${input.namespace}/${sliceMirrorName(object)}, which keeps the name; ${input.namespace}/${input.name} is not written`,
+      };
     return {
       reason: "user-owned",
       message: `${kind} ${key} exists and is not a fleet-mirror ${flavorOf(input).what}; it is left as is`,
@@ -275,7 +247,7 @@ function writesObject(shard: FederatedShard | undefined, observed: ObservedObjec
 export function planFederated(input: FederatedPlanInput): FederatedPlan {
   const { reduction, shard } = input;
   const owned = input.observed.filter(
-    (o) => flavorOf(input).owns(o.kind, o.object) && !o.object.metadata.deletionTimestamp && writesObject(shard, o),
+    (o) => ownsObject(input, o) && !o.object.metadata.deletionTimestamp && writesObject(shard, o),
   );
   if (reduction.kind === "wait") return { actions: [] };
   if (reduction.kind === "delete") {
@@ -297,6 +269,7 @@ export function planFederated(input: FederatedPlanInput): FederatedPlan {
   const { namespace } = input;
   const writes: WriteAction[] = [];
   const deletes: WriteAction[] = [];
+  const takeovers: WriteAction[] = [];
   /** Names of objects that stay: wanted, or a kept cluster's. */
   const staying = new Set<string>();
 
@@ -315,17 +288,19 @@ export function planFederated(input: FederatedPlanInput): FederatedPlan {
       body: serviceBody(serviceWanted, service),
     });
 
-  if (input.endpointsApi !== "endpointslices" && writesShared) {
+  const mode = input.endpointsApi;
+  if (mode !== "endpointslices" && writesShared) {
     staying.add(`Endpoints/${input.name}`);
+    const shared = { namespace, name: input.name, labels: flavorOf(input).labels };
     // One object shared by every member cluster: while a kept cluster's part is unknown
     // it cannot be told apart from the others', so the object waits as observed.
     const endpoints = find("Endpoints", input.name)?.object as Endpoints | undefined;
     if (reduction.kept.length === 0) {
       const target = { kind: "Endpoints" as const, namespace, name: input.name };
       if (!endpoints)
-        writes.push({ verb: "create", ...target, body: endpointsBody(input, reduction.parts, undefined) });
-      else if (!endpointsMatch(input, reduction.parts, endpoints))
-        writes.push({ verb: "update", ...target, body: endpointsBody(input, reduction.parts, endpoints) });
+        writes.push({ verb: "create", ...target, body: sharedEndpointsBody(shared, mode, reduction.parts, undefined) });
+      else if (!sharedEndpointsMatch(shared.labels, mode, reduction.parts, endpoints))
+        writes.push({ verb: "update", ...target, body: sharedEndpointsBody(shared, mode, reduction.parts, endpoints) });
     }
   }
 
@@ -350,7 +325,14 @@ export function planFederated(input: FederatedPlanInput): FederatedPlan {
         // Written once the Service's uid is known, except by a host that does not own
         // it: its part announces the member to the owner, which then creates the Service.
         if (uid === undefined && writesShared) continue;
-        const observed = find("EndpointSlice", content.name)?.object as EndpointSlice | undefined;
+        const found = find("EndpointSlice", content.name);
+        // A mirror's slice under the part's name: deleted first; the part is created by
+        // the next plan, once the delete is seen (see isMirrorSlice).
+        if (found && isMirrorSlice(found)) {
+          if (!found.object.metadata.deletionTimestamp) takeovers.push(deleteFederated(found));
+          continue;
+        }
+        const observed = found?.object as EndpointSlice | undefined;
         const target = { kind: "EndpointSlice" as const, namespace, name: content.name };
         if (!observed)
           writes.push({ verb: "create", ...target, body: sliceBody(part, content, uid, undefined, input.name) });
@@ -367,13 +349,16 @@ export function planFederated(input: FederatedPlanInput): FederatedPlan {
     // A kept (unknown) cluster's part stays exactly as observed.
     const cluster = metadata.labels?.[CLUSTER_NAME];
     if (observed.kind === "EndpointSlice" && cluster !== undefined && reduction.kept.includes(cluster)) continue;
-    // Only slices of this Service (a slice found under a wanted name may be another's).
-    if (observed.kind === "EndpointSlice" && metadata.labels?.[SERVICE_NAME_LABEL] !== input.name) continue;
     deletes.push(deleteFederated(observed));
   }
   // As for a mirror: a new Service first; an existing one gets its addresses first.
   const serviceWrites = writes.filter((a) => a.kind === "Service");
   const otherWrites = writes.filter((a) => a.kind !== "Service");
-  actions.push(...(service ? [...otherWrites, ...serviceWrites] : [...serviceWrites, ...otherWrites]), ...deletes);
-  return shard ? { actions, excluded } : { actions };
+  actions.push(
+    ...takeovers,
+    ...(service ? [...otherWrites, ...serviceWrites] : [...serviceWrites, ...otherWrites]),
+    ...deletes,
+  );
+  const again = takeovers.length > 0 ? { again: true } : {};
+  return shard ? { actions, excluded, ...again } : { actions, ...again };
 }

@@ -52,24 +52,52 @@ export function importFlavor(service: string): SharedServiceFlavor {
   };
 }
 
+/** What the writer knows of the registered clusters, that ranks exports (SPEC §12). */
+export interface ExportRegistration {
+  /** The registered clusters in registration order (credentials Secret creation time, then name). */
+  readonly order: readonly string[];
+  /** When `cluster` was registered: its credentials Secret's creation time, as the local API server set it. */
+  readonly registeredAt: (cluster: string) => string | undefined;
+}
+
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
+
+/** Milliseconds of an RFC 3339 timestamp, or undefined when `text` is not one. */
+export function parseTimestamp(text: string | undefined): number | undefined {
+  if (text === undefined || !RFC3339.test(text)) return undefined;
+  const ms = Date.parse(text);
+  return Number.isFinite(ms) ? ms : undefined;
+}
+
 /**
  * The exporting clusters, oldest export first (the MCS API's conflict rule: the oldest
- * export's ports win), then by name; the reduction's `order`.
+ * export's ports win); the reduction's `order`. An export's age is what this controller
+ * observed, not only what a remote claims: its ServiceExport's creation time, but never
+ * earlier than its cluster's registration (a remote cannot claim to be older than the
+ * moment fleet-mirror could first know it). An unparsable time counts as later than any
+ * valid one. Ties go to the cluster registered first, then by name. A total order: the
+ * same whatever the map's order, on every replica and after every restart.
  */
-export function exportOrder(exports: ReadonlyMap<string, McsExport>): string[] {
-  return [...exports.values()]
-    .sort((a, b) =>
-      a.exportedAt === b.exportedAt
-        ? a.cluster < b.cluster
-          ? -1
-          : a.cluster > b.cluster
-            ? 1
-            : 0
-        : a.exportedAt === ""
-          ? 1
-          : b.exportedAt === ""
-            ? -1
-            : Date.parse(a.exportedAt) - Date.parse(b.exportedAt),
+export function exportOrder(
+  exports: ReadonlyMap<string, McsExport>,
+  registration: ExportRegistration = { order: [], registeredAt: () => undefined },
+): string[] {
+  const rank = (cluster: string): number => {
+    const i = registration.order.indexOf(cluster);
+    return i < 0 ? registration.order.length : i;
+  };
+  const keyed = [...exports.values()].map((e) => {
+    const exportedAt = parseTimestamp(e.exportedAt);
+    const registeredAt = parseTimestamp(registration.registeredAt(e.cluster));
+    const at = exportedAt === undefined ? undefined : Math.max(exportedAt, registeredAt ?? exportedAt);
+    return { cluster: e.cluster, at: at ?? Number.POSITIVE_INFINITY, rank: rank(e.cluster) };
+  });
+  return keyed
+    .sort(
+      (a, b) =>
+        (a.at === b.at ? 0 : a.at < b.at ? -1 : 1) ||
+        a.rank - b.rank ||
+        (a.cluster < b.cluster ? -1 : a.cluster > b.cluster ? 1 : 0),
     )
     .map((e) => e.cluster);
 }

@@ -23,10 +23,16 @@
  * - slices point at the Service by an ownerReference, so they are planned only once the
  *   Service's uid is known (the writer plans again right after creating the Service).
  */
-import { mergeAnnotations, mirrorAnnotations, sortedLabels } from "./compare.ts";
 import type { DesiredMirror } from "./desired.ts";
-import { desiredSliceContents, sliceBody, sliceMatches } from "./endpoint-slices.ts";
-import { CLUSTER_NAME, MIRRORED_SERVICE, SKIP_MIRROR_LABEL } from "./labels.ts";
+import { desiredSliceContents, sliceBody, sliceMatches, sliceMirrorName } from "./endpoint-slices.ts";
+import {
+  clusterIpMatches,
+  endpointsBody,
+  endpointsMatch,
+  namespaceBody,
+  serviceBody,
+  serviceMatches,
+} from "./mirror-bodies.ts";
 import {
   type Blocked,
   deleteAction,
@@ -36,22 +42,30 @@ import {
   type ObservedObject,
   type WriteAction,
 } from "./mirror-kinds.ts";
-import type {
-  EndpointAddress,
-  EndpointPort,
-  EndpointSlice,
-  EndpointSubset,
-  Endpoints,
-  KubeObject,
-  ObjectMeta,
-  Service,
-  ServicePort,
-} from "./objects.ts";
+import { type EndpointSlice, type Endpoints, type KubeObject, type Service, splitKey } from "./objects.ts";
+
+// The bodies and comparisons of a mirror's objects live in mirror-bodies.ts; they are
+// part of this module's interface for the planners and tools that build on it.
+export {
+  clusterIpMatches,
+  desiredSubsets,
+  endpointsBody,
+  endpointsLabels,
+  endpointsMatch,
+  namespaceBody,
+  serviceBody,
+  serviceMatches,
+} from "./mirror-bodies.ts";
 
 export interface MirrorPlan {
   readonly actions: readonly WriteAction[];
   /** Set when the desired mirror cannot be written; nothing of it is planned then. */
   readonly blocked?: Blocked;
+  /**
+   * A cluster that held the name without claiming it any more: `actions` delete its
+   * objects (only those), and the desired mirror is planned again once they are gone.
+   */
+  readonly released?: string;
 }
 
 export interface PlanInput {
@@ -66,142 +80,12 @@ export interface PlanInput {
   readonly excludedNamespaces: readonly string[];
   /** May mirrors of this cluster that are no longer desired be deleted now? */
   readonly gcAllowed: (cluster: string) => boolean;
-}
-
-// ---------------------------------------------------------------------------------
-// Normalization: compare what the API server returns with what we want, ignoring
-// the defaults it fills in, so an unchanged mirror never causes a write.
-
-type ComparablePort = Pick<ServicePort, "name" | "protocol" | "port" | "targetPort" | "nodePort">;
-
-function normalizeServicePorts(ports: readonly ComparablePort[] | undefined): string {
-  return JSON.stringify(
-    (ports ?? []).map((p) => [p.name ?? "", p.protocol ?? "TCP", p.port, p.targetPort ?? p.port, p.nodePort ?? null]),
-  );
-}
-
-function normalizeSubsets(subsets: readonly EndpointSubset[] | undefined): string {
-  const normalized = (subsets ?? [])
-    .map((s) => ({
-      addresses: (s.addresses ?? []).map(addressKey).sort(),
-      notReady: (s.notReadyAddresses ?? []).map(addressKey).sort(),
-      ports: (s.ports ?? []).map((p) => [p.name ?? "", p.protocol ?? "TCP", p.port]).sort(),
-    }))
-    .filter((s) => s.addresses.length + s.notReady.length > 0 || s.ports.length > 0);
-  return JSON.stringify(normalized);
-}
-
-/** An address as compared: its IP, and its hostname when it has one (headless, SPEC §12). */
-const addressKey = (a: EndpointAddress): string => (a.hostname ? `${a.ip} ${a.hostname}` : a.ip);
-
-/**
- * The Endpoints subsets a desired mirror stands for: none while the gateway is unusable.
- * A headless mirror's are its hosts that have an address, each with its hostname.
- */
-export function desiredSubsets(desired: DesiredMirror): EndpointSubset[] {
-  if (desired.headless) {
-    const addresses = desired.headless.hosts.flatMap((h) =>
-      h.address ? [{ ip: h.address, hostname: h.hostname }] : [],
-    );
-    if (addresses.length === 0 || desired.endpointPorts.length === 0) return [];
-    return [{ addresses, ports: endpointsPorts(desired) }];
-  }
-  if (desired.addresses.length === 0 || desired.endpointPorts.length === 0) return [];
-  const notReady = new Set(desired.notReadyAddresses);
-  const ready = desired.addresses.filter((ip) => !notReady.has(ip));
-  return [
-    {
-      ...(ready.length > 0 ? { addresses: ready.map((ip) => ({ ip })) } : {}),
-      ...(notReady.size > 0 ? { notReadyAddresses: desired.notReadyAddresses.map((ip) => ({ ip })) } : {}),
-      ports: endpointsPorts(desired),
-    },
-  ];
-}
-
-function endpointsPorts(desired: DesiredMirror): EndpointPort[] {
-  return desired.endpointPorts.map((p) => ({
-    ...(p.name ? { name: p.name } : {}),
-    port: p.port,
-    protocol: p.protocol,
-  }));
-}
-
-/**
- * Whether an observed Service's `clusterIP` is what `desired` needs: `None` for a
- * headless mirror, an IP (or not yet allocated) for any other. `clusterIP` is
- * immutable: a Service on the wrong side is deleted and created again.
- */
-export function clusterIpMatches(desired: DesiredMirror, observed: Service): boolean {
-  return (observed.spec?.clusterIP === "None") === (desired.headless !== undefined);
-}
-
-/** The labels of the mirror Endpoints: in `both` mode they also say "do not derive slices from us". */
-export function endpointsLabels(desired: DesiredMirror, mode: EndpointsApi): Record<string, string> {
-  return mode === "both" ? { ...desired.labels, [SKIP_MIRROR_LABEL]: "true" } : { ...desired.labels };
-}
-
-export function serviceMatches(desired: DesiredMirror, observed: Service): boolean {
-  return (
-    sortedLabels(observed.metadata.labels) === sortedLabels(desired.labels) &&
-    mirrorAnnotations(observed.metadata.annotations) === mirrorAnnotations(desired.serviceAnnotations) &&
-    (observed.spec?.type ?? "ClusterIP") === "ClusterIP" &&
-    clusterIpMatches(desired, observed) &&
-    Object.keys(observed.spec?.selector ?? {}).length === 0 &&
-    normalizeServicePorts(observed.spec?.ports) === normalizeServicePorts(desired.ports)
-  );
-}
-
-export function endpointsMatch(desired: DesiredMirror, observed: Endpoints, mode: EndpointsApi = "endpoints"): boolean {
-  return (
-    sortedLabels(observed.metadata.labels) === sortedLabels(endpointsLabels(desired, mode)) &&
-    mirrorAnnotations(observed.metadata.annotations) === mirrorAnnotations(desired.endpointsAnnotations) &&
-    normalizeSubsets(observed.subsets) === normalizeSubsets(desiredSubsets(desired))
-  );
-}
-
-export function serviceBody(desired: DesiredMirror, observed?: Service): object {
-  const ports = desired.ports.map((p) => ({ ...p }));
-  if (!observed) {
-    return {
-      apiVersion: "v1",
-      kind: "Service",
-      metadata: {
-        name: desired.name,
-        namespace: desired.namespace,
-        labels: { ...desired.labels },
-        annotations: { ...desired.serviceAnnotations },
-      },
-      spec: { type: "ClusterIP", ...(desired.headless ? { clusterIP: "None" } : {}), ports },
-    };
-  }
-  const { selector: _selector, ...spec } = observed.spec ?? {};
-  return {
-    ...observed,
-    apiVersion: "v1",
-    kind: "Service",
-    metadata: {
-      ...observed.metadata,
-      labels: { ...desired.labels },
-      annotations: mergeAnnotations(observed.metadata, desired.serviceAnnotations),
-    },
-    spec: { ...spec, type: "ClusterIP", ports },
-  };
-}
-
-export function endpointsBody(desired: DesiredMirror, observed?: Endpoints, mode: EndpointsApi = "endpoints"): object {
-  const labels = endpointsLabels(desired, mode);
-  const metadata: ObjectMeta = observed
-    ? { ...observed.metadata, labels, annotations: mergeAnnotations(observed.metadata, desired.endpointsAnnotations) }
-    : { name: desired.name, namespace: desired.namespace, labels, annotations: { ...desired.endpointsAnnotations } };
-  return { ...(observed ?? {}), apiVersion: "v1", kind: "Endpoints", metadata, subsets: desiredSubsets(desired) };
-}
-
-export function namespaceBody(name: string, cluster: string): object {
-  return {
-    apiVersion: "v1",
-    kind: "Namespace",
-    metadata: { name, labels: { [MIRRORED_SERVICE]: "true", [CLUSTER_NAME]: cluster } },
-  };
+  /**
+   * The clusters that want this key (default: the desired mirror's cluster alone). An
+   * observed owner that is not among them no longer wants the name: when its garbage
+   * collection is allowed, its objects are deleted first and the name is released.
+   */
+  readonly claimants?: readonly string[];
 }
 
 // ---------------------------------------------------------------------------------
@@ -265,26 +149,66 @@ function desiredObjects(desired: DesiredMirror, mode: EndpointsApi, serviceUid: 
   return objects;
 }
 
+/**
+ * Whether `observed` is one of mirror `name`'s objects. A Service and its Endpoints are
+ * named as the mirror; a slice belongs to the Service its `kubernetes.io/service-name`
+ * names (SPEC §9), and to no other, whatever its name: a fleet-wide or import part may
+ * sit under a mirror's slice name (`<svc>-federated-<c>-ipv4` is both), and a slice of
+ * ours under another name than today's is still the mirror's.
+ */
+export function belongsToMirror(observed: ObservedObject, name: string): boolean {
+  return observed.kind !== "EndpointSlice" || sliceMirrorName(observed.object) === name;
+}
+
+const ownerOf = (observed: ObservedObject): string | undefined =>
+  MIRROR_KINDS[observed.kind].owner(observed.object.metadata.labels);
+
+/** The deletes of the mirror's objects whose owner may be garbage-collected (SPEC §6). */
 function planAbsent(input: PlanInput): MirrorPlan {
+  const { name } = splitKey(input.key);
   const actions: WriteAction[] = [];
   for (const observed of input.observed) {
-    if (observed.object.metadata.deletionTimestamp) continue;
-    const owner = MIRROR_KINDS[observed.kind].owner(observed.object.metadata.labels);
+    if (observed.object.metadata.deletionTimestamp || !belongsToMirror(observed, name)) continue;
+    const owner = ownerOf(observed);
     if (owner === undefined || !input.gcAllowed(owner)) continue;
     actions.push(deleteAction(observed, owner));
   }
   return { actions };
 }
 
+/**
+ * The cluster whose objects hold the mirror's name although it no longer claims the
+ * name and may be garbage-collected: its objects go first, then the name is the
+ * claimant's. Undefined when there is none.
+ */
+function staleOwner(input: PlanInput, desired: DesiredMirror): string | undefined {
+  const claimants = input.claimants ?? [desired.cluster];
+  for (const observed of input.observed) {
+    if (observed.object.metadata.deletionTimestamp || !belongsToMirror(observed, desired.name)) continue;
+    const owner = ownerOf(observed);
+    if (owner !== undefined && owner !== desired.cluster && !claimants.includes(owner) && input.gcAllowed(owner))
+      return owner;
+  }
+  return undefined;
+}
+
 /** Why the objects under the mirror's names stop `desired` from being written, if they do. */
 function ownershipConflict(input: PlanInput, desired: DesiredMirror): Blocked | undefined {
-  for (const { kind, object } of input.observed) {
-    const owner = MIRROR_KINDS[kind].owner(object.metadata.labels);
+  for (const observed of input.observed) {
+    const { kind, object } = observed;
+    const owner = ownerOf(observed);
     const key = `${object.metadata.namespace ?? desired.namespace}/${object.metadata.name}`;
     if (owner === undefined) {
       return {
         reason: "user-owned",
         message: `${kind} ${key} exists and is not a fleet-mirror mirror; it is left as is`,
+      };
+    }
+    if (!belongsToMirror(observed, desired.name)) {
+      const service = `${object.metadata.namespace ?? desired.namespace}/${sliceMirrorName(object)}`;
+      return {
+        reason: "owned-by-other-service",
+        message: `${kind} ${key} is fleet-mirror's slice of Service ${service}, which keeps the name; cluster ${desired.cluster}'s mirror ${desired.name} is not written`,
       };
     }
     if (owner !== desired.cluster) {
@@ -337,6 +261,11 @@ export function namespaceGate(
 export function planMirror(input: PlanInput): MirrorPlan {
   const { desired } = input;
   if (!desired) return planAbsent(input);
+  // A stale owner's objects are collected first (uid preconditions); the writer plans
+  // again once they are deleted, and the claimant's mirror is created then.
+  const released = staleOwner(input, desired);
+  if (released !== undefined)
+    return { ...planAbsent({ ...input, observed: input.observed.filter((o) => ownerOf(o) === released) }), released };
 
   const gate = namespaceGate(input, desired.namespace, desired.cluster, () => ownershipConflict(input, desired));
   if ("blocked" in gate) return { actions: [], blocked: gate.blocked };

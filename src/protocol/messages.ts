@@ -207,6 +207,12 @@ export const ToWriterSchema = v.variant("type", [
      * the first member in it sets a fleet-wide Service's ports (SPEC §11). Absent: `keep`'s order.
      */
     order: v.exactOptional(v.array(name)),
+    /**
+     * When each registered cluster was registered: its credentials Secret's creation
+     * time (RFC 3339, set by the local API server). No MCS export of a cluster ranks as
+     * older than this (SPEC §12). Absent, or a cluster missing: its exports are not clamped.
+     */
+    registeredAt: v.exactOptional(v.record(name, v.string())),
   }),
   v.object({ type: v.literal("writer.event"), event: EventRequestSchema }),
   /**

@@ -38,7 +38,14 @@ export class RegistryController {
   readonly #o: RegistryControllerOptions;
   /** Secrets in their stored form: parsed once per version, without their data (stored-secret.ts). */
   readonly #secrets: Watcher<StoredSecret>;
-  #registry: RegistryState = { registered: new Map(), duplicates: [], invalid: [], keep: [], order: [] };
+  #registry: RegistryState = {
+    registered: new Map(),
+    duplicates: [],
+    invalid: [],
+    keep: [],
+    order: [],
+    registeredAt: {},
+  };
   readonly #winners = new Map<string, string>();
   #reported: ReportedRegistry = NOTHING_REPORTED;
   #scheduled = false;

@@ -10,7 +10,8 @@
  *   not delete a cluster's mirrors; fixing the Secret registers it again).
  * - `order` is the registration order: the registered clusters by their Secret's
  *   creation time, then its namespace/name. It is stable across restarts, and decides
- *   which member sets a fleet-wide Service's ports (SPEC §11).
+ *   which member sets a fleet-wide Service's ports (SPEC §11); `registeredAt` is that
+ *   creation time, before which no MCS export of the cluster ranks (SPEC §12).
  */
 import { type KubeObject, objectKey } from "../core/objects.ts";
 import type { InvalidReason, ParsedSecret, Registration } from "./registration.ts";
@@ -37,6 +38,8 @@ export interface RegistryState {
   }[];
   readonly keep: readonly string[];
   readonly order: readonly string[];
+  /** Each registered cluster's registration time: its winning Secret's creation time (SPEC §12). */
+  readonly registeredAt: Readonly<Record<string, string>>;
 }
 
 export function computeRegistry(
@@ -93,5 +96,7 @@ export function computeRegistry(
   const order = [...since]
     .sort(([, [at, ak]], [, [bt, bk]]) => (at !== bt ? (at < bt ? -1 : 1) : ak < bk ? -1 : ak > bk ? 1 : 0))
     .map(([cluster]) => cluster);
-  return { registered, duplicates, invalid, keep: [...keep].sort(), order };
+  const registeredAt: Record<string, string> = {};
+  for (const [cluster, [at]] of since) if (at) registeredAt[cluster] = at;
+  return { registered, duplicates, invalid, keep: [...keep].sort(), order, registeredAt };
 }

@@ -354,7 +354,12 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
     if (this.#stopping) return;
     this.#dispatchRegistrations(registry);
     if (this.#registry.listed)
-      this.#writer.post({ type: "writer.clusters", keep: registry.keep, order: registry.order });
+      this.#writer.post({
+        type: "writer.clusters",
+        keep: registry.keep,
+        order: registry.order,
+        registeredAt: registry.registeredAt,
+      });
   }
 
   /** Actors for the registered clusters this replica hosts (all of them when not sharded). */
@@ -385,6 +390,7 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
         type: "writer.clusters",
         keep: this.#registry.registry.keep,
         order: this.#registry.registry.order,
+        registeredAt: this.#registry.registry.registeredAt,
       });
     for (const { cluster, epoch, worker } of this.#actors.running()) {
       const { port1, port2 } = new MessageChannel();

@@ -137,6 +137,50 @@ describe("the local writer, driven through its ports", () => {
     }
   });
 
+  it("a stale owner of a colliding mirror name releases it: its objects are deleted and the claimant's mirror created (F8)", async () => {
+    const writer = await startWriter(fleet);
+    try {
+      // b-c exports `a` and c exports `a-b`: both mirrors are named a-b-c.
+      const bc = new FakeActorPort();
+      const c = new FakeActorPort();
+      writer.actor.setKeep(["b-c", "c"]);
+      writer.actor.attach("b-c", 1, bc);
+      writer.actor.attach("c", 1, c);
+      bc.send(batch("b-c", 1, 1, { complete: true, upserts: [desiredMirror("b-c", "stale-owner", "a")] }));
+      const stale = await fleet.waitForMirror(
+        "stale-owner",
+        "a-b-c",
+        (s) => s.metadata?.labels?.["mirror.linkerd.io/cluster-name"] === "b-c",
+        TIMEOUT_MS,
+      );
+      c.send(batch("c", 1, 1, { complete: true, upserts: [desiredMirror("c", "stale-owner", "a-b")] }));
+      await eventually("cluster c reported blocked on the name", () =>
+        writer.actor.status().clusters["c"]?.blocked.some((b) => b.reason === "owned-by-other-cluster")
+          ? true
+          : undefined,
+      );
+      // b-c stops exporting `a`: it no longer claims the name, and may be collected.
+      bc.send(batch("b-c", 1, 2, { deletes: ["stale-owner/a-b-c"] }));
+      const claimed = await fleet.waitForMirror(
+        "stale-owner",
+        "a-b-c",
+        (s) => s.metadata?.labels?.["mirror.linkerd.io/cluster-name"] === "c",
+        20_000,
+      );
+      assert.notEqual(claimed.metadata?.uid, stale.metadata?.uid, "b-c's Service was deleted, c's created");
+      await fleet.waitForEndpoints(
+        "stale-owner",
+        "a-b-c",
+        (e) => e.metadata?.labels?.["mirror.linkerd.io/cluster-name"] === "c",
+        TIMEOUT_MS,
+      );
+      const status = await writerIdle(writer.actor);
+      assert.deepEqual(status.clusters["c"]?.blocked ?? [], [], "c is no longer reported blocked");
+    } finally {
+      await writer.stop();
+    }
+  });
+
   it("a restarted writer with nothing changed writes nothing: no mirror write and no Event identical to one already recorded", async () => {
     const mirrors = [desiredMirror("calm", "restart", "web"), desiredMirror("calm", "restart", "cart")];
     const event: EventRequest = {

@@ -111,7 +111,7 @@ function world(options: { namespace?: boolean; answer?: (method: string, path: s
     desired,
     services,
     endpoints,
-    slices: Object.assign(slices, { values: () => slices.values() }),
+    slices,
     namespaces,
     cache,
     executor,

@@ -13,7 +13,7 @@ import type { EndpointsApi } from "../../src/core/mirror-kinds.ts";
 import type { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { Fleet } from "../helpers/fleet.ts";
 import { eventually } from "../helpers/kube.ts";
-import { waitForWriterIdle } from "../helpers/settle.ts";
+import { waitForMarker, waitForWriterIdle } from "../helpers/settle.ts";
 
 const GATEWAYS: Record<string, string> = { east: "198.18.1.1", west: "198.18.2.1" };
 const MEMBER = { "mirror.linkerd.io/federated": "member" };
@@ -173,6 +173,49 @@ describe("fleet-wide Services (SPEC §11)", () => {
     assert.equal(identity(now), identity(users));
     assert.deepEqual(now.metadata?.labels, { app: "cart" });
     assert.equal((await slices("shop")).size, 0);
+  });
+
+  it("a remote Service named like a fleet-wide Service cannot capture a part's slice name, whichever came first (F5)", async () => {
+    const gateway = { name: "linkerd-gateway", namespace: "linkerd-multicluster" };
+    const mirrorBlocked = (namespace: string) =>
+      eventually(`east's mirror ${namespace}/web-federated-east reported`, () =>
+        blockedOf("east").find((b) => b.key === `${namespace}/web-federated-east`),
+      );
+    const fleetBlocked = (namespace: string) =>
+      ["east", "west"].flatMap((c) => blockedOf(c)).filter((b) => b.key === `${namespace}/web-federated`);
+    // The part first: east (a member of `web`) then exports `web-federated`, whose mirror's
+    // slice would be named web-federated-east-ipv4 too.
+    await createMember("east", "collide", "web");
+    await createMember("west", "collide", "web");
+    const parts = await waitForSlices("collide", ["web-federated-east-ipv4", "web-federated-west-ipv4"]);
+    await fleet.createService("east", "collide", "web-federated", { gateway });
+    assert.equal((await mirrorBlocked("collide")).reason, "owned-by-other-service");
+    await waitForWriterIdle(controller as Supervisor, { reports: 2 });
+    assert.deepEqual(fleetBlocked("collide"), []);
+    const after = await slices("collide");
+    assert.equal(identity(after.get("web-federated-east-ipv4")), identity(parts.get("web-federated-east-ipv4")));
+    assert.equal(await fleet.localService("collide", "web-federated-east"), undefined);
+    // Unexported: the part stays as it is.
+    await fleet.deleteService("east", "collide", "web-federated");
+    await waitForMarker(fleet, "east", { cluster: "east" });
+    await waitForWriterIdle(controller as Supervisor, { reports: 2 });
+    assert.equal(
+      identity((await slices("collide")).get("web-federated-east-ipv4")),
+      identity(parts.get("web-federated-east-ipv4")),
+    );
+
+    // The mirror first: its slice gives the name up to the part when east becomes a member.
+    await fleet.createService("east", "collide-2", "web-federated", { gateway });
+    await waitForSlices("collide-2", ["web-federated-east-ipv4"]);
+    await createMember("east", "collide-2", "web");
+    await mirrorBlocked("collide-2");
+    const taken = await eventually("east's part under the name", async () => {
+      const slice = (await slices("collide-2")).get("web-federated-east-ipv4");
+      return slice?.metadata?.labels?.["kubernetes.io/service-name"] === "web-federated" ? slice : undefined;
+    });
+    assert.deepEqual(addressesOf(taken), [[GATEWAYS["east"], true]]);
+    await waitForWriterIdle(controller as Supervisor, { reports: 2 });
+    assert.deepEqual(fleetBlocked("collide-2"), []);
   });
 
   it("a restart over intact fleet-wide Services writes nothing", async () => {

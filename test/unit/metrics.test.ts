@@ -143,10 +143,12 @@ describe("metric values", () => {
         clusters: {
           a: { mirrors: 3, complete: true, blocked: [blocked("user-owned"), blocked("namespace-missing")] },
           b: { mirrors: 1, complete: true, blocked: [blocked("owned-by-other-cluster"), blocked("port-conflict")] },
+          // A mirror whose slice name a fleet-wide or import part holds (SPEC §11, §12).
+          c: { mirrors: 1, complete: true, blocked: [blocked("owned-by-other-service")] },
         },
       },
     };
-    assert.equal(countConflicts(fleet), 3);
+    assert.equal(countConflicts(fleet), 4);
     assert.equal(countConflicts(undefined), 0);
   });
 

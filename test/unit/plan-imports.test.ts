@@ -43,6 +43,13 @@ function reduce(exports: McsExport[]): Reduction {
 
 const derived = derivedServiceName("shop", "web");
 
+function permutations<T>(items: readonly T[]): T[][] {
+  if (items.length <= 1) return [[...items]];
+  return items.flatMap((item, i) =>
+    permutations([...items.slice(0, i), ...items.slice(i + 1)]).map((rest) => [item, ...rest]),
+  );
+}
+
 describe("the derived Service's name (SPEC §12)", () => {
   it("is stable, fits any Service name, has no '-' (never a mirror's or a fleet-wide name) and is told apart", () => {
     assert.equal(derivedServiceName("shop", "web"), derived);
@@ -67,6 +74,41 @@ describe("exporters' order: the oldest export first (the MCS conflict rule)", ()
       ]),
     );
     assert.deepEqual(order, ["c", "a", "b", "zz"]);
+  });
+
+  it("gives one order in every insertion order, whatever the timestamps say: an unparsable one goes after every valid one (F13)", () => {
+    const exports = [
+      exported("a", "2024-03-01T00:00:00Z"),
+      exported("b", "garbage"),
+      exported("c", "2023-03-01T00:00:00Z"),
+      exported("d", "1 March 2022"),
+      exported("e", ""),
+    ];
+    const registration = { order: ["e", "d", "c", "b", "a"], registeredAt: () => "2020-01-01T00:00:00Z" };
+    for (const permutation of permutations(exports)) {
+      const map = new Map(permutation.map((e) => [e.cluster, e]));
+      assert.deepEqual(exportOrder(map), ["c", "a", "b", "d", "e"], permutation.map((e) => e.cluster).join());
+      // Among the invalid ones, the cluster registered first.
+      assert.deepEqual(exportOrder(map, registration), ["c", "a", "e", "d", "b"]);
+    }
+  });
+
+  it("never ranks an export before its cluster's registration: a remote claiming to be oldest is clamped, ties go to the cluster registered first (F13)", () => {
+    const registeredAt: Record<string, string> = {
+      honest: "2026-01-01T00:00:00Z",
+      hostile: "2026-06-01T00:00:00Z",
+    };
+    const registration = { order: ["honest", "hostile"], registeredAt: (c: string) => registeredAt[c] };
+    const honest = exported("honest", "2026-03-01T00:00:00Z");
+    const claims = (at: string) => new Map([honest, exported("hostile", at)].map((e) => [e.cluster, e]));
+    // Claims 1970: counted from its registration (June), after the honest export (March).
+    assert.deepEqual(exportOrder(claims("1970-01-01T00:00:00Z"), registration), ["honest", "hostile"]);
+    // An export made before the other cluster was even registered still wins (the MCS rule).
+    const late = { order: ["hostile", "honest"], registeredAt: (c: string) => registeredAt[c] };
+    assert.deepEqual(exportOrder(claims("2026-07-01T00:00:00Z"), late), ["honest", "hostile"]);
+    // Both clamped to the same instant: the cluster registered first.
+    const same = { order: ["hostile", "honest"], registeredAt: () => "2026-09-01T00:00:00Z" };
+    assert.deepEqual(exportOrder(claims("1970-01-01T00:00:00Z"), same), ["hostile", "honest"]);
   });
 
   it("keeps the oldest export's ports and leaves a later, different one out", () => {

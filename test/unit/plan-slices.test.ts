@@ -377,10 +377,11 @@ describe("planMirror with EndpointSlices: ownership and garbage collection (SPEC
     }
   });
 
-  it("blocks as owned-by-other-cluster when the slice is another cluster's", () => {
+  it("blocks as owned-by-other-cluster when the slice is another cluster's that still claims the name", () => {
     const p = plan({
       service,
       slices: [liveSlice({ labels: { ...SLICE_LABELS, "mirror.linkerd.io/cluster-name": "west" } })],
+      claimants: ["east", "west"],
     });
     assert.equal(p.blocked?.reason, "owned-by-other-cluster");
     assert.deepEqual(p.actions, []);

@@ -438,17 +438,36 @@ describe("planMirror: ownership (SPEC §5)", () => {
     }
   });
 
-  it("blocks as owned-by-other-cluster when the objects are another cluster's mirror", () => {
+  it("blocks as owned-by-other-cluster when the objects are another cluster's mirror that still claims the name, or cannot be collected yet", () => {
     const west = { ...LABELS, "mirror.linkerd.io/cluster-name": "west" };
     for (const [service, endpoints] of [
       [liveService({ labels: west }), liveEndpoints({ labels: west })],
       [undefined, liveEndpoints({ labels: west })],
       [liveService({ labels: west }), undefined],
     ] as const) {
-      const p = plan({ service, endpoints });
-      assert.deepEqual(p.actions, []);
-      assert.equal(p.blocked?.reason, "owned-by-other-cluster");
+      for (const p of [
+        plan({ service, endpoints, claimants: ["east", "west"] }),
+        plan({ service, endpoints, claimants: ["east"], gcAllowed: (cluster) => cluster !== "west" }),
+      ]) {
+        assert.deepEqual(p.actions, []);
+        assert.equal(p.blocked?.reason, "owned-by-other-cluster");
+      }
     }
+  });
+
+  it("deletes the objects of another cluster that no longer claims the name and may be collected, then releases it", () => {
+    const west = { ...LABELS, "mirror.linkerd.io/cluster-name": "west" };
+    const p = plan({
+      service: liveService({ labels: west }),
+      endpoints: liveEndpoints({ labels: west }),
+      claimants: ["east"],
+    });
+    assert.equal(p.blocked, undefined);
+    assert.equal(p.released, "west");
+    assert.deepEqual(
+      p.actions.map((a) => (a.verb === "delete" ? `${a.kind} ${a.uid} ${a.cluster}` : a.verb)),
+      ["Service uid-svc west", "Endpoints uid-ep west"],
+    );
   });
 
   it("adopts leftover Endpoints that carry our labels: creates the Service and updates the Endpoints", () => {

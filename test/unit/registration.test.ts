@@ -593,5 +593,11 @@ describe("computeRegistry", () => {
     );
     assert.deepEqual(state.order, ["east", "west", "alpha"]);
     assert.deepEqual(state.keep, ["alpha", "east", "west"]);
+    // The winning Secret's creation time: no MCS export of the cluster ranks before it (SPEC §12).
+    assert.deepEqual(state.registeredAt, {
+      alpha: "2026-03-01T00:00:00Z",
+      east: "2026-01-01T00:00:00Z",
+      west: "2026-01-01T00:00:00Z",
+    });
   });
 });

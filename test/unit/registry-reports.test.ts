@@ -27,6 +27,7 @@ function registry(rs: RegisteredCluster[], extra: Partial<RegistryState> = {}): 
     invalid: [],
     keep: [],
     order: [],
+    registeredAt: {},
     ...extra,
   };
 }

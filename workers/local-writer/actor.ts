@@ -6,8 +6,9 @@
  * work queue: desired ⊕ observed → planMirror (pure) → rate-limited writes.
  * This file wires the parts; each part does one job:
  *   local-stores.ts (the watched local objects), desired-channels.ts (batches in, acks
- *   out), desired-store.ts, reconcile.ts, write-executor.ts, mutation-cache.ts,
- *   event-recorder.ts, fence.ts, shard-handoff.ts, status.ts, shared-strings.ts (the stores' repeated strings);
+ *   out), desired-store.ts, reconcile.ts, write-executor.ts, mutation-cache.ts, event-recorder.ts,
+ *   fence.ts, shard-handoff.ts, status.ts, shared-strings.ts (the stores' repeated strings),
+ *   shared-triggers.ts (which shared keys a batch or keep set affects);
  *   write-path.ts (write-executor.ts, or dry-run-executor.ts for `run --dry-run`).
  *
  * Guarantees:
@@ -43,6 +44,7 @@ import { MutationCache } from "./mutation-cache.ts";
 import { MirrorReconciler } from "./reconcile.ts";
 import { ShardHandoff } from "./shard-handoff.ts";
 import { SharedStrings } from "./shared-strings.ts";
+import { SharedTriggers } from "./shared-triggers.ts";
 import { WriterStats } from "./status.ts";
 import { writeFailedEvent } from "./write-executor.ts";
 import { createWritePath, type WritePath } from "./write-path.ts";
@@ -85,6 +87,8 @@ export class LocalWriterActor {
   readonly #reconciler: MirrorReconciler;
   readonly #channels: DesiredChannels;
   readonly #handoff: ShardHandoff;
+  /** Which shared keys (fleet-wide, import) a batch or a keep set may affect. */
+  readonly #sharedKeys: SharedTriggers;
   #ready = false;
   #workers: Promise<void> | undefined;
   #resyncTimer: NodeJS.Timeout | undefined;
@@ -101,7 +105,7 @@ export class LocalWriterActor {
     this.#stores = new LocalStores(this.#client, this.#shared, {
       log: this.#log,
       changed: (key) => this.#enqueue(key),
-      availabilityChanged: () => this.#enqueueFederated(),
+      availabilityChanged: () => this.#sharedKeys.all(),
       recheckMs: options.mcsRecheckMs,
     });
     this.#queue = new WorkQueue<string>({ itemBackoff: { initialMs: 100, maxMs: 5 * 60_000 }, clock });
@@ -136,7 +140,7 @@ export class LocalWriterActor {
       desired: this.#desired,
       services: this.#stores.services,
       endpoints: this.#stores.endpoints,
-      slices: this.#stores.slices,
+      slices: this.#stores.indexedSlices,
       namespaces: this.#stores.namespaces,
       serviceImports: this.#stores.serviceImports,
       cache: this.#dryRun?.cache ?? this.#cache,
@@ -147,18 +151,26 @@ export class LocalWriterActor {
       recordEvent: (event) => void this.recordEvent(event),
       ownership: () => this.#handoff.plannable(),
     });
+    this.#sharedKeys = new SharedTriggers({
+      desired: this.#desired,
+      observed: this.#stores,
+      waiting: () => this.#reconciler.waitingSharedKeys(),
+      hosts: (cluster) => hostsCluster(this.#fence.ownership, cluster),
+      enqueue: (key) => this.#enqueue(key),
+    });
     this.#channels = new DesiredChannels({
       absorb: (batch) => {
         // A late batch of a cluster whose shard was given up: refused, so no stale set is kept.
         if (!hostsCluster(this.#fence.ownership, batch.cluster)) return false;
+        const wasKnown = this.#desired.known(batch.cluster);
         const keys = this.#desired.applyBatch(batch);
         if (keys === undefined) return false;
         for (const key of keys) this.#enqueue(key);
         // A complete batch allows GC: re-check local mirrors of this cluster it no longer wants (SPEC §6).
-        // It may also make the cluster known: every fleet-wide Service is reduced again (SPEC §11).
+        // It may also make the cluster known: the shared keys that depend on it (SPEC §11, §12).
         if (batch.complete) {
-          this.#enqueueMirrorsOf(batch.cluster);
-          this.#enqueueFederated();
+          for (const { key, owner } of this.#stores.observedMirrors()) if (owner === batch.cluster) this.#enqueue(key);
+          this.#sharedKeys.afterComplete(batch.cluster, wasKnown);
         }
         return true;
       },
@@ -176,7 +188,7 @@ export class LocalWriterActor {
       log: this.#log,
       ready: () => this.#ready,
       enqueue: (key) => this.#enqueue(key),
-      enqueueFederated: () => this.#enqueueFederated(),
+      enqueueFederated: () => this.#sharedKeys.all(),
       resyncAll: () => this.#resyncAll(),
       pumpEvents: () => this.#events.pump(),
       fenced: (seq) => this.#ports.supervisor({ type: "writer.shards-fenced", seq }),
@@ -239,13 +251,15 @@ export class LocalWriterActor {
 
   /**
    * The clusters whose mirrors are kept; every other cluster's mirrors are garbage and its
-   * channel is closed. `order`: the registration order (SPEC §11), default `keep`'s.
+   * channel is closed. `order`: the registration order (SPEC §11), default `keep`'s;
+   * `registeredAt`: each cluster's registration time (SPEC §12).
    */
-  setKeep(keep: readonly string[], order?: readonly string[]): void {
-    const { dropped, keys } = this.#desired.setKeep(keep, order);
+  setKeep(keep: readonly string[], order?: readonly string[], registeredAt?: Readonly<Record<string, string>>): void {
+    const before = this.#sharedKeys.registration();
+    const { dropped, keys } = this.#desired.setKeep(keep, order, registeredAt);
     for (const key of keys) this.#enqueue(key);
-    // Which clusters are registered, known and first may have changed.
-    this.#enqueueFederated();
+    // Which clusters are registered, known and first may have changed (shared-triggers.ts).
+    this.#sharedKeys.afterKeep(before, dropped, keep);
     if (dropped.length > 0)
       this.#log.info({ clusters: dropped }, "clusters unregistered: their mirrors will be deleted");
     for (const cluster of this.#channels.clusters()) if (!keep.includes(cluster)) this.#channels.close(cluster);
@@ -320,8 +334,7 @@ export class LocalWriterActor {
 
   #maybeReady(): void {
     if (this.#ready || this.#stopped) return;
-    const watchers = this.#stores.all;
-    if (!watchers.every((w) => w.hasSynced)) return;
+    if (!this.#stores.all.every((w) => w.hasSynced)) return;
     this.#ready = true;
     this.#workers = runWorkers(
       this.#queue,
@@ -370,17 +383,6 @@ export class LocalWriterActor {
   /** Every key some cluster wants written: mirrors, fleet-wide Services and imports. */
   #desiredKeys(): string[] {
     return [...this.#desired.keys(), ...this.#desired.sharedKeys()];
-  }
-
-  /** Enqueues every observed local mirror (any of its objects) labelled as `cluster`'s. */
-  #enqueueMirrorsOf(cluster: string): void {
-    for (const { key, owner } of this.#stores.observedMirrors()) if (owner === cluster) this.#enqueue(key);
-  }
-
-  /** Enqueues every fleet-wide key: those with members, and our fleet-wide Services observed (SPEC §11). */
-  #enqueueFederated(): void {
-    for (const key of this.#desired.sharedKeys()) this.#enqueue(key);
-    for (const key of this.#stores.sharedServiceKeys()) this.#enqueue(key);
   }
 
   #enqueue(key: string): void {

@@ -50,6 +50,7 @@ export class DesiredStore {
   readonly #exports = new PartIndex<McsExport>();
   #keep: Set<string> | undefined;
   #order: readonly string[] = [];
+  #registeredAt: Readonly<Record<string, string>> = {};
 
   constructor(shared?: SharedStrings) {
     this.#shared = shared;
@@ -87,14 +88,17 @@ export class DesiredStore {
       touched.push(...this.#members.retain(batch.cluster, (key) => nextMembers.has(key)));
       const nextExports = new Set((batch.mcsExports ?? []).map(importKey));
       touched.push(...this.#exports.retain(batch.cluster, (key) => nextExports.has(key)));
-      // The first complete set makes the cluster known: every fleet-wide key and
-      // ServiceImport it may have been kept in (unknown) is reduced again.
-      if (!cd.complete) touched.push(...this.#members.keys(), ...this.#exports.keys());
+      // The first complete set makes the cluster known: its parts, held before as an
+      // unknown cluster's (not trusted), count now.
+      if (!cd.complete) touched.push(...this.sharedKeysOf(batch.cluster));
       cd.complete = true;
     }
     for (const key of batch.memberDeletes ?? []) if (this.#members.delete(batch.cluster, key)) touched.push(key);
+    // A part that is unchanged changes no reduction: its key is not touched (a complete
+    // batch carries every part again, and each shared key costs a reduction).
     for (const member of batch.members ?? []) {
       const key = objectKey(member);
+      if (samePart(this.#members.get(batch.cluster, key), member)) continue;
       this.#members.set(batch.cluster, key, this.#shared ? this.#shared.compact(member) : member);
       touched.push(key);
     }
@@ -106,6 +110,7 @@ export class DesiredStore {
     }
     for (const exported of batch.mcsExports ?? []) {
       const key = importKey(exported);
+      if (samePart(this.#exports.get(batch.cluster, key), exported)) continue;
       this.#exports.set(batch.cluster, key, this.#shared ? this.#shared.compact(exported) : exported);
       touched.push(key);
     }
@@ -128,12 +133,18 @@ export class DesiredStore {
 
   /**
    * Sets the clusters whose mirrors are kept; forgets the desired state of every other
-   * cluster. `order` is the registration order (SPEC §11; default: `keep`'s). Returns
+   * cluster. `order` is the registration order (SPEC §11; default: `keep`'s) and
+   * `registeredAt` each cluster's registration time (SPEC §12). Returns
    * the clusters dropped and the keys they claimed.
    */
-  setKeep(keep: Iterable<string>, order?: readonly string[]): { dropped: string[]; keys: string[] } {
+  setKeep(
+    keep: Iterable<string>,
+    order?: readonly string[],
+    registeredAt: Readonly<Record<string, string>> = {},
+  ): { dropped: string[]; keys: string[] } {
     this.#keep = new Set(keep);
     this.#order = [...(order ?? this.#keep)];
+    this.#registeredAt = { ...registeredAt };
     const dropped: string[] = [];
     const keys: string[] = [];
     for (const [cluster, cd] of this.#clusters) {
@@ -204,6 +215,12 @@ export class DesiredStore {
     return this.#exports.keys();
   }
 
+  /** The shared keys (fleet-wide, import) `cluster` holds a part of. */
+  *sharedKeysOf(cluster: string): Generator<string> {
+    yield* this.#members.keysOf(cluster);
+    yield* this.#exports.keysOf(cluster);
+  }
+
   /** Keys of objects clusters share: fleet-wide keys and import keys. */
   *sharedKeys(): Generator<string> {
     yield* this.#members.keys();
@@ -232,6 +249,11 @@ export class DesiredStore {
   /** The registration order of the last `setKeep` (empty before it). */
   order(): readonly string[] {
     return this.#order;
+  }
+
+  /** When `cluster` was registered (its credentials Secret's creation time), per the last `setKeep`. */
+  registeredAt(cluster: string): string | undefined {
+    return this.#registeredAt[cluster];
   }
 
   claimants(key: string): readonly string[] {
@@ -263,4 +285,9 @@ export class DesiredStore {
     claimants?.delete(cluster);
     if (claimants?.size === 0) this.#claimants.delete(key);
   }
+}
+
+/** Whether a held part equals a newly sent one (both plain data, built by the same code). */
+function samePart(held: object | undefined, next: object): boolean {
+  return held !== undefined && JSON.stringify(held) === JSON.stringify(next);
 }

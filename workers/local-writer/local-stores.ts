@@ -13,15 +13,15 @@ import { MANAGED_BY_FLEET_MIRROR, MANAGED_BY_LABEL, MIRRORED_SERVICE, ownerClust
 import { importKey, SERVICE_IMPORTS } from "../../src/core/mcs.ts";
 import type { EndpointSlice, Endpoints, KubeObject, Namespace, Service } from "../../src/core/objects.ts";
 import { objectKey, splitKey } from "../../src/core/objects.ts";
-import { isFederatedObject } from "../../src/core/plan-federated.ts";
-import { isImportObject } from "../../src/core/plan-imports.ts";
 import { shardRequirement } from "../../src/core/shard-label.ts";
 import type { ShardOwnership } from "../../src/core/shards.ts";
 import type { KubeClient } from "../../src/kube/client.ts";
 import { OptionalWatch, type OptionalWatchLog } from "../../src/kube/optional-watch.ts";
 import { Watcher } from "../../src/kube/watcher.ts";
 import type { MirrorKind } from "./mutation-cache.ts";
+import { isSharedPart, SharedIndex } from "./shared-index.ts";
 import type { SharedStrings } from "./shared-strings.ts";
+import { SliceIndex } from "./slice-index.ts";
 
 const MIRROR_SELECTOR = `${MIRRORED_SERVICE}=true`;
 /**
@@ -63,6 +63,10 @@ export class LocalStores {
   readonly slices: Watcher<EndpointSlice>;
   readonly namespaces: Watcher<Namespace>;
   readonly serviceImports: OptionalWatch<KubeObject>;
+  /** fleet-mirror's slices by the Service they belong to, whatever their names. */
+  readonly sliceIndex: SliceIndex;
+  /** fleet-mirror's shared objects (fleet-wide, import) by key and by the clusters they name. */
+  readonly sharedIndex: SharedIndex;
   /** Sharded: the shards the mirror watches' selectors were last set to admit. */
   #filterHeld: ReadonlySet<number> | undefined;
   /** Sharded: the shards whose mirrors the three mirror stores hold (their last lists used the filter). */
@@ -96,6 +100,8 @@ export class LocalStores {
       labelSelector: SLICE_SELECTOR,
       keep,
     });
+    this.sliceIndex = new SliceIndex(this.slices);
+    this.sharedIndex = new SharedIndex(this.services, this.slices);
     this.namespaces = new Watcher<Namespace>({ client, path: "/api/v1/namespaces", expectedKind: "Namespace" });
     this.serviceImports = new OptionalWatch<KubeObject>({
       client,
@@ -193,7 +199,7 @@ export class LocalStores {
     await Promise.all([...this.all.map((watcher) => watcher.stop()), this.serviceImports.stop()]);
   }
 
-  /** The key of every observed mirror object (a slice by its mirror's key); keys may repeat. */
+  /** The key of every observed mirror object (a slice by its mirror's key, a ServiceImport by its import's); keys may repeat. */
   *observedKeys(): Generator<string> {
     yield* this.services.keys();
     yield* this.endpoints.keys();
@@ -201,6 +207,7 @@ export class LocalStores {
       const key = sliceMirrorKey(slice);
       if (key) yield key;
     }
+    yield* this.#serviceImportKeys();
   }
 
   /** Every observed local mirror object with its mirror's key and owning cluster. */
@@ -212,17 +219,49 @@ export class LocalStores {
           yield { key: objectKey({ namespace: object.metadata.namespace, name: object.metadata.name }), owner };
       }
     }
+    // A shared object's part (fleet-wide, import) is not a mirror: its key's reduction
+    // depends on its cluster's knowledge, not on the cluster's mirrors (shared-triggers.ts).
     for (const slice of this.slices.values()) {
       const owner = sliceOwner(slice.metadata.labels);
       const key = sliceMirrorKey(slice);
-      if (owner && key) yield { key, owner };
+      if (owner && key && !isSharedPart(slice)) yield { key, owner };
     }
   }
 
-  /** The keys of fleet-mirror's fleet-wide Services (SPEC §11) and derived Services of imports (SPEC §12) observed. */
-  *sharedServiceKeys(): Generator<string> {
-    for (const service of this.services.values())
-      if (isFederatedObject("Service", service) || isImportObject("Service", service))
-        yield objectKey(service.metadata);
+  /** The slice store with its index by Service, as the reconcilers read it. */
+  get indexedSlices(): Pick<Watcher<EndpointSlice>, "get" | "values"> & { ofService(key: string): EndpointSlice[] } {
+    return {
+      get: (key) => this.slices.get(key),
+      values: () => this.slices.values(),
+      ofService: (key) => this.sliceIndex.of(key),
+    };
+  }
+
+  /** The keys of fleet-mirror's shared objects observed that name `cluster` (a part of its, the annotation). */
+  sharedKeysOf(cluster: string): Iterable<string> {
+    return this.sharedIndex.keysOf(cluster);
+  }
+
+  /** The clusters fleet-mirror's shared objects observed name. */
+  sharedClusters(): Iterable<string> {
+    return this.sharedIndex.clusters();
+  }
+
+  /**
+   * The keys of fleet-mirror's shared objects observed: fleet-wide Services (SPEC §11),
+   * derived Services of imports and ServiceImports (SPEC §12), and their parts, with or
+   * without their Service (a leftover is collected by its key's reduction).
+   */
+  *sharedKeys(): Generator<string> {
+    yield* this.sharedIndex.keys();
+    yield* this.#serviceImportKeys();
+  }
+
+  /** The writer key (`importKey`) of every ServiceImport of ours observed. */
+  *#serviceImportKeys(): Generator<string> {
+    for (const key of this.serviceImports.keys()) {
+      const { namespace = "", name } = splitKey(key);
+      yield importKey({ namespace, name });
+    }
   }
 }

@@ -44,6 +44,16 @@ export class PartIndex<T> {
     return removed;
   }
 
+  /** `cluster`'s part of `key`, if any. */
+  get(cluster: string, key: string): T | undefined {
+    return this.#byCluster.get(cluster)?.get(key);
+  }
+
+  /** The keys `cluster` holds a part of. */
+  keysOf(cluster: string): IterableIterator<string> {
+    return this.#byCluster.get(cluster)?.keys() ?? new Map<string, T>().keys();
+  }
+
   /** The parts of `key`, by cluster. */
   of(key: string): Map<string, T> {
     const out = new Map<string, T>();

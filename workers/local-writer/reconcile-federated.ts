@@ -8,7 +8,7 @@
 import { sliceNames } from "../../src/core/endpoint-slices.ts";
 import { type ReductionSummary, reduceFederated, summarizeReduction } from "../../src/core/federated.ts";
 import { shardedFederatedProblem, shardedMembers } from "../../src/core/federated-shards.ts";
-import { CLUSTER_NAME, SERVICE_NAME_LABEL } from "../../src/core/labels.ts";
+import { CLUSTER_NAME } from "../../src/core/labels.ts";
 import type { Blocked, ObservedObject, WriteAction } from "../../src/core/mirror-kinds.ts";
 import type { EndpointSlice, Endpoints, KubeObject, Service } from "../../src/core/objects.ts";
 import { objectKey, splitKey } from "../../src/core/objects.ts";
@@ -22,7 +22,14 @@ import { federatedShardOf, hostsCluster, ownsFederated, shardOf } from "../../sr
 import type { ReconcileResult } from "../../src/core/workqueue.ts";
 import type { FederatedServiceStatus } from "../../src/protocol/messages.ts";
 import { type FleetProblem, reportProblems } from "./problem-events.ts";
-import { applyActions, getUnlabelled, needsSecondPass, ownershipOf, type ReconcilerDeps } from "./reconcile-io.ts";
+import {
+  applyActions,
+  getUnlabelled,
+  needsSecondPass,
+  ownershipOf,
+  type ReconcilerDeps,
+  slicesOfService,
+} from "./reconcile-io.ts";
 
 /** A fleet-wide member not written because sharding and `--endpoints-api endpoints` do not go together. */
 const SHARDED_ENDPOINTS = "sharded-endpoints-api";
@@ -54,6 +61,8 @@ export class FederatedReconciler {
   readonly #fleetProblems = new Map<string, ReadonlyMap<string, FleetProblem>>();
   /** Fleet-wide keys → their last reduction, for status; a key goes when its reduction deletes. */
   readonly #fleetSummaries = new Map<string, ReductionSummary>();
+  /** Fleet-wide keys whose last reduction waited for unknown clusters (see `waiting`). */
+  readonly #waiting = new Set<string>();
 
   constructor(deps: ReconcilerDeps, block: (key: string, cluster: string, blocked: Blocked) => void) {
     this.#deps = deps;
@@ -76,6 +85,15 @@ export class FederatedReconciler {
   }
 
   /**
+   * Keys whose last reduction waited: only unknown clusters may still be members. They
+   * are due again once no cluster is unknown (nothing else may end the wait but a part
+   * of theirs, whose cluster's change enqueues them anyway).
+   */
+  waiting(): Iterable<string> {
+    return this.#waiting;
+  }
+
+  /**
    * A fleet-wide key: some cluster holds a member of it, our fleet-wide Service holds the
    * name, or (fleet-wide names end in `-federated`) a fleet-wide part of it is observed:
    * announced by a replica that does not own the Service, or left over.
@@ -84,16 +102,9 @@ export class FederatedReconciler {
     if (this.#deps.desired.members(key).size > 0) return true;
     const service = this.#deps.cache.observed("Service", key, this.#deps.services.get(key));
     if (service !== undefined) return isFederatedObject("Service", service);
-    const { namespace, name } = splitKey(key);
+    const { namespace = "", name } = splitKey(key);
     if (!name.endsWith("-federated")) return false;
-    for (const slice of this.#deps.slices.values())
-      if (
-        slice.metadata.namespace === namespace &&
-        slice.metadata.labels?.[SERVICE_NAME_LABEL] === name &&
-        isFederatedObject("EndpointSlice", slice)
-      )
-        return true;
-    return false;
+    return slicesOfService(this.#deps, namespace, name).some((slice) => isFederatedObject("EndpointSlice", slice));
   }
 
   async reconcile(key: string): Promise<ReconcileResult> {
@@ -115,7 +126,9 @@ export class FederatedReconciler {
       }
       const outcome = await applyActions(this.#deps, key, plan.actions, undefined, observed, shard);
       if (outcome) return outcome;
-      if (pass > 0 || !needsSecondPass(this.#deps, plan.actions)) return { kind: "done" };
+      // Again at once after a mirror's slice under a part's name is deleted (the part
+      // comes next), or after the Service is created (its slices need its uid).
+      if (pass > 1 || (!plan.again && !needsSecondPass(this.#deps, plan.actions))) return { kind: "done" };
     }
   }
 
@@ -137,12 +150,7 @@ export class FederatedReconciler {
     const owner = !sharded || ownsFederated(ownership, namespace, name);
     const unknown = new Set([...store.unknownClusters()].filter(hosts));
     const hosted = new Map([...store.members(key)].filter(([cluster]) => hosts(cluster)));
-    const serviceSlices: EndpointSlice[] = [];
-    for (const slice of this.#deps.slices.values())
-      if (slice.metadata.namespace === namespace && slice.metadata.labels?.[SERVICE_NAME_LABEL] === name) {
-        const current = cache.observed("EndpointSlice", objectKey(slice.metadata), slice);
-        if (current) serviceSlices.push(current);
-      }
+    const serviceSlices = slicesOfService(this.#deps, namespace, name);
     // A part that states no ports (written before sharding): its cluster is unknown
     // until its host rewrites it.
     const { members, unreadable, partClusters } = sharded
@@ -188,6 +196,8 @@ export class FederatedReconciler {
       registrationKnown: store.registrationKnown,
       observedClusters: [...annotated, ...partClusters],
     });
+    if (reduction.kind === "wait") this.#waiting.add(key);
+    else this.#waiting.delete(key);
     // The Service's status is its owner's to report (each host reports its members' conflicts).
     if (reduction.kind === "delete" || !owner) this.#fleetSummaries.delete(key);
     else this.#fleetSummaries.set(key, summarizeReduction(reduction));

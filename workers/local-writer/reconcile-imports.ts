@@ -19,7 +19,7 @@
 import { carryPorts } from "../../src/core/desired.ts";
 import { sliceNames } from "../../src/core/endpoint-slices.ts";
 import { type ReductionSummary, reduceFederated, summarizeReduction } from "../../src/core/federated.ts";
-import { CLUSTER_NAME, SERVICE_IMPORT_LABEL, SERVICE_NAME_LABEL } from "../../src/core/labels.ts";
+import { CLUSTER_NAME, SERVICE_IMPORT_LABEL } from "../../src/core/labels.ts";
 import { derivedServiceName } from "../../src/core/mcs.ts";
 import type { ObservedObject, WriteAction } from "../../src/core/mirror-kinds.ts";
 import type { EndpointSlice, Endpoints, KubeObject, Service } from "../../src/core/objects.ts";
@@ -42,6 +42,7 @@ import {
   ownershipOf,
   type ReconcilerDeps,
   type ServiceImportSource,
+  slicesOfService,
 } from "./reconcile-io.ts";
 
 /** The Warning Event of each import problem reason. */
@@ -62,6 +63,8 @@ export class ImportReconciler {
   readonly #problems = new Map<string, ReadonlyMap<string, FleetProblem>>();
   /** Import keys → their last reduction, for status. */
   readonly #summaries = new Map<string, ReductionSummary & { name: string }>();
+  /** Import keys whose last reduction waited (as `FederatedReconciler.waiting`). */
+  readonly #waiting = new Set<string>();
 
   constructor(deps: ReconcilerDeps, imports: ServiceImportSource) {
     this.#deps = deps;
@@ -75,6 +78,11 @@ export class ImportReconciler {
 
   problems(): ReadonlyMap<string, ReadonlyMap<string, FleetProblem>> {
     return this.#problems;
+  }
+
+  /** Keys whose last reduction waited for unknown clusters. */
+  waiting(): Iterable<string> {
+    return this.#waiting;
   }
 
   /** Every import reduced and not deleted, by ServiceImport key (`namespace/<svc>`). */
@@ -99,6 +107,7 @@ export class ImportReconciler {
     if (service === undefined) {
       this.#summaries.delete(key);
       this.#problems.delete(key);
+      this.#waiting.delete(key);
       return { kind: "done" };
     }
     const blockedFor = (reason: string, text: string): ReconcileResult => {
@@ -116,14 +125,15 @@ export class ImportReconciler {
         `ServiceImport ${namespace}/${service} is not written by a sharded writer yet`,
       );
     for (let pass = 0; pass < MAX_PASSES; pass++) {
-      const { actions, observed, blocked } = await this.#plan(key, namespace, derived, service);
+      const { actions, observed, blocked, again } = await this.#plan(key, namespace, derived, service);
       if (blocked) return blockedFor(blocked.reason, blocked.message);
       if (actions.length === 0) return { kind: "done" };
       const outcome = await applyActions(this.#deps, key, actions, undefined, observed, 0);
       if (outcome) return outcome;
       // Another pass when the write changed what the next step needs (the Service's IP,
-      // the ServiceImport's resourceVersion); the mutation cache shows it at once.
-      if (!actions.some((a) => a.verb !== "delete" && (a.kind === "Service" || a.kind === "ServiceImport")))
+      // the ServiceImport's resourceVersion, a part's name freed of a mirror's slice);
+      // the mutation cache shows it at once.
+      if (!again && !actions.some((a) => a.verb !== "delete" && (a.kind === "Service" || a.kind === "ServiceImport")))
         return { kind: "done" };
     }
     return { kind: "done" };
@@ -144,9 +154,8 @@ export class ImportReconciler {
     for (const si of this.#imports.values())
       if (si.metadata.namespace === namespace && derivedServiceName(namespace, si.metadata.name) === derived)
         return si.metadata.name;
-    for (const slice of this.#deps.slices.values())
-      if (slice.metadata.namespace === namespace && slice.metadata.labels?.[SERVICE_NAME_LABEL] === derived)
-        return slice.metadata.labels?.[SERVICE_IMPORT_LABEL];
+    for (const slice of slicesOfService(this.#deps, namespace, derived))
+      return slice.metadata.labels?.[SERVICE_IMPORT_LABEL];
     return undefined;
   }
 
@@ -155,7 +164,12 @@ export class ImportReconciler {
     namespace: string,
     derived: string,
     service: string,
-  ): Promise<{ actions: WriteAction[]; observed: ObservedObject[]; blocked?: { reason: string; message: string } }> {
+  ): Promise<{
+    actions: WriteAction[];
+    observed: ObservedObject[];
+    blocked?: { reason: string; message: string };
+    again?: boolean;
+  }> {
     const { desired: store, cache, options } = this.#deps;
     const importKey = objectKey({ namespace, name: service });
     let derivedService = cache.observed("Service", key, this.#deps.services.get(key));
@@ -173,12 +187,11 @@ export class ImportReconciler {
     const exports = store.exports(key);
     const sliceKeys = new Set<string>();
     const partClusters = new Set<string>();
-    for (const slice of this.#deps.slices.values())
-      if (slice.metadata.namespace === namespace && slice.metadata.labels?.[SERVICE_NAME_LABEL] === derived) {
-        sliceKeys.add(objectKey(slice.metadata));
-        const cluster = isImportObject("EndpointSlice", slice) ? slice.metadata.labels?.[CLUSTER_NAME] : undefined;
-        if (cluster) partClusters.add(cluster);
-      }
+    for (const slice of slicesOfService(this.#deps, namespace, derived)) {
+      sliceKeys.add(objectKey(slice.metadata));
+      const cluster = isImportObject("EndpointSlice", slice) ? slice.metadata.labels?.[CLUSTER_NAME] : undefined;
+      if (cluster) partClusters.add(cluster);
+    }
     const observedClusters = [
       ...(derivedService && isImportObject("Service", derivedService) ? annotatedClusters(derivedService) : []),
       ...partClusters,
@@ -192,13 +205,15 @@ export class ImportReconciler {
     const reduction = holdWhileKept(
       reduceFederated({
         members: exports,
-        order: exportOrder(exports),
+        order: exportOrder(exports, { order: store.order(), registeredAt: (c) => store.registeredAt(c) }),
         unknown,
         registrationKnown: store.registrationKnown,
         observedClusters,
       }),
       ours ? carryPorts(ours) : undefined,
     );
+    if (reduction.kind === "wait") this.#waiting.add(key);
+    else this.#waiting.delete(key);
     if (reduction.kind === "delete") this.#summaries.delete(key);
     else this.#summaries.set(key, { ...summarizeReduction(reduction), name: service });
     const observed: ObservedObject[] = [];
@@ -250,7 +265,7 @@ export class ImportReconciler {
       reduction.kind === "delete"
         ? [...importPlan.actions, ...servicePlan.actions]
         : [...servicePlan.actions, ...importPlan.actions];
-    return { actions, observed };
+    return servicePlan.again ? { actions, observed, again: true } : { actions, observed };
   }
 
   /** Replaces the problems of import `key` (ServiceImport `name`), and reports them (see reportProblems). */

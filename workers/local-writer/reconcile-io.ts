@@ -12,7 +12,7 @@ import {
   type WriteAction,
 } from "../../src/core/mirror-kinds.ts";
 import type { EndpointSlice, Endpoints, KubeObject, Namespace, Service } from "../../src/core/objects.ts";
-import { splitKey } from "../../src/core/objects.ts";
+import { objectKey, splitKey } from "../../src/core/objects.ts";
 import { allShards, type ShardOwnership } from "../../src/core/shards.ts";
 import type { ReconcileResult } from "../../src/core/workqueue.ts";
 import { KubeApiError, type KubeClient } from "../../src/kube/client.ts";
@@ -20,6 +20,7 @@ import type { Logger } from "../../src/log.ts";
 import type { EventRequest, WriterOptions } from "../../src/protocol/messages.ts";
 import type { DesiredStore } from "./desired-store.ts";
 import type { MutationCache } from "./mutation-cache.ts";
+import { sliceServiceKey } from "./slice-index.ts";
 import type { WriteExecutor } from "./write-executor.ts";
 
 /** The read side of a local store (a Watcher). */
@@ -37,8 +38,15 @@ export interface ReconcilerDeps {
   readonly desired: DesiredStore;
   readonly services: Store<Service>;
   readonly endpoints: Store<Endpoints>;
-  /** Label-selected: only slices with the mirror labels and fleet-mirror's `managed-by`. */
-  readonly slices: Store<EndpointSlice> & { values(): Iterable<EndpointSlice> };
+  /**
+   * Label-selected: only slices with the mirror labels and fleet-mirror's `managed-by`.
+   * `ofService`: the held slices of one Service key (slice-index.ts); without it, found
+   * by scanning `values()`.
+   */
+  readonly slices: Store<EndpointSlice> & {
+    values(): Iterable<EndpointSlice>;
+    ofService?(serviceKey: string): Iterable<EndpointSlice>;
+  };
   readonly namespaces: Store<Namespace>;
   /** The local ServiceImports and whether they are served (SPEC §12); absent: no MCS imports are written. */
   readonly serviceImports?: ServiceImportSource;
@@ -115,4 +123,21 @@ export async function getUnlabelled<T extends KubeObject>(
     if (error instanceof KubeApiError && error.status === 404) return undefined;
     throw error;
   }
+}
+
+/**
+ * fleet-mirror's slices of Service `namespace/name` (those whose service-name names it,
+ * SPEC §9), whatever their names, through the mutation cache (a slice we deleted is gone).
+ */
+export function slicesOfService(deps: ReconcilerDeps, namespace: string, name: string): EndpointSlice[] {
+  const serviceKey = objectKey({ namespace, name });
+  const held = deps.slices.ofService
+    ? deps.slices.ofService(serviceKey)
+    : [...deps.slices.values()].filter((slice) => sliceServiceKey(slice) === serviceKey);
+  const out: EndpointSlice[] = [];
+  for (const slice of held) {
+    const current = deps.cache.observed("EndpointSlice", objectKey(slice.metadata), slice);
+    if (current) out.push(current);
+  }
+  return out;
 }

@@ -25,6 +25,7 @@ import { type Blocked, MIRROR_KINDS, type ObservedObject } from "../../src/core/
 import type { EndpointSlice, Endpoints } from "../../src/core/objects.ts";
 import { objectKey, splitKey } from "../../src/core/objects.ts";
 import { type MirrorPlan, planMirror } from "../../src/core/plan.ts";
+import { DERIVED_NAME } from "../../src/core/plan-imports.ts";
 import { withShardLabel } from "../../src/core/shard-label.ts";
 import { hostsCluster, shardOf } from "../../src/core/shards.ts";
 import type { ReconcileResult } from "../../src/core/workqueue.ts";
@@ -32,7 +33,17 @@ import type { FederatedServiceStatus } from "../../src/protocol/messages.ts";
 import type { DesiredStore } from "./desired-store.ts";
 import { FederatedReconciler } from "./reconcile-federated.ts";
 import { ImportReconciler } from "./reconcile-imports.ts";
-import { applyActions, getUnlabelled, needsSecondPass, ownershipOf, type ReconcilerDeps } from "./reconcile-io.ts";
+import {
+  applyActions,
+  getUnlabelled,
+  needsSecondPass,
+  ownershipOf,
+  type ReconcilerDeps,
+  slicesOfService,
+} from "./reconcile-io.ts";
+
+/** Passes of one reconcile at most: a stale owner's objects deleted, the Service created, then its slices. */
+const MAX_PASSES = 3;
 
 export interface BlockedMirror {
   readonly key: string;
@@ -60,9 +71,10 @@ export class MirrorReconciler {
     // Sharded, a fleet-wide key is every replica's business: the holder of its shard
     // writes the Service, the host of each member cluster its part (DESIGN §3 "Across shards").
     if (this.#federated.isFederated(key)) return this.#federated.reconcile(key);
-    // A new mirror's slices need its Service's uid (their ownerReference): after the
-    // Service is created, plan once more at once rather than wait for the watch.
-    for (let pass = 0; ; pass++) {
+    // Plan once more at once rather than wait for the watch: after a stale owner's
+    // objects are deleted (the claimant's mirror comes next), and after a new Service is
+    // created (its slices need its uid, their ownerReference).
+    for (let pass = 0; pass < MAX_PASSES; pass++) {
       const planned = await this.#plan(key);
       if (planned === undefined) return { kind: "done" }; // a shard this replica does not hold
       const { plan, desired, observed, shard } = planned;
@@ -72,8 +84,14 @@ export class MirrorReconciler {
       }
       const outcome = await applyActions(this.#deps, key, plan.actions, desired, observed, shard);
       if (outcome) return outcome;
-      if (pass > 0 || !needsSecondPass(this.#deps, plan.actions)) return { kind: "done" };
+      if (plan.released === undefined && !needsSecondPass(this.#deps, plan.actions)) return { kind: "done" };
+      if (plan.released !== undefined)
+        this.#deps.log.info(
+          { key, cluster: plan.released },
+          `mirror name ${key} released by cluster ${plan.released}, which no longer claims it`,
+        );
     }
+    return { kind: "done" };
   }
 
   /** The plan of mirror `key`; undefined when its shard is not held here (nothing may be planned). */
@@ -109,6 +127,11 @@ export class MirrorReconciler {
         const slice = cache.observed("EndpointSlice", sliceKey, this.#deps.slices.get(sliceKey));
         if (slice) observed.push({ kind: "EndpointSlice", object: slice });
       }
+      // Every slice of ours that names this mirror, whatever its name (an older naming,
+      // a crash between writes, a renamed mirror): kept only if wanted (SPEC §6).
+      for (const slice of slicesOfService(this.#deps, namespace, name))
+        if (!observed.some((o) => o.kind === "EndpointSlice" && o.object.metadata.name === slice.metadata.name))
+          observed.push({ kind: "EndpointSlice", object: slice });
     }
     // The same for a user's slice under a name a claimant's slices will need: found
     // before the Service is created, so the mirror is blocked as a whole (SPEC §5, §9).
@@ -141,16 +164,20 @@ export class MirrorReconciler {
         : claimed;
     // A headless mirror's addresses are its per-host Services' cluster IPs (SPEC §12).
     const desired = wanted?.headless ? resolveHeadless(wanted, (svc) => this.#hostIp(namespace, svc, wanted)) : wanted;
-    const plan = planMirror({
-      key,
-      desired,
-      observed,
-      endpointsApi: options.endpointsApi,
-      namespaceExists,
-      createNamespaces: options.createNamespaces,
-      excludedNamespaces: options.excludedNamespaces,
-      gcAllowed: (cluster) => store.gcAllowed(cluster),
-    });
+    const reserved = desired && options.endpointsApi !== "endpoints" ? this.#reservedBy(key) : undefined;
+    const plan: MirrorPlan = reserved
+      ? { actions: [], blocked: reserved }
+      : planMirror({
+          key,
+          desired,
+          observed,
+          endpointsApi: options.endpointsApi,
+          namespaceExists,
+          createNamespaces: options.createNamespaces,
+          excludedNamespaces: options.excludedNamespaces,
+          gcAllowed: (cluster) => store.gcAllowed(cluster),
+          claimants,
+        });
     for (const loser of claimants) {
       if (loser === winner) continue;
       this.block(key, loser, {
@@ -160,6 +187,33 @@ export class MirrorReconciler {
     }
     if (!plan.blocked && !claimants.some((c) => c !== winner)) this.#blocked.delete(key);
     return { plan, desired, observed, shard: shardOf(owner ?? winner ?? "", ownership.shards) };
+  }
+
+  /**
+   * Why mirror `key` may not have slices: their names (`<key>-ipv4|ipv6`) are, by
+   * construction, a part's of a shared Service a cluster contributes to: `<key>` is
+   * `<svc>-federated-<c>` and cluster c is a member of `<svc>-federated` (SPEC §11), or
+   * `derived<hash>-<c>` and c exports to that import (SPEC §12). The part keeps the
+   * name whatever came first (a blocked part would hold up every member); the mirror
+   * is reported. Undefined when no part claims the names.
+   */
+  #reservedBy(key: string): Blocked | undefined {
+    const { namespace = "", name } = splitKey(key);
+    const { desired: store } = this.#deps;
+    for (let dash = name.indexOf("-"); dash > 0; dash = name.indexOf("-", dash + 1)) {
+      const shared = name.slice(0, dash);
+      const cluster = name.slice(dash + 1);
+      const sharedKey = objectKey({ namespace, name: shared });
+      const part = shared.endsWith("-federated")
+        ? store.members(sharedKey).has(cluster)
+        : DERIVED_NAME.test(shared) && store.exports(sharedKey).has(cluster);
+      if (part)
+        return {
+          reason: "owned-by-other-service",
+          message: `the slices of mirror ${key} would take the names of cluster ${cluster}'s part of ${shared.endsWith("-federated") ? "fleet-wide Service" : "MCS import Service"} ${sharedKey}, which keeps them; the mirror is not written`,
+        };
+    }
+    return undefined;
   }
 
   /**
@@ -186,7 +240,7 @@ export class MirrorReconciler {
       this.#deps.recordEvent({
         involved: { kind: "Service", apiVersion: "v1", namespace, name },
         type: "Warning",
-        reason: blocked.reason === "user-owned" ? "MirrorNameConflict" : "MirrorOwnedByOtherCluster",
+        reason: blocked.reason === "owned-by-other-cluster" ? "MirrorOwnedByOtherCluster" : "MirrorNameConflict",
         message: blocked.message,
       });
     }
@@ -213,6 +267,11 @@ export class MirrorReconciler {
    */
   federatedStatus(): FederatedServiceStatus[] {
     return this.#federated.status();
+  }
+
+  /** Shared keys (fleet-wide, import) whose last reduction waited for unknown clusters. */
+  waitingSharedKeys(): string[] {
+    return [...this.#federated.waiting(), ...(this.#imports?.waiting() ?? [])];
   }
 
   /** Every MCS import the writer reduced and did not delete (SPEC §12). */
