@@ -27,6 +27,11 @@ export const RemoteActorOptionsSchema = v.object({
    */
   mcsRecheckMs: v.exactOptional(v.pipe(finite, v.minValue(1, "must be >= 1"))),
   /**
+   * How long a host missing from a headless Service's remote slices stays a host (its
+   * per-host mirror kept; SPEC §12, `--headless-host-grace`). Absent: 5 min.
+   */
+  headlessHostGraceMs: v.exactOptional(nonNegative),
+  /**
    * Accept `actor.inject-fault` (tests only). Default false: the message is then
    * rejected as a protocol error. Set only by a Supervisor constructed with
    * `testHooks: true`, never from the command line.

@@ -161,6 +161,7 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
         ...(options.watchInactivityTimeoutMs ? { watchInactivityTimeoutMs: options.watchInactivityTimeoutMs } : {}),
         ...(options.deniedRetryMs ? { deniedRetryMs: options.deniedRetryMs } : {}),
         mcsRecheckMs: options.mcsRecheckMs ?? config.mcsRecheckMs,
+        headlessHostGraceMs: config.headlessHostGraceMs,
         ...(options.testHooks === true ? { testHooks: true } : {}),
       },
       onIncarnation: (cluster, epoch, port) => {
