@@ -230,11 +230,13 @@ export function mcsTransition(
           known: true,
           watching: false,
         });
-      // Any other failure (5xx, a timeout): the watcher retries; the read has answered
-      // "unknown", so whoever waited for it waits no longer.
+      // Any other failure (5xx, a timeout): the watcher retries; the first one answers the
+      // read as "unknown", so whoever waited for it waits no longer (said once).
       return current.settled
         ? { availability: current, effects: [], changed: false }
-        : { availability: { ...current, settled: true }, effects: [], changed: false };
+        : next(current.state, [], {
+            message: `listing ${resource.plural}.${resource.group} failed (${event.message.slice(0, 200)}): they are unknown, not none, until a list succeeds`,
+          });
   }
 }
 

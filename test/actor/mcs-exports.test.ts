@@ -352,6 +352,11 @@ describe("MCS export, remote side (SPEC §12)", () => {
     const first = await r.waitForBatch("the complete set", (b) => b.complete);
     assert.deepEqual(upsertsIn(first, "mcs-flaky"), ["annotated-broken"]);
     assert.equal(first.mcsExportsUnknown, true, "the exports are unknown, not none");
+    await eventually("status: the list's failure said", () =>
+      /listing serviceexports\.multicluster\.x-k8s\.io failed .*unknown, not none/.test(latest(r)?.mcs?.message ?? "")
+        ? true
+        : undefined,
+    );
     await createExported(client, "mcs-flaky", "later", "mcs-gw");
     await r.waitForBatch("later's mirror", (b) => upsertsIn(b, "mcs-flaky").includes("later-broken"), first.seq);
     assert.ok(proxy.stats.injectedErrors >= 1);

@@ -23,9 +23,9 @@ import { ENDPOINTS_APIS, type EndpointsApi } from "../../src/core/mirror-kinds.t
 import { mintServiceAccountToken } from "../../src/kube/service-account.ts";
 import type { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { lookupA, startDnsFleet, waitForA } from "../helpers/dns.ts";
-import { CONTROLLER_NAMESPACE, type Fleet, REMOTE_READER_NAMESPACE, REMOTE_READER_RULES } from "../helpers/fleet.ts";
+import { type Fleet, REMOTE_READER_NAMESPACE, REMOTE_READER_RULES } from "../helpers/fleet.ts";
 import { createHeadless, localAddresses, setSlice } from "../helpers/headless.ts";
-import { eventually, statusCode } from "../helpers/kube.ts";
+import { eventually } from "../helpers/kube.ts";
 import { supervisorMetrics } from "../helpers/metrics.ts";
 import { waitForWriterIdle } from "../helpers/settle.ts";
 
@@ -157,18 +157,6 @@ describe("headless Services (SPEC §12)", () => {
     let controller: Supervisor;
     const namespace = "hl-edges";
     const row = (cluster: string) => controller.status().clusters.find((r) => r.cluster === cluster);
-    async function editSecret(name: string, mutate: (secret: V1Secret) => void): Promise<void> {
-      for (let attempt = 0; ; attempt++) {
-        const secret = await fleet.local.readNamespacedSecret({ namespace: CONTROLLER_NAMESPACE, name });
-        mutate(secret);
-        try {
-          await fleet.local.replaceNamespacedSecret({ namespace: CONTROLLER_NAMESPACE, name, body: secret });
-          return;
-        } catch (error) {
-          if (statusCode(error) !== 409 || attempt > 5) throw error;
-        }
-      }
-    }
     before(() => {
       // Denied reads are tried again every 2 s instead of 60 s, so a test sees a granted read.
       controller = fleet.startInProcess({ endpointsApi: "endpoints" }, { deniedRetryMs: 2_000 });
@@ -296,7 +284,7 @@ describe("headless Services (SPEC §12)", () => {
           role: { kind: "ClusterRole", name: "fleet-mirror-remote-reader-no-slices", rules },
         });
         const kubeconfig = Buffer.from(await fleet.remoteKubeconfig("east", token)).toString("base64");
-        await editSecret("cluster-credentials-noslices", (secret) => {
+        await fleet.editSecret("cluster-credentials-noslices", (secret) => {
           secret.data = { ...secret.data, kubeconfig };
         });
       };

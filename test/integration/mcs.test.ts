@@ -21,8 +21,8 @@ import type { ClusterRow } from "../../src/status/fleet-view.ts";
 import type { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { cli, show } from "../helpers/cli.ts";
 import { resolverFor, startLocalCoreDns, waitForA } from "../helpers/dns.ts";
-import { CONTROLLER_NAMESPACE, Fleet, REMOTE_READER_RULES } from "../helpers/fleet.ts";
-import { eventually, statusCode } from "../helpers/kube.ts";
+import { Fleet, REMOTE_READER_RULES } from "../helpers/fleet.ts";
+import { eventually } from "../helpers/kube.ts";
 import {
   createServiceExport,
   createUserServiceImport,
@@ -49,19 +49,6 @@ describe("the Kubernetes MCS API (SPEC §12)", () => {
 
   const row = (cluster: string): ClusterRow | undefined =>
     controller.status().clusters.find((r) => r.cluster === cluster);
-
-  async function editSecret(name: string, mutate: (secret: V1Secret) => void): Promise<void> {
-    for (let attempt = 0; ; attempt++) {
-      const secret = await fleet.local.readNamespacedSecret({ namespace: CONTROLLER_NAMESPACE, name });
-      mutate(secret);
-      try {
-        await fleet.local.replaceNamespacedSecret({ namespace: CONTROLLER_NAMESPACE, name, body: secret });
-        return;
-      } catch (error) {
-        if (statusCode(error) !== 409 || attempt > 5) throw error;
-      }
-    }
-  }
 
   before(async () => {
     fleet = await Fleet.start(["east", "west", "north"]);
@@ -247,7 +234,7 @@ describe("the Kubernetes MCS API (SPEC §12)", () => {
         user: "fleet-mirror",
         auth: { token: await fleet.mintRemoteToken("west") },
       });
-      await editSecret("cluster-credentials-west", (secret) => {
+      await fleet.editSecret("cluster-credentials-west", (secret) => {
         secret.data = { ...secret.data, kubeconfig: Buffer.from(kubeconfig).toString("base64") };
       });
     };

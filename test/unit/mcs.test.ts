@@ -130,6 +130,16 @@ describe("availability of ServiceExports in a remote cluster (SPEC §12)", () =>
         ["active", [], true, true, true],
       ],
     );
+    assert.match(
+      steps[1]?.availability.message ?? "",
+      /failed \(conversion webhook failed\): they are unknown, not none/,
+    );
+    assert.deepEqual(
+      steps.map((s) => s.changed),
+      [true, true, false, true],
+      "said once",
+    );
+    assert.equal(steps[3]?.availability.message, undefined);
   });
 
   it("reports a failed first discovery as unavailable: settled (the other modes are not held up) but unknown, never none; re-checks", () => {
