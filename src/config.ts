@@ -55,6 +55,12 @@ export interface Config extends GatewayConfig {
    * ServiceImports (SPEC §12).
    */
   readonly mcsRecheckMs: number;
+  /**
+   * How long a host missing from a headless Service's remote slices keeps its per-host
+   * mirror (SPEC §12): a StatefulSet pod being replaced keeps its mirror's uid and
+   * cluster IP; a host gone for longer is a scale-down. 0: deleted at once.
+   */
+  readonly headlessHostGraceMs: number;
   /** Which API carries a mirror's addresses: EndpointSlices, Endpoints, or both (SPEC §9). */
   readonly endpointsApi: EndpointsApi;
   /** Remote Services with this label are members of fleet-wide Services (SPEC §11). */
@@ -159,6 +165,12 @@ export const runFlags = {
     type: "string",
     default: "5m",
     description: "re-check of a cluster that does not serve the MCS API (its CRDs installed, a read granted later)",
+  },
+  "headless-host-grace": {
+    type: "string",
+    default: "5m",
+    description:
+      "how long a host missing from a headless Service's remote slices keeps its per-host mirror (a pod being replaced keeps its cluster IP; 0: none)",
   },
   "endpoints-api": {
     type: "string",
@@ -317,6 +329,7 @@ export function parseRunConfig(argv: readonly string[], env: NodeJS.ProcessEnv =
     allowKubeconfigFilePaths: values["allow-kubeconfig-file-paths"] === true,
     blockedRecheckMs: parseNumericFlag("blocked-recheck-period", str("blocked-recheck-period")),
     mcsRecheckMs: parseNumericFlag("mcs-recheck-period", str("mcs-recheck-period")),
+    headlessHostGraceMs: parseNumericFlag("headless-host-grace", str("headless-host-grace")),
     endpointsApi: parseEndpointsApi(str("endpoints-api")),
     federatedSelector: parseSelectorFlag("federated-selector", str("federated-selector"), DEFAULT_MEMBER_SELECTOR),
     exportSelector:

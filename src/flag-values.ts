@@ -37,6 +37,7 @@ export const numericFlags = {
   "gateway-resolve-period": { kind: "duration", minMs: 1_000, maxMs: DAY_MS },
   "blocked-recheck-period": { kind: "duration", minMs: 100, maxMs: DAY_MS },
   "mcs-recheck-period": { kind: "duration", minMs: 1_000, maxMs: DAY_MS },
+  "headless-host-grace": { kind: "duration", minMs: 0, maxMs: DAY_MS },
   "write-concurrency": { kind: "integer", min: 1, max: 256 },
   "write-qps": { kind: "decimal", min: 0, max: 100_000, note: "no limit" },
   "write-burst": { kind: "integer", min: 1, max: 100_000 },
@@ -56,6 +57,7 @@ export const numericFlags = {
 export type NumericFlag = keyof typeof numericFlags;
 
 function formatMs(ms: number): string {
+  if (ms === 0) return "0s";
   if (ms % 3_600_000 === 0) return `${ms / 3_600_000}h`;
   if (ms % 60_000 === 0) return `${ms / 60_000}m`;
   if (ms % 1_000 === 0) return `${ms / 1_000}s`;

@@ -8,7 +8,9 @@
  * Invariants:
  * - every role uses this cluster's own view of its gateway (never another cluster's);
  * - `mirrors` undefined means "not known yet" (a headless Service whose hostnames have not
- *   been listed): the caller keeps what it sent, it never reads this as "no mirrors";
+ *   been listed): the caller keeps what it sent, it never reads this as "no mirrors"; a
+ *   complete set, which must say something of every Service, sends `unknownMirrors`
+ *   (the ordinary mirror marked `hostsUnknown`: the writer keeps a headless mirror);
  * - `problems.headless` is decided only when the mirrors are known.
  */
 import type { AddressPolicy } from "./address-policy.ts";
@@ -50,6 +52,8 @@ export interface ClusterObservation {
 /** One remote key's desired state in every role, and the problem of each role (undefined: none). */
 export interface ServiceDesired {
   readonly mirrors: readonly DesiredMirror[] | undefined;
+  /** While `mirrors` is undefined: what a complete set sends instead (see the invariants). */
+  readonly unknownMirrors?: readonly DesiredMirror[];
   readonly member: FederatedMember | undefined;
   readonly mcs: McsExport | undefined;
   readonly problems: {
@@ -100,16 +104,19 @@ export function desiredOfService(observed: ClusterObservation, key: string, view
         decision,
       )
     : ({ kind: "not-exported" } as const);
-  const { mirrors, problem: hostProblem } =
-    outcome.kind === "mirror" && isHeadless(service)
-      ? headlessOutcome(key, outcome.mirror, observed.headlessHosts(key), {
-          exported: (namespace, name) => {
-            const other = observed.service(objectKey({ namespace, name }));
-            return other !== undefined && exportOf(settings, other).kind === "exported";
-          },
-          hostClaimant: (namespace, hostname) => observed.hostClaimant(namespace, hostname),
-        })
-      : { mirrors: outcome.kind === "mirror" ? [outcome.mirror] : [] };
+  const {
+    mirrors,
+    unknown,
+    problem: hostProblem,
+  }: ReturnType<typeof headlessOutcome> = outcome.kind === "mirror" && isHeadless(service)
+    ? headlessOutcome(key, outcome.mirror, observed.headlessHosts(key), {
+        exported: (namespace, name) => {
+          const other = observed.service(objectKey({ namespace, name }));
+          return other !== undefined && exportOf(settings, other).kind === "exported";
+        },
+        hostClaimant: (namespace, hostname) => observed.hostClaimant(namespace, hostname),
+      })
+    : { mirrors: outcome.kind === "mirror" ? [outcome.mirror] : [] };
   const membership = service
     ? desiredMemberFor(
         settings,
@@ -124,6 +131,7 @@ export function desiredOfService(observed: ClusterObservation, key: string, view
     : undefined;
   return {
     mirrors,
+    ...(unknown ? { unknownMirrors: unknown } : {}),
     member: membership.kind === "member" ? membership.member : undefined,
     mcs: exported?.kind === "export" ? exported.export : undefined,
     problems: {

@@ -84,6 +84,14 @@ export interface DesiredMirror {
    * then). Absent: an ordinary mirror.
    */
   readonly headless?: { readonly hosts: readonly HeadlessHost[] };
+  /**
+   * Set on the ordinary mirror of an exported headless Service whose hosts are not
+   * known (its remote slices not read yet, refused, or empty with nothing known before;
+   * SPEC §12): where the local Service of this name is this cluster's headless mirror,
+   * the writer keeps it and its per-host mirrors exactly as they are (unknown is not
+   * "no hosts"); anywhere else it is this ordinary mirror. Absent otherwise.
+   */
+  readonly hostsUnknown?: true;
 }
 
 export type SkipReason =

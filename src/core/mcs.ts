@@ -88,12 +88,28 @@ export type ServiceExport = KubeObject;
 export const MCS_STATES = ["unknown", "watching", "active", "not-installed", "forbidden", "unavailable"] as const;
 export type McsState = (typeof MCS_STATES)[number];
 
+/**
+ * Three outcomes of the read are kept apart (SPEC §12): the objects are *known* (a list
+ * completed: these exist; or the resource is not served: none exist), or they are
+ * *unknown* (discovery failed, the read was refused or failed before any list). Unknown
+ * is never "none": a caller that must say something meanwhile says "unknown".
+ */
 export interface McsAvailability {
   readonly state: McsState;
   /** Why the mode is not active (absent when active or not yet known). */
   readonly message?: string;
-  /** The exports are known: the first discovery said not served, or the first list completed. Sticky. */
+  /**
+   * The read has answered once, one way or the other: the objects are known, or the
+   * read failed (discovery failed, refused, a list failed). Sticky. Whoever waits for
+   * the objects waits at most until this, so a read that keeps failing holds nothing up.
+   */
   readonly settled: boolean;
+  /**
+   * The objects are known: a list completed (a refusal afterwards keeps that list), or
+   * the resource is not served (none exist). Sticky within one incarnation: a new one
+   * knows nothing until its own read says so.
+   */
+  readonly known: boolean;
   /** A watch of ServiceExports runs (started and not stopped). */
   readonly watching: boolean;
 }
@@ -101,6 +117,7 @@ export interface McsAvailability {
 export const INITIAL_MCS_AVAILABILITY: McsAvailability = Object.freeze({
   state: "unknown",
   settled: false,
+  known: false,
   watching: false,
 });
 
@@ -111,7 +128,10 @@ export type McsEvent =
   | { readonly kind: "discovery-failed"; readonly message: string }
   /** The watch's list completed. */
   | { readonly kind: "listed" }
-  /** The watch failed with HTTP `status`; only 403 and 404 change the state (others: the watcher retries). */
+  /**
+   * The watch failed with HTTP `status` (0: not an HTTP answer, e.g. a timeout); 403 and
+   * 404 change the state, any failure settles the read (others: the watcher retries).
+   */
   | { readonly kind: "watch-failed"; readonly status: number; readonly message: string };
 
 export type McsEffect =
@@ -138,7 +158,9 @@ const forbiddenMessage = (r: McsResource, detail: string): string =>
  * One step of the availability of ServiceExports (unit tested). Invariants: a watch is
  * started only when discovery says served, and only if none runs; every state a
  * discovery must leave has a recheck scheduled; a `forbidden` cluster stays `forbidden`
- * through its rechecks until a list succeeds (so it is reported once, not per recheck).
+ * through its rechecks until a list succeeds (so it is reported once, not per recheck);
+ * `known` turns true only on a completed list or a "not served" answer, never on a
+ * failure or a refusal; `settled` turns true on the first answer of either kind.
  */
 export function mcsTransition(
   current: McsAvailability,
@@ -148,12 +170,14 @@ export function mcsTransition(
   const next = (
     state: McsState,
     effects: McsEffect[],
-    changes: { message?: string; settled?: boolean; watching?: boolean } = {},
+    changes: { message?: string; known?: boolean; watching?: boolean; answered?: boolean } = {},
   ): McsTransition => {
     const availability: McsAvailability = {
       state,
       ...(changes.message !== undefined ? { message: changes.message } : {}),
-      settled: current.settled || (changes.settled ?? false),
+      // A step is an answer of the read (known or not) unless it says otherwise.
+      settled: current.settled || (changes.answered ?? true),
+      known: current.known || (changes.known ?? false),
       watching: changes.watching ?? current.watching,
     };
     return {
@@ -167,44 +191,52 @@ export function mcsTransition(
       if (!event.served)
         return next("not-installed", [...(current.watching ? (["drop-watch"] as const) : []), "schedule-recheck"], {
           message: notInstalled(resource),
-          settled: true,
+          known: true,
           watching: false,
         });
       if (current.watching) return { availability: current, effects: [], changed: false };
-      // Forbidden stays forbidden (with its message) until the new watch lists.
+      // Forbidden stays forbidden (with its message) until the new watch lists. "Served"
+      // says nothing yet about which objects exist: the list answers that.
       return current.state === "forbidden"
         ? next("forbidden", ["start-watch"], {
             message: current.message ?? forbiddenMessage(resource, ""),
             watching: true,
+            answered: false,
           })
-        : next("watching", ["start-watch"], { watching: true });
+        : next("watching", ["start-watch"], { watching: true, answered: false });
     case "discovery-failed":
       if (current.watching) return { availability: current, effects: [], changed: false };
+      // Unknown, not absent: what was known stays known (a recheck of "not installed"
+      // that fails leaves it not installed), nothing becomes known.
       return next(current.state === "unknown" ? "unavailable" : current.state, ["schedule-recheck"], {
         message:
           current.state === "unknown"
             ? `discovery of ${resource.discoveryPath} failed: ${event.message}`
             : (current.message ?? ""),
-        settled: true,
       });
     case "listed":
       if (!current.watching) return { availability: current, effects: [], changed: false };
-      return next("active", [], { settled: true });
+      return next("active", [], { known: true });
     case "watch-failed":
       if (!current.watching) return { availability: current, effects: [], changed: false };
       if (event.status === 403)
         return next("forbidden", ["stop-watch", "schedule-recheck"], {
           message: forbiddenMessage(resource, event.message),
-          settled: true,
           watching: false,
         });
       if (event.status === 404)
         return next("not-installed", ["drop-watch", "schedule-recheck"], {
           message: notInstalled(resource),
-          settled: true,
+          known: true,
           watching: false,
         });
-      return { availability: current, effects: [], changed: false };
+      // Any other failure (5xx, a timeout): the watcher retries; the first one answers the
+      // read as "unknown", so whoever waited for it waits no longer (said once).
+      return current.settled
+        ? { availability: current, effects: [], changed: false }
+        : next(current.state, [], {
+            message: `listing ${resource.plural}.${resource.group} failed (${event.message.slice(0, 200)}): they are unknown, not none, until a list succeeds`,
+          });
   }
 }
 

@@ -13,8 +13,11 @@
  *   CRD that went away (404, or discovery without it) forgets every export;
  * - `changed(key)` is called for every key whose object `get` returns differently,
  *   whatever the transition;
- * - `settled` turns true once, when the exports are first known (listed, or known not
- *   to be served or readable), so a complete set never lacks them by accident.
+ * - `known` turns true once, when the objects are first known (listed, or known not to
+ *   be served); before that they are unknown, never "none": a refused or failed read
+ *   makes nothing known, so a caller keeps whatever it holds of them;
+ * - `settled` turns true once, at the read's first answer of either kind (known, or a
+ *   failure), so whoever waits for the objects waits no longer than one answer.
  */
 import {
   INITIAL_MCS_AVAILABILITY,
@@ -59,7 +62,7 @@ export interface OptionalWatchDeps {
   readonly track: (promise: Promise<void>) => void;
   /** What `get(key)` returns changed. */
   readonly changed: (key: string) => void;
-  /** The availability changed (state, message or settled); `previous` is what it was. */
+  /** The availability changed (state, message, settled or known); `previous` is what it was. */
   readonly availabilityChanged: (availability: McsAvailability, previous: McsAvailability) => void;
 }
 
@@ -87,9 +90,14 @@ export class OptionalWatch<T extends KubeObject> {
     return this.#discoveries;
   }
 
-  /** The exports are known (see the invariants). */
+  /** The read has answered once, known or not (see the invariants). */
   get settled(): boolean {
     return this.#availability.settled;
+  }
+
+  /** The objects are known: `keys`/`get` say which exist (see the invariants). */
+  get known(): boolean {
+    return this.#availability.known;
   }
 
   get(key: string): T | undefined {
@@ -173,7 +181,8 @@ export class OptionalWatch<T extends KubeObject> {
       if (state === "active" || state === "watching") this.#deps.log.info({ mcs: state }, `${what}: ${state}`);
       else this.#deps.log.warn({ mcs: state }, `${what}: ${state}: ${message ?? ""}`);
     }
-    if (step.changed || previous.settled !== step.availability.settled)
+    const { settled, known } = step.availability;
+    if (step.changed || previous.settled !== settled || previous.known !== known)
       this.#deps.availabilityChanged(step.availability, previous);
   }
 

@@ -159,6 +159,18 @@ export const ToWriterFromActorSchema = v.object({
   mcsExports: v.exactOptional(v.array(McsExportSchema)),
   /** ServiceImport keys whose export from this cluster is gone. Absent means none. */
   mcsExportDeletes: v.exactOptional(v.array(localKey)),
+  /**
+   * Only on a complete batch (checked by the decoder), which then carries no
+   * `mcsExports`: the cluster's MCS exports are NOT known (SPEC §12: the ServiceExport
+   * discovery or list failed, was refused or timed out, and no list of this incarnation
+   * says which exist). The writer keeps the exports it holds of the cluster and treats
+   * the cluster's import parts as it treats an unknown cluster's (kept as written, never
+   * deleted), until a complete batch without this flag. Absent: the exports are known
+   * (`mcsExports`, absent meaning none). Loss: as for any batch (a new channel gets a
+   * complete batch); duplication: the same assertion again; order: one port keeps it,
+   * and the next complete batch replaces it.
+   */
+  mcsExportsUnknown: v.exactOptional(v.literal(true)),
 });
 export type ToWriterFromActor = DeepReadonly<v.InferOutput<typeof ToWriterFromActorSchema>>;
 
@@ -272,7 +284,7 @@ export const decodeToWriter = decoder("to writer", ToWriterSchema);
 export const decodeFromWriter = decoder("from writer", FromWriterSchema);
 
 const decodeBatch = decoder("desired channel", ToWriterFromActorSchema);
-/** Also checks that every upsert and member belongs to the channel's cluster. */
+/** Also checks that every upsert and member belongs to the channel's cluster, and where `mcsExportsUnknown` may stand. */
 export function decodeToWriterFromActor(value: unknown): ToWriterFromActor {
   const batch = decodeBatch(value);
   batch.upserts.forEach((m, i) => {
@@ -293,6 +305,10 @@ export function decodeToWriterFromActor(value: unknown): ToWriterFromActor {
         `desired.batch: mcsExports[${i}].cluster: export of cluster ${m.cluster} on ${batch.cluster}'s channel`,
       );
   });
+  if (batch.mcsExportsUnknown && (!batch.complete || batch.mcsExports || batch.mcsExportDeletes))
+    throw new ProtocolError(
+      "desired.batch: mcsExportsUnknown: only on a complete batch without mcsExports or mcsExportDeletes",
+    );
   return batch;
 }
 

@@ -62,6 +62,11 @@ export const RemoteActorOptionsSchema = v.object({
   /** Tests only: the DNS servers (`ip:port`) gateway hostnames are resolved with; absent: the system's. */
   gatewayDnsServers: v.exactOptional(v.array(v.string())),
   /**
+   * How long a host missing from a headless Service's remote slices stays a host (its
+   * per-host mirror kept; SPEC §12, `--headless-host-grace`). Absent: 5 min.
+   */
+  headlessHostGraceMs: v.exactOptional(nonNegative),
+  /**
    * Accept `actor.inject-fault` (tests only). Default false: the message is then
    * rejected as a protocol error. Set only by a Supervisor constructed with
    * `testHooks: true`, never from the command line.

@@ -33,7 +33,7 @@ const mirrorEndpointPort = v.object({
   port: portNumber,
 });
 
-const desiredMirror = v.object({
+const desiredMirrorFields = v.object({
   cluster: name,
   namespace: name,
   name,
@@ -50,7 +50,13 @@ const desiredMirror = v.object({
       hosts: v.array(v.object({ hostname: name, service: name, address: v.exactOptional(v.string()) })),
     }),
   ),
+  hostsUnknown: v.exactOptional(v.literal(true)),
 });
+/** `hostsUnknown` marks an ordinary mirror: never next to `headless`. */
+const desiredMirror = v.pipe(
+  desiredMirrorFields,
+  v.check((m) => !(m.headless && m.hostsUnknown), "hostsUnknown: only on an ordinary mirror (no headless)"),
+);
 type _DesiredMirrorAgrees = Assert<Agree<DeepReadonly<v.InferOutput<typeof desiredMirror>>, DesiredMirror>>;
 export const DesiredMirrorSchema: v.GenericSchema<DesiredMirror> = desiredMirror;
 

@@ -27,6 +27,7 @@ export function remoteActorOptions(config: Config, o: ActorOptionOverrides): Rem
     ...(o.watchInactivityTimeoutMs ? { watchInactivityTimeoutMs: o.watchInactivityTimeoutMs } : {}),
     ...(o.deniedRetryMs ? { deniedRetryMs: o.deniedRetryMs } : {}),
     mcsRecheckMs: o.mcsRecheckMs ?? config.mcsRecheckMs,
+    headlessHostGraceMs: config.headlessHostGraceMs,
     ...(o.testHooks === true ? { testHooks: true } : {}),
     ...(o.gatewayDnsServers ? { gatewayDnsServers: [...o.gatewayDnsServers] } : {}),
     gatewayPolicy: gatewayPolicyOptions(config),

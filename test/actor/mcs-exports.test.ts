@@ -9,6 +9,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { ControlPlane } from "../../sandbox/control-plane.ts";
+import { type FaultProxy, startFaultProxyFor } from "../../sandbox/fault-proxy.ts";
 import { installMcsCrds, removeMcsCrds } from "../../sandbox/mcs-crds.ts";
 import type { ConnectionSpec } from "../../src/core/connection.ts";
 import { MCS_API_VERSION, type McsExport } from "../../src/core/mcs.ts";
@@ -26,6 +27,7 @@ import {
   ensureNamespace,
   type RunningActor,
   startActor,
+  summary,
   upsertsIn,
 } from "../helpers/remote-actor.ts";
 
@@ -36,6 +38,8 @@ const EXPORTS_RULE = {
   resources: ["serviceexports"],
   verbs: ["get", "list", "watch"],
 };
+const DISCOVERY_PATH = `/apis/${MCS_API_VERSION}`;
+const EXPORTS_PATH = `/apis/${MCS_API_VERSION}/serviceexports`;
 
 /** The export of `key` in `batch`, if it carries one. */
 const exportIn = (batch: Batch, key: string): McsExport | undefined =>
@@ -62,6 +66,7 @@ describe("MCS export, remote side (SPEC §12)", () => {
   let admin: ConnectionSpec;
   let client: KubeClient;
   const running: RunningActor[] = [];
+  const proxies: FaultProxy[] = [];
 
   before(async () => {
     plane = await ControlPlane.start({ clusters: ["remote"] });
@@ -80,6 +85,7 @@ describe("MCS export, remote side (SPEC §12)", () => {
   });
   after(async () => {
     await Promise.all(running.map((r) => r.actor.stop()));
+    await Promise.all(proxies.map((p) => p.stop()));
     client?.close();
     await plane?.stop();
   });
@@ -129,6 +135,7 @@ describe("MCS export, remote side (SPEC §12)", () => {
     const first = await r.waitForBatch("the complete set", (b) => b.complete);
     assert.deepEqual(upsertsIn(first, "mcs-late"), ["annotated-east"]);
     assert.equal(first.mcsExports, undefined);
+    assert.equal(first.mcsExportsUnknown, undefined, "not served: known to be none");
     await eventually("status: MCS not installed", () => (latest(r)?.mcs?.state === "not-installed" ? true : undefined));
     assert.match(latest(r)?.mcs?.message ?? "", /not installed/);
 
@@ -246,6 +253,9 @@ describe("MCS export, remote side (SPEC §12)", () => {
     const r = start({ ...admin, auth: { kind: "token", token } }, "south", recordingLogger(warnings));
     const first = await r.waitForBatch("the complete set", (b) => b.complete);
     assert.deepEqual(upsertsIn(first, "mcs-denied"), ["annotated-south"]);
+    // Refused before any list: the exports are unknown, which is not "none" (the writer keeps its imports).
+    assert.equal(first.mcsExports, undefined);
+    assert.equal(first.mcsExportsUnknown, true);
     const forbidden = await eventually("status: forbidden", () =>
       latest(r)?.mcs?.state === "forbidden" ? latest(r) : undefined,
     );
@@ -286,6 +296,71 @@ describe("MCS export, remote side (SPEC §12)", () => {
         ? true
         : undefined,
     );
+    assert.deepEqual(r.faults, []);
+  });
+
+  /**
+   * The remote reached through a fault proxy, with a token of a role that reads
+   * Services and ServiceExports (the proxy ends TLS, so a client certificate does not
+   * pass it).
+   */
+  async function proxied(): Promise<{ proxy: FaultProxy; connection: ConnectionSpec }> {
+    await installMcsCrds(adminKubeConfig(plane.cluster("remote"))); // idempotent
+    const proxy = await startFaultProxyFor(plane, "remote");
+    proxies.push(proxy);
+    const token = await mintServiceAccountToken(adminKubeConfig(plane.cluster("remote")), {
+      namespace: "mcs-proxied",
+      serviceAccount: "reader",
+      role: { kind: "ClusterRole", name: "mcs-proxied-reader", rules: [SERVICES_RULE, EXPORTS_RULE] },
+    });
+    return { proxy, connection: { ...admin, server: proxy.url, auth: { kind: "token", token } } };
+  }
+
+  /** The complete batches of `r` that drop export `key`: neither carry it nor say the exports are unknown. */
+  const dropping = (r: RunningActor, key: string): Batch[] =>
+    r.port.batches.filter((b) => b.complete && !exportIn(b, key) && b.mcsExportsUnknown !== true);
+
+  it("never sends a complete set without an export it cannot see: a first discovery answered 503 makes the exports unknown, not none", async () => {
+    const { proxy, connection } = await proxied();
+    await createService("mcs-flaky", "web");
+    await createServiceExport("mcs-flaky", "web");
+    await createExported(client, "mcs-flaky", "annotated", "mcs-gw");
+    let discoveries = 0;
+    proxy.setRules({
+      errorRate: 1,
+      errorStatus: 503,
+      match: (method, path) => method === "GET" && path === DISCOVERY_PATH && ++discoveries === 1,
+    });
+    const r = start(connection, "flaky");
+    // Discovery is asked again after the recheck period, and then web exports.
+    await r.waitForBatch("web's export", (b) => !!exportIn(b, "mcs-flaky/web"));
+    assert.equal(proxy.stats.injectedErrors, 1, "the first discovery was answered 503");
+    const first = r.port.batches.find((b) => b.complete);
+    assert.deepEqual(first ? upsertsIn(first, "mcs-flaky") : [], ["annotated-flaky"], "annotation export not held up");
+    assert.deepEqual(dropping(r, "mcs-flaky/web").map(summary), [], "no complete set says web is not exported");
+    assert.deepEqual(r.faults, []);
+  });
+
+  it("a ServiceExport list that keeps failing (500) holds back no other mode: annotation exports go on, the exports stay unknown", async () => {
+    const { proxy, connection } = await proxied();
+    proxy.setRules({
+      errorRate: 1,
+      errorStatus: 500,
+      match: (method, path) => method === "GET" && path === EXPORTS_PATH,
+    });
+    const r = start(connection, "broken");
+    const first = await r.waitForBatch("the complete set", (b) => b.complete);
+    assert.deepEqual(upsertsIn(first, "mcs-flaky"), ["annotated-broken"]);
+    assert.equal(first.mcsExportsUnknown, true, "the exports are unknown, not none");
+    await eventually("status: the list's failure said", () =>
+      /listing serviceexports\.multicluster\.x-k8s\.io failed .*unknown, not none/.test(latest(r)?.mcs?.message ?? "")
+        ? true
+        : undefined,
+    );
+    await createExported(client, "mcs-flaky", "later", "mcs-gw");
+    await r.waitForBatch("later's mirror", (b) => upsertsIn(b, "mcs-flaky").includes("later-broken"), first.seq);
+    assert.ok(proxy.stats.injectedErrors >= 1);
+    assert.deepEqual(dropping(r, "mcs-flaky/web").map(summary), []);
     assert.deepEqual(r.faults, []);
   });
 });

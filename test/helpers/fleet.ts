@@ -340,6 +340,23 @@ export class Fleet {
     await this.local.createNamespacedSecret({ namespace: CONTROLLER_NAMESPACE, body });
   }
 
+  /**
+   * Edits credentials Secret `name` in place (read, `mutate`, replace), again on a 409:
+   * a changed kubeconfig is a credentials rotation (SPEC §1).
+   */
+  async editSecret(name: string, mutate: (secret: V1Secret) => void): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      const secret = await this.local.readNamespacedSecret({ namespace: CONTROLLER_NAMESPACE, name });
+      mutate(secret);
+      try {
+        await this.local.replaceNamespacedSecret({ namespace: CONTROLLER_NAMESPACE, name, body: secret });
+        return;
+      } catch (error) {
+        if (statusCode(error) !== 409 || attempt > 5) throw error;
+      }
+    }
+  }
+
   /** Events with `reason` recorded on credentials Secret `secretName`. */
   async secretEvents(secretName: string, reason: string): Promise<CoreV1Event[]> {
     const list = await this.local.listNamespacedEvent({ namespace: CONTROLLER_NAMESPACE });

@@ -27,8 +27,15 @@ import { type Fleet, REMOTE_READER_NAMESPACE, REMOTE_READER_RULES } from "../hel
 import { createHeadless, localAddresses, setSlice } from "../helpers/headless.ts";
 import { eventually } from "../helpers/kube.ts";
 import { supervisorMetrics } from "../helpers/metrics.ts";
+import { waitForWriterIdle } from "../helpers/settle.ts";
 
 const GATEWAY_IP = "198.18.7.1";
+/**
+ * How long a host missing from its remote slices keeps its per-host mirror here
+ * (`--headless-host-grace`, 5 min by default): long enough for a test to see that a
+ * brief absence changes nothing, short enough for scaling down to converge.
+ */
+const HOST_GRACE_MS = 10_000;
 
 describe("headless Services (SPEC §12)", () => {
   let fleet: Fleet;
@@ -66,7 +73,7 @@ describe("headless Services (SPEC §12)", () => {
       let controller: Supervisor;
       const namespace = `hl-${mode}`;
       before(async () => {
-        controller = fleet.startInProcess({ endpointsApi: mode });
+        controller = fleet.startInProcess({ endpointsApi: mode, headlessHostGraceMs: HOST_GRACE_MS });
         await createHeadless(fleet, "east", namespace, "web");
         await setSlice(fleet, "east", namespace, "web", "web-abc12", ["web-0", "web-1"]);
       });
@@ -100,15 +107,48 @@ describe("headless Services (SPEC §12)", () => {
         await waitForA(resolver, `web-0.web-east.${namespace}.svc.cluster.local`, [ip]);
       });
 
-      it("converges when the StatefulSet scales up and down", async () => {
+      it("keeps a per-host mirror through its pod's brief absence (a StatefulSet rollout): same uid, same cluster IP", async () => {
+        const before = await fleet.waitForMirror(namespace, "web-0-east", (s) => !!s.spec?.clusterIP);
+        const headless = await fleet.waitForMirror(namespace, "web-east");
+        // web-0's pod is replaced: its endpoint leaves the slice until the new pod has an
+        // IP. web-2 joining in the same edit proves the edit was mirrored.
+        await setSlice(fleet, "east", namespace, "web", "web-abc12", ["web-1", "web-2"]);
+        await fleet.waitForMirror(namespace, "web-2-east");
+        await waitForWriterIdle(controller, { reports: 2 });
+        const away = await fleet.localService(namespace, "web-0-east");
+        assert.equal(away?.metadata?.uid, before.metadata?.uid, "web-0-east kept while its pod is away");
+        await setSlice(fleet, "east", namespace, "web", "web-abc12", ["web-0", "web-1", "web-2"]);
+        await waitForHosts(mode, namespace, "web-east", ["web-0", "web-1", "web-2"]);
+        const back = await fleet.localService(namespace, "web-0-east");
+        assert.equal(back?.metadata?.uid, before.metadata?.uid, "the same per-host Service");
+        assert.equal(back?.spec?.clusterIP, before.spec?.clusterIP, "the same cluster IP");
+        assert.equal((await fleet.localService(namespace, "web-east"))?.metadata?.uid, headless.metadata?.uid);
+      });
+
+      it("converges when the StatefulSet scales up and down (a host gone for longer than the grace)", async () => {
         await setSlice(fleet, "east", namespace, "web", "web-abc12", ["web-0", "web-1", "web-2"]);
         await fleet.waitForMirror(namespace, "web-2-east");
         await waitForHosts(mode, namespace, "web-east", ["web-0", "web-1", "web-2"]);
         await setSlice(fleet, "east", namespace, "web", "web-abc12", ["web-1", "web-2"]);
-        await fleet.waitForNoMirror(namespace, "web-0-east");
+        await fleet.waitForNoMirror(namespace, "web-0-east", HOST_GRACE_MS + 60_000);
         await waitForHosts(mode, namespace, "web-east", ["web-1", "web-2"]);
         await waitForA(resolver, `web-0.web-east.${namespace}.svc.cluster.local`, []);
         assert.deepEqual(await lookupA(resolver, `web-0.web-east.${namespace}.svc.cluster.local`), []);
+      });
+
+      it("scaled to 0 and back, the mirror stays headless: no hosts meanwhile, never an ordinary mirror", async () => {
+        const headless = await fleet.waitForMirror(namespace, "web-east", (s) => s.spec?.clusterIP === "None");
+        await setSlice(fleet, "east", namespace, "web", "web-abc12", []);
+        await fleet.waitForNoMirror(namespace, "web-1-east", HOST_GRACE_MS + 60_000);
+        await fleet.waitForNoMirror(namespace, "web-2-east");
+        await waitForHosts(mode, namespace, "web-east", []);
+        await waitForWriterIdle(controller, { reports: 2 });
+        const empty = await fleet.localService(namespace, "web-east");
+        assert.equal(empty?.metadata?.uid, headless.metadata?.uid, "the same headless mirror");
+        assert.equal(empty?.spec?.clusterIP, "None");
+        await setSlice(fleet, "east", namespace, "web", "web-abc12", ["web-0"]);
+        await waitForHosts(mode, namespace, "web-east", ["web-0"]);
+        assert.equal((await fleet.localService(namespace, "web-east"))?.metadata?.uid, headless.metadata?.uid);
       });
     });
   }
@@ -174,7 +214,7 @@ describe("headless Services (SPEC §12)", () => {
       assert.equal(await fleet.localService(namespace, "0kv-east"), undefined);
     });
 
-    it("a remote that denies reading EndpointSlices: headless Services mirrored as ordinary ones, reported once, the rest unharmed", async () => {
+    it("a remote that denies reading EndpointSlices from the start: its headless Services, never read and never mirrored headless, are ordinary mirrors; reported once, the rest unharmed", async () => {
       const token = await mintServiceAccountToken(fleet.kubeConfig("east"), {
         namespace: REMOTE_READER_NAMESPACE,
         serviceAccount: "fleet-mirror-reader-no-slices",
@@ -202,7 +242,10 @@ describe("headless Services (SPEC §12)", () => {
       assert.equal(denied.resource, "discovery.k8s.io/endpointslices");
       const event = await fleet.waitForSecretEvent("cluster-credentials-noslices", "RemoteReadDenied");
       assert.equal(event.type, "Warning");
-      assert.match(event.message ?? "", /headless Services are mirrored as ordinary Services/);
+      assert.match(
+        event.message ?? "",
+        /headless Services keep the hosts last read, and one never read is mirrored as an ordinary Service unless its mirror is headless already/,
+      );
       const metrics = await supervisorMetrics(controller);
       assert.match(
         metrics,
@@ -229,6 +272,38 @@ describe("headless Services (SPEC §12)", () => {
       await fleet.waitForMirror(namespace, "kv-noslices", (s) => s.spec?.clusterIP === "None");
       await fleet.waitForMirror(namespace, "kv-0-noslices");
       await eventually("noslices without a denied read", () => (row("noslices")?.deniedReads ? undefined : true));
+    });
+
+    it("an actor restarted under a role that lost EndpointSlices keeps the headless mirrors it cannot read: no flip, no per-host mirror lost", async () => {
+      const headless = await fleet.waitForMirror(namespace, "kv-noslices", (s) => s.spec?.clusterIP === "None");
+      const host = await fleet.waitForMirror(namespace, "kv-0-noslices", (s) => !!s.spec?.clusterIP);
+      const rotate = async (rules: typeof REMOTE_READER_RULES): Promise<void> => {
+        const token = await mintServiceAccountToken(fleet.kubeConfig("east"), {
+          namespace: REMOTE_READER_NAMESPACE,
+          serviceAccount: "fleet-mirror-reader-no-slices",
+          role: { kind: "ClusterRole", name: "fleet-mirror-remote-reader-no-slices", rules },
+        });
+        const kubeconfig = Buffer.from(await fleet.remoteKubeconfig("east", token)).toString("base64");
+        await fleet.editSecret("cluster-credentials-noslices", (secret) => {
+          secret.data = { ...secret.data, kubeconfig };
+        });
+      };
+      // A credentials rotation: the new incarnation's very first slice read is refused.
+      await rotate(REMOTE_READER_RULES.filter((r) => !r.resources.includes("endpointslices")));
+      await eventually("noslices' new incarnation denied", () => row("noslices")?.deniedReads?.[0]);
+      await eventually("noslices synced", () => (row("noslices")?.state === "synced" ? true : undefined));
+      await waitForWriterIdle(controller, { reports: 2 });
+      const kept = await fleet.localService(namespace, "kv-noslices");
+      assert.equal(kept?.metadata?.uid, headless.metadata?.uid, "the headless mirror kept");
+      assert.equal(kept?.spec?.clusterIP, "None");
+      const keptHost = await fleet.localService(namespace, "kv-0-noslices");
+      assert.equal(keptHost?.metadata?.uid, host.metadata?.uid, "its per-host mirror kept");
+      // The read granted again: listed, and still the same objects.
+      await rotate(REMOTE_READER_RULES);
+      await eventually("noslices without a denied read", () => (row("noslices")?.deniedReads ? undefined : true));
+      await waitForWriterIdle(controller, { reports: 2 });
+      assert.equal((await fleet.localService(namespace, "kv-0-noslices"))?.metadata?.uid, host.metadata?.uid);
+      assert.equal((await fleet.localService(namespace, "kv-noslices"))?.metadata?.uid, headless.metadata?.uid);
     });
   });
 });

@@ -13,7 +13,9 @@ import type { Resolver } from "node:dns/promises";
 import { after, before, describe, it } from "node:test";
 import type { V1Secret } from "@kubernetes/client-node";
 import type { CoreDns } from "../../sandbox/coredns.ts";
-import { MCS_SERVICE_NAME_LABEL, MCS_SOURCE_CLUSTER_LABEL } from "../../src/core/mcs.ts";
+import { startFaultProxyFor } from "../../sandbox/fault-proxy.ts";
+import { renderKubeconfig } from "../../sandbox/kubeconfig.ts";
+import { MCS_API_VERSION, MCS_SERVICE_NAME_LABEL, MCS_SOURCE_CLUSTER_LABEL } from "../../src/core/mcs.ts";
 import { mintServiceAccountToken } from "../../src/kube/service-account.ts";
 import type { ClusterRow } from "../../src/status/fleet-view.ts";
 import type { Supervisor } from "../../src/supervisor/supervisor.ts";
@@ -190,6 +192,71 @@ describe("the Kubernetes MCS API (SPEC §12)", () => {
       (await importSlices(fleet, NS, "web")).map((s) => s.metadata?.resourceVersion),
       beforeSlices,
     );
+  });
+
+  it("keeps every import through a credentials rotation whose ServiceExport discovery fails: unknown is not none", async () => {
+    // West is the only exporter of `solo` and one of web's two.
+    await fleet.createService("west", NS, "solo", { gateway: false });
+    await createServiceExport(fleet, "west", NS, "solo");
+    const solo = await waitForServiceImport(fleet, NS, "solo", (s) => (s.status?.clusters ?? []).length === 1);
+    const derived = await fleet.waitForMirror(NS, derivedName(NS, "solo"));
+    const web = await serviceImport(fleet, NS, "web");
+    const westSlices = async (): Promise<string[]> =>
+      (await importSlices(fleet, NS, "web"))
+        .filter((s) => s.metadata?.labels?.[MCS_SOURCE_CLUSTER_LABEL] === "west")
+        .map((s) => `${s.metadata?.name}@${s.metadata?.uid}`);
+    const slicesBefore = await westSlices();
+    assert.equal(slicesBefore.length, 1);
+    const unchanged = async (when: string): Promise<void> => {
+      const now = await serviceImport(fleet, NS, "solo");
+      assert.equal(now?.metadata.uid, solo.metadata.uid, `${when}: solo's ServiceImport kept`);
+      assert.deepEqual(now?.spec.ips, solo.spec.ips, `${when}: solo's ServiceImport IP`);
+      const service = await fleet.localService(NS, derivedName(NS, "solo"));
+      assert.equal(service?.metadata?.uid, derived.metadata?.uid, `${when}: solo's derived Service kept`);
+      assert.equal(service?.spec?.clusterIP, derived.spec?.clusterIP, `${when}: solo's cluster IP kept`);
+      assert.equal((await serviceImport(fleet, NS, "web"))?.metadata.uid, web?.metadata.uid, `${when}: web kept`);
+      assert.deepEqual(await westSlices(), slicesBefore, `${when}: west's part of web kept`);
+    };
+
+    const proxy = await startFaultProxyFor(fleet.plane, "west");
+    let failing = true;
+    proxy.setRules({
+      errorRate: 1,
+      errorStatus: 503,
+      match: (method, path) => failing && method === "GET" && path === `/apis/${MCS_API_VERSION}`,
+    });
+    const rotate = async (server: string): Promise<void> => {
+      const remote = fleet.plane.cluster("west");
+      const kubeconfig = renderKubeconfig({
+        cluster: "west",
+        server,
+        caPem: remote.caPem,
+        user: "fleet-mirror",
+        auth: { token: await fleet.mintRemoteToken("west") },
+      });
+      await fleet.editSecret("cluster-credentials-west", (secret) => {
+        secret.data = { ...secret.data, kubeconfig: Buffer.from(kubeconfig).toString("base64") };
+      });
+    };
+    try {
+      await rotate(proxy.url);
+      await eventually("west's new incarnation, its ServiceExport discovery failed", () =>
+        row("west")?.mcs?.state === "unavailable" ? true : undefined,
+      );
+      // Its complete set went out once its Services listed; two idle reports: absorbed and planned.
+      await eventually("west synced", () => (row("west")?.state === "synced" ? true : undefined));
+      await waitForWriterIdle(controller, { reports: 2 });
+      await unchanged("discovery failing");
+      failing = false;
+      await eventually("west's exports known again", () => (row("west")?.mcs?.state === "active" ? true : undefined));
+      await waitForWriterIdle(controller, { reports: 2 });
+      await unchanged("discovery answered");
+      await rotate(fleet.plane.cluster("west").server);
+      await eventually("the proxied incarnation gone", () => (proxy.stats.openConnections === 0 ? true : undefined));
+      await eventually("west active, direct", () => (row("west")?.mcs?.state === "active" ? true : undefined));
+    } finally {
+      await proxy.stop();
+    }
   });
 
   it("turns MCS off for a remote whose role lacks the ServiceExport read: one Event, a metric, other modes go on", async () => {

@@ -95,19 +95,6 @@ describe("registering remote clusters through credentials Secrets", () => {
     return secretName;
   }
 
-  async function editSecret(name: string, mutate: (secret: V1Secret) => void): Promise<void> {
-    for (let attempt = 0; ; attempt++) {
-      const secret = await fleet.local.readNamespacedSecret({ namespace: CONTROLLER_NAMESPACE, name });
-      mutate(secret);
-      try {
-        await fleet.local.replaceNamespacedSecret({ namespace: CONTROLLER_NAMESPACE, name, body: secret });
-        return;
-      } catch (error) {
-        if (statusCode(error) !== 409 || attempt > 5) throw error;
-      }
-    }
-  }
-
   async function deleteSecret(name: string): Promise<void> {
     await fleet.local.deleteNamespacedSecret({ namespace: CONTROLLER_NAMESPACE, name });
   }
@@ -340,7 +327,7 @@ describe("registering remote clusters through credentials Secrets", () => {
       assert.equal(existsSync(marker), false, "the Secret's exec command never ran");
 
       const kubeconfig = await fleet.remoteKubeconfig("east");
-      await editSecret(c.id, (secret) => c.fix(secret, kubeconfig));
+      await fleet.editSecret(c.id, (secret) => c.fix(secret, kubeconfig));
       await waitForFullMirror("invalid", `${c.id}-${c.cluster}`);
       const registered = await waitForSecretRow(controller, c.id, (r) => r.state === "synced", "to be synced");
       assert.equal(registered.cluster, c.cluster);
@@ -425,7 +412,7 @@ describe("registering remote clusters through credentials Secrets", () => {
     });
 
     const guard = guardMirror("rot", "web-rot", before);
-    await editSecret("rot", (secret) => {
+    await fleet.editSecret("rot", (secret) => {
       secret.data = { [KUBECONFIG_KEY]: b64(rotated) };
     });
     const newThread = await eventually("a new actor thread for rot", () => {
@@ -476,7 +463,7 @@ describe("registering remote clusters through credentials Secrets", () => {
         user: "u",
         auth: { token },
       });
-      await editSecret("rot-burst", (secret) => {
+      await fleet.editSecret("rot-burst", (secret) => {
         secret.data = { [KUBECONFIG_KEY]: b64(kubeconfig) };
       });
     }
@@ -513,7 +500,7 @@ describe("registering remote clusters through credentials Secrets", () => {
     await registerAs("east", "ren-old", "ren");
     await waitForFullMirror("ren", "web-ren-old");
 
-    await editSecret("ren", (secret) => {
+    await fleet.editSecret("ren", (secret) => {
       secret.metadata = {
         ...secret.metadata,
         annotations: { ...(secret.metadata?.annotations ?? {}), [CLUSTER_NAME]: "ren-new" },
@@ -630,7 +617,7 @@ describe("registering remote clusters through credentials Secrets", () => {
 
     const guard = guardMirror("flaky", "web-flaky", before);
     const refused = await closedPort();
-    await editSecret("flaky", (secret) => {
+    await fleet.editSecret("flaky", (secret) => {
       secret.data = { [KUBECONFIG_KEY]: b64(kubeconfigFor(`https://127.0.0.1:${refused}`)) };
     });
     await eventually("a new actor thread for flaky", () => {
@@ -666,7 +653,7 @@ describe("registering remote clusters through credentials Secrets", () => {
 
     const guard = guardMirror("typo", "web-typo", before);
     const good = await fleet.local.readNamespacedSecret({ namespace: CONTROLLER_NAMESPACE, name: "typo" });
-    await editSecret("typo", (secret) => {
+    await fleet.editSecret("typo", (secret) => {
       secret.data = { [KUBECONFIG_KEY]: b64("apiVersion: v1\nclusters: [ {server: \n") };
     });
     await waitForSecretRow(controller, "typo", (r) => r.state === "invalid" && r.cluster === "typo", "to be invalid");
@@ -675,7 +662,7 @@ describe("registering remote clusters through credentials Secrets", () => {
     // The registry change reached the writer: two reports later with nothing queued or in
     // flight, a wrongful garbage collection would have been written.
     await waitForWriterIdle(controller, { reports: 2 });
-    await editSecret("typo", (secret) => {
+    await fleet.editSecret("typo", (secret) => {
       secret.data = good.data ?? {};
     });
     await waitForSecretRow(controller, "typo", (r) => r.state === "synced", "to be synced again");

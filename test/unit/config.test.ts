@@ -32,6 +32,7 @@ const BAD_VALUES: Record<string, { readonly bad: readonly string[]; readonly all
   "gateway-resolve-period": { bad: ["0", "999ms", "x", "48h"], allowed: /1s to 24h/ },
   "blocked-recheck-period": { bad: ["0", "0s", "0ms", "50ms", "never", "30d", "100h"], allowed: /100ms to 24h/ },
   "mcs-recheck-period": { bad: ["0", "500ms", "never", "25h"], allowed: /1s to 24h/ },
+  "headless-host-grace": { bad: ["-1s", "never", "", "25h", "1e3"], allowed: /0s to 24h/ },
   "write-concurrency": { bad: ["2.5", "0", "-1", "1e2", "0x10", "", " ", "eight", "257"], allowed: /1 to 256/ },
   "write-qps": { bad: ["-1", "", "abc", "Infinity", "NaN", "1e3", "100001"], allowed: /0 \(no limit\) to 100000/ },
   "write-burst": { bad: ["0", "1.5", "-3", "", "100001"], allowed: /1 to 100000/ },
@@ -100,6 +101,8 @@ describe("run's numeric flags", () => {
       ["blocked-recheck-period", "24h"],
       ["mcs-recheck-period", "1s"],
       ["mcs-recheck-period", "24h"],
+      ["headless-host-grace", "0"],
+      ["headless-host-grace", "24h"],
       ["resync-period", "1s"],
       ["resync-period", "1.5m"],
       ["gateway-resolve-period", "24h"],
@@ -120,6 +123,8 @@ describe("run's numeric flags", () => {
     const mcs = parseRunConfig(["--mcs-recheck-period", "90s"], {});
     assert.ok(mcs !== "help");
     assert.equal(mcs.mcsRecheckMs, 90_000);
+    // The default: a host missing from a headless Service's slices keeps its mirror 5 min (SPEC §12).
+    assert.equal(config.headlessHostGraceMs, 300_000);
     assert.equal(config.writeConcurrency, 3);
     assert.equal(config.writeQps, 2.5);
     assert.equal(config.blockedRecheckMs, 250);

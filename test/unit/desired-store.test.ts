@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { DesiredMirror } from "../../src/core/desired.ts";
 import type { FederatedMember } from "../../src/core/federated.ts";
+import { importKey, type McsExport } from "../../src/core/mcs.ts";
 import type { ToWriterFromActor } from "../../src/protocol/messages.ts";
 import { DesiredStore } from "../../workers/local-writer/desired-store.ts";
 
@@ -48,6 +49,8 @@ function batch(
     deletes?: string[];
     members?: FederatedMember[];
     memberDeletes?: string[];
+    mcsExports?: McsExport[];
+    mcsExportsUnknown?: true;
   } = {},
 ): ToWriterFromActor {
   seq += 1;
@@ -61,7 +64,14 @@ function batch(
     deletes: opts.deletes ?? [],
     ...(opts.members ? { members: opts.members } : {}),
     ...(opts.memberDeletes ? { memberDeletes: opts.memberDeletes } : {}),
+    ...(opts.mcsExports ? { mcsExports: opts.mcsExports } : {}),
+    ...(opts.mcsExportsUnknown ? { mcsExportsUnknown: true } : {}),
   };
+}
+
+/** `cluster`'s MCS export of ServiceImport `shop/<svc>` (SPEC §12). */
+function mcsExport(cluster: string, svc: string): McsExport {
+  return Object.freeze({ ...member(cluster, svc), name: svc, exportedAt: "2026-12-01T00:00:00Z" });
 }
 
 function member(cluster: string, svc: string): FederatedMember {
@@ -366,6 +376,43 @@ describe("DesiredStore fleet-wide members (SPEC §11)", () => {
     assert.deepEqual(keys, ["shop/web-federated"]);
     assert.equal(store.members("shop/web-federated").size, 0);
     assert.equal(store.registrationKnown, true);
+  });
+});
+
+describe("DesiredStore and MCS exports that are not known (SPEC §12)", () => {
+  const web = importKey({ namespace: "shop", name: "web" });
+
+  it("a complete set whose exports are unknown keeps what is held of them, from an earlier incarnation too, and the cluster's exports unknown", () => {
+    const store = new DesiredStore();
+    store.setKeep(["east", "west"]);
+    store.applyBatch(batch("east", 1, { complete: true, mcsExports: [mcsExport("east", "web")] }));
+    store.applyBatch(batch("west", 1, { complete: true }));
+    assert.deepEqual(sorted(store.exportsUnknown()), []);
+    // East restarts; its new incarnation's ServiceExport read fails.
+    const touched = store.applyBatch(batch("east", 2, { complete: true, mcsExportsUnknown: true }));
+    assert.deepEqual([...store.exports(web).keys()], ["east"], "east's export of web is kept");
+    assert.deepEqual(touched, [web], "web is reduced again: east's exports are unknown now");
+    assert.deepEqual(sorted(store.exportsUnknown()), ["east"]);
+    assert.equal(store.exportsKnown("east"), false);
+    assert.equal(store.known("east"), true, "its mirrors and members are known all the same");
+    assert.equal(store.gcAllowed("east"), true);
+    // Known again, and without web: now it goes.
+    assert.deepEqual(store.applyBatch(batch("east", 2, { complete: true })), [web]);
+    assert.equal(store.exports(web).size, 0);
+    assert.deepEqual(sorted(store.exportsUnknown()), []);
+  });
+
+  it("a first complete set with exports unknown (a writer restart) leaves the cluster's exports unknown, not an exporter of nothing", () => {
+    const store = new DesiredStore();
+    store.setKeep(["east"]);
+    store.applyBatch(
+      batch("east", 1, { complete: true, upserts: [mirror("east", "shop", "api")], mcsExportsUnknown: true }),
+    );
+    assert.deepEqual(sorted(store.exportsUnknown()), ["east"]);
+    assert.deepEqual(sorted(store.unknownClusters()), [], "known for mirrors and fleet-wide members");
+    store.applyBatch(batch("east", 1, { complete: true, mcsExports: [mcsExport("east", "web")] }));
+    assert.deepEqual(sorted(store.exportsUnknown()), []);
+    assert.deepEqual([...store.exports(web).keys()], ["east"]);
   });
 });
 

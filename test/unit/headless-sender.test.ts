@@ -1,9 +1,10 @@
 /**
  * The desired sender with headless Services (SPEC §12), on fake inputs: a complete set
- * waits for every exported headless Service's hostnames; while a Service's hostnames are
- * not known nothing new is sent for it (no flapping to an ordinary mirror and back);
- * hostnames appearing and disappearing upsert and delete per-host mirrors; 5 000 hosts
- * are one batch of at most 1 001 mirrors, and a report.
+ * waits for the first answer of every exported headless Service's slice list, and says
+ * "hosts unknown" of one whose list failed; while a Service's hostnames are not known
+ * nothing new is sent for it (no flapping to an ordinary mirror and back); hostnames
+ * appearing and disappearing upsert and delete per-host mirrors; no hosts at all keep
+ * the mirror headless; 5 000 hosts are one batch of at most 1 001 mirrors, and a report.
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
@@ -42,6 +43,8 @@ const service = (name: string, headless: boolean): Service => ({
 function world(services: Service[]) {
   const store = new Map(services.map((s) => [objectKey(s.metadata), s]));
   const hosts = new Map<string, HeadlessHosts>();
+  /** Services whose first slice list failed: a complete set waits for them no longer. */
+  const failed = new Set<string>();
   const port = new FakeDesiredPort();
   let acked = 0;
   const sender = new DesiredSender({
@@ -50,7 +53,7 @@ function world(services: Service[]) {
     batchDelayMs: 0,
     maxInFlight: 100,
     services: { get: (k) => store.get(k), values: () => store.values(), hasSynced: true },
-    serviceExports: { get: () => undefined, keys: () => [], settled: true },
+    serviceExports: { get: () => undefined, keys: () => [], settled: true, known: true },
     memberSelector: { key: "mirror.linkerd.io/federated", value: "member" },
     lookupHostname: () => undefined,
     deadAddresses: () => undefined,
@@ -64,7 +67,9 @@ function world(services: Service[]) {
     headlessPending: () =>
       [...store.values()].some(
         (s) =>
-          s.spec?.clusterIP === "None" && (hosts.get(objectKey(s.metadata)) ?? { kind: "pending" }).kind === "pending",
+          s.spec?.clusterIP === "None" &&
+          !failed.has(objectKey(s.metadata)) &&
+          (hosts.get(objectKey(s.metadata)) ?? { kind: "pending" }).kind === "pending",
       ),
     log: silentLogger(),
     guard: (fn) => fn,
@@ -81,7 +86,7 @@ function world(services: Service[]) {
       acked = b.seq;
       return b;
     });
-  return { store, hosts, port, sender, next };
+  return { store, hosts, failed, port, sender, next };
 }
 
 const names = (b: Batch): string[] => b.upserts.map((m) => m.name).sort();
@@ -128,12 +133,51 @@ describe("the desired sender and headless Services", () => {
     const other = await w.next("other's mirror");
     assert.deepEqual(names(other), ["other-east"]);
     assert.deepEqual(other.deletes, []);
-    // Denied: the ordinary mirror, and the per-host mirrors go.
-    w.hosts.set("shop/web", { kind: "denied" });
+    // No host left (scaled to 0): still the headless mirror, without hosts; never an ordinary one.
+    w.hosts.set("shop/web", { kind: "listed", hostnames: [] });
     w.sender.changed("shop/web");
-    const denied = await w.next("web as an ordinary mirror");
-    assert.deepEqual(denied.deletes, ["shop/web-1-east"]);
-    assert.equal(denied.upserts.find((m) => m.name === "web-east")?.headless, undefined);
+    const empty = await w.next("web without hosts");
+    assert.deepEqual(empty.deletes, ["shop/web-1-east"]);
+    assert.deepEqual(empty.upserts.find((m) => m.name === "web-east")?.headless, { hosts: [] });
+    // Endpoints without hostnames: an ordinary mirror.
+    w.hosts.set("shop/web", { kind: "ordinary" });
+    w.sender.changed("shop/web");
+    const ordinary = await w.next("web as an ordinary mirror");
+    const mirror = ordinary.upserts.find((m) => m.name === "web-east");
+    assert.equal(mirror?.headless, undefined);
+    assert.equal(mirror?.hostsUnknown, undefined);
+  });
+
+  it("a headless Service whose hosts are not known is the ordinary mirror marked hostsUnknown: in a delta when refused, in a complete set when its first list failed", async () => {
+    const w = world([gateway, service("web", true), service("db", true), service("api", false)]);
+    w.hosts.set("shop/web", { kind: "unknown" });
+    w.failed.add("shop/db"); // db's first list failed: pending still, but the complete set waits no longer
+    w.sender.requestSnapshot();
+    const first = await w.next("the complete set");
+    assert.equal(first.complete, true);
+    assert.deepEqual(names(first), ["api-east", "db-east", "web-east"]);
+    for (const name of ["db-east", "web-east"]) {
+      const m = first.upserts.find((u) => u.name === name);
+      assert.equal(m?.hostsUnknown, true, name);
+      assert.equal(m?.headless, undefined, name);
+    }
+    assert.equal(first.upserts.find((u) => u.name === "api-east")?.hostsUnknown, undefined);
+    // db still pending in a delta: nothing new for it. Listed at last: its headless mirrors.
+    w.sender.changed("shop/db");
+    w.store.set("shop/other", service("other", false));
+    w.sender.changed("shop/other");
+    assert.deepEqual(names(await w.next("other's mirror")), ["other-east"]);
+    // A Service whose read is refused before any list, in a delta: the marked ordinary mirror at once.
+    w.store.set("shop/late", service("late", true));
+    w.hosts.set("shop/late", { kind: "unknown" });
+    w.sender.changed("shop/late");
+    const late = await w.next("late's mirror");
+    assert.equal(late.upserts.find((m) => m.name === "late-east")?.hostsUnknown, true);
+    w.hosts.set("shop/db", { kind: "listed", hostnames: ["db-0"] });
+    w.sender.changed("shop/db");
+    const listed = await w.next("db's hosts");
+    assert.deepEqual(names(listed), ["db-0-east", "db-east"]);
+    assert.equal(listed.upserts.find((m) => m.name === "db-east")?.hostsUnknown, undefined);
   });
 
   it("a host named like an exported Service: that Service's own mirror, not a per-host one", async () => {

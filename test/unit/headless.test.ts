@@ -49,9 +49,12 @@ describe("the hostnames of a headless Service's remote slices", () => {
 });
 
 describe("the mirrors of a headless Service", () => {
-  it("without hostnames it is the ordinary mirror, unchanged", () => {
-    const ordinary = mirror();
-    assert.deepEqual(headlessMirrors(ordinary, []), { mirrors: [ordinary] });
+  it("with no hostname at all (a StatefulSet scaled to 0) it stays the headless mirror, without hosts", () => {
+    const { mirrors, problem } = headlessMirrors(mirror(), []);
+    assert.equal(problem, undefined);
+    assert.equal(mirrors.length, 1);
+    assert.deepEqual(mirrors[0]?.headless, { hosts: [] });
+    assert.deepEqual(mirrors[0]?.addresses, []);
   });
 
   it("with hostnames: the headless mirror first, then one ordinary mirror per host through the gateway", () => {

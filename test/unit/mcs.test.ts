@@ -29,19 +29,20 @@ describe("availability of ServiceExports in a remote cluster (SPEC §12)", () =>
   it("watches when discovery serves them and is active once the first list completes", () => {
     const steps = run([{ kind: "discovered", served: true }, { kind: "listed" }]);
     assert.deepEqual(
-      steps.map((s) => [s.state, s.effects, s.availability.settled]),
+      steps.map((s) => [s.state, s.effects, s.availability.settled, s.availability.known]),
       [
-        ["watching", ["start-watch"], false],
-        ["active", [], true],
+        ["watching", ["start-watch"], false, false],
+        ["active", [], true, true],
       ],
     );
   });
 
-  it("is not installed when discovery does not serve them, settled at once, and re-checks", () => {
+  it("is not installed when discovery does not serve them: known at once (none exist), and re-checks", () => {
     const [step] = run([{ kind: "discovered", served: false }]);
     assert.equal(step?.state, "not-installed");
     assert.deepEqual(step?.effects, ["schedule-recheck"]);
     assert.equal(step?.availability.settled, true);
+    assert.equal(step?.availability.known, true);
     assert.match(step?.availability.message ?? "", /not installed/);
   });
 
@@ -84,6 +85,14 @@ describe("availability of ServiceExports in a remote cluster (SPEC §12)", () =>
       ],
     );
     assert.equal(steps[1]?.availability.settled, true);
+    assert.equal(steps[1]?.availability.known, false, "refused before any list: the exports are unknown, not none");
+    assert.equal(steps[5]?.availability.known, true);
+  });
+
+  it("keeps the exports known when a read is refused after a list (what was listed stays)", () => {
+    const steps = run([{ kind: "discovered", served: true }, { kind: "listed" }, FORBIDDEN]);
+    assert.deepEqual(steps[2]?.effects, ["stop-watch", "schedule-recheck"]);
+    assert.equal(steps[2]?.availability.known, true);
   });
 
   it("forgets the exports when the CRD goes away under a running watch (404)", () => {
@@ -105,15 +114,56 @@ describe("availability of ServiceExports in a remote cluster (SPEC §12)", () =>
     assert.deepEqual(steps[2], { ...steps[1], effects: [], changed: false });
   });
 
-  it("reports a failed first discovery as unavailable (settled: the other modes are not held up) and re-checks", () => {
+  it("a list that fails before its first answer (500, a timeout) settles the read as unknown: the other modes are not held up", () => {
+    const steps = run([
+      { kind: "discovered", served: true },
+      { kind: "watch-failed", status: 500, message: "conversion webhook failed" },
+      { kind: "watch-failed", status: 0, message: "timed out" },
+      { kind: "listed" },
+    ]);
+    assert.deepEqual(
+      steps.map((s) => [s.state, s.effects, s.availability.settled, s.availability.known, s.availability.watching]),
+      [
+        ["watching", ["start-watch"], false, false, true],
+        ["watching", [], true, false, true],
+        ["watching", [], true, false, true],
+        ["active", [], true, true, true],
+      ],
+    );
+    assert.match(
+      steps[1]?.availability.message ?? "",
+      /failed \(conversion webhook failed\): they are unknown, not none/,
+    );
+    assert.deepEqual(
+      steps.map((s) => s.changed),
+      [true, true, false, true],
+      "said once",
+    );
+    assert.equal(steps[3]?.availability.message, undefined);
+  });
+
+  it("reports a failed first discovery as unavailable: settled (the other modes are not held up) but unknown, never none; re-checks", () => {
     const steps = run([
       { kind: "discovery-failed", message: "ECONNRESET" },
       { kind: "discovered", served: true },
+      { kind: "listed" },
     ]);
     assert.equal(steps[0]?.state, "unavailable");
     assert.deepEqual(steps[0]?.effects, ["schedule-recheck"]);
     assert.equal(steps[0]?.availability.settled, true);
+    assert.equal(steps[0]?.availability.known, false, "a failed discovery says nothing of which exports exist");
     assert.equal(steps[1]?.state, "watching");
+    assert.equal(steps[1]?.availability.known, false);
+    assert.equal(steps[2]?.availability.known, true);
+  });
+
+  it("a failed recheck of a cluster known not to serve them keeps it known (none)", () => {
+    const steps = run([
+      { kind: "discovered", served: false },
+      { kind: "discovery-failed", message: "503" },
+    ]);
+    assert.equal(steps[1]?.state, "not-installed");
+    assert.equal(steps[1]?.availability.known, true);
   });
 
   it("never starts a second watch, and ignores events that do not apply", () => {

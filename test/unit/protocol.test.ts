@@ -159,6 +159,16 @@ const valid: { decode: (value: unknown) => unknown; message: unknown }[] = [
     decode: decodeToWriterFromActor,
     message: { ...batch, members: [fleetMember], memberDeletes: ["shop/db-federated"] },
   },
+  {
+    decode: decodeToWriterFromActor,
+    message: {
+      ...batch,
+      complete: true,
+      deletes: [],
+      mcsExportsUnknown: true,
+      upserts: [{ ...mirror, hostsUnknown: true }],
+    },
+  },
   { decode: decodeToActorFromWriter, message: { type: "desired.ack", cluster: "east", epoch: 3, seq: 7 } },
   {
     decode: decodeToActorFromWriter,
@@ -380,6 +390,21 @@ const malformed: { decode: (value: unknown) => unknown; message: unknown; error:
     decode: decodeToWriterFromActor,
     message: { ...batch, memberDeletes: ["no-slash"] },
     error: "desired.batch: memberDeletes[0]: must be namespace/name",
+  },
+  {
+    decode: decodeToWriterFromActor,
+    message: { ...batch, complete: false, mcsExportsUnknown: true },
+    error: "desired.batch: mcsExportsUnknown: only on a complete batch without mcsExports or mcsExportDeletes",
+  },
+  {
+    decode: decodeToWriterFromActor,
+    message: { ...batch, complete: true, deletes: [], mcsExportsUnknown: false },
+    error: "desired.batch: mcsExportsUnknown: expected true but received false",
+  },
+  {
+    decode: decodeToWriterFromActor,
+    message: { ...batch, upserts: [{ ...mirror, headless: { hosts: [] }, hostsUnknown: true }] },
+    error: "desired.batch: upserts[0]: hostsUnknown: only on an ordinary mirror (no headless)",
   },
   {
     decode: decodeToWriterFromActor,

@@ -163,6 +163,7 @@ export class LocalWriterActor {
         // A late batch of a cluster whose shard was given up: refused, so no stale set is kept.
         if (!hostsCluster(this.#fence.ownership, batch.cluster)) return false;
         const wasKnown = this.#desired.known(batch.cluster);
+        const exportsWereKnown = this.#desired.exportsKnownOf(batch.cluster);
         const keys = this.#desired.applyBatch(batch);
         if (keys === undefined) return false;
         for (const key of keys) this.#enqueue(key);
@@ -170,7 +171,10 @@ export class LocalWriterActor {
         // It may also make the cluster known: the shared keys that depend on it (SPEC §11, §12).
         if (batch.complete) {
           for (const { key, owner } of this.#stores.observedMirrors()) if (owner === batch.cluster) this.#enqueue(key);
-          this.#sharedKeys.afterComplete(batch.cluster, wasKnown);
+          // Exports turning known or unknown change how the cluster counts in every import
+          // it is seen in, held or only observed (reconcile-imports.ts): re-reduce those too.
+          const unchanged = wasKnown && exportsWereKnown === this.#desired.exportsKnownOf(batch.cluster);
+          this.#sharedKeys.afterComplete(batch.cluster, unchanged);
         }
         return true;
       },

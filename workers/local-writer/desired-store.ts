@@ -18,7 +18,12 @@
  * - members of fleet-wide Services (SPEC §11) and MCS exports (SPEC §12) are held per
  *   cluster next to its mirrors, under the same rules (a complete batch replaces them
  *   all), keyed by the fleet-wide key and by the derived Service's key (`importKey`);
- *   a cluster is *known* once it sent a complete set (`known`).
+ *   a cluster is *known* once it sent a complete set (`known`);
+ * - a cluster's MCS exports are known only once a complete set said which they are: a
+ *   complete set that says they are unknown (`mcsExportsUnknown`: its ServiceExport read
+ *   failed or was refused) keeps the exports held for the cluster, from any earlier
+ *   incarnation, and puts the cluster in `exportsUnknown` (its import parts are kept as
+ *   written, never deleted) until a complete set says which they are.
  */
 import type { DesiredMirror } from "../../src/core/desired.ts";
 import type { FederatedMember } from "../../src/core/federated.ts";
@@ -31,6 +36,8 @@ import type { SharedStrings } from "./shared-strings.ts";
 interface ClusterDesired {
   epoch: number;
   complete: boolean;
+  /** The last complete set said which MCS exports the cluster has (see the invariants). */
+  exportsKnown: boolean;
   readonly mirrors: Map<string, DesiredMirror>;
 }
 
@@ -71,7 +78,7 @@ export class DesiredStore {
     if (cd && batch.epoch < cd.epoch) return undefined;
     if (this.#keep && !this.#keep.has(batch.cluster)) return undefined;
     if (!cd) {
-      cd = { epoch: batch.epoch, complete: false, mirrors: new Map() };
+      cd = { epoch: batch.epoch, complete: false, exportsKnown: false, mirrors: new Map() };
       this.#clusters.set(batch.cluster, cd);
     }
     cd.epoch = batch.epoch;
@@ -86,12 +93,19 @@ export class DesiredStore {
       }
       const nextMembers = new Set((batch.members ?? []).map((m) => objectKey(m)));
       touched.push(...this.#members.retain(batch.cluster, (key) => nextMembers.has(key)));
-      const nextExports = new Set((batch.mcsExports ?? []).map(importKey));
-      touched.push(...this.#exports.retain(batch.cluster, (key) => nextExports.has(key)));
+      // Exports not known are not "none": what is held of them stays.
+      const exportsKnown = batch.mcsExportsUnknown !== true;
+      if (exportsKnown) {
+        const nextExports = new Set((batch.mcsExports ?? []).map(importKey));
+        touched.push(...this.#exports.retain(batch.cluster, (key) => nextExports.has(key)));
+      }
       // The first complete set makes the cluster known: its parts, held before as an
-      // unknown cluster's (not trusted), count now.
+      // unknown cluster's (not trusted), count now. Its exports turning known or unknown
+      // change how its held import parts count (kept or not).
       if (!cd.complete) touched.push(...this.sharedKeysOf(batch.cluster));
+      else if (cd.exportsKnown !== exportsKnown) touched.push(...this.#exports.keysOf(batch.cluster));
       cd.complete = true;
+      cd.exportsKnown = exportsKnown;
     }
     for (const key of batch.memberDeletes ?? []) if (this.#members.delete(batch.cluster, key)) touched.push(key);
     // A part that is unchanged changes no reduction: its key is not touched (a complete
@@ -239,6 +253,28 @@ export class DesiredStore {
   /** Whether `cluster` sent a complete set: its membership is known (SPEC §11). */
   known(cluster: string): boolean {
     return this.#clusters.get(cluster)?.complete === true;
+  }
+  /** Whether `cluster`'s last complete set said which MCS exports it has (false before any). */
+  exportsKnownOf(cluster: string): boolean {
+    return this.#clusters.get(cluster)?.exportsKnown === true;
+  }
+
+  /**
+   * Clusters that sent a complete set saying their MCS exports are unknown (SPEC §12):
+   * for an import they are seen in, or were known to export to, they are unknown
+   * clusters (their parts kept, never deleted). Clusters without a complete set at all
+   * are in `unknownClusters`.
+   */
+  exportsUnknown(): Set<string> {
+    const out = new Set<string>();
+    for (const [cluster, cd] of this.#clusters) if (cd.complete && !cd.exportsKnown) out.add(cluster);
+    return out;
+  }
+
+  /** Whether `cluster`'s last complete set said which MCS exports it has. */
+  exportsKnown(cluster: string): boolean {
+    const cd = this.#clusters.get(cluster);
+    return cd?.complete === true && cd.exportsKnown;
   }
 
   /** Whether a `setKeep` arrived: the registered clusters are known. */

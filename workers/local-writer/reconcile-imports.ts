@@ -116,7 +116,8 @@ export class ImportReconciler {
         ? { kind: "requeue-after", ms: this.#deps.options.blockedRecheckMs }
         : { kind: "done" };
     };
-    if (!settled) return { kind: "requeue-after", ms: 1_000 }; // the ServiceImports are not known yet
+    // The ServiceImports are not known yet (a first list under way or failing: retried).
+    if (!settled || state === "watching") return { kind: "requeue-after", ms: 1_000 };
     if (state !== "active")
       return blockedFor("mcs-not-served", `ServiceImport ${namespace}/${service} is not written: ${message ?? state}`);
     if (ownershipOf(this.#deps).shards > 1)
@@ -200,7 +201,12 @@ export class ImportReconciler {
     // cluster the observed objects name that has not sent its complete set may still be
     // registered: unknown, not absent, so its part is kept (a restart writes nothing).
     const unknown = store.unknownClusters();
-    if (!store.registrationKnown) for (const c of observedClusters) if (!store.known(c)) unknown.add(c);
+    if (!store.registrationKnown) for (const c of observedClusters) if (!store.exportsKnown(c)) unknown.add(c);
+    // A cluster whose ServiceExport read failed (SPEC §12) is unknown for the imports it
+    // is seen in or was known to export to: its part is kept, the import never deleted
+    // for it. Elsewhere it holds nothing up (a role that never reads ServiceExports).
+    const involved = new Set([...observedClusters, ...exports.keys()]);
+    for (const c of store.exportsUnknown()) if (involved.has(c)) unknown.add(c);
     const ours = derivedService && isImportObject("Service", derivedService) ? derivedService : undefined;
     const reduction = holdWhileKept(
       reduceFederated({

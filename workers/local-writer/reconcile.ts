@@ -22,7 +22,7 @@ import { desiredSliceContents, sliceNames } from "../../src/core/endpoint-slices
 import { HEADLESS_MIRROR_LABEL, resolveHeadless } from "../../src/core/headless.ts";
 import { ownerCluster } from "../../src/core/labels.ts";
 import { type Blocked, MIRROR_KINDS, type ObservedObject } from "../../src/core/mirror-kinds.ts";
-import type { EndpointSlice, Endpoints } from "../../src/core/objects.ts";
+import type { EndpointSlice, Endpoints, Service } from "../../src/core/objects.ts";
 import { objectKey, splitKey } from "../../src/core/objects.ts";
 import { type MirrorPlan, planMirror } from "../../src/core/plan.ts";
 import { DERIVED_NAME } from "../../src/core/plan-imports.ts";
@@ -156,7 +156,10 @@ export class MirrorReconciler {
     if (owner !== undefined && !hostsCluster(ownership, owner)) return undefined;
     const winner = owner && claimants.includes(owner) ? owner : claimants[0];
     if (winner === undefined && owner === undefined && ownership.shards > 1) return undefined;
-    const claimed = winner ? store.get(winner, key) : undefined;
+    const found = winner ? store.get(winner, key) : undefined;
+    // Hosts unknown (SPEC §12): a headless mirror, and its per-host mirrors, stay as they are.
+    const kept = this.#keptAsObserved(found, service, owner);
+    const claimed = kept ? undefined : found;
     // Sharded, every object of the mirror carries its cluster's shard (core/shard-label.ts).
     const wanted =
       claimed && ownership.shards > 1
@@ -175,7 +178,7 @@ export class MirrorReconciler {
           namespaceExists,
           createNamespaces: options.createNamespaces,
           excludedNamespaces: options.excludedNamespaces,
-          gcAllowed: (cluster) => store.gcAllowed(cluster),
+          gcAllowed: (cluster) => !kept && store.gcAllowed(cluster),
           claimants,
         });
     for (const loser of claimants) {
@@ -214,6 +217,38 @@ export class MirrorReconciler {
         };
     }
     return undefined;
+  }
+
+  /**
+   * Whether the objects under a key stay exactly as observed because the hosts of a
+   * headless Service are not known (SPEC §12, `hostsUnknown`): `claimed` (the mirror
+   * wanted there) is marked so and the observed Service is its cluster's headless
+   * mirror; or nobody wants the key and the observed Service is a per-host mirror of
+   * such a headless mirror. Unknown hosts are never "no hosts": nothing is flipped to an
+   * ordinary mirror, nothing collected.
+   */
+  #keptAsObserved(
+    claimed: DesiredMirror | undefined,
+    service: Service | undefined,
+    owner: string | undefined,
+  ): boolean {
+    if (!service || service.metadata.deletionTimestamp) return false;
+    if (claimed) return claimed.hostsUnknown === true && this.#headlessOf(claimed.cluster, service);
+    const headless = service.metadata.labels?.[HEADLESS_MIRROR_LABEL];
+    if (headless === undefined || owner === undefined) return false;
+    const key = objectKey({ namespace: service.metadata.namespace, name: headless });
+    const parent = this.#deps.desired.get(owner, key);
+    const observed = this.#deps.cache.observed("Service", key, this.#deps.services.get(key));
+    return parent?.hostsUnknown === true && !!observed && this.#headlessOf(owner, observed);
+  }
+
+  /** Whether `service` is a headless mirror of `cluster` (ours, `clusterIP: None`, not being deleted). */
+  #headlessOf(cluster: string, service: Service): boolean {
+    return (
+      !service.metadata.deletionTimestamp &&
+      service.spec?.clusterIP === "None" &&
+      ownerCluster(service.metadata.labels) === cluster
+    );
   }
 
   /**

@@ -177,7 +177,10 @@ export class RemoteClusterActor {
           this.#servicesStarted = true;
           this.#watcher.start();
         }
-        if (now.settled && !before.settled && this.#watcher.hasSynced) this.#sender.requestSnapshot();
+        // The first answer lets the complete set go (exports known or not); exports
+        // known later make the complete set that said "unknown" out of date.
+        const answered = now.settled && !before.settled;
+        if ((answered || (now.known && !before.known)) && this.#watcher.hasSynced) this.#sender.requestSnapshot();
         this.#publish.markDirty();
       },
     });

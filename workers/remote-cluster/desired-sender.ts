@@ -20,7 +20,14 @@
  * - an exported headless Service with hostnames stands for several mirrors (its
  *   headless mirror and one per host, SPEC §12; `mirrorKeyOf`); while its hostnames are
  *   not known (its slices' first list) nothing new is sent for it, and a complete set
- *   waits until they are, so it never flaps to an ordinary mirror and back.
+ *   waits until its first list has answered (listed, or failed: at most one request
+ *   timeout), then says "hosts unknown" of it (`hostsUnknown`: the writer keeps what it
+ *   has), so it never flaps to an ordinary mirror and back, and one read that keeps
+ *   failing holds back nothing else;
+ * - likewise a complete set waits for the first answer of the ServiceExport read
+ *   (`settled`), then carries the exports if they are known, else `mcsExportsUnknown`
+ *   (never "no exports" for exports not known: the writer keeps the cluster's parts).
+ *   Once they are known, a complete set is sent again (the actor asks for it).
  */
 import { type AddressPolicy, DEFAULT_ADDRESS_POLICY } from "../../src/core/address-policy.ts";
 import {
@@ -55,8 +62,10 @@ export interface ServiceSource {
 export interface ServiceExportSource {
   get(key: string): ServiceExport | undefined;
   keys(): Iterable<string>;
-  /** The exports are known: the complete set may be sent. */
+  /** The read has answered (known or not): the complete set waits no longer. */
   readonly settled: boolean;
+  /** The exports are known: a complete set carries them; else it says they are unknown. */
+  readonly known: boolean;
 }
 
 /** The sender's flow control, for status and tests. */
@@ -69,7 +78,7 @@ export interface FlowState {
   readonly snapshotPending: boolean;
   /** Flushes that found changes to send but no credit. */
   readonly refusedFlushes: number;
-  /** Flushes of a complete set that waited for headless Services' hostnames (SPEC §12). */
+  /** Flushes of a complete set that waited for headless Services' first slice lists (SPEC §12). */
   readonly hostnameWaits: number;
 }
 
@@ -91,7 +100,7 @@ export interface DesiredSenderDeps {
   readonly headlessHosts: (key: string) => HeadlessHosts;
   /** The headless Service of `namespace` that keeps per-host name `<hostname>-<c>` (HeadlessWatches). */
   readonly hostClaimant: (namespace: string, hostname: string) => string | undefined;
-  /** Some exported headless Service's hostnames are not known yet: a complete set waits. */
+  /** Some exported headless Service's first slice list has not answered yet: a complete set waits. */
   readonly headlessPending: () => boolean;
   readonly log: LineLogger;
   /** Wraps the sender's callbacks (timer, port messages) in the actor's guard. */
@@ -159,7 +168,7 @@ export class DesiredSender {
     if (this.#synced) this.requestSnapshot();
   }
 
-  /** Services listed and ServiceExports known: a complete set can be computed. */
+  /** Services listed and the ServiceExport read answered: a complete set can be computed. */
   get #synced(): boolean {
     return this.#deps.services.hasSynced && this.#deps.serviceExports.settled;
   }
@@ -269,10 +278,11 @@ export class DesiredSender {
       return;
     }
     const complete = this.#needSnapshot;
-    // A complete set waits for the hostnames of every exported headless Service: without
-    // them it would turn a headless mirror into an ordinary one (SPEC §12), and back.
+    // A complete set waits for the first answer of every exported headless Service's
+    // slice list: a Service it cannot describe is sent as "hosts unknown" (SPEC §12),
+    // which a first list, a moment later, would usually have made needless.
     if (complete && this.#deps.headlessPending()) {
-      this.#hostnameWaits += 1; // the watch's first list schedules the next flush
+      this.#hostnameWaits += 1; // the watch's first answer schedules the next flush
       return;
     }
     const changes = complete ? this.#completeSet() : this.#delta();
@@ -295,6 +305,8 @@ export class DesiredSender {
       ...(memberDeletes.length > 0 ? { memberDeletes } : {}),
       ...(mcsExports.length > 0 ? { mcsExports } : {}),
       ...(mcsExportDeletes.length > 0 ? { mcsExportDeletes } : {}),
+      // Exports not known are not "none": the writer keeps what it holds of them.
+      ...(complete && !this.#deps.serviceExports.known ? { mcsExportsUnknown: true as const } : {}),
     });
     this.#deps.statusChanged();
     if (this.#dirty.size > 0 || this.#needSnapshot) this.scheduleFlush();
@@ -319,9 +331,9 @@ export class DesiredSender {
     for (const service of this.#deps.services.values()) keys.add(objectKey(service.metadata));
     this.#problems.retain(keys);
     for (const key of keys) {
-      const { mirrors, member, mcs } = this.#compute(key, views);
-      // `mirrors` is never undefined here: the flush waited for every headless Service's hostnames.
-      this.#diff(key, mirrors ?? [], member, mcs, changes);
+      const { mirrors, unknownMirrors, member, mcs } = this.#compute(key, views);
+      // A headless Service whose slices have not listed: "hosts unknown", never "no mirrors".
+      this.#diff(key, mirrors ?? unknownMirrors ?? [], member, mcs, changes);
     }
     return changes;
   }
