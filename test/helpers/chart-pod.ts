@@ -28,13 +28,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CoreV1Api, type V1PodSpec } from "@kubernetes/client-node";
-import { loadAll } from "js-yaml";
-import { ensureHelm } from "../../sandbox/binaries.ts";
+import { dump, loadAll } from "js-yaml";
+import { ensureHelm, ensureKubectl } from "../../sandbox/binaries.ts";
+import type { ControlPlane } from "../../sandbox/control-plane.ts";
 import { pipeBoth } from "../fixtures/pod-network.ts";
 import { docker } from "./docker.ts";
 import { CONTROLLER_NAMESPACE, type Fleet } from "./fleet.ts";
 import { eventually } from "./kube.ts";
-import { runTool, type ToolResult } from "./kubectl.ts";
+import { Kubectl, runTool, type ToolResult } from "./kubectl.ts";
 import { type PodRun, type PodTemplateSpec, podRun } from "./pod-run-args.ts";
 import { deletePlaceholderPod, podBoundToken } from "./pod-token.ts";
 
@@ -57,6 +58,23 @@ export async function renderChart(args: readonly string[] = []): Promise<Record<
   } finally {
     rmSync(home, { recursive: true, force: true });
   }
+}
+
+/**
+ * Applies a chart rendering (server-side) to the local cluster of a control plane that is
+ * starting: `Fleet.start`'s `installIdentity`, so the controller's namespace, ServiceAccount
+ * and RBAC are the chart's. The namespace's Pod Security (restricted) comes with it.
+ */
+export function installRendering(objects: readonly Record<string, unknown>[]): (plane: ControlPlane) => Promise<void> {
+  return async (plane) => {
+    const cache = mkdtempSync(join(tmpdir(), "fleet-mirror-kubectl-"));
+    try {
+      const kubectl = new Kubectl(await ensureKubectl(), cache, (c) => plane.cluster(c).adminKubeconfigPath);
+      await kubectl.ok("local", ["apply", "--server-side", "-f", "-"], objects.map((o) => dump(o)).join("---\n"));
+    } finally {
+      rmSync(cache, { recursive: true, force: true });
+    }
+  };
 }
 
 /** The Pod template of a rendered Deployment: its labels and spec. */
@@ -160,37 +178,41 @@ export class ChartPod {
     return new ChartPod(name, image, run, dir, ports, servers, core);
   }
 
+  /** Starts the Pod's sandbox (its network namespace and network), unless it runs already. */
+  async startSandbox(): Promise<void> {
+    if (await this.#exists(`${this.name}-sandbox`)) return;
+    await docker([
+      "run",
+      "--detach",
+      "--name",
+      `${this.name}-sandbox`,
+      "--label",
+      `${LABEL}=${process.pid}`,
+      ...this.run.sandboxArgs,
+      ...["--read-only", "--cap-drop", "ALL", "--user", "65532:65532", "--entrypoint", "node"],
+      ...[
+        "--volume",
+        `${POD_NETWORK}:/pod/pod-network.ts:ro`,
+        "--volume",
+        `${join(this.#dir, "network")}:/pod/network`,
+      ],
+      this.image,
+      ...["/pod/pod-network.ts", "/pod/network", ...this.#ports.map(String)],
+    ]);
+    await eventually(`the Pod ${this.name}'s network`, async () => {
+      const logs = await docker(["logs", `${this.name}-sandbox`]);
+      return this.#ports.every((port) => logs.includes(`listening ${port}\n`)) ? true : undefined;
+    });
+  }
+
   /**
-   * Starts the Pod's container (its sandbox first, once): a new container the first time,
-   * the same one again after `kill()` or `stop()`. Resolves when Docker started it.
+   * Starts the Pod's container (its sandbox first, when needed): a new container the first
+   * time, the same one again after `kill()` or `stop()`. Resolves when Docker started it.
    */
   async start(): Promise<void> {
-    const label = ["--label", `${LABEL}=${process.pid}`];
-    if (!(await this.#exists(`${this.name}-sandbox`))) {
-      await docker([
-        "run",
-        "--detach",
-        "--name",
-        `${this.name}-sandbox`,
-        ...label,
-        ...this.run.sandboxArgs,
-        ...["--read-only", "--cap-drop", "ALL", "--user", "65532:65532", "--entrypoint", "node"],
-        ...[
-          "--volume",
-          `${POD_NETWORK}:/pod/pod-network.ts:ro`,
-          "--volume",
-          `${join(this.#dir, "network")}:/pod/network`,
-        ],
-        this.image,
-        ...["/pod/pod-network.ts", "/pod/network", ...this.#ports.map(String)],
-      ]);
-      await eventually(`the Pod ${this.name}'s network`, async () => {
-        const logs = await docker(["logs", `${this.name}-sandbox`]);
-        return this.#ports.every((port) => logs.includes(`listening ${port}\n`)) ? true : undefined;
-      });
-    }
+    await this.startSandbox();
     if (await this.#exists(this.name)) await docker(["start", this.name]);
-    else await docker(["run", "--detach", ...label, ...this.run.containerArgs]);
+    else await docker(["run", "--detach", "--label", `${LABEL}=${process.pid}`, ...this.run.containerArgs]);
   }
 
   /** The kubelet's stop: SIGTERM, SIGKILL after the grace period. Resolves with the exit code and the time it took. */
@@ -221,6 +243,24 @@ export class ChartPod {
     if (port === undefined) throw new Error(`the container has no port ${name}`);
     const published = (await docker(["port", `${this.name}-sandbox`, `${port}/tcp`])).trim().split("\n")[0] ?? "";
     return `http://${published}`;
+  }
+
+  /**
+   * Resolves once GET /readyz on the published admin port answers 200 (the kubelet's
+   * readiness probe); rejects after `timeoutMs` with the container's last output.
+   */
+  async waitForReady(timeoutMs = 180_000): Promise<void> {
+    const url = `${await this.url("admin")}/readyz`;
+    const ready = async (): Promise<true | undefined> => {
+      const response = await fetch(url, { signal: AbortSignal.timeout(5_000) }).catch(() => undefined);
+      await response?.body?.cancel();
+      return response?.status === 200 ? true : undefined;
+    };
+    try {
+      await eventually(`${url} to answer 200`, ready, timeoutMs, 50);
+    } catch (error) {
+      throw new Error(`${(error as Error).message}\n${(await this.logs()).slice(-3_000)}`);
+    }
   }
 
   /** The container's output so far, every run of it (stdout, then stderr). */
