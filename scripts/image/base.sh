@@ -27,6 +27,8 @@
 #         written once per machine and pin set; a directory without `.complete` (an
 #         interrupted build) is rebuilt, never used. The daemon's copy carries labels naming
 #         the cache key and the CA bundle's hash: it is imported again when either differs.
+#         One base.sh at a time per cache (flock on image/.base.lock): a second one (another
+#         CI run, or the test while .ci/run builds in the background) waits, then finds it built.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -262,6 +264,9 @@ DOCKERFILE
   fi
 }
 
+mkdir -p "$(dirname "$out")"
+exec 8>"$(dirname "$out")/.base.lock"
+flock 8
 build_rootfs
 if [[ $what == rootfs ]]; then
   echo "$out"

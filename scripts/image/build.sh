@@ -10,6 +10,8 @@
 # stage is tagged too (fleet-mirror-build-stage:latest), so that its cache is not a
 # dangling image; the images a rebuild replaces are removed by id (never a prune: the
 # daemon may hold other people's images), so repeated builds do not fill the disk.
+# One build.sh at a time per cache (flock on image/.build.lock): a concurrent one waits,
+# then rebuilds from the daemon's cache in seconds.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -24,6 +26,11 @@ if [[ -z $tag ]]; then
   [[ -n $repository && -n $version ]] || { log "error: no image repository or appVersion in charts/fleet-mirror"; exit 1; }
   tag="$repository:$version"
 fi
+
+cache="${FLEET_MIRROR_CACHE:-$HOME/.cache/fleet-mirror}/image"
+mkdir -p "$cache"
+exec 7>"$cache/.build.lock"
+flock 7
 
 start=$SECONDS
 base="$(bash "$here/base.sh" | tail -n 1)"

@@ -69,9 +69,10 @@ start_dockerd() {
   log "starting dockerd (log: $state/dockerd.log)"
   # setsid: the daemon outlives this script and is not in the caller's process group, so a
   # Ctrl-C in the CI's terminal reaches the caller, whose `down` stops the daemon in order.
-  # 9>&-: the daemon must not inherit the lock's descriptor, or it would hold the lock.
+  # 7-9>&-: the daemon must inherit no lock's descriptor (this one's, or the image scripts'
+  # when they call it), or it would hold that lock for as long as it runs.
   setsid dockerd --host "unix://$socket" --pidfile "$state/dockerd.pid" \
-    >"$state/dockerd.log" 2>&1 < /dev/null 9>&- &
+    >"$state/dockerd.log" 2>&1 < /dev/null 7>&- 8>&- 9>&- &
   local pid=$! waited=0
   until answers; do
     if ! alive "$pid"; then
