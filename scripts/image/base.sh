@@ -59,6 +59,8 @@ out="${FLEET_MIRROR_CACHE:-$HOME/.cache/fleet-mirror}/image/base-$key"
 tag="fleet-mirror-base/node:${node_version}-npm${NPM_VERSION}-${DEBIAN_SUITE}-slim"
 ca_bundle=/etc/ssl/certs/ca-certificates.crt
 
+# The temporary directory of the step under way; each step removes its own when it ends,
+# the EXIT trap the one of a step that failed.
 work=""
 cleanup() {
   [[ -n $work ]] || return 0
@@ -66,6 +68,7 @@ cleanup() {
   local mount
   for mount in $(findmnt -rn -o TARGET | grep -F "$work/" | sort -r); do umount -l "$mount" || true; done
   rm -rf --one-file-system "$work"
+  work=""
 }
 trap cleanup EXIT
 
@@ -223,6 +226,7 @@ SH
   mv "$out.partial" "$out"
   touch "$out/.complete"
   log "done in $((SECONDS - start))s: $out ($(du -m "$out/rootfs.tar" | cut -f1) MB)"
+  cleanup
 }
 
 # Imports the cached root filesystem with the host's CA bundle on top as $tag, unless the
@@ -262,6 +266,7 @@ DOCKERFILE
   if [[ -n $old && $old != "$(docker image inspect --format '{{.Id}}' "$tag")" ]]; then
     docker rmi "$old" >/dev/null 2>&1 || true
   fi
+  cleanup
 }
 
 mkdir -p "$(dirname "$out")"
