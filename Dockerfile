@@ -2,17 +2,19 @@
 #
 #   docker build -t ghcr.io/fleet-mirror/fleet-mirror:0.1.0 .
 #
-# Three stages: `build` compiles the TypeScript with the dev dependencies (exactly what
+# Two stages: `build` compiles the TypeScript with the dev dependencies (exactly what
 # `npm run build` does for src/ and workers/: tsc -p tsconfig.image.json -> dist/src, dist/workers,
-# then scripts/bundle-entries.ts writes each thread entry as one bundled file over its
-# dist/workers/<kind>/entry.js; the sandbox/ tools and the demo stay out of the image); `deps`
-# installs the production dependencies only; `run` holds dist/ and those, runs as uid
-# 65532 (the uid deploy/deployment.yaml sets) and needs no writable root filesystem.
+# then scripts/bundle-entries.ts writes each thread entry, the `run` command and the other
+# commands as bundles over tsc's files; the sandbox/ tools and the demo stay out of the
+# image); `run` holds dist/ alone, runs as uid 65532 (the uid deploy/deployment.yaml sets)
+# and needs no writable root filesystem. No node_modules: every module src/main.ts loads is
+# a bundle or imports only Node's built-in modules (test/unit/command-bundles.test.ts).
 # No HEALTHCHECK: Kubernetes probes /healthz and /readyz on the admin port instead.
 #
-# Not built in CI (no Docker daemon on the build machines): this file is kept correct
-# by reading it against package.json and tsconfig.image.json; change them together.
-# For production, pin NODE_IMAGE by digest (node:24-bookworm-slim@sha256:...).
+# Built and run by the tests (test/integration/image.test.ts, `npm test`) on a local
+# stand-in for the base that differs only in --build-arg NODE_IMAGE (scripts/image/base.sh,
+# docs/DEPLOY.md "The image"). For production, pin NODE_IMAGE by digest
+# (node:24-bookworm-slim@sha256:..., the digest docs/DEPLOY.md names).
 ARG NODE_IMAGE=node:24-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
@@ -28,14 +30,6 @@ COPY workers ./workers
 COPY scripts/bundle-entries.ts ./scripts/bundle-entries.ts
 RUN npx tsc -p tsconfig.image.json && node scripts/bundle-entries.ts dist
 
-FROM ${NODE_IMAGE} AS deps
-WORKDIR /app
-COPY package.json package-lock.json ./
-# --omit=dev leaves out typescript, biome, @types and the `node` devDependency; none of
-# the production dependencies has an install script. --omit=optional as well: valibot
-# names typescript as an optional peer, which would otherwise bring it (30 MB) back.
-RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund
-
 FROM ${NODE_IMAGE} AS run
 ENV NODE_ENV=production
 # A named user for uid/gid 65532 (so the process has a passwd entry and a home path);
@@ -43,8 +37,8 @@ ENV NODE_ENV=production
 RUN groupadd --gid 65532 nonroot \
   && useradd --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin nonroot
 WORKDIR /app
-COPY --from=deps /app/package.json ./package.json
-COPY --from=deps /app/node_modules ./node_modules
+# package.json: its "type": "module" makes dist/'s .js files ES modules.
+COPY package.json ./package.json
 COPY --from=build /app/dist ./dist
 # `link` and `check` read the RBAC they create and review from deploy/rbac/ at run time.
 COPY deploy/rbac ./deploy/rbac

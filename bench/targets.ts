@@ -39,6 +39,9 @@ export const SUMMARY_KEYS = [
   "label_export_converge_ratio",
   "headless_writes_per_host_mirror",
   "headless_actor_heap_kb_per_service",
+  "image_app_mb",
+  "image_total_mb",
+  "container_ready_s",
 ] as const;
 
 /** One key of summary.json. */
@@ -86,6 +89,12 @@ export const TARGETS: Readonly<Record<SummaryKey, readonly [">=" | "<=" | "==", 
   headless_writes_per_host_mirror: ["<=", 2, "writes"],
   // Reported, with no bound: the remote actor's heap per watched headless Service of 50 hosts.
   headless_actor_heap_kb_per_service: null,
+  // The layers the project adds to its base image (node:24-bookworm-slim or the local stand-in).
+  image_app_mb: ["<=", 60, "MB"],
+  // Reported, with no bound: the whole image, its base included.
+  image_total_mb: null,
+  // Reported, with no bound: a new Pod of the chart (empty compile cache) from docker run to /readyz 200.
+  container_ready_s: null,
 };
 
 /** "met" or "MISSED" against the key's target; "—" for a key without one, "not measured" for null. */

@@ -3,9 +3,14 @@
  * dist/workers/<kind>/entry.js as a single file holding the entry, every module of src/
  * and workers/ it imports, and the npm packages it uses (pino, valibot, eventemitter3),
  * over the per-module file tsc wrote there. The `run` command's main-thread graph is
- * bundled the same way (`bundleRunCommand`, below). `src/supervisor/worker-entry.ts` resolves the
- * same path either way, so nothing else changes; tests that run the entries from the
- * TypeScript sources keep the module graph.
+ * bundled the same way (`bundleRunCommand`, below), and so are the other commands
+ * (`bundleCommands`). `src/supervisor/worker-entry.ts` resolves the same path either way,
+ * so nothing else changes; tests that run the entries from the TypeScript sources keep
+ * the module graph.
+ *
+ * With every module src/main.ts loads either in its own small static graph (which imports
+ * no package) or in a bundle, dist/ needs no node_modules at run time: the image ships
+ * none (test/unit/dist-graph.test.ts walks dist/src/main.js's graph to prove it).
  *
  * Why: a thread that loads ~100 modules one by one resolves, reads, compiles and links
  * each (and keeps a module record per file); one file is read and compiled once. Measured
@@ -17,8 +22,8 @@
  *
  *   node scripts/bundle-entries.ts [outdir=dist]
  */
-import { readFileSync, writeFileSync } from "node:fs";
-import { basename, resolve } from "node:path";
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { basename, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type BuildOptions, build, type Metafile, type Plugin } from "esbuild";
 
@@ -38,13 +43,39 @@ export const THREAD_ENTRIES = ["workers/remote-cluster/entry.ts", "workers/local
 export const RUN_ENTRY = "src/cli/run.ts";
 
 /**
- * Modules the run bundle imports from beside it instead of holding a copy: they are in
- * src/main.ts's own static graph, and one of them keeps state (signals.ts records the
- * signals received while the command loads), so there must be one instance of each.
- * Every import of them, from any module of the graph, resolves to the tsc output next to
- * the bundle (both sit in src/cli/).
+ * Modules the bundles import from beside them instead of holding a copy: src/main.ts's own
+ * static graph. One of them keeps state (signals.ts records the signals received while
+ * the command loads) and completion.ts reads the command list main dispatches on, so
+ * there must be one instance of each. Every import of them, from any module of a bundle's
+ * graph, resolves to the tsc output next to the bundle (all sit in src/cli/).
  */
-export const SHARED_WITH_MAIN = ["src/cli/signals.ts", "src/cli/program.ts"] as const;
+export const SHARED_WITH_MAIN = [
+  "src/cli/signals.ts",
+  "src/cli/program.ts",
+  "src/cli/commands.ts",
+  "src/cli/compile-cache.ts",
+] as const;
+
+/**
+ * The other modules src/main.ts and commands.ts load with `import()`: every command but
+ * `run`, and shell completion. They share one module graph (the CLI helpers and
+ * @kubernetes/client-node), so they are bundled together with code splitting: each stays
+ * one small file at its tsc path and the code they share sits in chunk files beside them
+ * (`COMMAND_CHUNK_PREFIX`), in src/cli/ too, so that paths resolved from a module's own
+ * URL (deploy/rbac/, two and three levels up) are the same as unbundled.
+ */
+export const COMMAND_ENTRIES = [
+  "src/cli/link.ts",
+  "src/cli/unlink.ts",
+  "src/cli/export.ts",
+  "src/cli/status.ts",
+  "src/cli/check.ts",
+  "src/cli/completion-command.ts",
+  "src/cli/completion.ts",
+] as const;
+
+/** The file name prefix of the commands' shared chunks in src/cli/ (a build removes the previous ones). */
+export const COMMAND_CHUNK_PREFIX = "command-chunk-";
 
 const REQUIRE_BANNER =
   "import { createRequire as __fleetMirrorCreateRequire } from 'node:module';\n" +
@@ -79,10 +110,10 @@ export function bundleEntries(outdir: string): Promise<Metafile> {
   return bundle(outdir, { entryPoints: [...THREAD_ENTRIES] });
 }
 
-/** Bundles the run command into `outdir`/src/cli/run.js, its SHARED_WITH_MAIN modules left as imports. */
-export function bundleRunCommand(outdir: string): Promise<Metafile> {
+/** Leaves every import of a SHARED_WITH_MAIN module as an import of its tsc output beside the bundle. */
+function sharedWithMain(): Plugin {
   const shared = new Set(SHARED_WITH_MAIN.map((path) => resolve(ROOT, path)));
-  const sharedWithMain: Plugin = {
+  return {
     name: "shared-with-main",
     setup(plugin) {
       plugin.onResolve({ filter: /\.ts$/ }, (args) => {
@@ -91,7 +122,29 @@ export function bundleRunCommand(outdir: string): Promise<Metafile> {
       });
     },
   };
-  return bundle(outdir, { entryPoints: [RUN_ENTRY], plugins: [sharedWithMain] });
+}
+
+/** Bundles the run command into `outdir`/src/cli/run.js, its SHARED_WITH_MAIN modules left as imports. */
+export function bundleRunCommand(outdir: string): Promise<Metafile> {
+  return bundle(outdir, { entryPoints: [RUN_ENTRY], plugins: [sharedWithMain()] });
+}
+
+/**
+ * Bundles COMMAND_ENTRIES into `outdir`/src/cli/ (one file each, their shared code in
+ * chunks beside them), SHARED_WITH_MAIN left as imports; the chunks of an earlier build
+ * are removed first, so dist/ holds only the ones its entries import.
+ */
+export function bundleCommands(outdir: string): Promise<Metafile> {
+  const cli = resolve(ROOT, outdir, "src/cli");
+  if (existsSync(cli)) {
+    for (const file of readdirSync(cli)) if (file.startsWith(COMMAND_CHUNK_PREFIX)) rmSync(join(cli, file));
+  }
+  return bundle(outdir, {
+    entryPoints: [...COMMAND_ENTRIES],
+    splitting: true,
+    chunkNames: `src/cli/${COMMAND_CHUNK_PREFIX}[hash]`,
+    plugins: [sharedWithMain()],
+  });
 }
 
 /**
@@ -112,7 +165,7 @@ function asciiOnly(file: string): void {
 
 if (import.meta.main) {
   const outdir = process.argv[2] ?? "dist";
-  const metafiles = [await bundleEntries(outdir), await bundleRunCommand(outdir)];
+  const metafiles = [await bundleEntries(outdir), await bundleRunCommand(outdir), await bundleCommands(outdir)];
   for (const [file, output] of metafiles.flatMap((metafile) => Object.entries(metafile.outputs))) {
     if (file.endsWith(".js")) process.stdout.write(`${file}: ${Math.round(output.bytes / 1024)} kB\n`);
   }

@@ -87,6 +87,7 @@ const sideBySide = {
   sharded: { smoke: false, runs: [{ ratio: 0.71, splitRatio: 0.93, failoverMovedMs: 14_567, failoverAllMs: 15_000 }] },
   "export-modes": { smoke: false, ratio: 0.98, runs: [] },
   headless: { smoke: false, convergence: { writesPerHostMirror: 2 }, actorHeapKbPerHeadlessService: 61.5 },
+  image: { smoke: false, imageAppMb: 13.3, imageTotalMb: 237.8, containerReadyS: 4.42 },
 };
 
 describe("summaryFromResults", () => {
@@ -127,6 +128,9 @@ describe("summaryFromResults", () => {
           label_export_converge_ratio: 0.98,
           headless_writes_per_host_mirror: 2,
           headless_actor_heap_kb_per_service: 61.5,
+          image_app_mb: 13.3,
+          image_total_mb: 237.8,
+          container_ready_s: 4.42,
         }).sort(([a], [b]) => a.localeCompare(b)),
       ),
     );

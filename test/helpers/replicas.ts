@@ -26,11 +26,11 @@ import { join } from "node:path";
 import { CoreV1Api } from "@kubernetes/client-node";
 import { type FaultProxy, startFaultProxyFor } from "../../sandbox/fault-proxy.ts";
 import { renderKubeconfig } from "../../sandbox/kubeconfig.ts";
-import { CONTROLLER_SERVICE_ACCOUNT } from "../../sandbox/rbac.ts";
 import type { AdminStatus } from "../../src/admin/source.ts";
 import { PROCESS_ENV, PROCESS_NODE_FLAGS } from "../../src/cli/process-flags.ts";
 import { CONTROLLER_NAMESPACE, ControllerProcess, type Fleet } from "./fleet.ts";
-import { eventually, statusCode } from "./kube.ts";
+import { eventually } from "./kube.ts";
+import { deletePlaceholderPod, podBoundToken } from "./pod-token.ts";
 
 const MAIN = {
   src: new URL("../../src/main.ts", import.meta.url).pathname,
@@ -285,7 +285,7 @@ export class Replicas {
     if (this.#all.has(name)) throw new Error(`replica ${name} exists already`);
     const main = options.main ?? MAIN[options.entry ?? "src"];
     if (!existsSync(main)) throw new Error(`${main} does not exist: run \`npm run build\` first`);
-    const token = await this.#podToken(name);
+    const token = await podBoundToken(this.#core, name);
     const local = this.#fleet.plane.cluster("local");
     const proxy = options.proxied ? await startFaultProxyFor(this.#fleet.plane, "local") : undefined;
     const kubeconfigPath = join(this.#fleet.plane.dir, `replica-${name}.kubeconfig`);
@@ -321,52 +321,6 @@ export class Replicas {
     const replicas = this.list;
     this.#all.clear();
     await Promise.all(replicas.map((r) => r.dispose()));
-    await Promise.all(
-      replicas.map(async (r) => {
-        try {
-          await this.#core.deleteNamespacedPod({
-            namespace: CONTROLLER_NAMESPACE,
-            name: r.name,
-            gracePeriodSeconds: 0,
-          });
-        } catch (error) {
-          if (statusCode(error) !== 404) throw error;
-        }
-      }),
-    );
-  }
-
-  /**
-   * A token of the controller's ServiceAccount bound to a new placeholder Pod `name`:
-   * the API server records the Pod's name with every request made with it.
-   */
-  async #podToken(name: string): Promise<string> {
-    const pod = await this.#core.createNamespacedPod({
-      namespace: CONTROLLER_NAMESPACE,
-      body: {
-        metadata: { name, labels: { "app.kubernetes.io/name": "fleet-mirror" } },
-        spec: {
-          serviceAccountName: CONTROLLER_SERVICE_ACCOUNT,
-          // Never scheduled: the sandbox has no nodes. The Pod exists only to bind the token.
-          containers: [{ name: "fleet-mirror", image: "fleet-mirror:sandbox" }],
-        },
-      },
-    });
-    const uid = pod.metadata?.uid;
-    if (!uid) throw new Error(`Pod ${name} was created without a uid`);
-    const response = await this.#core.createNamespacedServiceAccountToken({
-      name: CONTROLLER_SERVICE_ACCOUNT,
-      namespace: CONTROLLER_NAMESPACE,
-      body: {
-        spec: {
-          audiences: [],
-          expirationSeconds: 86_400,
-          boundObjectRef: { apiVersion: "v1", kind: "Pod", name, uid },
-        },
-      },
-    });
-    const token = response.status?.token;
-    if (!token) throw new Error(`TokenRequest bound to Pod ${name} returned no token`);
-    return token;
+    await Promise.all(replicas.map((r) => deletePlaceholderPod(this.#core, r.name)));
   }
 }
