@@ -8,6 +8,7 @@
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { parseArgs } from "node:util";
+import { type LimitsConfig, limitFlags, parseLimits } from "./config-limits.ts";
 import { DEFAULT_EXPORT_SELECTOR } from "./core/export.ts";
 import { DEFAULT_MEMBER_SELECTOR, type MemberSelector } from "./core/federated.ts";
 import { type LabelRequirement, parseLabelRequirement } from "./core/label-requirement.ts";
@@ -22,7 +23,8 @@ import {
   shortRange,
 } from "./flag-values.ts";
 
-export interface Config {
+/** The limit flags (`--max-response-mb`, `--max-*-per-cluster`, ...) are in config-limits.ts. */
+export interface Config extends LimitsConfig {
   readonly kubeconfig: string | undefined;
   readonly context: string | undefined;
   /** Namespace of the credentials Secrets (SPEC §1). */
@@ -226,6 +228,7 @@ export const runFlags = {
     description:
       "shadow mode: plan every write and make none (no mirror, Namespace, Event or Lease); report the plan in status, metrics and logs",
   },
+  ...limitFlags,
   help: { type: "boolean", short: "h", description: "show this help" },
 } as const;
 
@@ -336,6 +339,7 @@ export function parseRunConfig(argv: readonly string[], env: NodeJS.ProcessEnv =
     shards: parseNumericFlag("shards", str("shards")),
     expectedReplicas: parseNumericFlag("expected-replicas", str("expected-replicas")),
     dryRun: values["dry-run"] === true,
+    ...parseLimits(str),
   };
   if (config.dryRun && config.leaderElect)
     throw new ConfigError(

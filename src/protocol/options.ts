@@ -26,6 +26,8 @@ export const RemoteActorOptionsSchema = v.object({
    * is checked again (SPEC §12: the CRDs or the read can come later). Absent: 60 s.
    */
   mcsRecheckMs: v.exactOptional(v.pipe(finite, v.minValue(1, "must be >= 1"))),
+  /** Largest response body the actor's API client reads (`--max-response-mb`); absent: 64 MiB. */
+  maxResponseBytes: v.exactOptional(v.pipe(count, v.minValue(1, "must be >= 1"))),
   /**
    * Accept `actor.inject-fault` (tests only). Default false: the message is then
    * rejected as a protocol error. Set only by a Supervisor constructed with
@@ -72,6 +74,8 @@ export const WriterOptionsSchema = v.object({
   shards: v.exactOptional(v.pipe(count, v.minValue(1, "must be >= 1"))),
   /** How often the local cluster is checked again for ServiceImports while they are not readable (SPEC §12); absent: 60 s. */
   mcsRecheckMs: v.exactOptional(v.pipe(finite, v.minValue(1, "must be >= 1"))),
+  /** Largest response body the writer's API client reads (`--max-response-mb`); absent: 64 MiB. */
+  maxResponseBytes: v.exactOptional(v.pipe(count, v.minValue(1, "must be >= 1"))),
   /** `run --dry-run`: plan every write, send none (no mirror, Namespace or Event), report the plan. */
   dryRun: v.exactOptional(v.boolean()),
 });

@@ -42,6 +42,10 @@ const BAD_VALUES: Record<string, { readonly bad: readonly string[]; readonly all
   "leader-election-lease-duration": { bad: ["0", "500ms", "25h", "soon"], allowed: /1s to 24h/ },
   "leader-election-renew-deadline": { bad: ["0", "50ms", "25h"], allowed: /100ms to 24h/ },
   "leader-election-retry-period": { bad: ["0", "0ms", "50ms", "25h"], allowed: /100ms to 24h/ },
+  "max-response-mb": { bad: ["0", "64MiB", "1.5", "", "4097"], allowed: /1 to 4096/ },
+  "max-mirrors-per-cluster": { bad: ["-1", "2.5", "", "1000001"], allowed: /0 \(no limit\) to 1000000/ },
+  "max-hosts-per-headless-service": { bad: ["0", "1001", "", "ten"], allowed: /1 to 1000/ },
+  "max-namespaces-per-cluster": { bad: ["-1", "", "100001"], allowed: /0 \(no limit\) to 100000/ },
 };
 
 function refusal(flag: string, value: string): ConfigError {
@@ -101,6 +105,10 @@ describe("run's numeric flags", () => {
       ["admin-addr", ":0"],
       ["admin-addr", "127.0.0.1:65535"],
       ["admin-addr", ""],
+      ["max-response-mb", "1"],
+      ["max-mirrors-per-cluster", "0"],
+      ["max-hosts-per-headless-service", "1000"],
+      ["max-namespaces-per-cluster", "0"],
     ];
     for (const [flag, value] of good) {
       assert.doesNotThrow(() => parseRunConfig([`--${flag}`, value], {}), `--${flag} ${value}`);
@@ -112,6 +120,16 @@ describe("run's numeric flags", () => {
     assert.ok(config !== "help");
     // The default: a remote without the MCS API is checked again every 5 min (SPEC §12).
     assert.equal(config.mcsRecheckMs, 300_000);
+    // The limits' defaults (docs/CLI.md, "Limits").
+    assert.deepEqual(
+      [
+        config.maxResponseMb,
+        config.maxMirrorsPerCluster,
+        config.maxHostsPerHeadlessService,
+        config.maxNamespacesPerCluster,
+      ],
+      [64, 2000, 1000, 100],
+    );
     const mcs = parseRunConfig(["--mcs-recheck-period", "90s"], {});
     assert.ok(mcs !== "help");
     assert.equal(mcs.mcsRecheckMs, 90_000);

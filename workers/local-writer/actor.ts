@@ -97,7 +97,8 @@ export class LocalWriterActor {
     this.#options = options;
     this.#ports = ports;
     this.#log = deps.logger;
-    this.#client = new KubeClient(connection, { userAgent: "fleet-mirror/local-writer", logger: deps.logger });
+    const identity = { userAgent: "fleet-mirror/local-writer", logger: deps.logger };
+    this.#client = new KubeClient(connection, { ...identity, maxResponseBytes: options.maxResponseBytes });
     this.#stores = new LocalStores(this.#client, this.#shared, {
       log: this.#log,
       changed: (key) => this.#enqueue(key),

@@ -117,6 +117,7 @@ export class RemoteClusterActor {
     this.#client = new KubeClient(init.connection, {
       userAgent: `fleet-mirror/remote-cluster ${init.cluster.name}`,
       logger: deps.logger,
+      maxResponseBytes: init.options.maxResponseBytes,
     });
     this.#watcher = new Watcher<Service>({
       client: this.#client,
