@@ -30,6 +30,7 @@ import { runFailover } from "./failover.ts";
 import { runGatewayFanout } from "./gateway-fanout.ts";
 import { type BenchOptions, machineString, type ScenarioResult } from "./harness.ts";
 import { runHeadless } from "./headless.ts";
+import { runHostileBody } from "./hostile-body.ts";
 import { runMemory } from "./memory.ts";
 import { runProbeCpu } from "./probe-cpu.ts";
 import { runRemoteRecovery } from "./remote-recovery.ts";
@@ -52,6 +53,7 @@ const SCENARIOS: Readonly<Record<string, (opts: BenchOptions) => Promise<Scenari
   sharded: runSharded,
   "export-modes": runExportModes,
   headless: runHeadless,
+  "hostile-body": runHostileBody,
 };
 
 function writeSummary(out: string, summary: Record<string, number | null>, note: string | undefined): void {
@@ -163,6 +165,7 @@ export function summaryFromResults(out: string): Record<string, number | null> {
       (full(read("headless"))?.["convergence"] as Record<string, unknown> | undefined)?.["writesPerHostMirror"],
     ),
     headless_actor_heap_kb_per_service: num(full(read("headless"))?.["actorHeapKbPerHeadlessService"]),
+    hostile_body_rss_mb: num(full(read("hostile-body"))?.["hostileBodyRssMb"]),
   };
 }
 

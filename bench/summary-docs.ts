@@ -68,6 +68,7 @@ const FIGURES: Readonly<Partial<Record<SummaryKey, { readonly label: string; rea
     label: "remote actor heap per watched headless Service of 50 hosts",
     unit: "KB",
   },
+  hostile_body_rss_mb: { label: "RSS growth while one remote streams 1.5 GiB lists (64 MiB body cap)", unit: "MB" },
 };
 
 const ENDPOINTS_SUFFIX = "_endpoints_mode";

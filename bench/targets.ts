@@ -39,6 +39,7 @@ export const SUMMARY_KEYS = [
   "label_export_converge_ratio",
   "headless_writes_per_host_mirror",
   "headless_actor_heap_kb_per_service",
+  "hostile_body_rss_mb",
 ] as const;
 
 /** One key of summary.json. */
@@ -86,6 +87,8 @@ export const TARGETS: Readonly<Record<SummaryKey, readonly [">=" | "<=" | "==", 
   headless_writes_per_host_mirror: ["<=", 2, "writes"],
   // Reported, with no bound: the remote actor's heap per watched headless Service of 50 hosts.
   headless_actor_heap_kb_per_service: null,
+  // RSS growth while one remote streams 1.5 GiB lists: the body cap (--max-response-mb, 64) + 64 MB.
+  hostile_body_rss_mb: ["<=", 64 + 64, "MB"],
 };
 
 /** "met" or "MISSED" against the key's target; "—" for a key without one, "not measured" for null. */

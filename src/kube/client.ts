@@ -17,6 +17,7 @@
  *   once per client (warnings.ts).
  */
 import type { ConnectionSpec } from "../core/connection.ts";
+import { collectGarbageNow } from "../heap-settle.ts";
 import { apiError, type ExchangeContext, type KubeTransportError, transportError } from "./errors.ts";
 import {
   BodyCollector,
@@ -178,6 +179,8 @@ export class KubeClient {
           if (pending === undefined || body.push(chunk)) return;
           finish(transportError(at, new ResponseTooLargeError(body.maxBytes), "RESPONSE_TOO_LARGE"));
           req.destroy(); // nothing more of this answer is read
+          // What it held is garbage now: returned before the next attempt fills as much again.
+          setImmediate(collectGarbageNow);
         });
         res.on("end", () => {
           if (pending === undefined) return;

@@ -87,6 +87,7 @@ const sideBySide = {
   sharded: { smoke: false, runs: [{ ratio: 0.71, splitRatio: 0.93, failoverMovedMs: 14_567, failoverAllMs: 15_000 }] },
   "export-modes": { smoke: false, ratio: 0.98, runs: [] },
   headless: { smoke: false, convergence: { writesPerHostMirror: 2 }, actorHeapKbPerHeadlessService: 61.5 },
+  "hostile-body": { smoke: false, hostileBodyRssMb: 98.5 },
 };
 
 describe("summaryFromResults", () => {
@@ -127,6 +128,7 @@ describe("summaryFromResults", () => {
           label_export_converge_ratio: 0.98,
           headless_writes_per_host_mirror: 2,
           headless_actor_heap_kb_per_service: 61.5,
+          hostile_body_rss_mb: 98.5,
         }).sort(([a], [b]) => a.localeCompare(b)),
       ),
     );
