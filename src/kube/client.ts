@@ -69,6 +69,12 @@ export interface KubeClientOptions {
    * its socket is destroyed. Default 64 MiB (`DEFAULT_MAX_RESPONSE_BYTES`).
    */
   readonly maxResponseBytes?: number | undefined;
+  /**
+   * Called whenever the bytes of answers this client holds change: bodies of `request()`
+   * being received, then decoded (released once parsed or failed), summed over the
+   * requests in flight. For a caller that reports its memory. Default: none.
+   */
+  readonly onHeldBytes?: ((bytes: number) => void) | undefined;
   /** Where the first sighting of each distinct `Warning` text is logged (warn level). Default: not logged. */
   readonly logger?: WarningLogger;
 }
@@ -97,6 +103,9 @@ export class KubeClient {
   readonly #timeoutMs: number;
   readonly #maxLineBytes: number;
   readonly #maxBodyBytes: number;
+  readonly #onHeldBytes: ((bytes: number) => void) | undefined;
+  /** Bytes of the bodies of every `request()` in flight (see `onHeldBytes`). */
+  #heldBytes = 0;
   readonly #warnings: WarningTracker;
   #closed = false;
 
@@ -107,6 +116,7 @@ export class KubeClient {
     this.#timeoutMs = options.requestTimeoutMs ?? 30_000;
     this.#maxLineBytes = new LineSplitter(options.maxWatchLineBytes ?? DEFAULT_MAX_WATCH_LINE_BYTES).maxBytes;
     this.#maxBodyBytes = byteCap(options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES, "maxResponseBytes");
+    this.#onHeldBytes = options.onHeldBytes;
     this.#warnings = new WarningTracker(options.logger);
   }
 
@@ -148,10 +158,18 @@ export class KubeClient {
         resolve,
         reject,
       };
+      /** Bytes of this answer's body counted in `#heldBytes`, until the exchange settles. */
+      let held = 0;
+      const hold = (bytes: number): void => {
+        held += bytes;
+        this.#heldBytes += bytes;
+        this.#onHeldBytes?.(this.#heldBytes);
+      };
       const finish = (error: Error | undefined, value?: unknown): void => {
         const settle = pending;
         if (settle === undefined) return;
         pending = undefined;
+        if (held > 0) hold(-held);
         clearTimeout(timer);
         options.signal?.removeEventListener("abort", onAbort);
         if (error) settle.reject(error);
@@ -176,7 +194,11 @@ export class KubeClient {
         }
         const body = new BodyCollector(this.#maxBodyBytes);
         res.on("data", (chunk: Buffer) => {
-          if (pending === undefined || body.push(chunk)) return;
+          if (pending === undefined) return;
+          if (body.push(chunk)) {
+            hold(chunk.length);
+            return;
+          }
           finish(transportError(at, new ResponseTooLargeError(body.maxBytes), "RESPONSE_TOO_LARGE"));
           req.destroy(); // nothing more of this answer is read
           // What it held is garbage now: returned before the next attempt fills as much again.

@@ -208,6 +208,15 @@ export class ActorRunner {
         case "actor.stopped":
           this.dispatch({ type: "actor-stopped", thread: id, cluster: message.cluster, epoch: message.epoch });
           break;
+        case "actor.load":
+          this.dispatch({
+            type: "actor-load",
+            thread: id,
+            cluster: message.cluster,
+            epoch: message.epoch,
+            bytes: message.bytes,
+          });
+          break;
         case "actor.failed":
           this.dispatch({
             type: "actor-failed",

@@ -10,9 +10,11 @@ import { describe, it } from "node:test";
 import type { Service } from "../../src/core/objects.ts";
 import { KubeClient, KubeTransportError } from "../../src/kube/client.ts";
 import { Watcher, type WatchFailure } from "../../src/kube/watcher.ts";
+import { LoadReporter } from "../../workers/remote-cluster/load-report.ts";
 import { fakeApi, openStream, type Stream, sendList, svc, until } from "../helpers/fake-api.ts";
 
 const CAP = 256 * 1024;
+const MIB = 2 ** 20;
 const CHUNK = 16 * 1024;
 
 /**
@@ -89,6 +91,35 @@ describe("response body cap", () => {
     } finally {
       await api.close();
     }
+  });
+
+  it("reports the bytes of answers held while they arrive and are decoded, and none once they are done or refused", async () => {
+    const held: number[] = [];
+    const api = await fakeApi(
+      (url, res) => sendPaddedList(res, url.pathname.endsWith("/big") ? 4 * CAP : CAP / 2, { bytes: 0, done: false }),
+      { maxResponseBytes: CAP, onHeldBytes: (bytes) => held.push(bytes) },
+    );
+    try {
+      await api.client.request("GET", "/api/v1/services");
+      assert.equal(Math.max(...held), CAP / 2, "the whole body, held until decoded");
+      assert.equal(held.at(-1), 0);
+      held.length = 0;
+      await api.client.request("GET", "/api/v1/namespaces/x/services/big").catch(() => undefined);
+      assert.ok(Math.max(...held) <= CAP, `never more than the cap: ${Math.max(...held)}`);
+      assert.equal(held.at(-1), 0, "released when refused");
+    } finally {
+      await api.close();
+    }
+  });
+
+  it("the remote actor reports its answers held in steps from 8 MiB: at each doubling or halving, and 0 once below", () => {
+    const sent: number[] = [];
+    const load = new LoadReporter((bytes) => sent.push(bytes));
+    for (const mib of [1, 4, 7.9, 8, 12, 16, 20, 40, 64, 63, 30, 6, 2, 0]) load.held(mib * MIB);
+    assert.deepEqual(
+      sent.map((b) => b / MIB),
+      [8, 16, 40, 64, 63, 30, 0],
+    );
   });
 
   it("rejects a cap that is not a positive whole number", () => {
