@@ -103,7 +103,13 @@ export function deleteAction(observed: ObservedObject, cluster: string): WriteAc
   };
 }
 
-export type BlockReason = "user-owned" | "owned-by-other-cluster" | "namespace-missing" | "excluded-namespace";
+export type BlockReason =
+  | "user-owned"
+  | "owned-by-other-cluster"
+  | "namespace-missing"
+  | "excluded-namespace"
+  /** Creating the namespace would pass the cluster's `--max-namespaces-per-cluster` (core/namespace-quota.ts). */
+  | "namespace-quota";
 
 export interface Blocked {
   readonly reason: BlockReason;

@@ -55,7 +55,7 @@ import {
   type WriteAction,
 } from "./mirror-kinds.ts";
 import type { EndpointSlice, EndpointSubset, Endpoints, KubeObject, Service } from "./objects.ts";
-import { namespaceGate, serviceBody, serviceMatches } from "./plan.ts";
+import { type NamespaceInput, namespaceGate, serviceBody, serviceMatches } from "./plan.ts";
 
 /** The labels every fleet-wide object carries (slices add the cluster of their part). */
 export const FEDERATED_LABELS: Readonly<Record<string, string>> = Object.freeze({
@@ -103,6 +103,7 @@ export interface FederatedPlanInput {
   readonly namespaceExists: boolean;
   readonly createNamespaces: boolean;
   readonly excludedNamespaces: readonly string[];
+  readonly namespaceQuota?: NamespaceInput["namespaceQuota"];
   /** How the writer is sharded; absent: it writes every object (no `--shards`, or one shard). */
   readonly shard?: FederatedShard;
   /** Default FLEET_WIDE. */

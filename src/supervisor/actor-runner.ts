@@ -162,6 +162,8 @@ export class ActorRunner {
       excludedNamespaces: this.#o.config.excludedNamespaces,
       defaultGateway: effect.registration.defaultGateway,
       ...(this.#o.config.exportSelector ? { exportSelector: this.#o.config.exportSelector } : {}),
+      maxMirrors: this.#o.config.maxMirrorsPerCluster,
+      maxHeadlessHosts: this.#o.config.maxHostsPerHeadlessService,
     };
     const init: ToRemoteActor = {
       type: "actor.init",

@@ -227,6 +227,7 @@ export class WriterRunner {
         ...(config.shards > 1 ? { shards: config.shards } : {}),
         mcsRecheckMs: this.#o.mcsRecheckMs ?? config.mcsRecheckMs,
         maxResponseBytes: responseCapBytes(config),
+        maxNamespacesPerCluster: config.maxNamespacesPerCluster,
         ...(config.dryRun ? { dryRun: true } : {}),
       },
     } satisfies ToWriter);

@@ -40,6 +40,7 @@ import { EventRecorder } from "./event-recorder.ts";
 import { WriteFence } from "./fence.ts";
 import { LocalStores } from "./local-stores.ts";
 import { MutationCache } from "./mutation-cache.ts";
+import { namespaceQuota } from "./namespace-quota.ts";
 import { MirrorReconciler } from "./reconcile.ts";
 import { ShardHandoff } from "./shard-handoff.ts";
 import { SharedStrings } from "./shared-strings.ts";
@@ -146,6 +147,7 @@ export class LocalWriterActor {
       options,
       log: this.#log,
       recordEvent: (event) => void this.recordEvent(event),
+      namespaceQuota: namespaceQuota(this.#stores.namespaces, this.#desired, options),
       ownership: () => this.#handoff.plannable(),
     });
     this.#channels = new DesiredChannels({

@@ -50,6 +50,8 @@ export class DesiredStore {
   readonly #exports = new PartIndex<McsExport>();
   #keep: Set<string> | undefined;
   #order: readonly string[] = [];
+  /** Counts every change of any cluster's mirrors (for a view computed from them to know it is stale). */
+  #version = 0;
 
   constructor(shared?: SharedStrings) {
     this.#shared = shared;
@@ -74,6 +76,7 @@ export class DesiredStore {
       this.#clusters.set(batch.cluster, cd);
     }
     cd.epoch = batch.epoch;
+    this.#version += 1;
     const touched: string[] = [];
     if (batch.complete) {
       const next = new Set(batch.upserts.map((m) => objectKey(m)));
@@ -234,6 +237,18 @@ export class DesiredStore {
     return this.#order;
   }
 
+  /** Changes with every batch absorbed and every cluster forgotten. */
+  get version(): number {
+    return this.#version;
+  }
+
+  /** The namespaces of `cluster`'s desired mirrors, each once. */
+  namespacesOf(cluster: string): Set<string> {
+    const namespaces = new Set<string>();
+    for (const mirror of this.#clusters.get(cluster)?.mirrors.values() ?? []) namespaces.add(mirror.namespace);
+    return namespaces;
+  }
+
   claimants(key: string): readonly string[] {
     return [...(this.#claimants.get(key) ?? [])].sort();
   }
@@ -258,6 +273,7 @@ export class DesiredStore {
   }
 
   #remove(cluster: string, cd: ClusterDesired, key: string): void {
+    this.#version += 1;
     cd.mirrors.delete(key);
     const claimants = this.#claimants.get(key);
     claimants?.delete(cluster);

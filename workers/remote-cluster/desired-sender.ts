@@ -37,6 +37,7 @@ import type { LineLogger } from "../../src/log/json-lines.ts";
 import { serializeError } from "../../src/protocol/errors.ts";
 import { type ChannelPort, decodeToActorFromWriter, type ToWriterFromActor } from "../../src/protocol/messages.ts";
 import { acked, type Credits, initialCredits, maySend, sent, settled } from "./credits.ts";
+import { MirrorQuota } from "./mirror-quota.ts";
 import { SenderProblems } from "./sender-problems.ts";
 import { type Changes, diffMany, keepTakenOver, noChanges } from "./sent-diff.ts";
 
@@ -115,6 +116,8 @@ export class DesiredSender {
   readonly #sentMcs = new Map<string, string>();
   /** Problems of mirrors, headless hosts (left out; the Service is mirrored all the same), members, exports. */
   readonly #problems: SenderProblems;
+  /** The cluster's quota of local Services (`--max-mirrors-per-cluster`): which keys are refused. */
+  readonly #quota: MirrorQuota;
   #dirty = new Set<string>();
   #needSnapshot = false;
   #writer: DesiredPort | undefined;
@@ -138,6 +141,7 @@ export class DesiredSender {
     };
     this.#credits = initialCredits(deps.epoch);
     this.#problems = new SenderProblems(deps.log, deps.statusChanged);
+    this.#quota = new MirrorQuota(deps.cluster.name, deps.cluster.maxMirrors ?? 0);
   }
 
   /**
@@ -254,6 +258,7 @@ export class DesiredSender {
     if ("headless" in desired.problems) this.#problems.set("headless", key, desired.problems.headless);
     this.#problems.set("member", key, member);
     this.#problems.set("mcs", key, mcs);
+    this.#quota.weigh(key, desired);
     return desired;
   }
 
@@ -314,11 +319,9 @@ export class DesiredSender {
     const keys = new Set<string>(this.#deps.serviceExports.keys());
     for (const service of this.#deps.services.values()) keys.add(objectKey(service.metadata));
     this.#problems.retain(keys);
-    for (const key of keys) {
-      const { mirrors, member, mcs } = this.#compute(key, views);
-      // `mirrors` is never undefined here: the flush waited for every headless Service's hostnames.
-      this.#diff(key, mirrors ?? [], member, mcs, changes);
-    }
+    this.#quota.retain(keys);
+    // `mirrors` is never undefined here: the flush waited for every headless Service's hostnames.
+    this.#admit(new Map([...keys].map((key) => [key, this.#compute(key, views)])), views, changes);
     return changes;
   }
 
@@ -328,12 +331,24 @@ export class DesiredSender {
     const changes = noChanges();
     const dirty = this.#dirty;
     this.#dirty = new Set();
-    for (const key of dirty) {
-      const { mirrors, member, mcs } = this.#compute(key, views);
-      // Hostnames not known yet: what was sent stays (the watch's first list marks it dirty again).
-      this.#diff(key, mirrors, member, mcs, changes);
-    }
+    // Hostnames not known yet: what was sent stays (the watch's first list marks it dirty again).
+    this.#admit(new Map([...dirty].map((key) => [key, this.#compute(key, views)])), views, changes);
     return changes;
+  }
+
+  /**
+   * Diffs the computed keys, and every key whose admission under the cluster's quota
+   * changed with them (mirror-quota.ts), against what was sent; a refused key as one
+   * that asks for nothing, with its problem.
+   */
+  #admit(computed: Map<string, ServiceDesired>, views: GatewayViews, changes: Changes): void {
+    for (const key of this.#quota.decide()) if (!computed.has(key)) computed.set(key, this.#compute(key, views));
+    for (const [key, { mirrors, member, mcs }] of computed) {
+      const refused = this.#quota.refused(key);
+      this.#problems.set("quota", key, refused);
+      if (refused) this.#diff(key, [], undefined, undefined, changes);
+      else this.#diff(key, mirrors, member, mcs, changes);
+    }
   }
 
   /**
