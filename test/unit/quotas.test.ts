@@ -11,10 +11,8 @@ import type { ClusterSettings } from "../../src/core/desired.ts";
 import { GATEWAY_NAME, GATEWAY_NS } from "../../src/core/labels.ts";
 import { namespaceQuotaRefusal } from "../../src/core/namespace-quota.ts";
 import { objectKey, type Service } from "../../src/core/objects.ts";
-import { silentLogger } from "../../src/log.ts";
-import { DesiredSender } from "../../workers/remote-cluster/desired-sender.ts";
 import { eventually } from "../helpers/kube.ts";
-import { type Batch, FakeDesiredPort, summary } from "../helpers/remote-actor.ts";
+import { type Batch, FakeDesiredPort, fakeSender, summary } from "../helpers/remote-actor.ts";
 
 describe("the quota of local Services per cluster", () => {
   it("admits keys in name order while they fit; a heavier key that does not fit is refused whole, a lighter one after it may fit", () => {
@@ -85,22 +83,9 @@ describe("the desired sender under --max-mirrors-per-cluster", () => {
   it("sends the first three exports; one going frees its place for the next; one that sorts first takes the last place", async () => {
     const store = new Map([gateway, ...["b", "c", "d", "e"].map(service)].map((s) => [objectKey(s.metadata), s]));
     const port = new FakeDesiredPort();
-    const sender = new DesiredSender({
+    const sender = fakeSender({
       cluster: SETTINGS,
-      epoch: 1,
-      batchDelayMs: 0,
-      maxInFlight: 100,
       services: { get: (k) => store.get(k), values: () => store.values(), hasSynced: true },
-      serviceExports: { get: () => undefined, keys: () => [], settled: true },
-      memberSelector: { key: "mirror.linkerd.io/federated", value: "member" },
-      lookupHostname: () => undefined,
-      deadAddresses: () => undefined,
-      headlessHosts: () => ({ kind: "denied" }),
-      hostClaimant: () => undefined,
-      headlessPending: () => false,
-      log: silentLogger(),
-      guard: (fn) => fn,
-      statusChanged: () => {},
     });
     let seen = 0;
     const next = (what: string): Promise<Batch> =>
