@@ -150,7 +150,7 @@ export class KubeClient {
       // Node's https agent keeps the first request made on each keep-alive socket
       // reachable for the socket's whole life (a closure of the socket's creation holds
       // it), and with it every listener below. So no listener holds `resolve`/`reject` or
-      // the answer itself: they reach both through `pending` and `chunks`, emptied when
+      // the answer itself: they reach both through `pending` and `body`, emptied when
       // the exchange settles. Otherwise a socket keeps its first answer (a whole list,
       // parsed and raw) alive: ≈ 135 KB of heap per remote actor at 50 Services, plus
       // the raw bytes.
@@ -158,6 +158,8 @@ export class KubeClient {
         resolve,
         reject,
       };
+      /** The 2xx answer's body so far (at most the cap); released when the exchange settles. */
+      const body = new BodyCollector(this.#maxBodyBytes);
       /** Bytes of this answer's body counted in `#heldBytes`, until the exchange settles. */
       let held = 0;
       const hold = (bytes: number): void => {
@@ -169,6 +171,7 @@ export class KubeClient {
         const settle = pending;
         if (settle === undefined) return;
         pending = undefined;
+        body.release();
         if (held > 0) hold(-held);
         clearTimeout(timer);
         options.signal?.removeEventListener("abort", onAbort);
@@ -192,7 +195,6 @@ export class KubeClient {
           collectErrorBody(res, (text) => finish(apiError(at, res, text, statusText)));
           return;
         }
-        const body = new BodyCollector(this.#maxBodyBytes);
         res.on("data", (chunk: Buffer) => {
           if (pending === undefined) return;
           if (body.push(chunk)) {
