@@ -30,6 +30,7 @@ import { runFailover } from "./failover.ts";
 import { runGatewayFanout } from "./gateway-fanout.ts";
 import { type BenchOptions, machineString, type ScenarioResult } from "./harness.ts";
 import { runHeadless } from "./headless.ts";
+import { runHostileBody } from "./hostile-body.ts";
 import { runImage } from "./image.ts";
 import { runMemory } from "./memory.ts";
 import { runProbeCpu } from "./probe-cpu.ts";
@@ -54,6 +55,7 @@ const SCENARIOS: Readonly<Record<string, (opts: BenchOptions) => Promise<Scenari
   "export-modes": runExportModes,
   headless: runHeadless,
   image: runImage,
+  "hostile-body": runHostileBody,
 };
 
 function writeSummary(out: string, summary: Record<string, number | null>, note: string | undefined): void {
@@ -168,6 +170,7 @@ export function summaryFromResults(out: string): Record<string, number | null> {
     image_app_mb: num(full(read("image"))?.["imageAppMb"]),
     image_total_mb: num(full(read("image"))?.["imageTotalMb"]),
     container_ready_s: num(full(read("image"))?.["containerReadyS"]),
+    hostile_body_rss_mb: num(full(read("hostile-body"))?.["hostileBodyRssMb"]),
   };
 }
 

@@ -42,6 +42,7 @@ export const SUMMARY_KEYS = [
   "image_app_mb",
   "image_total_mb",
   "container_ready_s",
+  "hostile_body_rss_mb",
 ] as const;
 
 /** One key of summary.json. */
@@ -95,6 +96,8 @@ export const TARGETS: Readonly<Record<SummaryKey, readonly [">=" | "<=" | "==", 
   image_total_mb: null,
   // Reported, with no bound: a new Pod of the chart (empty compile cache) from docker run to /readyz 200.
   container_ready_s: null,
+  // RSS growth while one remote streams 1.5 GiB lists: the body cap (--max-response-mb, 64) + 64 MB.
+  hostile_body_rss_mb: ["<=", 64 + 64, "MB"],
 };
 
 /** "met" or "MISSED" against the key's target; "—" for a key without one, "not measured" for null. */

@@ -8,6 +8,7 @@
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { parseArgs } from "node:util";
+import { type LimitsConfig, limitFlags, parseLimits } from "./config-limits.ts";
 import { DEFAULT_EXPORT_SELECTOR } from "./core/export.ts";
 import { DEFAULT_MEMBER_SELECTOR, type MemberSelector } from "./core/federated.ts";
 import { type LabelRequirement, parseLabelRequirement } from "./core/label-requirement.ts";
@@ -23,7 +24,11 @@ import {
 } from "./flag-values.ts";
 import { type GatewayConfig, gatewayFlags, parseGatewayFlags } from "./gateway-flags.ts";
 
-export interface Config extends GatewayConfig {
+/**
+ * The gateway flags are in gateway-flags.ts, the limit flags (`--max-response-mb`,
+ * `--max-*-per-cluster`, ...) in config-limits.ts.
+ */
+export interface Config extends GatewayConfig, LimitsConfig {
   readonly kubeconfig: string | undefined;
   readonly context: string | undefined;
   /** Namespace of the credentials Secrets (SPEC §1). */
@@ -240,6 +245,7 @@ export const runFlags = {
       "shadow mode: plan every write and make none (no mirror, Namespace, Event or Lease); report the plan in status, metrics and logs",
   },
   ...gatewayFlags,
+  ...limitFlags,
   help: { type: "boolean", short: "h", description: "show this help" },
 } as const;
 
@@ -352,6 +358,7 @@ export function parseRunConfig(argv: readonly string[], env: NodeJS.ProcessEnv =
     expectedReplicas: parseNumericFlag("expected-replicas", str("expected-replicas")),
     dryRun: values["dry-run"] === true,
     ...parseGatewayFlags(values),
+    ...parseLimits(str),
   };
   if (config.dryRun && config.leaderElect)
     throw new ConfigError(

@@ -52,6 +52,11 @@ export const numericFlags = {
   "gateway-max-addresses": { kind: "integer", min: 1, max: 1_000 },
   "gateway-max-probed": { kind: "integer", min: 1, max: 10_000 },
   "gateway-max-probes-in-flight": { kind: "integer", min: 1, max: 10_000 },
+  // The limits (config-limits.ts). Per-host Services stop at 1 000: one EndpointSlice holds no more.
+  "max-response-mb": { kind: "integer", min: 1, max: 4_096 },
+  "max-mirrors-per-cluster": { kind: "integer", min: 0, max: 1_000_000, note: "no limit" },
+  "max-hosts-per-headless-service": { kind: "integer", min: 1, max: 1_000 },
+  "max-namespaces-per-cluster": { kind: "integer", min: 0, max: 100_000, note: "no limit" },
 } as const satisfies Record<string, NumericRule>;
 
 export type NumericFlag = keyof typeof numericFlags;

@@ -83,6 +83,20 @@ function fullCollection(): (() => void) | undefined {
   return () => collect(REDUCING);
 }
 
+let collectNow: (() => void) | undefined | null = null;
+
+/**
+ * One full collection of the calling thread, now, when `--expose-gc` is available (a
+ * no-op otherwise). For memory that is garbage the moment it is dropped and too large
+ * to wait for V8's own heuristics: a response body cut at the client's cap is tens of
+ * MiB of Buffers outside the heap, which V8 collects only once about as much again has
+ * been allocated, so the next attempt's body would stack on top of this one's.
+ */
+export function collectGarbageNow(): void {
+  if (collectNow === null) collectNow = fullCollection();
+  collectNow?.();
+}
+
 /** Starts the checks on the calling thread; returns a function that stops them. The timer never keeps a thread alive. */
 export function startHeapSettle(): () => void {
   const gc = fullCollection();

@@ -53,6 +53,24 @@ export function registerFleetMetrics(b: MetricBuilders): void {
   );
   b.labelled(
     "gauge",
+    "fleet_mirror_cluster_quota_refusals",
+    "What a cluster asks for past its quotas: remote Services not mirrored for --max-mirrors-per-cluster (quota mirrors), mirrors not written because their namespace would pass --max-namespaces-per-cluster (quota namespaces).",
+    ["cluster", "quota"],
+    (set) => {
+      const fleet = source.fleet();
+      for (const row of fleet?.clusters ?? []) {
+        const mirrors = row.problems.filter((p) => p.reason === "cluster-quota").length;
+        const blocked = fleet?.writer?.clusters[row.cluster]?.blocked ?? [];
+        set({ cluster: row.cluster, quota: "mirrors" }, mirrors);
+        set(
+          { cluster: row.cluster, quota: "namespaces" },
+          blocked.filter((x) => x.reason === "namespace-quota").length,
+        );
+      }
+    },
+  );
+  b.labelled(
+    "gauge",
     "fleet_mirror_cluster_exports",
     "Remote Services of the cluster by export mode (SPEC §12): annotation, label, label-declined (an explicit negative label value, not exported) and mcs (ServiceExports that export).",
     ["cluster", "mode"],

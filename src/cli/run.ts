@@ -3,6 +3,7 @@ import { createMetrics } from "../admin/metrics.ts";
 import { runAdminSource } from "../admin/run-source.ts";
 import { type AdminServer, startAdminServer } from "../admin/server.ts";
 import { type Config, flagsHelp, parseRunConfig, runFlags } from "../config.ts";
+import { responseCapBytes } from "../config-limits.ts";
 import { systemClock } from "../core/clock.ts";
 import { ConfigError } from "../flag-values.ts";
 import { startHeapSettle } from "../heap-settle.ts";
@@ -70,7 +71,10 @@ export async function runCommand(argv: readonly string[]): Promise<number> {
   let supervisor: Supervisor | undefined;
   // The elector has a client of its own: the Supervisor's comes and goes with leadership.
   const leaseClient = config.leaderElect
-    ? new KubeClient(localConnection, { userAgent: "fleet-mirror/leader-election" })
+    ? new KubeClient(localConnection, {
+        userAgent: "fleet-mirror/leader-election",
+        maxResponseBytes: responseCapBytes(config),
+      })
     : undefined;
   const sharded = config.shards > 1;
   const elector = leaseClient && !sharded ? leaderElector(config, leaseClient, logger) : undefined;

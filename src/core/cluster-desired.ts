@@ -109,13 +109,19 @@ export function desiredOfService(observed: ClusterObservation, key: string, view
     unknown,
     problem: hostProblem,
   }: ReturnType<typeof headlessOutcome> = outcome.kind === "mirror" && isHeadless(service)
-    ? headlessOutcome(key, outcome.mirror, observed.headlessHosts(key), {
-        exported: (namespace, name) => {
-          const other = observed.service(objectKey({ namespace, name }));
-          return other !== undefined && exportOf(settings, other).kind === "exported";
+    ? headlessOutcome(
+        key,
+        outcome.mirror,
+        observed.headlessHosts(key),
+        {
+          exported: (namespace, name) => {
+            const other = observed.service(objectKey({ namespace, name }));
+            return other !== undefined && exportOf(settings, other).kind === "exported";
+          },
+          hostClaimant: (namespace, hostname) => observed.hostClaimant(namespace, hostname),
         },
-        hostClaimant: (namespace, hostname) => observed.hostClaimant(namespace, hostname),
-      })
+        settings.maxHeadlessHosts,
+      )
     : { mirrors: outcome.kind === "mirror" ? [outcome.mirror] : [] };
   const membership = service
     ? desiredMemberFor(

@@ -103,7 +103,9 @@ export type SkipReason =
   /** A ServiceExport without the Service of its name (SPEC §12). */
   | "service-export-without-service"
   /** The cluster refuses the read of ServiceExports (403): MCS export is off there, reported once (SPEC §12). */
-  | "export-mode-forbidden";
+  | "export-mode-forbidden"
+  /** Its cluster's exports ask for more local Services than `--max-mirrors-per-cluster` (core/cluster-quota.ts). */
+  | "cluster-quota";
 
 /** A remote Service that is exported but cannot be mirrored; reported, never fatal. */
 export interface MirrorProblem {
@@ -120,6 +122,10 @@ export interface ClusterSettings extends ExportSettings {
   readonly domain: string;
   /** Local namespaces never mirrored into (SPEC §3). */
   readonly excludedNamespaces: readonly string[];
+  /** Local Services the cluster's exports may ask for (`--max-mirrors-per-cluster`); absent or 0: no quota. */
+  readonly maxMirrors?: number;
+  /** Per-host Services of one headless Service (`--max-hosts-per-headless-service`); absent: MAX_HEADLESS_HOSTS. */
+  readonly maxHeadlessHosts?: number;
 }
 
 /**

@@ -15,7 +15,8 @@
  * scaled to 0 stays a headless mirror without hosts, never flipping to an ordinary one
  * and back (`clusterIP` is immutable, so a flip deletes and recreates the Service).
  *
- * Invariants: hosts are sorted and unique; at most MAX_HEADLESS_HOSTS of them (one
+ * Invariants: hosts are sorted and unique; at most the cluster's `maxHeadlessHosts`
+ * of them (`--max-hosts-per-headless-service`), never more than MAX_HEADLESS_HOSTS (one
  * EndpointSlice holds at most 1 000 endpoints); a hostname that is not a DNS-1123 label,
  * or whose per-host mirror name is not a Service name, is left out and reported.
  */
@@ -28,9 +29,10 @@ import type { EndpointSlice, KubeObject, Service } from "./objects.ts";
 export const HEADLESS_MIRROR_LABEL = "mirror.linkerd.io/headless-mirror-svc-name";
 
 /**
- * Hosts of one headless Service mirrored at most: the API server refuses an
- * EndpointSlice of more than 1 000 endpoints, and the headless mirror's addresses are
- * one slice per address family. The hosts past it (in name order) are reported.
+ * Hosts of one headless Service mirrored at most, whatever the flag says: the API server
+ * refuses an EndpointSlice of more than 1 000 endpoints, and the headless mirror's
+ * addresses are one slice per address family. The hosts past the cap (in name order)
+ * are reported.
  */
 export const MAX_HEADLESS_HOSTS = 1_000;
 
@@ -191,7 +193,9 @@ export function headlessMirrors(
   mirror: DesiredMirror,
   hostnames: readonly string[],
   taken: (hostname: string) => string | undefined = () => undefined,
+  maxHosts: number = MAX_HEADLESS_HOSTS,
 ): HeadlessOutcome {
+  const cap = Math.min(maxHosts, MAX_HEADLESS_HOSTS);
   const refused: string[] = [];
   const valid: string[] = [];
   for (const hostname of hostnames) {
@@ -209,10 +213,10 @@ export function headlessMirrors(
     if (why) refused.push(why);
     else valid.push(hostname);
   }
-  const kept = valid.slice(0, MAX_HEADLESS_HOSTS);
+  const kept = valid.slice(0, cap);
   if (valid.length > kept.length)
     refused.push(
-      `${valid.length} hostnames, more than the ${MAX_HEADLESS_HOSTS} mirrored: ${valid.length - kept.length} left out (from ${kept.at(-1)} on, in name order)`,
+      `${valid.length} hostnames, more than the ${cap} mirrored: ${valid.length - kept.length} left out (from ${valid[cap]} on, in name order; --max-hosts-per-headless-service)`,
     );
   const problem: MirrorProblem | undefined =
     refused.length > 0
@@ -275,6 +279,7 @@ export function headlessOutcome(
     readonly exported: (namespace: string, name: string) => boolean;
     readonly hostClaimant: (namespace: string, hostname: string) => string | undefined;
   },
+  maxHosts: number = MAX_HEADLESS_HOSTS,
 ): {
   readonly mirrors: readonly DesiredMirror[] | undefined;
   readonly unknown?: readonly DesiredMirror[];
@@ -284,13 +289,14 @@ export function headlessOutcome(
   if (hosts.kind === "unknown") return { mirrors: [hostsUnknown(mirror)] };
   if (hosts.kind === "ordinary") return { mirrors: [mirror] };
   const { namespace } = mirror;
-  return headlessMirrors(mirror, hosts.hostnames, (h) => {
+  const taken = (h: string): string | undefined => {
     if (lookups.exported(namespace, h)) return `the mirror of exported Service ${namespace}/${h}`;
     const claimant = lookups.hostClaimant(namespace, h);
     return claimant !== undefined && claimant !== key
       ? `a host of headless Service ${claimant} too, which comes first and keeps it`
       : undefined;
-  });
+  };
+  return headlessMirrors(mirror, hosts.hostnames, taken, maxHosts);
 }
 
 /**

@@ -108,7 +108,9 @@ export type BlockReason =
   | "owned-by-other-cluster"
   | "owned-by-other-service"
   | "namespace-missing"
-  | "excluded-namespace";
+  | "excluded-namespace"
+  /** Creating the namespace would pass the cluster's `--max-namespaces-per-cluster` (core/namespace-quota.ts). */
+  | "namespace-quota";
 
 export interface Blocked {
   readonly reason: BlockReason;

@@ -54,7 +54,7 @@ import {
   type WriteAction,
 } from "./mirror-kinds.ts";
 import type { EndpointSlice, Endpoints, KubeObject, Service } from "./objects.ts";
-import { namespaceGate, serviceBody, serviceMatches } from "./plan.ts";
+import { type NamespaceInput, namespaceGate, serviceBody, serviceMatches } from "./plan.ts";
 
 export { federatedSubsets } from "./federated-endpoints.ts";
 
@@ -104,6 +104,7 @@ export interface FederatedPlanInput {
   readonly namespaceExists: boolean;
   readonly createNamespaces: boolean;
   readonly excludedNamespaces: readonly string[];
+  readonly namespaceQuota?: NamespaceInput["namespaceQuota"];
   /** How the writer is sharded; absent: it writes every object (no `--shards`, or one shard). */
   readonly shard?: FederatedShard;
   /** Default FLEET_WIDE. */

@@ -78,6 +78,7 @@ export interface PlanInput {
   readonly namespaceExists: boolean;
   readonly createNamespaces: boolean;
   readonly excludedNamespaces: readonly string[];
+  readonly namespaceQuota?: NamespaceInput["namespaceQuota"];
   /** May mirrors of this cluster that are no longer desired be deleted now? */
   readonly gcAllowed: (cluster: string) => boolean;
   /**
@@ -226,6 +227,8 @@ export interface NamespaceInput {
   readonly namespaceExists: boolean;
   readonly createNamespaces: boolean;
   readonly excludedNamespaces: readonly string[];
+  /** Why creating `namespace` for `cluster` would pass its quota (namespace-quota.ts); absent: no quota. */
+  readonly namespaceQuota?: ((namespace: string, cluster: string) => string | undefined) | undefined;
 }
 
 /**
@@ -233,7 +236,8 @@ export interface NamespaceInput {
  * namespace (defence in depth: the remote actor already skips these, but nothing a
  * remote cluster sends may make the writer write there, SPEC §7), then `ownership` (a
  * name held by someone else blocks everything), then the namespace itself: created
- * (labelled for `cluster`) when missing and allowed, else blocked.
+ * (labelled for `cluster`) when missing, allowed and within the cluster's quota, else
+ * blocked.
  */
 export function namespaceGate(
   input: NamespaceInput,
@@ -255,6 +259,8 @@ export function namespaceGate(
       },
     };
   }
+  const overQuota = input.namespaceQuota?.(namespace, cluster);
+  if (overQuota) return { blocked: { reason: "namespace-quota", message: overQuota } };
   return { actions: [{ verb: "create", kind: "Namespace", name: namespace, body: namespaceBody(namespace, cluster) }] };
 }
 

@@ -10,13 +10,22 @@
  *   watch line over the cap); both say method, path and server, carry plain fields
  *   only, and tell with `retryable` whether trying again can help (errors.ts);
  * - an aborted or timed-out exchange destroys its socket, so nothing leaks;
- * - a watch holds at most `maxWatchLineBytes` of an unfinished line (watch-lines.ts);
+ * - a watch holds at most `maxWatchLineBytes` of an unfinished line (watch-lines.ts), and
+ *   any other answer at most `maxResponseBytes` of its body (response-body.ts): a larger
+ *   one fails its request with `RESPONSE_TOO_LARGE` as soon as the cap is passed;
  * - every `Warning` header of every answer is counted, and each distinct text logged
  *   once per client (warnings.ts).
  */
-import type * as HttpModule from "node:http";
 import type { ConnectionSpec } from "../core/connection.ts";
+import { collectGarbageNow } from "../heap-settle.ts";
 import { apiError, type ExchangeContext, type KubeTransportError, transportError } from "./errors.ts";
+import {
+  BodyCollector,
+  byteCap,
+  collectErrorBody,
+  DEFAULT_MAX_RESPONSE_BYTES,
+  ResponseTooLargeError,
+} from "./response-body.ts";
 import { ApiTransport, http, type Query } from "./transport.ts";
 import { type ApiWarningCounts, type WarningLogger, WarningTracker, warningValues } from "./warnings.ts";
 import {
@@ -28,6 +37,7 @@ import {
 } from "./watch-lines.ts";
 
 export { KubeApiError, KubeError, KubeTransportError } from "./errors.ts";
+export { DEFAULT_MAX_RESPONSE_BYTES } from "./response-body.ts";
 export type { Query } from "./transport.ts";
 export type { ApiWarningCounts } from "./warnings.ts";
 export type { WatchEvent, WatchEventType } from "./watch-lines.ts";
@@ -53,6 +63,18 @@ export interface KubeClientOptions {
    * the watch with `LINE_TOO_LONG`. Default 4 MiB (`DEFAULT_MAX_WATCH_LINE_BYTES`).
    */
   readonly maxWatchLineBytes?: number;
+  /**
+   * Largest body of an answer to `request()` (a list page, an object), in bytes, counted
+   * as the chunks arrive; a larger one fails the request with `RESPONSE_TOO_LARGE` and
+   * its socket is destroyed. Default 64 MiB (`DEFAULT_MAX_RESPONSE_BYTES`).
+   */
+  readonly maxResponseBytes?: number | undefined;
+  /**
+   * Called whenever the bytes of answers this client holds change: bodies of `request()`
+   * being received, then decoded (released once parsed or failed), summed over the
+   * requests in flight. For a caller that reports its memory. Default: none.
+   */
+  readonly onHeldBytes?: ((bytes: number) => void) | undefined;
   /** Where the first sighting of each distinct `Warning` text is logged (warn level). Default: not logged. */
   readonly logger?: WarningLogger;
 }
@@ -73,32 +95,17 @@ export interface RequestOptions {
   readonly closeConnection?: boolean;
 }
 
-/** Bytes of an error body kept for the message; the rest is drained and dropped. */
-const MAX_ERROR_BODY = 64 * 1024;
-
 const statusText = (status: number): string | undefined => http.STATUS_CODES[status];
-
-/** Collects at most MAX_ERROR_BODY bytes of `res` and hands them over as text at its end. */
-function collectErrorBody(res: HttpModule.IncomingMessage, done: (text: string) => void): void {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  res.on("data", (chunk: Buffer) => {
-    if (size >= MAX_ERROR_BODY) return;
-    size += chunk.length;
-    chunks.push(chunk);
-  });
-  res.on("end", () => {
-    const text = Buffer.concat(chunks).toString("utf8");
-    chunks.length = 0; // the socket may keep this listener alive (see `request`)
-    done(text);
-  });
-}
 
 export class KubeClient {
   readonly server: string;
   readonly #transport: ApiTransport;
   readonly #timeoutMs: number;
   readonly #maxLineBytes: number;
+  readonly #maxBodyBytes: number;
+  readonly #onHeldBytes: ((bytes: number) => void) | undefined;
+  /** Bytes of the bodies of every `request()` in flight (see `onHeldBytes`). */
+  #heldBytes = 0;
   readonly #warnings: WarningTracker;
   #closed = false;
 
@@ -108,6 +115,8 @@ export class KubeClient {
     this.server = this.#transport.server;
     this.#timeoutMs = options.requestTimeoutMs ?? 30_000;
     this.#maxLineBytes = new LineSplitter(options.maxWatchLineBytes ?? DEFAULT_MAX_WATCH_LINE_BYTES).maxBytes;
+    this.#maxBodyBytes = byteCap(options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES, "maxResponseBytes");
+    this.#onHeldBytes = options.onHeldBytes;
     this.#warnings = new WarningTracker(options.logger);
   }
 
@@ -125,7 +134,9 @@ export class KubeClient {
    * Sends one JSON request and resolves with the parsed JSON answer (`undefined` for an
    * empty body). Throws `KubeApiError` on a non-2xx status, `KubeTransportError` on
    * anything else (including a timeout, `ETIMEDOUT`, after `timeoutMs` for the whole
-   * exchange, and an abort, `ABORTED`). The JSON is not validated against `T`.
+   * exchange, an abort, `ABORTED`, and a body past `maxResponseBytes`,
+   * `RESPONSE_TOO_LARGE`, raised as soon as the cap is passed: what was held is
+   * released and the socket destroyed). The JSON is not validated against `T`.
    */
   request<T>(method: HttpMethod, path: string, options: RequestOptions = {}): Promise<T> {
     const at = this.#at(method, path);
@@ -139,7 +150,7 @@ export class KubeClient {
       // Node's https agent keeps the first request made on each keep-alive socket
       // reachable for the socket's whole life (a closure of the socket's creation holds
       // it), and with it every listener below. So no listener holds `resolve`/`reject` or
-      // the answer itself: they reach both through `pending` and `chunks`, emptied when
+      // the answer itself: they reach both through `pending` and `body`, emptied when
       // the exchange settles. Otherwise a socket keeps its first answer (a whole list,
       // parsed and raw) alive: ≈ 135 KB of heap per remote actor at 50 Services, plus
       // the raw bytes.
@@ -147,10 +158,21 @@ export class KubeClient {
         resolve,
         reject,
       };
+      /** The 2xx answer's body so far (at most the cap); released when the exchange settles. */
+      const body = new BodyCollector(this.#maxBodyBytes);
+      /** Bytes of this answer's body counted in `#heldBytes`, until the exchange settles. */
+      let held = 0;
+      const hold = (bytes: number): void => {
+        held += bytes;
+        this.#heldBytes += bytes;
+        this.#onHeldBytes?.(this.#heldBytes);
+      };
       const finish = (error: Error | undefined, value?: unknown): void => {
         const settle = pending;
         if (settle === undefined) return;
         pending = undefined;
+        body.release();
+        if (held > 0) hold(-held);
         clearTimeout(timer);
         options.signal?.removeEventListener("abort", onAbort);
         if (error) settle.reject(error);
@@ -173,11 +195,20 @@ export class KubeClient {
           collectErrorBody(res, (text) => finish(apiError(at, res, text, statusText)));
           return;
         }
-        let chunks: Buffer[] = [];
-        res.on("data", (chunk: Buffer) => chunks.push(chunk));
+        res.on("data", (chunk: Buffer) => {
+          if (pending === undefined) return;
+          if (body.push(chunk)) {
+            hold(chunk.length);
+            return;
+          }
+          finish(transportError(at, new ResponseTooLargeError(body.maxBytes), "RESPONSE_TOO_LARGE"));
+          req.destroy(); // nothing more of this answer is read
+          // What it held is garbage now: returned before the next attempt fills as much again.
+          setImmediate(collectGarbageNow);
+        });
         res.on("end", () => {
-          const text = Buffer.concat(chunks).toString("utf8");
-          chunks = [];
+          if (pending === undefined) return;
+          const text = body.take();
           if (text.trim() === "") {
             finish(undefined, undefined);
             return;

@@ -72,8 +72,9 @@ export class KubeApiError extends KubeError {
  * No usable answer. `code` is the system or TLS error code (`ECONNREFUSED`,
  * `ECONNRESET`, `ETIMEDOUT`, `CERT_HAS_EXPIRED`, ...), or one of ours: `ABORTED` (the
  * caller's signal), `CLOSED` (the client was closed), `DECODE` (the body was not the
- * JSON expected), `LINE_TOO_LONG` (a watch line grew past the client's cap). `cause` is
- * the original error, when there is one.
+ * JSON expected), `LINE_TOO_LONG` (a watch line grew past the client's cap),
+ * `RESPONSE_TOO_LARGE` (a response body grew past the client's cap). `cause` is the
+ * original error, when there is one.
  */
 export class KubeTransportError extends KubeError {
   override readonly name = "KubeTransportError";
@@ -87,9 +88,13 @@ export class KubeTransportError extends KubeError {
     this.code = fields.code;
   }
 
-  /** True except for `ABORTED` and `CLOSED`, which the caller asked for. */
+  /**
+   * True except for `ABORTED` and `CLOSED`, which the caller asked for, and
+   * `RESPONSE_TOO_LARGE`: the same request sent again at once gets the same answer (a
+   * watcher still tries again after its backoff, in case the remote changed).
+   */
   get retryable(): boolean {
-    return this.code !== "ABORTED" && this.code !== "CLOSED";
+    return this.code !== "ABORTED" && this.code !== "CLOSED" && this.code !== "RESPONSE_TOO_LARGE";
   }
 }
 

@@ -10,7 +10,8 @@ export interface WatchFailure {
   /**
    * Short and metric-friendly: a transport code (`ECONNREFUSED`, `ECONNRESET`,
    * `ETIMEDOUT`, ...), `http-<status>`, `gone`, `watch-inactive`, `watch-ended-early`,
-   * `decode`, `line-too-long` (a watch line grew past the client's cap), `invalid-object`,
+   * `decode`, `line-too-long` (a watch line grew past the client's cap),
+   * `response-too-large` (a list page grew past the client's body cap), `invalid-object`,
    * `wrong-kind` (an object was skipped, `retryInMs` 0: the list or watch went on),
    * `internal`.
    */
@@ -26,7 +27,11 @@ export interface WatchFailure {
 const TLS_CODE = /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|SELF_SIGNED_|DEPTH_ZERO_|HOSTNAME_MISMATCH|EPROTO$)/;
 
 /** Transport codes of the client that have a reason of their own. */
-const CODE_REASONS: Readonly<Record<string, string>> = { DECODE: "decode", LINE_TOO_LONG: "line-too-long" };
+const CODE_REASONS: Readonly<Record<string, string>> = {
+  DECODE: "decode",
+  LINE_TOO_LONG: "line-too-long",
+  RESPONSE_TOO_LARGE: "response-too-large",
+};
 
 /**
  * A remote's Retry-After is a lower bound on the next delay, up to this: a remote must

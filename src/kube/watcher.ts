@@ -83,8 +83,6 @@ export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>
   #consecutiveFailures = 0;
   /** The resourceVersion to watch from: the last one seen; undefined means a list is needed. */
   #resourceVersion: string | undefined;
-  /** A paginated list hit 410 (continue token expired): the next list is one unpaginated request. */
-  #unpaginatedNext = false;
 
   #loop: Promise<void> | undefined;
   #stopped = false;
@@ -221,19 +219,23 @@ export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>
   async #list(signal: AbortSignal): Promise<string> {
     const selectors = this.#selectors;
     const fresh = new Map<string, T>();
-    const paginated = !this.#unpaginatedNext;
     let continueToken: string | undefined;
     let resourceVersion: string | undefined;
     do {
       let page: unknown;
       try {
         page = await this.#client.request<unknown>("GET", this.path, {
-          query: { ...selectors, limit: paginated ? this.#pageSize : undefined, continue: continueToken },
+          query: { ...selectors, limit: this.#pageSize, continue: continueToken },
           signal: AbortSignal.any([this.#stop.signal, signal]),
         });
       } catch (error) {
+        // The continue token expired (its snapshot was compacted away): the next list
+        // starts again from a fresh snapshot, page by page. Not one unpaginated request, as
+        // client-go's pager does: its answer is as large as the whole collection, which a
+        // large remote makes larger than the client's body cap, and it would fail at every
+        // try; a fresh paginated list finishes within the compaction window (5 min by
+        // default) unless its pages take longer than that, far beyond any list that fits.
         if (error instanceof KubeApiError && error.status === 410 && continueToken !== undefined) {
-          this.#unpaginatedNext = true;
           throw new WatchFault("gone", `list continue token expired, relisting: ${error.message}`, {
             gone: true,
             cause: error,
@@ -255,7 +257,6 @@ export class Watcher<T extends KubeObject> extends EventEmitter<WatcherEvents<T>
     }
     if (this.#stopped || signal.aborted) return resourceVersion;
 
-    this.#unpaginatedNext = false;
     this.#listedSelector = typeof selectors.labelSelector === "string" ? selectors.labelSelector : undefined;
     const changes = this.#store.replace(fresh);
     this.#hasSynced = true;

@@ -116,6 +116,14 @@ export const FromRemoteActorSchema = v.variant("type", [
   v.object({ type: v.literal("actor.stopped"), cluster: name, epoch: count }),
   /** Incarnation `epoch` is gone (or was never started); the supervisor's restart policy decides. */
   v.object({ type: v.literal("actor.failed"), cluster: name, epoch: count, error: SerializedErrorSchema }),
+  /**
+   * Incarnation `epoch` holds `bytes` of API answers being received or decoded now; sent
+   * when that passes 8 MiB, at each doubling, and when it falls back below (`bytes` 0).
+   * If its shared thread's heap runs out, the heaviest actor is charged (the supervisor's
+   * actor-endings.ts). Asserts state: the latest wins, a duplicate changes nothing; lost
+   * only with its thread (whose end is then unexplained: nobody is charged).
+   */
+  v.object({ type: v.literal("actor.load"), cluster: name, epoch: count, bytes: count }),
 ]);
 export type FromRemoteActor = DeepReadonly<v.InferOutput<typeof FromRemoteActorSchema>>;
 

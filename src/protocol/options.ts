@@ -66,6 +66,8 @@ export const RemoteActorOptionsSchema = v.object({
    * per-host mirror kept; SPEC §12, `--headless-host-grace`). Absent: 5 min.
    */
   headlessHostGraceMs: v.exactOptional(nonNegative),
+  /** Largest response body the actor's API client reads (`--max-response-mb`); absent: 64 MiB. */
+  maxResponseBytes: v.exactOptional(v.pipe(count, v.minValue(1, "must be >= 1"))),
   /**
    * Accept `actor.inject-fault` (tests only). Default false: the message is then
    * rejected as a protocol error. Set only by a Supervisor constructed with
@@ -112,6 +114,10 @@ export const WriterOptionsSchema = v.object({
   shards: v.exactOptional(v.pipe(count, v.minValue(1, "must be >= 1"))),
   /** How often the local cluster is checked again for ServiceImports while they are not readable (SPEC §12); absent: 60 s. */
   mcsRecheckMs: v.exactOptional(v.pipe(finite, v.minValue(1, "must be >= 1"))),
+  /** Namespaces created per cluster at most (`--max-namespaces-per-cluster`); absent or 0: no quota. */
+  maxNamespacesPerCluster: v.exactOptional(count),
+  /** Largest response body the writer's API client reads (`--max-response-mb`); absent: 64 MiB. */
+  maxResponseBytes: v.exactOptional(v.pipe(count, v.minValue(1, "must be >= 1"))),
   /** `run --dry-run`: plan every write, send none (no mirror, Namespace or Event), report the plan. */
   dryRun: v.exactOptional(v.boolean()),
 });

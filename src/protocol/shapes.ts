@@ -10,7 +10,7 @@ import type { ConnectionSpec } from "../core/connection.ts";
 import type { ClusterSettings, DesiredMirror, MirrorProblem, SkipReason } from "../core/desired.ts";
 import type { FederatedMember } from "../core/federated.ts";
 import type { McsExport } from "../core/mcs.ts";
-import { type Agree, type Assert, type DeepReadonly, name, stringRecord } from "./codec.ts";
+import { type Agree, type Assert, count, type DeepReadonly, name, stringRecord } from "./codec.ts";
 
 /** A TCP/UDP/SCTP port number. */
 const portNumber = v.pipe(
@@ -86,6 +86,7 @@ const SKIP_REASONS = [
   "headless-hostname-invalid",
   "service-export-without-service",
   "export-mode-forbidden",
+  "cluster-quota",
 ] as const;
 type _SkipReasonsAgree = Assert<Agree<(typeof SKIP_REASONS)[number], SkipReason>>;
 
@@ -106,6 +107,8 @@ const clusterSettings = v.object({
   excludedNamespaces: v.array(v.string()),
   defaultGateway: gatewayRef,
   exportSelector: v.exactOptional(v.object({ key: name, value: v.string() })),
+  maxMirrors: v.exactOptional(count),
+  maxHeadlessHosts: v.exactOptional(v.pipe(count, v.minValue(1, "must be >= 1"))),
 });
 type _ClusterSettingsAgree = Assert<Agree<DeepReadonly<v.InferOutput<typeof clusterSettings>>, ClusterSettings>>;
 export const ClusterSettingsSchema: v.GenericSchema<ClusterSettings> = clusterSettings;

@@ -23,6 +23,7 @@ export class LifecycleDraft {
   packedSlots: number;
   slots: Map<string, number>;
   readonly slotThreads: Map<number, number>;
+  readonly slotDeaths: Map<number, readonly number[]>;
   startQueue: string[];
   nextEpoch: number;
   nextThread: number;
@@ -37,6 +38,7 @@ export class LifecycleDraft {
     this.packedSlots = s.packedSlots;
     this.slots = new Map(s.slots);
     this.slotThreads = new Map(s.slotThreads);
+    this.slotDeaths = new Map(s.slotDeaths);
     this.startQueue = [...s.startQueue];
     this.nextEpoch = s.nextEpoch;
     this.nextThread = s.nextThread;
@@ -52,6 +54,7 @@ export class LifecycleDraft {
       packedSlots: this.packedSlots,
       slots: this.slots,
       slotThreads: this.slotThreads,
+      slotDeaths: this.slotDeaths,
       startQueue: this.startQueue,
       nextEpoch: this.nextEpoch,
       nextThread: this.nextThread,
@@ -116,8 +119,13 @@ export class LifecycleDraft {
     if (thread && thread.incarnations.length === 0) this.terminate(id);
   }
 
+  /** Whether `cluster` starts on its packed slot's thread (not on a thread of its own: unpacked, or quarantined). */
+  packed(cluster: string): boolean {
+    return this.packedSlots > 0 && this.actors.get(cluster)?.quarantined !== true;
+  }
+
   usableThreadFor(cluster: string): ThreadRecord | undefined {
-    if (this.packedSlots <= 0) return undefined;
+    if (!this.packed(cluster)) return undefined;
     const slot = this.slots.get(cluster);
     const id = slot === undefined ? undefined : this.slotThreads.get(slot);
     const thread = id === undefined ? undefined : this.threads.get(id);
@@ -150,7 +158,7 @@ export class LifecycleDraft {
   }
 
   spawn(cluster: string): number {
-    const packed = this.packedSlots > 0;
+    const packed = this.packed(cluster);
     // A shared thread's heap limit grows with the actors it is expected to host.
     const actorsExpected = packed ? Math.max(1, Math.ceil(this.actors.size / this.packedSlots)) : 1;
     return this.spawnThread(packed ? this.slots.get(cluster) : undefined, cluster, actorsExpected);
@@ -170,6 +178,7 @@ export class LifecycleDraft {
       terminating: false,
       started: false,
       lastError: undefined,
+      culprit: undefined,
     });
     if (slot !== undefined) this.slotThreads.set(slot, id);
     this.effects.push({ type: "spawn-thread", thread: id, name, actorsExpected });
@@ -185,6 +194,7 @@ export class LifecycleDraft {
       thread: threadId,
       phase: "starting",
       error: undefined,
+      loadBytes: 0,
     });
     const thread = this.threads.get(threadId);
     if (thread) this.threads.set(threadId, { ...thread, incarnations: [...thread.incarnations, epoch] });

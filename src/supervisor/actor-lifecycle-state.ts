@@ -48,6 +48,14 @@ export interface ActorRecord {
   readonly lastError: SerializedError | undefined;
   /** ActorCrashLoop was reported for the crash loop it is in now (reported once per loop). */
   readonly crashLoopReported: boolean;
+  /** Times, inside the restart policy's window, at which this actor caused a shared thread to end. */
+  readonly faults: readonly number[];
+  /**
+   * Placed on a thread of its own from its next start, whatever the placement: it caused
+   * shared threads to end `QUARANTINE_AFTER` times (actor-endings.ts). For as long as
+   * the cluster is registered.
+   */
+  readonly quarantined: boolean;
 }
 
 export interface Incarnation {
@@ -57,6 +65,8 @@ export interface Incarnation {
   readonly phase: "starting" | "running" | "stopping";
   /** An `actor.failed` report, kept until its own thread ends (a thread of its own). */
   readonly error: SerializedError | undefined;
+  /** Bytes of API answers it holds, as last reported (`actor-load`); 0 until then. */
+  readonly loadBytes: number;
 }
 
 export interface ThreadRecord {
@@ -75,6 +85,8 @@ export interface ThreadRecord {
   readonly started: boolean;
   /** The thread's uncaught error, if any: the cause given to every actor it hosted. */
   readonly lastError: SerializedError | undefined;
+  /** The incarnation that caused the thread to be terminated (its stop timed out), when one did. */
+  readonly culprit: number | undefined;
 }
 
 export interface LifecycleState {
@@ -93,6 +105,12 @@ export interface LifecycleState {
   /** Packed mode: cluster → slot, and each slot's current thread. */
   readonly slots: ReadonlyMap<string, number>;
   readonly slotThreads: ReadonlyMap<number, number>;
+  /**
+   * Per packed slot, the times (inside the restart policy's window) its thread ended
+   * without naming the actor that caused it: its actors' restart delay grows with
+   * them, no actor's own failure history does.
+   */
+  readonly slotDeaths: ReadonlyMap<number, readonly number[]>;
   /** Clusters waiting to start, in order. */
   readonly startQueue: readonly string[];
   readonly nextEpoch: number;
@@ -119,6 +137,17 @@ export type LifecycleEvent =
       readonly cluster: string;
       readonly epoch: number;
       readonly error: SerializedError;
+    }
+  /**
+   * Incarnation `epoch` holds `bytes` of API answers being received or decoded
+   * (`actor.load`): if its shared thread's heap runs out, this names the actor to charge.
+   */
+  | {
+      readonly type: "actor-load";
+      readonly thread: number;
+      readonly cluster: string;
+      readonly epoch: number;
+      readonly bytes: number;
     }
   | { readonly type: "thread-error"; readonly thread: number; readonly error: SerializedError }
   | { readonly type: "thread-exited"; readonly thread: number; readonly code: number }
@@ -185,6 +214,7 @@ export function initialLifecycleState(settings: LifecycleSettings): LifecycleSta
     packedSlots: settings.maxThreads,
     slots: new Map(),
     slotThreads: new Map(),
+    slotDeaths: new Map(),
     startQueue: [],
     nextEpoch: 1,
     nextThread: 1,

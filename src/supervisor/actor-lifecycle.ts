@@ -7,8 +7,10 @@
  * Rules (docs/DESIGN.md §1, "Actor lifecycle", says why each holds):
  * - one cluster's failure never stops another: every actor has its own restart
  *   history; a thread that ends restarts exactly the actors whose current incarnation
- *   it hosted, each with its own backoff; in packed mode a failed actor alone is
- *   stopped and restarted, its neighbours run on;
+ *   it hosted, and is charged to the one that caused it when that is known, never to
+ *   its neighbours (actor-endings.ts); in packed mode a failed actor alone is stopped
+ *   and restarted, its neighbours run on; an actor that keeps ending shared threads
+ *   gets a thread of its own;
  * - an incarnation asked to stop is tracked by its epoch until its own `actor-stopped`
  *   (or its thread's exit), even when the cluster is registered again meanwhile and a
  *   new incarnation runs on the same thread: an old stop completes normally, never
@@ -21,21 +23,18 @@
  *   one when it has stopped, however many rotations arrive meanwhile;
  * - a crash loop is reported with one Event when the actor enters it, not per crash.
  */
-import type { SerializedError } from "../protocol/errors.ts";
-import { describeError } from "../protocol/errors.ts";
+
+import { ended, threadExited } from "./actor-endings.ts";
 import { LifecycleDraft } from "./actor-lifecycle-draft.ts";
 import {
   type ActorRecord,
-  type Incarnation,
   type LifecycleEvent,
   type LifecycleState,
   restartTimerKey,
-  stopTimerKey,
   type Transition,
 } from "./actor-lifecycle-state.ts";
 import { placeClusters } from "./placement.ts";
 import type { RegisteredCluster } from "./registry.ts";
-import { decideRestart } from "./restart-policy.ts";
 
 export function transition(state: LifecycleState, event: LifecycleEvent, now: number): Transition {
   const d = new LifecycleDraft(state);
@@ -73,6 +72,11 @@ export function transition(state: LifecycleState, event: LifecycleEvent, now: nu
       }
       break;
     }
+    case "actor-load": {
+      const inc = d.incarnationOf(event);
+      if (inc) d.incarnations.set(inc.epoch, { ...inc, loadBytes: event.bytes });
+      break;
+    }
     case "thread-error": {
       const thread = d.threads.get(event.thread);
       if (thread) d.threads.set(thread.id, { ...thread, lastError: event.error });
@@ -95,6 +99,8 @@ export function transition(state: LifecycleState, event: LifecycleEvent, now: nu
         { cluster: inc.cluster, epoch: inc.epoch },
         `actor of cluster ${inc.cluster} (epoch ${inc.epoch}) did not stop within ${d.settings.stopTimeoutMs} ms: its stop timed out, terminating its thread`,
       );
+      const thread = d.threads.get(inc.thread);
+      if (thread) d.threads.set(thread.id, { ...thread, culprit: inc.epoch });
       d.terminate(inc.thread);
       break;
     }
@@ -144,6 +150,8 @@ function registrations(
         restarts: 0,
         lastError: undefined,
         crashLoopReported: false,
+        faults: [],
+        quarantined: false,
       };
       d.actors.set(cluster, fresh);
       d.queue(fresh);
@@ -183,109 +191,6 @@ function restart(d: LifecycleDraft, actor: ActorRecord): void {
   }
   d.actors.set(actor.cluster, { ...actor, phase: "stopping" });
   d.stopIncarnation(actor.epoch);
-}
-
-/**
- * An incarnation no longer runs (stopped, failed, or its thread ended). Asked to stop:
- * a normal end (an actor stopping to restart is queued). Otherwise a crash of the
- * current incarnation, which goes through the restart policy.
- */
-function ended(
-  d: LifecycleDraft,
-  inc: Incarnation,
-  error: SerializedError | undefined,
-  now: number,
-  code?: number,
-): void {
-  d.incarnations.delete(inc.epoch);
-  d.effects.push({ type: "cancel-timer", key: stopTimerKey(inc.epoch) });
-  const thread = d.threads.get(inc.thread);
-  if (thread) {
-    const incarnations = thread.incarnations.filter((e) => e !== inc.epoch);
-    d.threads.set(thread.id, { ...thread, incarnations });
-    if (d.shuttingDown) d.terminateWhenIdle(thread.id);
-  }
-  const actor = d.actors.get(inc.cluster);
-  const current = actor?.epoch === inc.epoch ? actor : undefined;
-  if (inc.phase === "stopping") {
-    d.log(
-      "info",
-      { cluster: inc.cluster, epoch: inc.epoch },
-      `actor of cluster ${inc.cluster} (epoch ${inc.epoch}) stopped`,
-    );
-    if (!current) return;
-    const next: ActorRecord = { ...current, epoch: undefined };
-    d.actors.set(current.cluster, next);
-    if (current.phase === "stopping" && !d.shuttingDown) d.queue(next);
-    return;
-  }
-  if (!current) return; // not current and not stopping cannot happen; nothing to restart
-  crashed(d, current, error ?? { name: "WorkerExit", message: `actor thread exited with code ${code}` }, now, code);
-}
-
-function crashed(
-  d: LifecycleDraft,
-  actor: ActorRecord,
-  error: SerializedError,
-  now: number,
-  code: number | undefined,
-): void {
-  const policy = d.settings.policy;
-  const decision = decideRestart([...actor.failures, now], now, policy);
-  const why = describeError(error);
-  const restarts = actor.restarts + 1;
-  let crashLoopReported = false;
-  if (decision.crashLoop) {
-    const message = `actor of cluster ${actor.cluster} is crash-looping (${decision.recent.length} crashes in ${Math.round(policy.windowMs / 60_000)} min; last: ${why}); next try in ${Math.round(decision.delayMs / 1000)} s; its mirrors are kept`;
-    d.log("error", { cluster: actor.cluster, code }, message);
-    if (!actor.crashLoopReported) {
-      const { secretKey } = actor.registration;
-      d.effects.push({
-        type: "report-event",
-        cluster: actor.cluster,
-        secretKey,
-        eventType: "Warning",
-        reason: "ActorCrashLoop",
-        message,
-      });
-    }
-    crashLoopReported = true;
-  } else {
-    d.log(
-      "error",
-      { cluster: actor.cluster, code },
-      `actor of cluster ${actor.cluster} crashed (${why}); restarting in ${decision.delayMs} ms; its mirrors are kept`,
-    );
-  }
-  d.actors.set(actor.cluster, {
-    ...actor,
-    phase: decision.crashLoop ? "crash-loop" : "backoff",
-    epoch: undefined,
-    failures: decision.recent,
-    restarts,
-    lastError: error,
-    crashLoopReported,
-  });
-  d.effects.push({
-    type: "start-timer",
-    key: restartTimerKey(actor.cluster),
-    ms: decision.delayMs,
-    event: { type: "restart-timer-fired", cluster: actor.cluster, restarts },
-  });
-}
-
-function threadExited(d: LifecycleDraft, id: number, code: number, now: number): void {
-  const thread = d.threads.get(id);
-  if (!thread) return;
-  d.threads.delete(id);
-  if (thread.slot !== undefined && d.slotThreads.get(thread.slot) === id) d.slotThreads.delete(thread.slot);
-  // Every incarnation it hosted has ended; current ones are restarted, each with its
-  // own restart history; the other threads' actors are untouched.
-  for (const epoch of thread.incarnations) {
-    const inc = d.incarnations.get(epoch);
-    if (!inc) continue;
-    ended(d, { ...inc }, thread.lastError ?? inc.error, now, code);
-  }
 }
 
 /**

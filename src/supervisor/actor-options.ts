@@ -4,6 +4,7 @@
  * what an actor reads.
  */
 import type { Config } from "../config.ts";
+import { responseCapBytes } from "../config-limits.ts";
 import { gatewayPolicyOptions } from "../gateway-flags.ts";
 import type { RemoteActorOptions } from "../protocol/messages.ts";
 
@@ -28,6 +29,7 @@ export function remoteActorOptions(config: Config, o: ActorOptionOverrides): Rem
     ...(o.deniedRetryMs ? { deniedRetryMs: o.deniedRetryMs } : {}),
     mcsRecheckMs: o.mcsRecheckMs ?? config.mcsRecheckMs,
     headlessHostGraceMs: config.headlessHostGraceMs,
+    maxResponseBytes: responseCapBytes(config),
     ...(o.testHooks === true ? { testHooks: true } : {}),
     ...(o.gatewayDnsServers ? { gatewayDnsServers: [...o.gatewayDnsServers] } : {}),
     gatewayPolicy: gatewayPolicyOptions(config),

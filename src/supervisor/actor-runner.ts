@@ -172,6 +172,8 @@ export class ActorRunner {
       excludedNamespaces: this.#o.config.excludedNamespaces,
       defaultGateway: effect.registration.defaultGateway,
       ...(this.#o.config.exportSelector ? { exportSelector: this.#o.config.exportSelector } : {}),
+      maxMirrors: this.#o.config.maxMirrorsPerCluster,
+      maxHeadlessHosts: this.#o.config.maxHostsPerHeadlessService,
     };
     const init: ToRemoteActor = {
       type: "actor.init",
@@ -218,6 +220,15 @@ export class ActorRunner {
         }
         case "actor.stopped":
           this.dispatch({ type: "actor-stopped", thread: id, cluster: message.cluster, epoch: message.epoch });
+          break;
+        case "actor.load":
+          this.dispatch({
+            type: "actor-load",
+            thread: id,
+            cluster: message.cluster,
+            epoch: message.epoch,
+            bytes: message.bytes,
+          });
           break;
         case "actor.failed":
           this.dispatch({

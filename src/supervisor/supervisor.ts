@@ -26,6 +26,7 @@
 import { MessageChannel, type Worker } from "node:worker_threads";
 import { EventEmitter } from "eventemitter3";
 import type { Config } from "../config.ts";
+import { responseCapBytes } from "../config-limits.ts";
 import type { ConnectionSpec } from "../core/connection.ts";
 import { allShards, hostsCluster, type ShardOwnership, shardOf } from "../core/shards.ts";
 import { KubeClient } from "../kube/client.ts";
@@ -112,7 +113,10 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
     const { config, logger } = options;
     this.#ownership = config.shards > 1 ? { shards: config.shards, held: new Set() } : allShards;
     this.#policy = options.restartPolicy ?? DEFAULT_RESTART_POLICY;
-    this.#client = new KubeClient(options.localConnection, { userAgent: "fleet-mirror/supervisor" });
+    this.#client = new KubeClient(options.localConnection, {
+      userAgent: "fleet-mirror/supervisor",
+      maxResponseBytes: responseCapBytes(config),
+    });
     this.#writer = new WriterRunner({
       config,
       local: options.localConnection,

@@ -5,6 +5,7 @@
  */
 import type { Transferable, Worker } from "node:worker_threads";
 import type { Config } from "../config.ts";
+import { responseCapBytes } from "../config-limits.ts";
 import type { ConnectionSpec } from "../core/connection.ts";
 import type { Logger } from "../log.ts";
 import { serializeError } from "../protocol/errors.ts";
@@ -225,6 +226,8 @@ export class WriterRunner {
         ...(this.#o.writeFence ? { fenced: true } : {}),
         ...(config.shards > 1 ? { shards: config.shards } : {}),
         mcsRecheckMs: this.#o.mcsRecheckMs ?? config.mcsRecheckMs,
+        maxResponseBytes: responseCapBytes(config),
+        maxNamespacesPerCluster: config.maxNamespacesPerCluster,
         ...(config.dryRun ? { dryRun: true } : {}),
       },
     } satisfies ToWriter);

@@ -88,6 +88,7 @@ const sideBySide = {
   "export-modes": { smoke: false, ratio: 0.98, runs: [] },
   headless: { smoke: false, convergence: { writesPerHostMirror: 2 }, actorHeapKbPerHeadlessService: 61.5 },
   image: { smoke: false, imageAppMb: 13.3, imageTotalMb: 237.8, containerReadyS: 4.42 },
+  "hostile-body": { smoke: false, hostileBodyRssMb: 98.5 },
 };
 
 describe("summaryFromResults", () => {
@@ -131,6 +132,7 @@ describe("summaryFromResults", () => {
           image_app_mb: 13.3,
           image_total_mb: 237.8,
           container_ready_s: 4.42,
+          hostile_body_rss_mb: 98.5,
         }).sort(([a], [b]) => a.localeCompare(b)),
       ),
     );

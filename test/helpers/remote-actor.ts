@@ -18,6 +18,7 @@ import type {
   ToWriterFromActor,
 } from "../../src/protocol/messages.ts";
 import { type DesiredPort, type Probe, RemoteClusterActor } from "../../workers/remote-cluster/actor.ts";
+import { DesiredSender, type DesiredSenderDeps } from "../../workers/remote-cluster/desired-sender.ts";
 import { eventually } from "./kube.ts";
 
 export type Batch = ToWriterFromActor;
@@ -182,4 +183,30 @@ export async function ensureNamespace(client: KubeClient, namespace: string): Pr
   } catch (error) {
     if (!(typeof error === "object" && error !== null && "status" in error && error.status === 409)) throw error;
   }
+}
+
+/**
+ * A desired sender on fake inputs (for the sender's unit tests): no flush delay, no
+ * credit limit to speak of, no gateway hostnames or probes, every headless Service's
+ * reads denied unless `deps` says otherwise.
+ */
+export function fakeSender(
+  deps: Pick<DesiredSenderDeps, "cluster" | "services"> & Partial<DesiredSenderDeps>,
+): DesiredSender {
+  return new DesiredSender({
+    epoch: 1,
+    batchDelayMs: 0,
+    maxInFlight: 100,
+    serviceExports: { get: () => undefined, keys: () => [], settled: true, known: true },
+    memberSelector: { key: "mirror.linkerd.io/federated", value: "member" },
+    lookupHostname: () => undefined,
+    deadAddresses: () => undefined,
+    headlessHosts: () => ({ kind: "ordinary" }),
+    hostClaimant: () => undefined,
+    headlessPending: () => false,
+    log: silentLogger(),
+    guard: (fn) => fn,
+    statusChanged: () => {},
+    ...deps,
+  });
 }

@@ -6,71 +6,9 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { transition } from "../../src/supervisor/actor-lifecycle.ts";
-import {
-  initialLifecycleState,
-  type LifecycleEffect,
-  type LifecycleEvent,
-  type LifecycleSettings,
-  type LifecycleState,
-} from "../../src/supervisor/actor-lifecycle-state.ts";
+import type { LifecycleSettings } from "../../src/supervisor/actor-lifecycle-state.ts";
 import type { RegisteredCluster } from "../../src/supervisor/registry.ts";
-
-const POLICY = { initialMs: 1_000, maxMs: 60_000, windowMs: 600_000, crashLoopAfter: 3, crashLoopRetryMs: 300_000 };
-const SOLO: LifecycleSettings = { maxThreads: 0, maxConcurrentStarts: 2, policy: POLICY, stopTimeoutMs: 10_000 };
-const PACKED: LifecycleSettings = { ...SOLO, maxThreads: 2 };
-
-function reg(cluster: string, opts: { uid?: string; fingerprint?: string } = {}): RegisteredCluster {
-  return {
-    cluster,
-    domain: "example.test",
-    connection: { server: `https://${cluster}.test:6443`, auth: { kind: "token", token: "t" } },
-    defaultGateway: { name: "linkerd-gateway", namespace: "linkerd-multicluster" },
-    fingerprint: opts.fingerprint ?? "f1",
-    secretKey: `fleet/cluster-credentials-${cluster}`,
-    secretUid: opts.uid ?? `uid-${cluster}`,
-  };
-}
-
-const registrations = (...rs: RegisteredCluster[]): LifecycleEvent => ({
-  type: "registrations",
-  registered: new Map(rs.map((r) => [r.cluster, r])),
-});
-
-/** Drives the lifecycle; `effects` holds the effects of the last step only. */
-class Driver {
-  state: LifecycleState;
-  effects: readonly LifecycleEffect[] = [];
-  now = 1_000_000;
-
-  constructor(settings: LifecycleSettings) {
-    this.state = initialLifecycleState(settings);
-  }
-
-  step(event: LifecycleEvent): readonly LifecycleEffect[] {
-    const next = transition(this.state, event, this.now);
-    this.state = next.state;
-    this.effects = next.effects;
-    return next.effects;
-  }
-
-  of<T extends LifecycleEffect["type"]>(type: T): Extract<LifecycleEffect, { type: T }>[] {
-    return this.effects.filter((e): e is Extract<LifecycleEffect, { type: T }> => e.type === type);
-  }
-
-  /** Epoch and thread of `cluster`'s current incarnation. */
-  current(cluster: string): { epoch: number; thread: number } {
-    const epoch = this.state.actors.get(cluster)?.epoch;
-    assert.ok(epoch !== undefined, `${cluster} has a current incarnation`);
-    const inc = this.state.incarnations.get(epoch);
-    assert.ok(inc);
-    return { epoch, thread: inc.thread };
-  }
-
-  ready(cluster: string): void {
-    const { epoch, thread } = this.current(cluster);
-    this.step({ type: "actor-ready", thread, cluster, epoch });
-  }
-}
+import { Driver, PACKED, POLICY, reg, registrations, SOLO } from "../helpers/lifecycle-driver.ts";
 
 describe("actor lifecycle", () => {
   it("a registered cluster gets a thread of its own and an init, and runs once ready", () => {
@@ -141,19 +79,26 @@ describe("actor lifecycle", () => {
     assert.equal(d.state.actors.get("c2")?.restarts, 0);
   });
 
-  it("a stop that does not complete in time terminates the thread, and the neighbours then restart with their own backoff", () => {
+  it("a stop that does not complete in time terminates the thread; its neighbours restart at once, not charged with the hung actor's fault", () => {
     const d = new Driver(PACKED);
     d.step(registrations(reg("c0"), reg("c1"), reg("c2")));
     d.ready("c0");
     d.ready("c2");
     const { epoch, thread } = d.current("c2");
+    const neighbour = d.current("c0");
     d.step(registrations(reg("c0"), reg("c1")));
     d.step({ type: "stop-timeout", epoch });
     assert.deepEqual(d.of("terminate-thread"), [{ type: "terminate-thread", thread }]);
     assert.ok(d.of("log").some((l) => /timed out/.test(l.message)));
     d.step({ type: "thread-exited", thread, code: 1 });
-    assert.equal(d.state.actors.get("c0")?.phase, "backoff");
-    assert.equal(d.state.actors.get("c0")?.restarts, 1);
+    // c2's hung stop ended the thread: c0 is collateral, restarted at once on a new thread.
+    const c0 = d.state.actors.get("c0");
+    assert.equal(c0?.phase, "starting");
+    assert.deepEqual(c0?.failures, []);
+    assert.equal(c0?.restarts, 0, "not a crash of c0");
+    assert.ok(!d.of("start-timer").some((t) => t.key === "restart/c0"), "no backoff");
+    assert.notEqual(d.current("c0").thread, neighbour.thread);
+    assert.ok(d.of("log").some((l) => /because of cluster c2/.test(l.message)));
     assert.equal(d.state.actors.get("c1")?.restarts, 0, "the other thread's actor is untouched");
   });
 

@@ -48,6 +48,10 @@ const BAD_VALUES: Record<string, { readonly bad: readonly string[]; readonly all
   "gateway-max-addresses": { bad: ["0", "1.5", "", "1001"], allowed: /1 to 1000/ },
   "gateway-max-probed": { bad: ["0", "-1", "", "10001"], allowed: /1 to 10000/ },
   "gateway-max-probes-in-flight": { bad: ["0", "2.5", "", "10001"], allowed: /1 to 10000/ },
+  "max-response-mb": { bad: ["0", "64MiB", "1.5", "", "4097"], allowed: /1 to 4096/ },
+  "max-mirrors-per-cluster": { bad: ["-1", "2.5", "", "1000001"], allowed: /0 \(no limit\) to 1000000/ },
+  "max-hosts-per-headless-service": { bad: ["0", "1001", "", "ten"], allowed: /1 to 1000/ },
+  "max-namespaces-per-cluster": { bad: ["-1", "", "100001"], allowed: /0 \(no limit\) to 100000/ },
 };
 
 function refusal(flag: string, value: string): ConfigError {
@@ -109,6 +113,10 @@ describe("run's numeric flags", () => {
       ["admin-addr", ":0"],
       ["admin-addr", "127.0.0.1:65535"],
       ["admin-addr", ""],
+      ["max-response-mb", "1"],
+      ["max-mirrors-per-cluster", "0"],
+      ["max-hosts-per-headless-service", "1000"],
+      ["max-namespaces-per-cluster", "0"],
     ];
     for (const [flag, value] of good) {
       assert.doesNotThrow(() => parseRunConfig([`--${flag}`, value], {}), `--${flag} ${value}`);
@@ -120,6 +128,16 @@ describe("run's numeric flags", () => {
     assert.ok(config !== "help");
     // The default: a remote without the MCS API is checked again every 5 min (SPEC §12).
     assert.equal(config.mcsRecheckMs, 300_000);
+    // The limits' defaults (docs/CLI.md, "Limits").
+    assert.deepEqual(
+      [
+        config.maxResponseMb,
+        config.maxMirrorsPerCluster,
+        config.maxHostsPerHeadlessService,
+        config.maxNamespacesPerCluster,
+      ],
+      [64, 2000, 1000, 100],
+    );
     const mcs = parseRunConfig(["--mcs-recheck-period", "90s"], {});
     assert.ok(mcs !== "help");
     assert.equal(mcs.mcsRecheckMs, 90_000);

@@ -12,10 +12,8 @@ import type { ClusterSettings } from "../../src/core/desired.ts";
 import { HEADLESS_MIRROR_LABEL, type HeadlessHosts, MAX_HEADLESS_HOSTS } from "../../src/core/headless.ts";
 import { GATEWAY_NAME, GATEWAY_NS } from "../../src/core/labels.ts";
 import { objectKey, type Service } from "../../src/core/objects.ts";
-import { silentLogger } from "../../src/log.ts";
-import { DesiredSender } from "../../workers/remote-cluster/desired-sender.ts";
 import { eventually } from "../helpers/kube.ts";
-import { type Batch, FakeDesiredPort, summary } from "../helpers/remote-actor.ts";
+import { type Batch, FakeDesiredPort, fakeSender, summary } from "../helpers/remote-actor.ts";
 
 const SETTINGS: ClusterSettings = {
   name: "east",
@@ -47,16 +45,9 @@ function world(services: Service[]) {
   const failed = new Set<string>();
   const port = new FakeDesiredPort();
   let acked = 0;
-  const sender = new DesiredSender({
+  const sender = fakeSender({
     cluster: SETTINGS,
-    epoch: 1,
-    batchDelayMs: 0,
-    maxInFlight: 100,
     services: { get: (k) => store.get(k), values: () => store.values(), hasSynced: true },
-    serviceExports: { get: () => undefined, keys: () => [], settled: true, known: true },
-    memberSelector: { key: "mirror.linkerd.io/federated", value: "member" },
-    lookupHostname: () => undefined,
-    deadAddresses: () => undefined,
     headlessHosts: (k) => hosts.get(k) ?? { kind: "pending" },
     // As HeadlessWatches: the first key of the namespace whose listed hostnames hold it.
     hostClaimant: (namespace, hostname) =>
@@ -71,9 +62,6 @@ function world(services: Service[]) {
           !failed.has(objectKey(s.metadata)) &&
           (hosts.get(objectKey(s.metadata)) ?? { kind: "pending" }).kind === "pending",
       ),
-    log: silentLogger(),
-    guard: (fn) => fn,
-    statusChanged: () => {},
   });
   sender.attach(port);
   const next = (what: string, match: (b: Batch) => boolean = () => true): Promise<Batch> =>

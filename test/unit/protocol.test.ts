@@ -153,6 +153,7 @@ const valid: { decode: (value: unknown) => unknown; message: unknown }[] = [
   { decode: decodeFromRemoteActor, message: { type: "actor.status", status: clusterStatus } },
   { decode: decodeFromRemoteActor, message: { type: "actor.stopped", cluster: "east", epoch: 3 } },
   { decode: decodeFromRemoteActor, message: { type: "actor.failed", cluster: "east", epoch: 3, error } },
+  { decode: decodeFromRemoteActor, message: { type: "actor.load", cluster: "east", epoch: 3, bytes: 8_388_608 } },
   { decode: decodeToWriterFromActor, message: batch },
   { decode: decodeToWriterFromActor, message: { ...batch, complete: true, upserts: [], deletes: [] } },
   {
@@ -268,6 +269,11 @@ const { reason: _reason, ...problemWithoutReason } = clusterStatus.problems[0] ?
 const malformed: { decode: (value: unknown) => unknown; message: unknown; error: string }[] = [
   { decode: decodeFromRemoteActor, message: null, error: "from remote actor: expected Object but received null" },
   { decode: decodeFromRemoteActor, message: { type: "actor.nope" }, error: "from remote actor: type: expected (" },
+  {
+    decode: decodeFromRemoteActor,
+    message: { type: "actor.load", cluster: "east", epoch: 3, bytes: -1 },
+    error: "actor.load: bytes: must be >= 0",
+  },
   {
     decode: decodeFromRemoteActor,
     message: { type: "actor.status", status: { ...clusterStatus, problems: [problemWithoutReason] } },

@@ -224,7 +224,7 @@ describe("Watcher", () => {
     }
   });
 
-  it("restarts a paginated list from scratch, in one page, when its continue token expires", async () => {
+  it("restarts a paginated list from scratch, still paginated, when its continue token expires", async () => {
     const api = await fakeApi((url, res) => {
       if (url.searchParams.get("watch") === "true") {
         openStream(res);
@@ -233,7 +233,10 @@ describe("Watcher", () => {
       const n = api.lists().length;
       if (n === 1) return sendList(res, [svc("a", "1")], "3", "page2");
       if (n === 2) return sendStatus(res, 410, "Expired");
-      sendList(res, [svc("a", "1"), svc("b", "2")], "4");
+      // A fresh list: a new snapshot, page by page again (one unpaginated answer could be
+      // larger than the response cap and fail at every try).
+      if (n === 3) return sendList(res, [svc("a", "1")], "4", "fresh2");
+      sendList(res, [svc("b", "2")], "4");
     });
     const recorded = watch(api, { pageSize: 1 });
     try {
@@ -243,7 +246,8 @@ describe("Watcher", () => {
         [
           ["1", null],
           ["1", "page2"],
-          [null, null],
+          ["1", null],
+          ["1", "fresh2"],
         ],
       );
       assert.equal(recorded.listed, 1, "the partial list emitted nothing");

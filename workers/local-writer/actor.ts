@@ -41,6 +41,7 @@ import { EventRecorder } from "./event-recorder.ts";
 import { WriteFence } from "./fence.ts";
 import { LocalStores } from "./local-stores.ts";
 import { MutationCache } from "./mutation-cache.ts";
+import { namespaceQuota } from "./namespace-quota.ts";
 import { MirrorReconciler } from "./reconcile.ts";
 import { ShardHandoff } from "./shard-handoff.ts";
 import { SharedStrings } from "./shared-strings.ts";
@@ -101,7 +102,8 @@ export class LocalWriterActor {
     this.#options = options;
     this.#ports = ports;
     this.#log = deps.logger;
-    this.#client = new KubeClient(connection, { userAgent: "fleet-mirror/local-writer", logger: deps.logger });
+    const identity = { userAgent: "fleet-mirror/local-writer", logger: deps.logger };
+    this.#client = new KubeClient(connection, { ...identity, maxResponseBytes: options.maxResponseBytes });
     this.#stores = new LocalStores(this.#client, this.#shared, {
       log: this.#log,
       changed: (key) => this.#enqueue(key),
@@ -149,6 +151,7 @@ export class LocalWriterActor {
       options,
       log: this.#log,
       recordEvent: (event) => void this.recordEvent(event),
+      namespaceQuota: namespaceQuota(this.#stores.namespaces, this.#desired, options),
       ownership: () => this.#handoff.plannable(),
     });
     this.#sharedKeys = new SharedTriggers({

@@ -59,6 +59,9 @@ export class DesiredStore {
   #order: readonly string[] = [];
   #registeredAt: Readonly<Record<string, string>> = {};
 
+  /** Counts every change of any cluster's mirrors (for a view computed from them to know it is stale). */
+  #version = 0;
+
   constructor(shared?: SharedStrings) {
     this.#shared = shared;
   }
@@ -82,6 +85,7 @@ export class DesiredStore {
       this.#clusters.set(batch.cluster, cd);
     }
     cd.epoch = batch.epoch;
+    this.#version += 1;
     const touched: string[] = [];
     if (batch.complete) {
       const next = new Set(batch.upserts.map((m) => objectKey(m)));
@@ -292,6 +296,18 @@ export class DesiredStore {
     return this.#registeredAt[cluster];
   }
 
+  /** Changes with every batch absorbed and every cluster forgotten. */
+  get version(): number {
+    return this.#version;
+  }
+
+  /** The namespaces of `cluster`'s desired mirrors, each once. */
+  namespacesOf(cluster: string): Set<string> {
+    const namespaces = new Set<string>();
+    for (const mirror of this.#clusters.get(cluster)?.mirrors.values() ?? []) namespaces.add(mirror.namespace);
+    return namespaces;
+  }
+
   claimants(key: string): readonly string[] {
     return [...(this.#claimants.get(key) ?? [])].sort();
   }
@@ -316,6 +332,7 @@ export class DesiredStore {
   }
 
   #remove(cluster: string, cd: ClusterDesired, key: string): void {
+    this.#version += 1;
     cd.mirrors.delete(key);
     const claimants = this.#claimants.get(key);
     claimants?.delete(cluster);

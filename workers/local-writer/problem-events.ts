@@ -31,7 +31,7 @@ export interface FleetProblem {
 }
 
 /** Reasons reported in status and the log but with no Event (there is no namespace to hold one). */
-const NO_EVENT = new Set(["namespace-missing", "excluded-namespace"]);
+export const NO_EVENT: ReadonlySet<string> = new Set(["namespace-missing", "excluded-namespace", "namespace-quota"]);
 
 /**
  * Replaces the problems of `key` in `book` (key → exporting cluster → problem; none:

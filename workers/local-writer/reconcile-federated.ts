@@ -231,6 +231,7 @@ export class FederatedReconciler {
       namespaceExists,
       createNamespaces: options.createNamespaces,
       excludedNamespaces: options.excludedNamespaces,
+      namespaceQuota: this.#deps.namespaceQuota,
       ...(sharded ? { shard: { owner, hosts, members: hostedParts } } : {}),
     });
     if (!plan.blocked) {

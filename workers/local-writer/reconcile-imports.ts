@@ -255,6 +255,7 @@ export class ImportReconciler {
       namespaceExists,
       createNamespaces: options.createNamespaces,
       excludedNamespaces: options.excludedNamespaces,
+      namespaceQuota: this.#deps.namespaceQuota,
       flavor: importFlavor(service),
     });
     if (servicePlan.blocked) return { actions: [], observed, blocked: servicePlan.blocked };

@@ -60,6 +60,8 @@ export interface ReconcilerDeps {
   >;
   readonly log: Logger;
   readonly recordEvent: (event: EventRequest) => void;
+  /** Why creating a namespace for a cluster would pass its quota (namespace-quota.ts); absent: no quota. */
+  readonly namespaceQuota?: (namespace: string, cluster: string) => string | undefined;
   /** The shards this replica holds, read at every plan. Default: not sharded (everything). */
   readonly ownership?: () => ShardOwnership;
 }

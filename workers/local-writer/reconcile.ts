@@ -31,6 +31,7 @@ import { hostsCluster, shardOf } from "../../src/core/shards.ts";
 import type { ReconcileResult } from "../../src/core/workqueue.ts";
 import type { FederatedServiceStatus } from "../../src/protocol/messages.ts";
 import type { DesiredStore } from "./desired-store.ts";
+import { NO_EVENT } from "./problem-events.ts";
 import { FederatedReconciler } from "./reconcile-federated.ts";
 import { ImportReconciler } from "./reconcile-imports.ts";
 import {
@@ -178,6 +179,7 @@ export class MirrorReconciler {
           namespaceExists,
           createNamespaces: options.createNamespaces,
           excludedNamespaces: options.excludedNamespaces,
+          namespaceQuota: this.#deps.namespaceQuota,
           gcAllowed: (cluster) => !kept && store.gcAllowed(cluster),
           claimants,
         });
@@ -271,7 +273,7 @@ export class MirrorReconciler {
     if (previous?.message === blocked.message) return;
     this.#deps.log.warn({ key, cluster, reason: blocked.reason }, blocked.message);
     const { namespace, name } = splitKey(key);
-    if (namespace && blocked.reason !== "namespace-missing" && blocked.reason !== "excluded-namespace") {
+    if (namespace && !NO_EVENT.has(blocked.reason)) {
       this.#deps.recordEvent({
         involved: { kind: "Service", apiVersion: "v1", namespace, name },
         type: "Warning",

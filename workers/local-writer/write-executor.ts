@@ -19,6 +19,7 @@
  * given up can be awaited until none of its writes is in flight (`whenDrained`).
  */
 import type { DesiredMirror } from "../../src/core/desired.ts";
+import { CLUSTER_NAME } from "../../src/core/labels.ts";
 import { type Blocked, MIRROR_KINDS, objectPath, type WriteAction } from "../../src/core/mirror-kinds.ts";
 import { type KubeObject, objectKey, splitKey } from "../../src/core/objects.ts";
 import type { TokenBucket } from "../../src/core/rate-limit.ts";
@@ -161,6 +162,12 @@ export class WriteExecutor {
         case "create": {
           const created = await client.request<KubeObject>("POST", path, { body: action.body, ...bounds });
           if (action.kind !== "Namespace") cache.written(action.kind, objectId, created);
+          // A Namespace outlives the mirror that needed it (SPEC §3): say whose it is.
+          else
+            log.info(
+              { key, namespace: action.name, cluster: created?.metadata?.labels?.[CLUSTER_NAME] },
+              `created Namespace ${action.name} for ${key} (labelled with its cluster; fleet-mirror never deletes it)`,
+            );
           break;
         }
         case "update": {

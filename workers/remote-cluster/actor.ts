@@ -13,7 +13,8 @@
  * gateway health, SPEC §10), headless-watches.ts (the
  * remote slices of exported headless Services, SPEC §12), an OptionalWatch
  * (src/kube/optional-watch.ts: the MCS API's ServiceExports, when served, SPEC §12),
- * desired-sender.ts + credits.ts (batches and flow control to the writer),
+ * desired-sender.ts + credits.ts (batches and flow control to the writer), load-report.ts
+ * (large API answers held, reported so a shared thread's heap exhaustion is charged here),
  * status-state.ts + status-report.ts (the sync state, when a status is due, the status);
  * this file wires them to the watchers.
  *
@@ -46,6 +47,7 @@ import { ClusterGateways } from "./gateways.ts";
 import { HeadlessWatches } from "./headless-watches.ts";
 import { MAX_STALE_PERIODS } from "./hostnames.ts";
 import { httpProbe, type Probe } from "./http-probe.ts";
+import { LoadReporter } from "./load-report.ts";
 import { createResolver, type Resolver } from "./resolver.ts";
 import { clusterStatus } from "./status-report.ts";
 import { StatusThrottle, SyncTracker } from "./status-state.ts";
@@ -118,9 +120,15 @@ export class RemoteClusterActor {
     this.#log = deps.logger;
     const selector = init.options.memberSelector;
     const settings = init.cluster;
+    const { name: cluster } = init.cluster;
+    const load = new LoadReporter((bytes) =>
+      ports.supervisor({ type: "actor.load", cluster, epoch: init.epoch, bytes }),
+    );
     this.#client = new KubeClient(init.connection, {
       userAgent: `fleet-mirror/remote-cluster ${init.cluster.name}`,
       logger: deps.logger,
+      maxResponseBytes: init.options.maxResponseBytes,
+      onHeldBytes: (bytes) => load.held(bytes),
     });
     this.#watcher = new Watcher<Service>({
       client: this.#client,

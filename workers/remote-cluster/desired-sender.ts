@@ -45,6 +45,7 @@ import type { LineLogger } from "../../src/log/json-lines.ts";
 import { serializeError } from "../../src/protocol/errors.ts";
 import { type ChannelPort, decodeToActorFromWriter, type ToWriterFromActor } from "../../src/protocol/messages.ts";
 import { acked, type Credits, initialCredits, maySend, sent, settled } from "./credits.ts";
+import { MirrorQuota } from "./mirror-quota.ts";
 import { SenderProblems } from "./sender-problems.ts";
 import { type Changes, diffMany, keepTakenOver, noChanges } from "./sent-diff.ts";
 
@@ -127,6 +128,8 @@ export class DesiredSender {
   readonly #sentMcs = new Map<string, string>();
   /** Problems of mirrors, headless hosts (left out; the Service is mirrored all the same), members, exports. */
   readonly #problems: SenderProblems;
+  /** The cluster's quota of local Services (`--max-mirrors-per-cluster`): which keys are refused. */
+  readonly #quota: MirrorQuota;
   #dirty = new Set<string>();
   #needSnapshot = false;
   #writer: DesiredPort | undefined;
@@ -151,6 +154,7 @@ export class DesiredSender {
     };
     this.#credits = initialCredits(deps.epoch);
     this.#problems = new SenderProblems(deps.log, deps.statusChanged);
+    this.#quota = new MirrorQuota(deps.cluster.name, deps.cluster.maxMirrors ?? 0);
   }
 
   /**
@@ -267,6 +271,7 @@ export class DesiredSender {
     if ("headless" in desired.problems) this.#problems.set("headless", key, desired.problems.headless);
     this.#problems.set("member", key, member);
     this.#problems.set("mcs", key, mcs);
+    this.#quota.weigh(key, desired);
     return desired;
   }
 
@@ -330,11 +335,10 @@ export class DesiredSender {
     const keys = new Set<string>(this.#deps.serviceExports.keys());
     for (const service of this.#deps.services.values()) keys.add(objectKey(service.metadata));
     this.#problems.retain(keys);
-    for (const key of keys) {
-      const { mirrors, unknownMirrors, member, mcs } = this.#compute(key, views);
-      // A headless Service whose slices have not listed: "hosts unknown", never "no mirrors".
-      this.#diff(key, mirrors ?? unknownMirrors ?? [], member, mcs, changes);
-    }
+    this.#quota.retain(keys);
+    const computed = new Map([...keys].map((key) => [key, this.#compute(key, views)]));
+    // A headless Service whose slices have not listed: "hosts unknown", never "no mirrors".
+    this.#admit(computed, views, changes, (d) => d.mirrors ?? d.unknownMirrors ?? []);
     return changes;
   }
 
@@ -344,12 +348,31 @@ export class DesiredSender {
     const changes = noChanges();
     const dirty = this.#dirty;
     this.#dirty = new Set();
-    for (const key of dirty) {
-      const { mirrors, member, mcs } = this.#compute(key, views);
-      // Hostnames not known yet: what was sent stays (the watch's first list marks it dirty again).
-      this.#diff(key, mirrors, member, mcs, changes);
-    }
+    // Hostnames not known yet: what was sent stays (the watch's first list marks it dirty again).
+    this.#admit(new Map([...dirty].map((key) => [key, this.#compute(key, views)])), views, changes, (d) => d.mirrors);
     return changes;
+  }
+
+  /**
+   * Diffs the computed keys, and every key whose admission under the cluster's quota
+   * changed with them (mirror-quota.ts), against what was sent; a refused key as one
+   * that asks for nothing, with its problem. `mirrorsOf`: the mirrors a key stands for in
+   * this batch (a complete set sends a headless Service's "hosts unknown" mirror where a
+   * delta leaves what was sent: undefined).
+   */
+  #admit(
+    computed: Map<string, ServiceDesired>,
+    views: GatewayViews,
+    changes: Changes,
+    mirrorsOf: (desired: ServiceDesired) => readonly DesiredMirror[] | undefined,
+  ): void {
+    for (const key of this.#quota.decide()) if (!computed.has(key)) computed.set(key, this.#compute(key, views));
+    for (const [key, desired] of computed) {
+      const refused = this.#quota.refused(key);
+      this.#problems.set("quota", key, refused);
+      if (refused) this.#diff(key, [], undefined, undefined, changes);
+      else this.#diff(key, mirrorsOf(desired), desired.member, desired.mcs, changes);
+    }
   }
 
   /**

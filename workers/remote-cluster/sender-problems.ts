@@ -6,10 +6,13 @@
 import type { MirrorProblem } from "../../src/core/desired.ts";
 import type { LineLogger } from "../../src/log/json-lines.ts";
 
-/** What a problem is a problem of: a Service's mirror, its hosts, its membership, its ServiceExport. */
-export type ProblemRole = "exported" | "headless" | "member" | "mcs";
+/**
+ * What a problem is a problem of: a Service's mirror, its hosts, its membership, its
+ * ServiceExport, or the whole key refused by the cluster's quota (mirror-quota.ts).
+ */
+export type ProblemRole = "exported" | "headless" | "member" | "mcs" | "quota";
 
-const ROLES: readonly ProblemRole[] = ["exported", "headless", "member", "mcs"];
+const ROLES: readonly ProblemRole[] = ["exported", "headless", "member", "mcs", "quota"];
 
 export class SenderProblems {
   readonly #byRole = new Map<ProblemRole, Map<string, MirrorProblem>>(ROLES.map((role) => [role, new Map()]));
@@ -45,7 +48,9 @@ export class SenderProblems {
           ? `headless Service ${key} has hosts that are not mirrored`
           : role === "member"
             ? `Service ${key} is not a member`
-            : `ServiceExport ${key} does not export`;
+            : role === "mcs"
+              ? `ServiceExport ${key} does not export`
+              : `remote key ${key} is over its cluster's quota of local Services`;
     if (problem) {
       problems.set(key, problem);
       this.#log.warn({ remote: key, reason: problem.reason }, `${what}: ${problem.message}`);
