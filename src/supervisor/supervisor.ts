@@ -32,14 +32,7 @@ import { allShards, hostsCluster, type ShardOwnership, shardOf } from "../core/s
 import { KubeClient } from "../kube/client.ts";
 import type { Logger } from "../log.ts";
 import type { ActorFaultKind, ToRemoteActor } from "../protocol/messages.ts";
-import {
-  type FleetCounters,
-  type FleetStatus,
-  type FleetView,
-  mainThreadHeap,
-  type ThreadHeap,
-  type WriterHealth,
-} from "../status/fleet-view.ts";
+import type { FleetCounters, FleetStatus, FleetView, ThreadHeap, WriterHealth } from "../status/fleet-view.ts";
 import { remoteActorOptions } from "./actor-options.ts";
 import { ActorRunner } from "./actor-runner.ts";
 import {
@@ -55,10 +48,10 @@ import { LocalRangesWatch } from "./local-ranges.ts";
 import type { RegisteredCluster, RegistryState } from "./registry.ts";
 import { RegistryController } from "./registry-controller.ts";
 import { DEFAULT_RESTART_POLICY, type RestartPolicy } from "./restart-policy.ts";
+import { threadHeaps } from "./thread-heaps.ts";
 import { WriterRunner } from "./writer-runner.ts";
 
 /** A heap statistics request a thread does not answer within this time is left out. */
-const HEAP_STATISTICS_TIMEOUT_MS = 1_000;
 const STOP_TIMEOUT_MS = 10_000;
 
 export interface SupervisorOptions {
@@ -278,29 +271,11 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
    * never hangs on a stuck thread.
    */
   async threadHeapStatistics(): Promise<ThreadHeap[]> {
-    const heaps: ThreadHeap[] = [mainThreadHeap()];
     const threads: { name: string; worker: Worker }[] = [];
     const writer = this.#writer.worker;
     if (writer) threads.push({ name: "local-writer", worker: writer });
     for (const t of this.#actors.threads()) threads.push({ name: `remote-cluster/${t.name}`, worker: t.worker });
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<undefined>((resolve) => {
-      timer = setTimeout(() => resolve(undefined), HEAP_STATISTICS_TIMEOUT_MS);
-    });
-    const answers = await Promise.all(
-      threads.map(({ worker }) =>
-        Promise.race([
-          worker.getHeapStatistics().catch(() => undefined), // the thread ended meanwhile: no heap to report
-          timeout,
-        ]),
-      ),
-    );
-    clearTimeout(timer);
-    answers.forEach((stats, i) => {
-      const name = threads[i]?.name;
-      if (stats && name) heaps.push({ thread: name, used: stats.used_heap_size, limit: stats.heap_size_limit });
-    });
-    return heaps;
+    return threadHeaps(threads);
   }
 
   /**

@@ -33,7 +33,6 @@ import { runWorkers, WorkQueue } from "../../src/core/workqueue.ts";
 import { KubeClient } from "../../src/kube/client.ts";
 import type { WatchFailure } from "../../src/kube/watcher.ts";
 import type { Logger } from "../../src/log.ts";
-import { describeError, serializeError } from "../../src/protocol/errors.ts";
 import type { EventRequest, FromWriter, WriterOptions, WriterStatus } from "../../src/protocol/messages.ts";
 import { type ActorPort, DesiredChannels } from "./desired-channels.ts";
 import { DesiredStore } from "./desired-store.ts";
@@ -47,7 +46,7 @@ import { ShardHandoff } from "./shard-handoff.ts";
 import { SharedStrings } from "./shared-strings.ts";
 import { SharedTriggers } from "./shared-triggers.ts";
 import { WriterStats } from "./status.ts";
-import { writeFailedEvent } from "./write-executor.ts";
+import { reportReconcileError } from "./write-executor.ts";
 import { createWritePath, type WritePath } from "./write-path.ts";
 
 export type { ActorPort } from "./desired-channels.ts";
@@ -347,7 +346,13 @@ export class LocalWriterActor {
       this.#queue,
       this.#options.concurrency,
       (key) => this.#dryRun?.reconcile(key, this.#reconciler) ?? this.#reconciler.reconcile(key),
-      (key, error, requeues) => this.#onReconcileError(key, error, requeues),
+      (key, error, requeues) =>
+        reportReconcileError(
+          { stats: this.#stats, log: this.#log, recordEvent: (event) => void this.recordEvent(event) },
+          key,
+          error,
+          requeues,
+        ),
     );
     this.#resyncAll();
     // The periodic resync stays as a safety net: it re-checks every key even if a watch
@@ -356,19 +361,6 @@ export class LocalWriterActor {
     this.#log.info("local stores synced; writer ready");
     this.#ports.supervisor({ type: "writer.ready" });
     this.#publishStatus();
-  }
-
-  #onReconcileError(key: string, error: unknown, requeues: number): void {
-    this.#stats.retries += 1;
-    this.#stats.lastError = serializeError(error, `local-writer: reconcile ${key}`);
-    this.#log.warn(
-      { key, requeues, err: this.#stats.lastError },
-      `write failed, retrying with backoff: ${describeError(this.#stats.lastError)}`,
-    );
-    // A failure retrying cannot fix (invalid, forbidden) needs a human: say so on the
-    // object. Retries go on regardless (no permanent give-up), the Event is deduplicated.
-    const event = writeFailedEvent(key, error);
-    if (event) void this.recordEvent(event);
   }
 
   /**

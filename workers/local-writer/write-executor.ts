@@ -26,6 +26,7 @@ import type { TokenBucket } from "../../src/core/rate-limit.ts";
 import type { ReconcileResult } from "../../src/core/workqueue.ts";
 import { KubeApiError, type KubeClient } from "../../src/kube/client.ts";
 import type { Logger } from "../../src/log.ts";
+import { describeError, serializeError } from "../../src/protocol/errors.ts";
 import type { EventRequest } from "../../src/protocol/messages.ts";
 import type { WriteFence } from "./fence.ts";
 import type { MutationCache } from "./mutation-cache.ts";
@@ -61,6 +62,27 @@ export function writeFailedEvent(key: string, error: unknown): EventRequest | un
     reason: "MirrorWriteFailed",
     message: `fleet-mirror cannot write mirror ${key} (${error.status} ${error.reason}); retrying with backoff: ${error.message}`,
   };
+}
+
+/**
+ * Reports a reconcile of `key` that failed (it is retried with backoff by the work queue,
+ * never given up): counted, logged, and, when retrying cannot fix it (invalid, forbidden),
+ * a Warning Event on the mirror, since it needs a human (deduplicated by the recorder).
+ */
+export function reportReconcileError(
+  deps: { readonly stats: WriterStats; readonly log: Logger; readonly recordEvent: (event: EventRequest) => void },
+  key: string,
+  error: unknown,
+  requeues: number,
+): void {
+  deps.stats.retries += 1;
+  deps.stats.lastError = serializeError(error, `local-writer: reconcile ${key}`);
+  deps.log.warn(
+    { key, requeues, err: deps.stats.lastError },
+    `write failed, retrying with backoff: ${describeError(deps.stats.lastError)}`,
+  );
+  const event = writeFailedEvent(key, error);
+  if (event) deps.recordEvent(event);
 }
 
 /**
