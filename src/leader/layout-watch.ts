@@ -28,7 +28,7 @@ import type { KubeClient } from "../kube/client.ts";
 import type { Logger } from "../log.ts";
 import { serializeError } from "../protocol/errors.ts";
 import { expiresAt, holderOf, type Observation, observe, recordFromSpec } from "./lease.ts";
-import { describe, listLeases } from "./lease-api.ts";
+import { describe, isStatus, listLeases } from "./lease-api.ts";
 import { candidateDelay } from "./schedule.ts";
 
 export interface LayoutWatchOptions {
@@ -62,6 +62,8 @@ export class LayoutWatch extends EventEmitter<{ changed: [] }> {
   readonly #abort = new AbortController();
   #loop: Promise<void> | undefined;
   #wake: AbortController | undefined;
+  /** A list was asked for while one was under way: list again at once. */
+  #again = false;
 
   constructor(options: LayoutWatchOptions) {
     super();
@@ -138,10 +140,14 @@ export class LayoutWatch extends EventEmitter<{ changed: [] }> {
   /** The single leader: lists the namespace's Leases every retry period (and at once when asked). Idempotent. */
   run(client: KubeClient, namespace: string): void {
     if (this.#loop || this.#abort.signal.aborted) return;
-    this.listSoon = () => this.#wake?.abort();
+    this.listSoon = () => {
+      this.#again = true;
+      this.#wake?.abort();
+    };
     this.#loop = (async () => {
       let lastError = "";
       while (!this.#abort.signal.aborted) {
+        this.#again = false;
         const sentAt = this.#clock.now();
         try {
           const bounds = { signal: this.#abort.signal, timeoutMs: this.#o.retryPeriodMs };
@@ -152,10 +158,13 @@ export class LayoutWatch extends EventEmitter<{ changed: [] }> {
           const text = describe(error);
           const fields = { err: serializeError(error, "leader-election") };
           const message = `listing Leases (to see other layouts) failed; retrying in about ${this.#o.retryPeriodMs} ms: ${text}`;
+          // A 403 is RBAC (the Role lacks list on Leases): a configuration error.
           if (text === lastError) this.#o.logger.debug(fields, message);
+          else if (isStatus(error, 403)) this.#o.logger.error(fields, message);
           else this.#o.logger.warn(fields, message);
           lastError = text;
         }
+        if (this.#again) continue;
         this.#wake = new AbortController();
         const wake = AbortSignal.any([this.#abort.signal, this.#wake.signal]);
         await abortableSleep(this.#clock, candidateDelay(this.#o.retryPeriodMs, undefined, 0), wake);

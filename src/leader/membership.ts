@@ -114,6 +114,8 @@ export class ReplicaMembership extends EventEmitter<{ view: [ReplicaView] }> {
   #lastErrorText = "";
   /** Wakes the loop's sleep for a list at once (a confirmation waits). */
   #wake: AbortController | undefined;
+  /** A list was asked for while one was under way: list again at once. */
+  #again = false;
 
   constructor(options: ReplicaMembershipOptions) {
     super();
@@ -131,7 +133,10 @@ export class ReplicaMembership extends EventEmitter<{ view: [ReplicaView] }> {
       logger: options.logger,
       ...(options.clock ? { clock: options.clock } : {}),
     });
-    this.layout.listSoon = () => this.#wake?.abort();
+    this.layout.listSoon = () => {
+      this.#again = true;
+      this.#wake?.abort();
+    };
     const refused = this.layout.refused();
     this.#view = { live: [options.identity], holders: new Map(), joined: false, ...(refused ? { refused } : {}) };
   }
@@ -155,8 +160,10 @@ export class ReplicaMembership extends EventEmitter<{ view: [ReplicaView] }> {
     if (this.#loop || this.#stopped) return;
     this.#loop = (async () => {
       while (!this.#stopped) {
+        this.#again = false;
         await this.#tick();
         if (this.#stopped) return;
+        if (this.#again) continue;
         const period = this.#view.joined ? this.#o.retryPeriodMs : this.#o.retryPeriodMs / JOIN_LISTS_PER_PERIOD;
         this.#wake = new AbortController();
         const wake = AbortSignal.any([this.#abort.signal, this.#wake.signal]);
