@@ -208,7 +208,7 @@ export function federatedRowsFromObjects(services: readonly Service[]): Federate
 export function rowsFromObjects(
   secrets: readonly Secret[],
   mirrors: readonly Service[],
-  options: { readonly allowFilePaths: boolean },
+  options: { readonly allowFilePaths: boolean; readonly allowInsecure?: boolean },
 ): StatusRow[] {
   const counts = new Map<string, number>();
   for (const mirror of mirrors) {
