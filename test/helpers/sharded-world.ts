@@ -34,12 +34,11 @@ export const LEASE_DURATION_MS = 8_000;
 export const RENEW_DEADLINE_MS = 6_000;
 export const RETRY_PERIOD_MS = 1_000;
 
-/** A sharded replica's flags: `--shards`, with the short Lease timings above. */
+/** A sharded replica's flags: `--shards`, with the short Lease timings above (1: a single leader's, no `--shards`). */
 export function shardedReplicaArgs(shards: number): string[] {
   return [
     "--leader-elect",
-    "--shards",
-    String(shards),
+    ...(shards > 1 ? ["--shards", String(shards)] : []),
     "--leader-election-lease-duration",
     `${LEASE_DURATION_MS / 1_000}s`,
     "--leader-election-renew-deadline",

@@ -18,26 +18,9 @@ import { shardOf } from "../../src/core/shards.ts";
 import { type AuditedWrite, describeWrites, MIRROR_RESOURCES } from "../helpers/audit.ts";
 import { eventually } from "../helpers/kube.ts";
 import type { Replica } from "../helpers/replicas.ts";
-import {
-  LEASE_DURATION_MS,
-  NAMESPACE,
-  RENEW_DEADLINE_MS,
-  RETRY_PERIOD_MS,
-  ShardedWorld,
-  shardedReplicaArgs,
-} from "../helpers/sharded-world.ts";
+import { NAMESPACE, ShardedWorld, shardedReplicaArgs } from "../helpers/sharded-world.ts";
 
 const SERVICES = ["web"];
-/** The single leader's flags: the sharded test timings, no --shards. */
-const LEADER_ARGS = [
-  "--leader-elect",
-  "--leader-election-lease-duration",
-  `${LEASE_DURATION_MS / 1_000}s`,
-  "--leader-election-renew-deadline",
-  `${RENEW_DEADLINE_MS / 1_000}s`,
-  "--leader-election-retry-period",
-  `${RETRY_PERIOD_MS}ms`,
-];
 const EXTRA = ["--max-threads", "2"];
 
 /** Mirror objects (by `resource namespace/name`) written, or tried, by more than one of `identities`. */
@@ -206,8 +189,8 @@ describe("changing the Lease layout while the old replicas still run (audited)",
 
   it("turning sharding on (a single leader, then sharded replicas) writes nothing new while the leader runs, then takes over", async (t) => {
     await scenario(t, async () => {
-      const old = [await world.replicas.add("solo-0", { args: [...LEADER_ARGS, ...EXTRA] })];
-      old.push(await world.replicas.add("solo-1", { args: [...LEADER_ARGS, ...EXTRA] }));
+      const old = [await world.replicas.add("solo-0", { args: [...shardedReplicaArgs(1), ...EXTRA] })];
+      old.push(await world.replicas.add("solo-1", { args: [...shardedReplicaArgs(1), ...EXTRA] }));
       await waitForLabels(1);
       const since = await world.audit.flush();
       const fresh = [

@@ -6,34 +6,21 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { renderKubeconfig } from "../../sandbox/kubeconfig.ts";
 import type { Secret } from "../../src/core/objects.ts";
 import { connectionFromKubeconfig, InvalidKubeconfig } from "../../src/kube/kubeconfig.ts";
 import { parseCredentialsSecret } from "../../src/supervisor/registration.ts";
 
-function kubeconfig(cluster: string): string {
-  return `apiVersion: v1
-kind: Config
-clusters:
-- name: c
-  cluster:
-${cluster}users:
-- name: u
-  user:
-    token: t0ken
-contexts:
-- name: ctx
-  context:
-    cluster: c
-    user: u
-current-context: ctx
-`;
+/** A token kubeconfig for `server`; `skipVerify`: insecure-skip-tls-verify instead of the CA. */
+function kubeconfig(server: string, skipVerify = false): string {
+  const text = renderKubeconfig({ cluster: "c", server, caPem: CA, user: "u", auth: { token: "t0ken" } });
+  return skipVerify ? text.replace(/certificate-authority-data: .*/, "insecure-skip-tls-verify: true") : text;
 }
 
-const HTTPS = kubeconfig(
-  "    server: https://203.0.113.7:6443\n    certificate-authority-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUIKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo=\n",
-);
-const HTTP = kubeconfig("    server: http://203.0.113.7:8080\n");
-const SKIP_VERIFY = kubeconfig("    server: https://203.0.113.7:6443\n    insecure-skip-tls-verify: true\n");
+const CA = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+const HTTPS = kubeconfig("https://203.0.113.7:6443");
+const HTTP = kubeconfig("http://203.0.113.7:8080");
+const SKIP_VERIFY = kubeconfig("https://203.0.113.7:6443", true);
 
 const strict = { allowFilePaths: false };
 const insecureAllowed = { allowFilePaths: false, allowInsecure: true };
