@@ -222,7 +222,9 @@ describe("sharding across replicas (three controller processes, six shards)", ()
         "only replica-c's membership Lease left",
         async () => {
           const list = await leases.listNamespacedLease({ namespace: CONTROLLER_NAMESPACE });
-          const members = (list.items ?? []).filter((l) => l.metadata?.name?.startsWith("fleet-mirror-member-"));
+          const members = (list.items ?? []).filter((l) =>
+            l.metadata?.name?.startsWith(`fleet-mirror-s${SHARDS}-member-`),
+          );
           return members.length === 1 && members[0]?.spec?.holderIdentity === "replica-c" ? true : undefined;
         },
         TIMEOUT_MS,

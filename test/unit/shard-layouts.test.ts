@@ -24,8 +24,31 @@ const RETRY_MS = 100;
 const TIMINGS = { leaseDurationMs: LEASE_MS, renewDeadlineMs: 700, retryPeriodMs: RETRY_MS } as const;
 const common = { namespace: "fleet-mirror", leaseId: "fleet-mirror", logger: silentLogger() } as const;
 
-function coordinator(client: KubeClient, identity: string, shards: number): ShardCoordinator {
-  return new ShardCoordinator({ client, identity, shards, ...common, ...TIMINGS, host: { setShards: async () => {} } });
+/** Requests per identity: `<identity> <METHOD> <path>`, in order (the marker that time passed is a count of them). */
+const requests = new Map<string, string[]>();
+
+/** `client`, its requests recorded under `identity`. */
+function recorded(client: KubeClient, identity: string): KubeClient {
+  const request: KubeClient["request"] = (method, path, options) => {
+    requests.set(identity, [...(requests.get(identity) ?? []), `${method} ${path}`]);
+    return client.request(method, path, options);
+  };
+  return { request } as KubeClient;
+}
+
+/** Resolves once `identity` sent `n` more requests matching `pattern` than when called. */
+async function more(identity: string, pattern: RegExp, n: number): Promise<void> {
+  const count = (): number => (requests.get(identity) ?? []).filter((r) => pattern.test(r)).length;
+  const from = count();
+  await eventually(`${n} more ${pattern} by ${identity}`, () => (count() - from >= n ? true : undefined));
+}
+
+const LIST = /^GET \S+\/leases$/;
+
+/** A coordinator of `shards` shards; `handed` gets every held set it hands its host. */
+function coordinator(client: KubeClient, identity: string, shards: number, handed: number[][] = []): ShardCoordinator {
+  const host = { setShards: async (held: ReadonlyMap<number, number>) => void handed.push([...held.keys()].sort()) };
+  return new ShardCoordinator({ client: recorded(client, identity), identity, shards, ...common, ...TIMINGS, host });
 }
 
 /** A Lease as another replica leaves it: held by `holder` (renewed now), or released. */
@@ -40,8 +63,10 @@ function lease(name: string, holder: string): Stored {
 describe("two Lease layouts", () => {
   it("a new shard count takes nothing while the old layout lives, the old one takes nothing more, then the new one takes over", async () => {
     const client = leaseStore();
-    const [a, b] = [coordinator(client, "two-0", 2), coordinator(client, "two-1", 2)];
-    const c = coordinator(client, "three-0", 3);
+    const handedA: number[][] = [];
+    const handedC: number[][] = [];
+    const [a, b] = [coordinator(client, "two-0", 2, handedA), coordinator(client, "two-1", 2)];
+    const c = coordinator(client, "three-0", 3, handedC);
     try {
       a.run();
       b.run();
@@ -54,15 +79,23 @@ describe("two Lease layouts", () => {
         a.status().refused !== undefined && b.status().refused !== undefined ? true : undefined,
       );
       const kept = a.status().held;
+      const handedBefore = handedA.length;
       await b.stop();
       await eventually("two-0 sees two-1 gone", () => (a.status().live.join() === "two-0" ? true : undefined));
-      // Ten retry periods in which two-0 would take two-1's shard (it does within about
-      // one when no other layout is live), and three-0 any shard.
-      for (let i = 0; i < 10; i++) {
-        await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
-        assert.deepEqual(a.status().held, kept, "the old layout took a shard its peer released");
-        assert.deepEqual(c.status().held, [], "the new layout took a shard while the old one lived");
-      }
+      // Ten lists of the Leases by each: two-0 would take two-1's shard within about one
+      // when no other layout is live, and three-0 any shard.
+      await Promise.all([more("two-0", LIST, 10), more("three-0", LIST, 10)]);
+      assert.deepEqual(a.status().held, kept);
+      assert.deepEqual(
+        handedA.slice(handedBefore).filter((set) => set.length > kept.length),
+        [],
+        "the old layout took a shard its peer released",
+      );
+      assert.deepEqual(
+        handedC.filter((set) => set.length > 0),
+        [],
+        "the new layout took a shard while the old one lived",
+      );
       await a.stop();
       const gone = Date.now();
       await eventually(
@@ -85,7 +118,7 @@ describe("two Lease layouts", () => {
     const client = leaseStore(leases);
     const layout = new LayoutWatch({ ...common, shards: 1, ...TIMINGS });
     const elector = new LeaderElector({
-      client,
+      client: recorded(client, "solo"),
       ...common,
       name: "fleet-mirror",
       identity: "solo",
@@ -97,9 +130,10 @@ describe("two Lease layouts", () => {
       elector.run();
       await eventually("the single leader refuses", () => layout.refused());
       for (let i = 0; i < 5; i++) {
-        // Keep the sharded Lease renewed, as its holder would.
+        // Keep the sharded Lease renewed, as its holder would, and let the candidate read
+        // the leader Lease (one try) once more each time.
         leases.set("fleet-mirror-s2-shard-0", lease("fleet-mirror-s2-shard-0", "old"));
-        await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
+        await more("solo", /^GET \S+\/leases\/fleet-mirror$/, 1);
         assert.equal(elector.isLeader, false, "took the Lease while a sharded one was live");
       }
       assert.equal(leases.has("fleet-mirror"), false, "a refusing candidate wrote the Lease");
