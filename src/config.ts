@@ -53,6 +53,8 @@ export interface Config extends GatewayConfig, LimitsConfig {
    */
   readonly maxThreads: number | "auto";
   readonly allowKubeconfigFilePaths: boolean;
+  /** Accept Secrets whose kubeconfig names an http:// server or sets insecure-skip-tls-verify. */
+  readonly allowInsecureRemotes: boolean;
   readonly blockedRecheckMs: number;
   /**
    * How often a cluster that does not serve the MCS API (no CRDs, a refused read, a failed
@@ -160,6 +162,12 @@ export const runFlags = {
     type: "boolean",
     default: false,
     description: "let credentials Secrets name files (tokenFile, client-certificate, ...) in the controller's Pod",
+  },
+  "allow-insecure-remotes": {
+    type: "boolean",
+    default: false,
+    description:
+      "accept credentials Secrets whose kubeconfig names an http:// server or sets insecure-skip-tls-verify (their credentials then travel without verified TLS)",
   },
   "blocked-recheck-period": {
     type: "string",
@@ -333,6 +341,7 @@ export function parseRunConfig(argv: readonly string[], env: NodeJS.ProcessEnv =
     actorMaxOldGenerationMb: parseNumericFlag("actor-max-old-space-mb", str("actor-max-old-space-mb")),
     maxThreads: parseMaxThreads(str("max-threads")),
     allowKubeconfigFilePaths: values["allow-kubeconfig-file-paths"] === true,
+    allowInsecureRemotes: values["allow-insecure-remotes"] === true,
     blockedRecheckMs: parseNumericFlag("blocked-recheck-period", str("blocked-recheck-period")),
     mcsRecheckMs: parseNumericFlag("mcs-recheck-period", str("mcs-recheck-period")),
     headlessHostGraceMs: parseNumericFlag("headless-host-grace", str("headless-host-grace")),
