@@ -68,6 +68,13 @@ const FIGURES: Readonly<Partial<Record<SummaryKey, { readonly label: string; rea
     label: "remote actor heap per watched headless Service of 50 hosts",
     unit: "KB",
   },
+  noisy_neighbour_p99_ratio: {
+    label: "quiet clusters' change p99 while one cluster churns 200 Services/s, against without it",
+    unit: "×",
+  },
+  soak_rss_growth_pct: { label: "soak, 30 min of changes and faults: RSS growth from 10 min to the end", unit: "%" },
+  soak_fd_growth: { label: "soak: open file descriptors, growth from 10 min to the end", unit: "" },
+  soak_wrongful_deletes: { label: "soak: mirrors of Services exported throughout that were re-created", unit: "" },
 };
 
 const ENDPOINTS_SUFFIX = "_endpoints_mode";

@@ -39,6 +39,10 @@ export const SUMMARY_KEYS = [
   "label_export_converge_ratio",
   "headless_writes_per_host_mirror",
   "headless_actor_heap_kb_per_service",
+  "noisy_neighbour_p99_ratio",
+  "soak_rss_growth_pct",
+  "soak_fd_growth",
+  "soak_wrongful_deletes",
 ] as const;
 
 /** One key of summary.json. */
@@ -86,6 +90,14 @@ export const TARGETS: Readonly<Record<SummaryKey, readonly [">=" | "<=" | "==", 
   headless_writes_per_host_mirror: ["<=", 2, "writes"],
   // Reported, with no bound: the remote actor's heap per watched headless Service of 50 hosts.
   headless_actor_heap_kb_per_service: null,
+  // The quiet clusters' change-to-mirror p99 with one cluster churning 200 Services/s, against without (bench/noisy-neighbour.ts).
+  noisy_neighbour_p99_ratio: ["<=", 2, "× without the noisy cluster"],
+  // The soak (`npm run bench -- soak`, not in the default run; bench/soak.ts): RSS at its end (30 min) against at 10 min.
+  soak_rss_growth_pct: ["<=", 10, "%"],
+  // Open file descriptors at the soak's end against at 10 min.
+  soak_fd_growth: ["<=", 5, "fds"],
+  // Mirrors of Services exported throughout the soak whose uid changed.
+  soak_wrongful_deletes: ["==", 0, "mirrors"],
 };
 
 /** "met" or "MISSED" against the key's target; "—" for a key without one, "not measured" for null. */

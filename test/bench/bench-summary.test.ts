@@ -87,6 +87,8 @@ const sideBySide = {
   sharded: { smoke: false, runs: [{ ratio: 0.71, splitRatio: 0.93, failoverMovedMs: 14_567, failoverAllMs: 15_000 }] },
   "export-modes": { smoke: false, ratio: 0.98, runs: [] },
   headless: { smoke: false, convergence: { writesPerHostMirror: 2 }, actorHeapKbPerHeadlessService: 61.5 },
+  "noisy-neighbour": { smoke: false, p99Ratio: 1.4, p99RatioSameLoad: 1.2 },
+  soak: { smoke: false, rssGrowthPct: 3.5, fdGrowth: 1, wrongfulDeletes: 0 },
 };
 
 describe("summaryFromResults", () => {
@@ -127,6 +129,10 @@ describe("summaryFromResults", () => {
           label_export_converge_ratio: 0.98,
           headless_writes_per_host_mirror: 2,
           headless_actor_heap_kb_per_service: 61.5,
+          noisy_neighbour_p99_ratio: 1.4,
+          soak_rss_growth_pct: 3.5,
+          soak_fd_growth: 1,
+          soak_wrongful_deletes: 0,
         }).sort(([a], [b]) => a.localeCompare(b)),
       ),
     );
