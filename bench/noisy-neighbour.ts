@@ -24,9 +24,8 @@
  */
 import { REMOTE_RESOURCE_VERSION } from "../src/core/labels.ts";
 import type { Service } from "../src/core/objects.ts";
-import { KubeClient } from "../src/kube/client.ts";
+import type { KubeClient } from "../src/kube/client.ts";
 import { Watcher } from "../src/kube/watcher.ts";
-import { adminConnection } from "../test/helpers/connection.ts";
 import { Fleet } from "../test/helpers/fleet.ts";
 import {
   type BenchOptions,
@@ -35,6 +34,7 @@ import {
   percentile,
   printTable,
   progress,
+  remoteAdminClients,
   round,
   runPool,
   type ScenarioResult,
@@ -98,15 +98,8 @@ export async function runNoisyNeighbour(opts: BenchOptions): Promise<ScenarioRes
   const quietRemotes = Array.from({ length: shape.quietRemotes }, (_, i) => `q${i + 1}`);
   const fleet = await Fleet.start(["noisy", ...quietRemotes]);
   const local = localAdminClient(fleet);
-  const clients = new Map<string, KubeClient>();
-  const clientFor = (remote: string): KubeClient => {
-    let client = clients.get(remote);
-    if (!client) {
-      client = new KubeClient(adminConnection(fleet.plane.cluster(remote)), { requestTimeoutMs: 60_000 });
-      clients.set(remote, client);
-    }
-    return client;
-  };
+  const clients = remoteAdminClients(fleet);
+  const clientFor = clients.get;
   try {
     progress(`noisy-neighbour: shaping 1 noisy and ${shape.quietRemotes * shape.clustersPerRemote} quiet clusters`);
     const quiet: { remote: string; clusters: string[] }[] = [];
@@ -170,7 +163,7 @@ export async function runNoisyNeighbour(opts: BenchOptions): Promise<ScenarioRes
     }
   } finally {
     local.close();
-    for (const client of clients.values()) client.close();
+    clients.close();
     await fleet.stop();
   }
 }

@@ -20,23 +20,30 @@ export const DEFAULT_GATEWAY = { namespace: "linkerd-multicluster", name: "linke
 
 export const DEFAULT_EXCLUDED_NAMESPACES: readonly string[] = ["kube-system", "kube-public", "kube-node-lease"];
 
-/** A remote Service as observed (a structural subset of V1Service). */
-export interface RemoteService {
+/** A Service port as listed (a structural subset of V1ServicePort). */
+export interface ServicePortShape {
+  readonly name?: string;
+  readonly protocol?: string;
+  readonly port: number;
+  readonly targetPort?: number | string;
+}
+
+/** Any object as listed, local or remote (a structural subset of its metadata). */
+export interface LocalObject {
   readonly metadata?: {
     readonly name?: string;
     readonly namespace?: string;
-    readonly resourceVersion?: string;
     readonly labels?: Readonly<Record<string, string>>;
     readonly annotations?: Readonly<Record<string, string>>;
   };
+}
+
+/** A remote Service as observed (a structural subset of V1Service). */
+export interface RemoteService {
+  readonly metadata?: LocalObject["metadata"] & { readonly resourceVersion?: string };
   readonly spec?: {
     readonly clusterIP?: string;
-    readonly ports?: readonly {
-      readonly name?: string;
-      readonly protocol?: string;
-      readonly port: number;
-      readonly targetPort?: number | string;
-    }[];
+    readonly ports?: readonly ServicePortShape[];
   };
   readonly status?: { readonly loadBalancer?: { readonly ingress?: readonly { readonly ip?: string }[] } };
 }

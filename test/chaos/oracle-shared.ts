@@ -29,6 +29,7 @@ import {
   GATEWAY_NS,
   type GatewayRef,
   gatewayEndpoints,
+  type LocalObject,
   MIRRORED_SERVICE,
   type MirrorServicePort,
   mirrorAnnotations,
@@ -36,6 +37,7 @@ import {
   P,
   type RemoteCluster,
   type RemoteService,
+  type ServicePortShape,
   selectorPair,
   serviceOf,
   servicePorts,
@@ -241,23 +243,12 @@ export function expectedShared(
 }
 
 /** A local Service, Endpoints or ServiceImport as listed (structural subsets). */
-export interface LocalSharedObject {
-  readonly metadata?: {
-    readonly name?: string;
-    readonly namespace?: string;
-    readonly labels?: Readonly<Record<string, string>>;
-    readonly annotations?: Readonly<Record<string, string>>;
-  };
+export interface LocalSharedObject extends LocalObject {
   readonly spec?: {
     readonly type?: string;
     readonly clusterIP?: string;
     readonly ips?: readonly string[];
-    readonly ports?: readonly {
-      readonly name?: string;
-      readonly protocol?: string;
-      readonly port: number;
-      readonly targetPort?: number | string;
-    }[];
+    readonly ports?: readonly ServicePortShape[];
   };
   readonly subsets?: readonly {
     readonly addresses?: readonly { readonly ip: string }[];

@@ -22,6 +22,7 @@ import {
   fnv1a32,
   GATEWAY_IDENTITY,
   gatewayEndpoints,
+  type LocalObject,
   MIRRORED_SERVICE,
   type MirrorPort,
   type MirrorServicePort,
@@ -30,13 +31,14 @@ import {
   P,
   type RemoteCluster,
   type RemoteService,
+  type ServicePortShape,
   serviceOf,
   servicePorts,
   sortPorts,
   validServiceName,
 } from "./oracle-common.ts";
 
-export type { RemoteCluster, RemoteService } from "./oracle-common.ts";
+export type { LocalObject, RemoteCluster, RemoteService } from "./oracle-common.ts";
 export { DEFAULT_EXCLUDED_NAMESPACES, mirrorKey } from "./oracle-common.ts";
 
 const REMOTE_GATEWAY_NAME = `${P}remote-gateway-name`;
@@ -242,26 +244,12 @@ export function expectedMirrors(remotes: readonly RemoteCluster[], options: Orac
   return expected;
 }
 
-/** Local objects as listed (a structural subset of V1Service / V1Endpoints). */
-export interface LocalObject {
-  readonly metadata?: {
-    readonly name?: string;
-    readonly namespace?: string;
-    readonly labels?: Readonly<Record<string, string>>;
-    readonly annotations?: Readonly<Record<string, string>>;
-  };
-}
 export interface LocalService extends LocalObject {
   readonly spec?: {
     readonly type?: string;
     readonly clusterIP?: string;
     readonly selector?: Readonly<Record<string, string>>;
-    readonly ports?: readonly {
-      readonly name?: string;
-      readonly protocol?: string;
-      readonly port: number;
-      readonly targetPort?: number | string;
-    }[];
+    readonly ports?: readonly ServicePortShape[];
   };
 }
 export interface LocalEndpoints extends LocalObject {
