@@ -231,8 +231,11 @@ describe("chaos oracle: MCS imports (SPEC §12)", () => {
     assert.deepEqual(imported?.serviceImport?.clusters, ["east", "west"]);
     assert.deepEqual(imported?.serviceImport?.ips, ["10.96.1.1"]);
     assert.deepEqual(imported?.serviceImport?.ports, ["http/TCP/80"]);
-    // Both exporters' default gateways are at 198.18.0.2:4200 here: one address.
-    assert.deepEqual(imported?.endpoints?.addresses, ['198.18.0.2|true|[["http","TCP",4200]]']);
+    // Both exporters' default gateways are at 198.18.0.2:4200 here: once per exporter.
+    assert.deepEqual(imported?.endpoints?.addresses, [
+      '198.18.0.2|true|[["http","TCP",4200]]',
+      '198.18.0.2|true|[["http","TCP",4200]]',
+    ]);
   });
 
   it("expects nothing when the local cluster does not serve ServiceImports", () => {

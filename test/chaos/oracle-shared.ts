@@ -130,12 +130,12 @@ interface Part {
 }
 
 /**
- * The parts' addresses as one Endpoints object holds them: two clusters whose gateways
- * share an address on the same port give it once (the API server keeps an address once
- * per set of ports).
+ * The parts' addresses as one Endpoints object holds them: each part its own, so an
+ * address two clusters' gateways share is there once per part (the API server keeps
+ * Endpoints subsets as written).
  */
 function union(parts: readonly string[][]): string[] {
-  return [...new Set(parts.flat())].sort();
+  return parts.flat().sort();
 }
 
 /** The first part sets the ports; parts whose ports differ are left out (SPEC §11, §12). */
