@@ -15,6 +15,7 @@
  * - per-key ordering: the queue never hands out a key that is in flight, and a key
  *   changed meanwhile is reconciled again afterwards (superseded desires coalesce);
  * - bounded concurrency across keys (`concurrency`) and a client-side token bucket;
+ *   clusters take turns in both (write-lanes.ts), so none starves the others;
  * - retries with per-key exponential backoff and no permanent give-up; a periodic
  *   full resync re-checks every key (a safety net for anything a watch missed);
  * - no write when nothing differs; nothing written before the local stores are synced;
@@ -47,6 +48,7 @@ import { SharedStrings } from "./shared-strings.ts";
 import { SharedTriggers } from "./shared-triggers.ts";
 import { WriterStats } from "./status.ts";
 import { reportReconcileError } from "./write-executor.ts";
+import { writeLane } from "./write-lanes.ts";
 import { createWritePath, type WritePath } from "./write-path.ts";
 
 export type { ActorPort } from "./desired-channels.ts";
@@ -109,7 +111,9 @@ export class LocalWriterActor {
       availabilityChanged: () => this.#sharedKeys.all(),
       recheckMs: options.mcsRecheckMs,
     });
-    this.#queue = new WorkQueue<string>({ itemBackoff: { initialMs: 100, maxMs: 5 * 60_000 }, clock });
+    // Clusters take turns in the queue and at the rate limit: a churning one cannot starve the others.
+    const lane = (key: string) => writeLane(key, this.#desired, this.#stores);
+    this.#queue = new WorkQueue<string>({ itemBackoff: { initialMs: 100, maxMs: 5 * 60_000 }, clock, lane });
     this.#fence = new WriteFence(options.fenced === true, clock, this.#log, options.shards ?? 1);
     this.#cache = new MutationCache(clock);
     // Said once here; each member it concerns is reported by the reconciler (status, Event).
@@ -134,6 +138,7 @@ export class LocalWriterActor {
       stats: this.#stats,
       log: this.#log,
       block: (key, cluster, blocked) => this.#reconciler.block(key, cluster, blocked),
+      lane,
     });
     this.#executor = path.executor;
     this.#dryRun = path.dryRun;

@@ -19,10 +19,10 @@
  * given up can be awaited until none of its writes is in flight (`whenDrained`).
  */
 import type { DesiredMirror } from "../../src/core/desired.ts";
+import type { FairTokenBucket } from "../../src/core/fair-bucket.ts";
 import { CLUSTER_NAME } from "../../src/core/labels.ts";
 import { type Blocked, MIRROR_KINDS, objectPath, type WriteAction } from "../../src/core/mirror-kinds.ts";
 import { type KubeObject, objectKey, splitKey } from "../../src/core/objects.ts";
-import type { TokenBucket } from "../../src/core/rate-limit.ts";
 import type { ReconcileResult } from "../../src/core/workqueue.ts";
 import { KubeApiError, type KubeClient } from "../../src/kube/client.ts";
 import type { Logger } from "../../src/log.ts";
@@ -34,7 +34,9 @@ import type { WriterStats } from "./status.ts";
 
 export interface WriteExecutorDeps {
   readonly client: Pick<KubeClient, "request">;
-  readonly bucket: TokenBucket;
+  readonly bucket: Pick<FairTokenBucket, "take">;
+  /** The lane (cluster) of a key, whose turn its writes take at the rate limit. Default: one lane. */
+  readonly lane?: (key: string) => string;
   readonly fence: WriteFence;
   readonly cache: MutationCache;
   readonly stats: WriterStats;
@@ -165,7 +167,7 @@ export class WriteExecutor {
     shard: number,
   ): Promise<WriteOutcome> {
     const { client, cache, stats, log } = this.#deps;
-    await this.#deps.bucket.take();
+    await this.#deps.bucket.take(this.#deps.lane?.(key) ?? "");
     // Checked after the rate-limit wait, right before sending: the wait may cross the fence.
     if (!this.#deps.fence.writableFor(shard)) return this.#deps.fence.held(`${action.verb} ${action.kind} ${key}`);
     stats.inFlight += 1;
