@@ -72,6 +72,11 @@ const FIGURES: Readonly<Partial<Record<SummaryKey, { readonly label: string; rea
   image_total_mb: { label: "the whole image, base included", unit: "MB" },
   container_ready_s: { label: "a new Pod of the chart from the image, docker run → /readyz 200", unit: "s" },
   hostile_body_rss_mb: { label: "RSS growth while one remote streams 1.5 GiB lists (64 MiB body cap)", unit: "MB" },
+  mcs_conformance_required_passed: { label: "MCS conformance: Required specs passed (restated suite)", unit: "specs" },
+  mcs_conformance_required_total: {
+    label: "MCS conformance: Required specs in all (one needs a container runtime)",
+    unit: "specs",
+  },
 };
 
 const ENDPOINTS_SUFFIX = "_endpoints_mode";

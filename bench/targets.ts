@@ -43,6 +43,8 @@ export const SUMMARY_KEYS = [
   "image_total_mb",
   "container_ready_s",
   "hostile_body_rss_mb",
+  "mcs_conformance_required_passed",
+  "mcs_conformance_required_total",
 ] as const;
 
 /** One key of summary.json. */
@@ -98,6 +100,10 @@ export const TARGETS: Readonly<Record<SummaryKey, readonly [">=" | "<=" | "==", 
   container_ready_s: null,
   // RSS growth while one remote streams 1.5 GiB lists: the body cap (--max-response-mb, 64) + 64 MB.
   hostile_body_rss_mb: ["<=", 64 + 64, "MB"],
+  // The MCS conformance report (test/conformance/mcs/report.yaml, SPEC §16): every
+  // Required spec that can run here passes; one of the 14 needs a container runtime.
+  mcs_conformance_required_passed: [">=", 13, "specs"],
+  mcs_conformance_required_total: null,
 };
 
 /** "met" or "MISSED" against the key's target; "—" for a key without one, "not measured" for null. */
