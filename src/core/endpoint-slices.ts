@@ -140,7 +140,7 @@ function normalizeEndpoints(endpoints: readonly SliceEndpoint[] | null | undefin
         e.conditions?.ready ?? null,
         e.conditions?.serving ?? null,
         e.conditions?.terminating ?? null,
-        // A local part's copied endpoints carry these (SPEC §14, §16); a mirror's never do.
+        // A local part's copied endpoints carry these (SPEC §16); a mirror's never do.
         e["nodeName"] ?? null,
         e["zone"] ?? null,
       ])

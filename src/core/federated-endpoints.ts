@@ -19,7 +19,7 @@ export function federatedSubsets(parts: readonly FederatedMember[]): EndpointSub
         port: p.port,
         protocol: p.protocol,
       }));
-      // A local part's copied endpoints (SPEC §14, §16): each address with its hostname and node.
+      // A local part's copied endpoints (SPEC §16): each address with its hostname and node.
       if (m.endpoints) {
         const address = (ip: string, e: (typeof m.endpoints)[number]) => ({
           ip,

@@ -62,7 +62,7 @@ export interface FederatedMember {
   /** The gateway's identity annotation, when non-empty. */
   readonly identity?: string;
   /**
-   * A local cluster's part (SPEC §14's local member, §16's local exporter): the local
+   * A local cluster's part (a fleet-wide Service's local member, planned; SPEC §16's local exporter): the local
    * Service's own endpoints, copied as they are (pod addresses, conditions, hostname,
    * nodeName, zone), in place of gateway `addresses` (then empty); `endpointPorts` are
    * its slices' ports. Absent for a remote cluster's part.

@@ -1,6 +1,6 @@
 /**
- * A local Service's own endpoints as a part of a Service that clusters share (SPEC §14's
- * local member of a fleet-wide Service, §16's local exporter of an MCS import): its
+ * A local Service's own endpoints as a part of a Service that clusters share (a fleet-wide
+ * Service's local member, planned; SPEC §16's local exporter of an MCS import): its
  * EndpointSlices (label `kubernetes.io/service-name`, whoever manages them) copied as
  * they are, pod addresses, conditions, hostname, nodeName and zone, with their ports;
  * and the slices that part is written as. Pure: no I/O, no mutation of inputs.

@@ -102,7 +102,7 @@ describe("merging the exports of one name (SPEC §16)", () => {
 const slice = (name: string, endpoints: object[], ports = [{ name: "tcp", protocol: "TCP", port: 8042 }]) =>
   deepFreeze({ metadata: { name, namespace: "ns" }, addressType: "IPv4", endpoints, ports }) as EndpointSlice;
 
-describe("a local Service's slices as a part (SPEC §14, §16)", () => {
+describe("a local Service's slices as a part (SPEC §16)", () => {
   it("copies addresses, conditions, hostname, nodeName and zone, sorted, with the ports", () => {
     const part = localPartOf([
       slice("hello-b", [{ addresses: ["10.0.0.9"], conditions: { ready: false }, nodeName: "n2", zone: "z2" }]),

@@ -1,6 +1,6 @@
 /**
- * Local Services followed with their own EndpointSlices (SPEC §14's local member of a
- * fleet-wide Service, §16's local exporter of an MCS import): for each followed key
+ * Local Services followed with their own EndpointSlices (a fleet-wide Service's local
+ * member, planned; SPEC §16's local exporter of an MCS import): for each followed key
  * `<ns>/<svc>`, a watch of that Service alone (field selector on its name) and one of its
  * slices alone (label `kubernetes.io/service-name: <svc>` in `<ns>`, whoever manages
  * them), never every Service or slice of the cluster. `follow` sets the keys; a key no
