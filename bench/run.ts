@@ -27,6 +27,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { load as loadYaml } from "js-yaml";
 import { CHARTS, describeOutcomes, renderCharts } from "./charts.ts";
 import { runColdConvergence } from "./cold-convergence.ts";
 import { defaultConfigSummary, runDefaultConfig } from "./default-config.ts";
@@ -181,6 +182,22 @@ export function summaryFromResults(out: string): Record<string, number | null> {
     hostile_body_rss_mb: num(full(read("hostile-body"))?.["hostileBodyRssMb"]),
     noisy_neighbour_p99_ratio: num(full(read("noisy-neighbour"))?.["p99Ratio"]),
     ...soakSummary(full(read("soak"))),
+    ...mcsConformanceFigures(),
+  };
+}
+
+/**
+ * The committed MCS conformance report's counts (test/conformance/mcs/report.yaml, SPEC
+ * §16): Required specs passed and in all. Read, never run: the suite runs in `npm test`.
+ */
+function mcsConformanceFigures(): Record<string, number | null> {
+  const path = resolve(import.meta.dirname, "..", "test", "conformance", "mcs", "report.yaml");
+  if (!existsSync(path)) return { mcs_conformance_required_passed: null, mcs_conformance_required_total: null };
+  const report = loadYaml(readFileSync(path, "utf8")) as { Groups?: { Name: string; Tests: { Passed: boolean }[] }[] };
+  const required = report.Groups?.find((g) => g.Name === "Required")?.Tests ?? [];
+  return {
+    mcs_conformance_required_passed: required.filter((t) => t.Passed).length,
+    mcs_conformance_required_total: required.length,
   };
 }
 

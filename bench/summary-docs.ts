@@ -79,6 +79,11 @@ const FIGURES: Readonly<Partial<Record<SummaryKey, { readonly label: string; rea
   soak_rss_growth_pct: { label: "soak, 30 min of changes and faults: RSS growth from 10 min to the end", unit: "%" },
   soak_fd_growth: { label: "soak: open file descriptors, growth from 10 min to the end", unit: "" },
   soak_wrongful_deletes: { label: "soak: mirrors of Services exported throughout that were re-created", unit: "" },
+  mcs_conformance_required_passed: { label: "MCS conformance: Required specs passed (restated suite)", unit: "specs" },
+  mcs_conformance_required_total: {
+    label: "MCS conformance: Required specs in all (one needs a container runtime)",
+    unit: "specs",
+  },
 };
 
 const ENDPOINTS_SUFFIX = "_endpoints_mode";

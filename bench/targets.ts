@@ -47,6 +47,8 @@ export const SUMMARY_KEYS = [
   "soak_rss_growth_pct",
   "soak_fd_growth",
   "soak_wrongful_deletes",
+  "mcs_conformance_required_passed",
+  "mcs_conformance_required_total",
 ] as const;
 
 /** One key of summary.json. */
@@ -110,6 +112,10 @@ export const TARGETS: Readonly<Record<SummaryKey, readonly [">=" | "<=" | "==", 
   soak_fd_growth: ["<=", 5, "fds"],
   // Mirrors of Services exported throughout the soak whose uid changed.
   soak_wrongful_deletes: ["==", 0, "mirrors"],
+  // The MCS conformance report (test/conformance/mcs/report.yaml, SPEC §16): every
+  // Required spec that can run here passes; one of the 14 needs a container runtime.
+  mcs_conformance_required_passed: [">=", 13, "specs"],
+  mcs_conformance_required_total: null,
 };
 
 /** "met" or "MISSED" against the key's target; "—" for a key without one, "not measured" for null. */

@@ -70,6 +70,8 @@ export interface Config extends GatewayConfig, LimitsConfig {
   readonly headlessHostGraceMs: number;
   /** Which API carries a mirror's addresses: EndpointSlices, Endpoints, or both (SPEC §9). */
   readonly endpointsApi: EndpointsApi;
+  /** The local cluster's name in its clusterset (SPEC §16): its own MCS exports' `source-cluster`. */
+  readonly clusterName: string;
   /** Remote Services with this label are members of fleet-wide Services (SPEC §11). */
   readonly federatedSelector: MemberSelector;
   /** Remote Services with this label are exported through their cluster's default gateway (SPEC §12); undefined: off. */
@@ -190,6 +192,7 @@ export const runFlags = {
     default: "endpointslices",
     description: `the API of a mirror's addresses: ${ENDPOINTS_APIS.join("|")}`,
   },
+  "cluster-name": { type: "string", default: "local", description: "the local cluster's name in its clusterset (MCS)" },
   "federated-selector": {
     type: "string",
     default: DEFAULT_MEMBER_SELECTOR,
@@ -346,6 +349,7 @@ export function parseRunConfig(argv: readonly string[], env: NodeJS.ProcessEnv =
     mcsRecheckMs: parseNumericFlag("mcs-recheck-period", str("mcs-recheck-period")),
     headlessHostGraceMs: parseNumericFlag("headless-host-grace", str("headless-host-grace")),
     endpointsApi: parseEndpointsApi(str("endpoints-api")),
+    clusterName: str("cluster-name"),
     federatedSelector: parseSelectorFlag("federated-selector", str("federated-selector"), DEFAULT_MEMBER_SELECTOR),
     exportSelector:
       str("export-selector").trim() === ""
@@ -380,6 +384,8 @@ export function parseRunConfig(argv: readonly string[], env: NodeJS.ProcessEnv =
       `--expected-replicas ${config.expectedReplicas}: only applies with --shards (the join of a sharded replica)`,
     );
   if (config.adminAddr !== "") parseHostPort(config.adminAddr, "admin-addr");
+  if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(config.clusterName))
+    throw new ConfigError(`--cluster-name: ${JSON.stringify(config.clusterName)} is not a DNS-1123 label`);
   if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(config.leaderElectionId) || config.leaderElectionId.length > 253)
     throw new ConfigError("--leader-election-id: must be a DNS subdomain name (a Lease's name)");
   if (config.leaderElectionIdentity === "") throw new ConfigError("--leader-election-identity: must not be empty");

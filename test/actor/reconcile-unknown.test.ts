@@ -25,6 +25,7 @@ import { MirrorReconciler } from "../../workers/local-writer/reconcile.ts";
 import { WriterStats } from "../../workers/local-writer/status.ts";
 import { WriteExecutor } from "../../workers/local-writer/write-executor.ts";
 import { testMirror } from "../helpers/desired-mirror.ts";
+import { clusterSetSpec } from "../helpers/mcs-export.ts";
 
 const ours = { [MIRRORED_SERVICE]: "true", [CLUSTER_NAME]: "east" };
 
@@ -141,6 +142,7 @@ describe("MCS exports unknown: the cluster's import parts are kept", () => {
     name: "web",
     remote: "shop/web",
     ports: [{ name: "http", protocol: "TCP", port: 80, targetPort: 8080 }],
+    spec: clusterSetSpec([{ name: "http", protocol: "TCP", port: 80 }]),
     addresses: [],
     notReadyAddresses: [],
     endpointPorts: [],

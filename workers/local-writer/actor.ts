@@ -106,6 +106,7 @@ export class LocalWriterActor {
     const identity = { userAgent: "fleet-mirror/local-writer", logger: deps.logger };
     this.#client = new KubeClient(connection, { ...identity, maxResponseBytes: options.maxResponseBytes });
     this.#stores = new LocalStores(this.#client, this.#shared, {
+      cluster: options.clusterName ?? "local",
       log: this.#log,
       changed: (key) => this.#enqueue(key),
       availabilityChanged: () => this.#sharedKeys.all(),
@@ -149,6 +150,7 @@ export class LocalWriterActor {
       slices: this.#stores.indexedSlices,
       namespaces: this.#stores.namespaces,
       serviceImports: this.#stores.serviceImports,
+      localExports: this.#stores.localExports,
       cache: this.#dryRun?.cache ?? this.#cache,
       executor: this.#executor,
       client: this.#client,

@@ -21,7 +21,13 @@
 import type { DesiredMirror } from "../../src/core/desired.ts";
 import type { FairTokenBucket } from "../../src/core/fair-bucket.ts";
 import { CLUSTER_NAME } from "../../src/core/labels.ts";
-import { type Blocked, MIRROR_KINDS, objectPath, type WriteAction } from "../../src/core/mirror-kinds.ts";
+import {
+  actionApiVersion,
+  type Blocked,
+  MIRROR_KINDS,
+  objectPath,
+  type WriteAction,
+} from "../../src/core/mirror-kinds.ts";
 import { type KubeObject, objectKey, splitKey } from "../../src/core/objects.ts";
 import type { ReconcileResult } from "../../src/core/workqueue.ts";
 import { KubeApiError, type KubeClient } from "../../src/kube/client.ts";
@@ -173,7 +179,10 @@ export class WriteExecutor {
     stats.inFlight += 1;
     this.#inFlight.set(shard, (this.#inFlight.get(shard) ?? 0) + 1);
     const startedAt = performance.now();
-    const path = action.kind === "Namespace" ? "/api/v1/namespaces" : objectPath(action.kind, action.namespace);
+    const path =
+      action.kind === "Namespace"
+        ? "/api/v1/namespaces"
+        : objectPath(action.kind, action.namespace, undefined, actionApiVersion(action));
     // The mutation cache holds each object under its own key (a slice's is not its mirror's).
     const objectId = action.kind === "Namespace" ? action.name : objectKey(action);
     // Fenced: the request is aborted at the shard's deadline, so that none of it reaches
@@ -257,7 +266,7 @@ export class WriteExecutor {
       try {
         const existing = await this.#deps.client.request<KubeObject>(
           "GET",
-          objectPath(action.kind, action.namespace, action.name),
+          objectPath(action.kind, action.namespace, action.name, actionApiVersion(action)),
         );
         return nameTaken(this.#deps, key, action, desired, existing);
       } catch (getError) {
