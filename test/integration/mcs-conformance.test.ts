@@ -305,8 +305,9 @@ describe("the MCS API's conformance, Required specs, on a clusterset of three (S
       await deploy("c1", { clusterIP: "None" });
       await exportOn("c1");
       await awaitImport("c1");
-      await consistently("no IPs on a Headless ServiceImport", async () =>
-        ((await getImport("c1"))?.spec?.["ips"] as unknown[] | undefined)?.length ? false : true,
+      await consistently(
+        "no IPs on a Headless ServiceImport",
+        async () => !((await getImport("c1"))?.spec?.["ips"] as unknown[] | undefined)?.length,
       );
     },
   );

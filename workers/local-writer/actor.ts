@@ -47,7 +47,7 @@ import { ShardHandoff } from "./shard-handoff.ts";
 import { SharedStrings } from "./shared-strings.ts";
 import { SharedTriggers } from "./shared-triggers.ts";
 import { WriterStats } from "./status.ts";
-import { reportReconcileError } from "./write-executor.ts";
+import { reconcileErrorReporter } from "./write-executor.ts";
 import { writeLane } from "./write-lanes.ts";
 import { createWritePath, type WritePath } from "./write-path.ts";
 
@@ -353,13 +353,7 @@ export class LocalWriterActor {
       this.#queue,
       this.#options.concurrency,
       (key) => this.#dryRun?.reconcile(key, this.#reconciler) ?? this.#reconciler.reconcile(key),
-      (key, error, requeues) =>
-        reportReconcileError(
-          { stats: this.#stats, log: this.#log, recordEvent: (event) => void this.recordEvent(event) },
-          key,
-          error,
-          requeues,
-        ),
+      reconcileErrorReporter({ stats: this.#stats, log: this.#log, recordEvent: (e) => void this.recordEvent(e) }),
     );
     this.#resyncAll();
     // The periodic resync stays as a safety net: it re-checks every key even if a watch

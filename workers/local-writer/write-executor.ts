@@ -73,24 +73,26 @@ export function writeFailedEvent(key: string, error: unknown): EventRequest | un
 }
 
 /**
- * Reports a reconcile of `key` that failed (it is retried with backoff by the work queue,
- * never given up): counted, logged, and, when retrying cannot fix it (invalid, forbidden),
- * a Warning Event on the mirror, since it needs a human (deduplicated by the recorder).
+ * What reports a reconcile of a key that failed (it is retried with backoff by the work
+ * queue, never given up): counted, logged, and, when retrying cannot fix it (invalid,
+ * forbidden), a Warning Event on the mirror, since it needs a human (deduplicated by the
+ * recorder).
  */
-export function reportReconcileError(
-  deps: { readonly stats: WriterStats; readonly log: Logger; readonly recordEvent: (event: EventRequest) => void },
-  key: string,
-  error: unknown,
-  requeues: number,
-): void {
-  deps.stats.retries += 1;
-  deps.stats.lastError = serializeError(error, `local-writer: reconcile ${key}`);
-  deps.log.warn(
-    { key, requeues, err: deps.stats.lastError },
-    `write failed, retrying with backoff: ${describeError(deps.stats.lastError)}`,
-  );
-  const event = writeFailedEvent(key, error);
-  if (event) deps.recordEvent(event);
+export function reconcileErrorReporter(deps: {
+  readonly stats: WriterStats;
+  readonly log: Logger;
+  readonly recordEvent: (event: EventRequest) => void;
+}): (key: string, error: unknown, requeues: number) => void {
+  return (key, error, requeues) => {
+    deps.stats.retries += 1;
+    deps.stats.lastError = serializeError(error, `local-writer: reconcile ${key}`);
+    deps.log.warn(
+      { key, requeues, err: deps.stats.lastError },
+      `write failed, retrying with backoff: ${describeError(deps.stats.lastError)}`,
+    );
+    const event = writeFailedEvent(key, error);
+    if (event) deps.recordEvent(event);
+  };
 }
 
 /**
