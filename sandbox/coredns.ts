@@ -4,8 +4,10 @@
  * that a mirror answers at `<name>.<namespace>.svc.cluster.local`.
  *
  * Guarantees:
- * - CoreDNS listens on 127.0.0.1 only (`bind`), UDP and TCP on one free port, and serves
- *   only the cluster domain: it forwards nothing anywhere;
+ * - CoreDNS listens on 127.0.0.1 (`bind`), and on the caller's `bind` addresses (local
+ *   ones: the traffic path's node address), UDP and TCP on one free port, and serves only
+ *   the cluster domain (and, with `clustersetHosts`, `clusterset.local` from that hosts
+ *   file: clusterset-dns.ts): it forwards nothing anywhere;
  * - it authenticates as user `COREDNS_USER` (a client certificate of the sandbox CA),
  *   bound by `COREDNS_CLUSTER_ROLE` to list/watch Services, EndpointSlices and Namespaces
  *   and nothing else: what CoreDNS's own deployment grants it, so a record that resolves
@@ -37,6 +39,10 @@ export interface CoreDnsOptions {
   readonly domain?: string;
   /** How long to wait for CoreDNS to report ready. Default 60 s. */
   readonly readyTimeoutMs?: number;
+  /** Local addresses to listen on besides 127.0.0.1 (a Pod reaches CoreDNS at one through a Service). */
+  readonly bind?: readonly string[];
+  /** A hosts file to serve `clusterset.local` from (re-read every second). Default: no such zone. */
+  readonly clustersetHosts?: string;
 }
 
 function statusCode(error: unknown): number | undefined {
@@ -150,17 +156,29 @@ export class CoreDns {
     );
     const [port, readyPort] = [await freeDnsPort(), await freeTcpPort()];
     const corefilePath = join(plane.dir, `${options.cluster}-Corefile`);
+    const bind = `    bind ${["127.0.0.1", ...(options.bind ?? [])].join(" ")}`;
     await writeFile(
       corefilePath,
       [
         `${domain}:${port} {`,
-        "    bind 127.0.0.1",
+        bind,
         `    ready 127.0.0.1:${readyPort}`,
         "    errors",
         `    kubernetes ${domain} {`,
         `        kubeconfig ${kubeconfigPath}`,
         "    }",
         "}",
+        ...(options.clustersetHosts
+          ? [
+              `clusterset.local:${port} {`,
+              bind,
+              "    errors",
+              `    hosts ${options.clustersetHosts} clusterset.local {`,
+              "        reload 1s",
+              "    }",
+              "}",
+            ]
+          : []),
         "",
       ].join("\n"),
     );

@@ -12,7 +12,7 @@ import { PROBE_PERIOD, PROBE_PORT_NAME } from "../src/core/probe-spec.ts";
 import { mintServiceAccountToken } from "../src/kube/service-account.ts";
 import type { FleetStatus } from "../src/status/fleet-view.ts";
 import type { ControlPlane } from "./control-plane.ts";
-import { DEMO_PROBE_PERIOD_SECONDS, type DemoGateways } from "./demo-gateways.ts";
+import { DEMO_PROBE_PERIOD_SECONDS, type DemoGateways, GATEWAY_PORT } from "./demo-gateways.ts";
 import type { MirrorRow } from "./demo-mirrors.ts";
 import { HEADLESS_HOSTS, HEADLESS_KEY, MCS_IMPORT_KEY, REMOTE_READER_RULES, type WestExport } from "./demo-modes.ts";
 import { renderKubeconfig } from "./kubeconfig.ts";
@@ -114,7 +114,7 @@ export async function shapeRemotes(remotes: Remotes, gateways: DemoGateways): Pr
         spec: {
           type: "LoadBalancer",
           ports: [
-            { name: "incoming-port", port: 4143 },
+            { name: "incoming-port", port: GATEWAY_PORT },
             ...(probePort === undefined ? [] : [{ name: PROBE_PORT_NAME, port: probePort }]),
           ],
         },
