@@ -40,6 +40,7 @@ import { runSharded } from "./sharded.ts";
 import { runSteadyLatency } from "./steady-latency.ts";
 import { REPO_ROOT, refreshBenchDocs, SUMMARY_FILE } from "./summary-docs.ts";
 import { SUMMARY_KEYS, TARGETS, verdict } from "./targets.ts";
+import { runTraffic } from "./traffic.ts";
 
 const SCENARIOS: Readonly<Record<string, (opts: BenchOptions) => Promise<ScenarioResult>>> = {
   "cold-convergence": runColdConvergence,
@@ -56,6 +57,7 @@ const SCENARIOS: Readonly<Record<string, (opts: BenchOptions) => Promise<Scenari
   headless: runHeadless,
   image: runImage,
   "hostile-body": runHostileBody,
+  traffic: runTraffic,
 };
 
 function writeSummary(out: string, summary: Record<string, number | null>, note: string | undefined): void {
@@ -171,6 +173,7 @@ export function summaryFromResults(out: string): Record<string, number | null> {
     image_total_mb: num(full(read("image"))?.["imageTotalMb"]),
     container_ready_s: num(full(read("image"))?.["containerReadyS"]),
     hostile_body_rss_mb: num(full(read("hostile-body"))?.["hostileBodyRssMb"]),
+    traffic_failover_s: num(full(read("traffic"))?.["trafficFailoverS"]),
   };
 }
 

@@ -43,6 +43,7 @@ export const SUMMARY_KEYS = [
   "image_total_mb",
   "container_ready_s",
   "hostile_body_rss_mb",
+  "traffic_failover_s",
 ] as const;
 
 /** One key of summary.json. */
@@ -98,6 +99,8 @@ export const TARGETS: Readonly<Record<SummaryKey, readonly [">=" | "<=" | "==", 
   container_ready_s: null,
   // RSS growth while one remote streams 1.5 GiB lists: the body cap (--max-response-mb, 64) + 64 MB.
   hostile_body_rss_mb: ["<=", 64 + 64, "MB"],
+  // Real traffic (kube-proxy, CoreDNS, a client Pod): a gateway dies → every request via the fleet-wide name answered.
+  traffic_failover_s: ["<=", 10, "s"],
 };
 
 /** "met" or "MISSED" against the key's target; "—" for a key without one, "not measured" for null. */

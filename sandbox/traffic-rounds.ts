@@ -29,15 +29,26 @@ export function tally(outcomes: readonly Outcome[]): Tally {
   return { answers, errors, total: outcomes.length };
 }
 
+/** How an error code reads in a tally: what a person watching needs to tell apart. */
+const ERROR_WORDS: Readonly<Record<string, string>> = {
+  ECONNREFUSED: "refused",
+  ENOTFOUND: "no such name",
+  EAI_AGAIN: "no such name",
+  TIMEOUT: "timed out",
+};
+
 /** `east 7, west 3` / `refused 2`: a tally in one line. */
 export function describeTally(t: Tally): string {
+  const errors = new Map<string, number>();
+  for (const [code, n] of Object.entries(t.errors)) {
+    const word = ERROR_WORDS[code] ?? code;
+    errors.set(word, (errors.get(word) ?? 0) + n);
+  }
   const parts = [
     ...Object.entries(t.answers)
       .sort(([a], [b]) => a.localeCompare(b))
       .map(([cluster, n]) => `${cluster} ${n}`),
-    ...Object.entries(t.errors)
-      .sort(([a], [b]) => a.localeCompare(b))
-      .map(([code, n]) => `${code === "ECONNREFUSED" ? "refused" : code} ${n}`),
+    ...[...errors].sort(([a], [b]) => a.localeCompare(b)).map(([word, n]) => `${word} ${n}`),
   ];
   return parts.length > 0 ? parts.join(", ") : "none";
 }

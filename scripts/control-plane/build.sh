@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Builds the pinned kube-apiserver, etcd, kubectl, kube-controller-manager and CoreDNS
-# from Go modules, once per machine.
+# Builds the pinned kube-apiserver, etcd, kubectl, kube-controller-manager, kube-proxy and
+# CoreDNS from Go modules, once per machine.
 #
 # Usage:  build.sh            everything; prints the directory holding `kube-apiserver`
 #                             and `etcd` on its last line.
 #         build.sh kubectl    kubectl only; prints the directory holding `kubectl`.
 #         build.sh kube-controller-manager | kube-proxy | coredns
 #                             that binary only; prints the directory holding it.
-#                             kube-proxy is not part of `all`: only the traffic tests,
-#                             the demo's traffic line and the traffic bench run it.
+#                             (kube-proxy: the traffic tests, the demo's traffic line and
+#                             the traffic bench run it, as root; sandbox/traffic.ts.)
 #         build.sh mcs-crds   the MCS API's CRD manifests (sigs.k8s.io/mcs-api, config/crd);
 #                             prints the directory holding them. Nothing is compiled.
 #         build.sh promtool   Prometheus's promtool only (checks metrics, rules and queries);
@@ -485,6 +485,7 @@ case "$what" in
     ensure_control_plane
     ensure_kubectl
     ensure_controller_manager
+    ensure_kube_proxy
     ensure_coredns
     ensure_mcs_crds
     echo "$control_plane_dir"

@@ -89,6 +89,7 @@ const sideBySide = {
   headless: { smoke: false, convergence: { writesPerHostMirror: 2 }, actorHeapKbPerHeadlessService: 61.5 },
   image: { smoke: false, imageAppMb: 13.3, imageTotalMb: 237.8, containerReadyS: 4.42 },
   "hostile-body": { smoke: false, hostileBodyRssMb: 98.5 },
+  traffic: { smoke: false, trafficFailoverS: 4.2 },
 };
 
 describe("summaryFromResults", () => {
@@ -133,6 +134,7 @@ describe("summaryFromResults", () => {
           image_total_mb: 237.8,
           container_ready_s: 4.42,
           hostile_body_rss_mb: 98.5,
+          traffic_failover_s: 4.2,
         }).sort(([a], [b]) => a.localeCompare(b)),
       ),
     );
