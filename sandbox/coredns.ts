@@ -25,7 +25,7 @@ import { type KubeConfig, RbacAuthorizationV1Api } from "@kubernetes/client-node
 import { ensureCoreDns } from "./binaries.ts";
 import type { ControlPlane } from "./control-plane.ts";
 import { renderKubeconfig } from "./kubeconfig.ts";
-import { ManagedProcess } from "./process.ts";
+import { ManagedProcess, waitForHttpOk } from "./process.ts";
 
 export const COREDNS_USER = "fleet-mirror-sandbox:coredns";
 export const COREDNS_CLUSTER_ROLE = "fleet-mirror-sandbox:coredns";
@@ -191,7 +191,7 @@ export class CoreDns {
     const dns = new CoreDns(child, port, domain);
     try {
       await child.start();
-      await dns.#waitForReady(readyPort, options.readyTimeoutMs ?? 60_000);
+      await waitForHttpOk(child, `http://127.0.0.1:${readyPort}/ready`, options.readyTimeoutMs ?? 60_000);
     } catch (error) {
       await child.close(2_000);
       throw error;
@@ -201,28 +201,5 @@ export class CoreDns {
 
   async stop(): Promise<void> {
     await this.process.close();
-  }
-
-  async #waitForReady(readyPort: number, timeoutMs: number): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    let last = "no answer";
-    for (;;) {
-      try {
-        const response = await fetch(`http://127.0.0.1:${readyPort}/ready`, { signal: AbortSignal.timeout(2_000) });
-        if (response.ok) return;
-        last = `${response.status} ${(await response.text()).trim()}`;
-      } catch (error) {
-        last = (error as Error).message;
-      }
-      if (!this.process.running) {
-        throw new Error(`${this.process.name} exited during start-up; see ${this.process.logPath}`);
-      }
-      if (Date.now() > deadline) {
-        throw new Error(
-          `${this.process.name} not ready after ${timeoutMs} ms (last: ${last}); see ${this.process.logPath}`,
-        );
-      }
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
   }
 }

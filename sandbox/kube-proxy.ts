@@ -27,7 +27,7 @@ import { ensureKubeProxy } from "./binaries.ts";
 import { type ControlPlane, freePort } from "./control-plane.ts";
 import { kubeConfig } from "./demo-script.ts";
 import { renderKubeconfig } from "./kubeconfig.ts";
-import { ManagedProcess } from "./process.ts";
+import { ManagedProcess, waitForHttpOk } from "./process.ts";
 
 const run = promisify(execFile);
 
@@ -46,11 +46,9 @@ export async function deleteKubeProxyTables(): Promise<void> {
 
 export class KubeProxy {
   readonly process: ManagedProcess;
-  readonly #healthzPort: number;
 
-  private constructor(process: ManagedProcess, healthzPort: number) {
+  private constructor(process: ManagedProcess) {
     this.process = process;
-    this.#healthzPort = healthzPort;
   }
 
   /**
@@ -121,10 +119,10 @@ export class KubeProxy {
       [`--config=${configPath}`, "--v=1"],
       join(plane.dir, "logs", `kube-proxy-${cluster}.log`),
     );
-    const proxy = new KubeProxy(child, healthzPort);
+    const proxy = new KubeProxy(child);
     try {
       await child.start();
-      await proxy.#waitForHealthy(readyTimeoutMs);
+      await waitForHttpOk(child, `http://127.0.0.1:${healthzPort}/healthz`, readyTimeoutMs, 200);
     } catch (error) {
       await proxy.stop();
       throw error;
@@ -136,28 +134,5 @@ export class KubeProxy {
   async stop(): Promise<void> {
     await this.process.close(5_000);
     await deleteKubeProxyTables();
-  }
-
-  async #waitForHealthy(timeoutMs: number): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    let last = "no answer";
-    for (;;) {
-      try {
-        const response = await fetch(`http://127.0.0.1:${this.#healthzPort}/healthz`, {
-          signal: AbortSignal.timeout(2_000),
-        });
-        if (response.ok) return;
-        last = `${response.status} ${(await response.text()).trim().slice(0, 200)}`;
-      } catch (error) {
-        last = (error as Error).message;
-      }
-      if (!this.process.running)
-        throw new Error(`${this.process.name} exited during start-up; see ${this.process.logPath}`);
-      if (Date.now() > deadline)
-        throw new Error(
-          `${this.process.name} not healthy after ${timeoutMs} ms (last: ${last}); see ${this.process.logPath}`,
-        );
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
   }
 }

@@ -204,68 +204,54 @@ ensure_kubectl() {
   kubectl_dir="$out"
 }
 
-# Sets controller_manager_dir to a directory holding kube-controller-manager at the
-# pinned Kubernetes version. The sandbox runs only its EndpointSlice, EndpointSliceMirroring,
-# namespace and garbage-collector controllers, but the command links them all: the package
-# graph is mostly kube-apiserver's, so after that build most of it comes from Go's cache.
-ensure_controller_manager() {
-  if [[ -n "${KUBEBUILDER_ASSETS:-}" && -x "$KUBEBUILDER_ASSETS/kube-controller-manager" ]]; then
-    log "using KUBEBUILDER_ASSETS=$KUBEBUILDER_ASSETS for kube-controller-manager"
-    controller_manager_dir="$KUBEBUILDER_ASSETS"
+# ensure_k8s_command NAME: sets k8s_command_dir to a directory holding NAME, the command
+# k8s.io/kubernetes/cmd/NAME at the pinned Kubernetes version: from KUBEBUILDER_ASSETS when
+# it holds one, else from the cache's NAME-<k8s>/ (built there if missing). Such a command's
+# package graph is mostly kube-apiserver's, so after that build most of it comes from Go's
+# cache (kube-controller-manager 2.4 min, kube-proxy 140 s on 2 cores).
+ensure_k8s_command() {
+  local name="$1"
+  if [[ -n "${KUBEBUILDER_ASSETS:-}" && -x "$KUBEBUILDER_ASSETS/$name" ]]; then
+    log "using KUBEBUILDER_ASSETS=$KUBEBUILDER_ASSETS for $name"
+    k8s_command_dir="$KUBEBUILDER_ASSETS"
     return 0
   fi
-  local out="$cache_root/kube-controller-manager-${KUBERNETES_VERSION}"
-  if [[ -f "$out/.complete" && -x "$out/kube-controller-manager" ]]; then
+  local out="$cache_root/${name}-${KUBERNETES_VERSION}"
+  if [[ -f "$out/.complete" && -x "$out/$name" ]]; then
     log "cached: $out"
-    controller_manager_dir="$out"
+    k8s_command_dir="$out"
     return 0
   fi
-  prepare_go kube-controller-manager
-  k8s_wrapper_module "$work/controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager
-  log "building kube-controller-manager ${KUBERNETES_VERSION} (first time: a few minutes on 2 cores)"
+  prepare_go "$name"
+  k8s_wrapper_module "$work/$name" "k8s.io/kubernetes/cmd/$name"
+  log "building $name ${KUBERNETES_VERSION} (first time: a few minutes on 2 cores)"
   local start=$SECONDS
   rm -rf "$out.partial"
   mkdir -p "$out.partial"
-  k8s_build "$work/controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager "$out.partial/kube-controller-manager"
-  log "kube-controller-manager built in $((SECONDS - start))s"
-  "$out.partial/kube-controller-manager" --version >&2
+  k8s_build "$work/$name" "k8s.io/kubernetes/cmd/$name" "$out.partial/$name"
+  log "$name built in $((SECONDS - start))s"
+  "$out.partial/$name" --version >&2
   rm -rf "$out"
   mv "$out.partial" "$out"
   touch "$out/.complete"
   log "done: $out"
-  controller_manager_dir="$out"
+  k8s_command_dir="$out"
 }
 
-# Sets kube_proxy_dir to a directory holding kube-proxy at the pinned Kubernetes version.
-# The sandbox runs it in nftables mode for the traffic tests (sandbox/kube-proxy.ts): it
-# turns the local cluster's Services and EndpointSlices into DNAT rules, as on a node.
-# Like kube-controller-manager, most of its package graph is kube-apiserver's.
+# Sets controller_manager_dir to a directory holding kube-controller-manager. The sandbox
+# runs only its EndpointSlice, EndpointSliceMirroring, namespace and garbage-collector
+# controllers, but the command links them all.
+ensure_controller_manager() {
+  ensure_k8s_command kube-controller-manager
+  controller_manager_dir="$k8s_command_dir"
+}
+
+# Sets kube_proxy_dir to a directory holding kube-proxy. The sandbox runs it in nftables
+# mode for the traffic path (sandbox/kube-proxy.ts): it turns the local cluster's Services
+# and EndpointSlices into DNAT rules, as on a node.
 ensure_kube_proxy() {
-  if [[ -n "${KUBEBUILDER_ASSETS:-}" && -x "$KUBEBUILDER_ASSETS/kube-proxy" ]]; then
-    log "using KUBEBUILDER_ASSETS=$KUBEBUILDER_ASSETS for kube-proxy"
-    kube_proxy_dir="$KUBEBUILDER_ASSETS"
-    return 0
-  fi
-  local out="$cache_root/kube-proxy-${KUBERNETES_VERSION}"
-  if [[ -f "$out/.complete" && -x "$out/kube-proxy" ]]; then
-    log "cached: $out"
-    kube_proxy_dir="$out"
-    return 0
-  fi
-  prepare_go kube-proxy
-  k8s_wrapper_module "$work/kube-proxy" k8s.io/kubernetes/cmd/kube-proxy
-  log "building kube-proxy ${KUBERNETES_VERSION} (first time: a few minutes on 2 cores)"
-  local start=$SECONDS
-  rm -rf "$out.partial"
-  mkdir -p "$out.partial"
-  k8s_build "$work/kube-proxy" k8s.io/kubernetes/cmd/kube-proxy "$out.partial/kube-proxy"
-  log "kube-proxy built in $((SECONDS - start))s"
-  "$out.partial/kube-proxy" --version >&2
-  rm -rf "$out"
-  mv "$out.partial" "$out"
-  touch "$out/.complete"
-  log "done: $out"
-  kube_proxy_dir="$out"
+  ensure_k8s_command kube-proxy
+  kube_proxy_dir="$k8s_command_dir"
 }
 
 # require_module DIR MODULE VERSION: a wrapper module in DIR that requires MODULE at
@@ -446,6 +432,7 @@ helm_dir=""
 mcs_crds_dir=""
 controller_manager_dir=""
 kube_proxy_dir=""
+k8s_command_dir=""
 coredns_dir=""
 promtool_dir=""
 case "$what" in
