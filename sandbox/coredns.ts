@@ -24,7 +24,7 @@ import { join } from "node:path";
 import { type KubeConfig, RbacAuthorizationV1Api } from "@kubernetes/client-node";
 import { ensureCoreDns } from "./binaries.ts";
 import type { ControlPlane } from "./control-plane.ts";
-import { renderKubeconfig } from "./kubeconfig.ts";
+import { writeClientKubeconfig } from "./kubeconfig.ts";
 import { ManagedProcess, waitForHttpOk } from "./process.ts";
 
 export const COREDNS_USER = "fleet-mirror-sandbox:coredns";
@@ -141,18 +141,11 @@ export class CoreDns {
     const domain = options.domain ?? "cluster.local";
     const cluster = plane.cluster(options.cluster);
     await applyCoreDnsRbac(options.admin);
-    const client = await plane.issueClientCertificate(COREDNS_USER);
-    const kubeconfigPath = join(plane.dir, `${options.cluster}-coredns.kubeconfig`);
-    await writeFile(
-      kubeconfigPath,
-      renderKubeconfig({
-        cluster: options.cluster,
-        server: cluster.server,
-        caPem: cluster.caPem,
-        user: COREDNS_USER,
-        auth: { clientCertPem: client.certPem, clientKeyPem: client.keyPem },
-      }),
-      { mode: 0o600 },
+    const kubeconfigPath = await writeClientKubeconfig(
+      join(plane.dir, `${options.cluster}-coredns.kubeconfig`),
+      cluster,
+      COREDNS_USER,
+      await plane.issueClientCertificate(COREDNS_USER),
     );
     const [port, readyPort] = [await freeDnsPort(), await freeTcpPort()];
     const corefilePath = join(plane.dir, `${options.cluster}-Corefile`);

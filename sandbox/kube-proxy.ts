@@ -26,7 +26,7 @@ import { CoreV1Api } from "@kubernetes/client-node";
 import { ensureKubeProxy } from "./binaries.ts";
 import { type ControlPlane, freePort } from "./control-plane.ts";
 import { kubeConfig } from "./demo-script.ts";
-import { renderKubeconfig } from "./kubeconfig.ts";
+import { writeClientKubeconfig } from "./kubeconfig.ts";
 import { ManagedProcess, waitForHttpOk } from "./process.ts";
 
 const run = promisify(execFile);
@@ -75,18 +75,11 @@ export class KubeProxy {
     const node = await core.readNodeStatus({ name: NODE_NAME });
     node.status = { ...node.status, addresses: [{ type: "InternalIP", address: nodeIp }] };
     await core.replaceNodeStatus({ name: NODE_NAME, body: node });
-    const client = await plane.issueClientCertificate(KUBE_PROXY_USER);
-    const kubeconfigPath = join(plane.dir, `${cluster}-kube-proxy.kubeconfig`);
-    await writeFile(
-      kubeconfigPath,
-      renderKubeconfig({
-        cluster,
-        server: c.server,
-        caPem: c.caPem,
-        user: KUBE_PROXY_USER,
-        auth: { clientCertPem: client.certPem, clientKeyPem: client.keyPem },
-      }),
-      { mode: 0o600 },
+    const kubeconfigPath = await writeClientKubeconfig(
+      join(plane.dir, `${cluster}-kube-proxy.kubeconfig`),
+      c,
+      KUBE_PROXY_USER,
+      await plane.issueClientCertificate(KUBE_PROXY_USER),
     );
     const [healthzPort, metricsPort] = [await freePort(), await freePort()];
     const configPath = join(plane.dir, `${cluster}-kube-proxy.yaml`);
