@@ -23,7 +23,8 @@ export async function runHostileBody(opts: BenchOptions): Promise<ScenarioResult
   const fleet = await Fleet.start([]);
   const hostile = await startHostileRemote({ bodyBytes });
   try {
-    const [proc, admin] = await startController(fleet, []);
+    // The hostile remote speaks plain http: allowed only with --allow-insecure-remotes.
+    const [proc, admin] = await startController(fleet, ["--allow-insecure-remotes"]);
     try {
       await waitReady(admin);
       await sleep(SETTLE_MS);

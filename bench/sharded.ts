@@ -45,8 +45,9 @@ import { CoordinationV1Api } from "@kubernetes/client-node";
 import { applyRbacYaml } from "../sandbox/rbac.ts";
 import { defaultConfig } from "../src/config.ts";
 import { SERVICE_NAME_LABEL } from "../src/core/labels.ts";
+import { shardLeaseName } from "../src/core/lease-names.ts";
 import type { KubeObject, Service } from "../src/core/objects.ts";
-import { shardLeaseName, shardOf } from "../src/core/shards.ts";
+import { shardOf } from "../src/core/shards.ts";
 import type { KubeClient } from "../src/kube/client.ts";
 import { CONTROLLER_NAMESPACE, Fleet } from "../test/helpers/fleet.ts";
 import { type Replica, Replicas } from "../test/helpers/replicas.ts";
@@ -179,7 +180,7 @@ async function holders(fleet: Fleet): Promise<string[]> {
     namespace: CONTROLLER_NAMESPACE,
   });
   const byName = new Map(list.items.map((l) => [l.metadata?.name ?? "", l.spec?.holderIdentity ?? ""]));
-  return Array.from({ length: SHARDS }, (_, shard) => byName.get(shardLeaseName("fleet-mirror", shard)) ?? "");
+  return Array.from({ length: SHARDS }, (_, shard) => byName.get(shardLeaseName("fleet-mirror", SHARDS, shard)) ?? "");
 }
 
 async function waitForEvenHolders(fleet: Fleet, identities: readonly string[]): Promise<string[]> {

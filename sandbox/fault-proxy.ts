@@ -81,6 +81,12 @@ export interface FaultProxyStats {
   readonly refused: number;
   /** Client connections open now. */
   readonly openConnections: number;
+  /**
+   * Requests received and not finished now: held by a stall, in flight upstream, or being
+   * answered. 0 once every request held by a stall was forwarded and answered, or dropped
+   * because its client gave up.
+   */
+  readonly openRequests: number;
   /** Bytes written into endless watch lines (`endlessWatchLine`). */
   readonly endlessLineBytes: number;
   /** Endless watch lines the client ended (closed its side). */
@@ -270,7 +276,7 @@ export class FaultProxy {
   }
 
   get stats(): FaultProxyStats {
-    return { ...this.#counters, openConnections: this.#sockets.size };
+    return { ...this.#counters, openConnections: this.#sockets.size, openRequests: this.#exchanges.size };
   }
 
   /** Stops listening, destroys every connection on both sides and clears every timer. Idempotent. */

@@ -39,6 +39,7 @@ export function formatChecks(results: readonly CheckResult[]): string {
 interface PolicyRule {
   readonly apiGroups?: readonly string[];
   readonly resources?: readonly string[];
+  readonly resourceNames?: readonly string[];
   readonly verbs?: readonly string[];
 }
 
@@ -48,9 +49,11 @@ export interface PermissionNeed {
   readonly verb: string;
   /** Undefined: cluster-wide (a ClusterRole); else the credentials namespace (a Role). */
   readonly namespace?: string;
+  /** The one object the rule names (`resourceNames`, e.g. the Lease); undefined: any. */
+  readonly name?: string;
 }
 
-/** Every (group, resource, verb) the controller is granted by local.yaml (pure). */
+/** Every (group, resource, verb, and name when the rule names objects) the controller is granted by local.yaml (pure). */
 export function permissionNeeds(manifest: string, credentialsNs: string): PermissionNeed[] {
   const needs: PermissionNeed[] = [];
   for (const object of parseRbacYaml(manifest, "deploy/rbac/local.yaml")) {
@@ -60,7 +63,9 @@ export function permissionNeeds(manifest: string, credentialsNs: string): Permis
       for (const group of rule.apiGroups ?? [""]) {
         for (const resource of rule.resources ?? []) {
           for (const verb of rule.verbs ?? []) {
-            needs.push({ group, resource, verb, ...(object.kind === "Role" ? { namespace: credentialsNs } : {}) });
+            const where = object.kind === "Role" ? { namespace: credentialsNs } : {};
+            for (const name of rule.resourceNames ?? [undefined])
+              needs.push({ group, resource, verb, ...where, ...(name !== undefined ? { name } : {}) });
           }
         }
       }

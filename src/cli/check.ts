@@ -75,6 +75,11 @@ const flags = {
     type: "boolean",
     description: "validate Secrets as a controller started with the same flag does",
   },
+  "allow-insecure-remotes": {
+    type: "boolean",
+    description:
+      "validate Secrets as a controller started with the same flag does (http:// servers, insecure-skip-tls-verify)",
+  },
 } as const;
 
 const help = commandHelp(
@@ -114,6 +119,7 @@ async function checkPermissions(client: KubeClient, namespace: string): Promise<
                 resource: need.resource,
                 verb: need.verb,
                 ...(need.namespace ? { namespace: need.namespace } : {}),
+                ...(need.name ? { name: need.name } : {}),
               },
             },
           },
@@ -126,7 +132,8 @@ async function checkPermissions(client: KubeClient, namespace: string): Promise<
   const groups = new Map<string, { allowed: string[]; missing: string[] }>();
   for (const { need, allowed } of answers) {
     const where = need.namespace ? `in namespace ${need.namespace}` : "cluster-wide";
-    const key = `${need.group ? `${need.resource}.${need.group}` : need.resource} ${where}`;
+    const what = need.group ? `${need.resource}.${need.group}` : need.resource;
+    const key = `${need.name ? `${what}/${need.name}` : what} ${where}`;
     const entry = groups.get(key) ?? { allowed: [], missing: [] };
     (allowed ? entry.allowed : entry.missing).push(need.verb);
     groups.set(key, entry);
@@ -278,7 +285,10 @@ async function runChecks(
     const registry = computeRegistry(
       secrets.map((secret) => ({
         secret,
-        parsed: parseCredentialsSecret(secret, { allowFilePaths: values["allow-kubeconfig-file-paths"] === true }),
+        parsed: parseCredentialsSecret(secret, {
+          allowFilePaths: values["allow-kubeconfig-file-paths"] === true,
+          allowInsecure: values["allow-insecure-remotes"] === true,
+        }),
       })),
       new Map(),
     );

@@ -166,7 +166,7 @@ export function connectionFromFile(path: string, context: string | undefined, wh
     throw new CommandError(`${what}: cannot read ${path}: ${(error as Error).message}`);
   }
   try {
-    return connectionFromKubeconfig(text, { allowFilePaths: true }, context);
+    return connectionFromKubeconfig(text, { allowFilePaths: true, allowInsecure: true }, context);
   } catch (error) {
     throw new CommandError(`${what}: kubeconfig ${path}: ${(error as Error).message}`);
   }

@@ -84,6 +84,11 @@ const flags = {
     type: "string",
     description: "name of the credentials Secret (default cluster-credentials-<cluster-name>)",
   },
+  "allow-insecure-remotes": {
+    type: "boolean",
+    description:
+      "write a Secret with an http:// server or insecure-skip-tls-verify (from --remote-kubeconfig), for a controller started with the same flag",
+  },
   apply: { type: "boolean", description: "create or update the Secret in the local cluster instead of printing it" },
   wait: { type: "boolean", description: "with --apply: wait until the controller has registered the cluster" },
   timeout: { type: "string", default: "60s", description: "limit of --wait and of a token Secret being filled in" },
@@ -198,7 +203,10 @@ export const linkDefinition: CommandDefinition = {
       defaultGateway: defaultGatewayFlags(values),
     });
     // The controller's own parser: never hand out a Secret the controller would refuse.
-    const parsed = parseCredentialsSecret(secret, { allowFilePaths: false });
+    const parsed = parseCredentialsSecret(secret, {
+      allowFilePaths: false,
+      allowInsecure: values["allow-insecure-remotes"] === true,
+    });
     if (parsed.kind !== "valid")
       throw new CommandError(
         `the credentials Secret would be refused by the controller: ${parsed.kind === "invalid" ? parsed.message : "ignored"}`,

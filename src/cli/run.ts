@@ -10,7 +10,8 @@ import { startHeapSettle } from "../heap-settle.ts";
 import { KubeClient } from "../kube/client.ts";
 import { loadLocalConnection } from "../kube/local-connection.ts";
 import { LeaderElector } from "../leader/elector.ts";
-import { alwaysLeading } from "../leader/leadership.ts";
+import { LayoutWatch } from "../leader/layout-watch.ts";
+import { alwaysLeading, type Leadership } from "../leader/leadership.ts";
 import { ShardCoordinator } from "../leader/shard-coordinator.ts";
 import { createLogger, type Logger } from "../log.ts";
 import { readHostLimits } from "../supervisor/host-limits.ts";
@@ -33,6 +34,11 @@ finish in-flight writes and stop; mirrors stay in place.
 With --leader-elect, replicas campaign for a coordination.k8s.io Lease and only its
 holder runs the controller. A leader that loses the Lease stops writing at once and
 exits with code 1; on SIGTERM it finishes its writes, then releases the Lease.
+
+Every Lease name carries the layout (the single leader's, or the shard count), and a
+replica takes no Lease while Leases of another layout are live (a rollout that changes
+--shards, or turns sharding on or off): it waits, writing nothing, until the old
+replicas are gone, so two layouts never write at once.
 
 With --leader-elect --shards S (S > 1), clusters are spread over S shards by a hash of
 their name; each shard is held through its own Lease, each replica holds a fair share
@@ -77,7 +83,9 @@ export async function runCommand(argv: readonly string[]): Promise<number> {
       })
     : undefined;
   const sharded = config.shards > 1;
-  const elector = leaseClient && !sharded ? leaderElector(config, leaseClient, logger) : undefined;
+  // The single leader lists the namespace's Leases to see other layouts (sharded, the membership does).
+  const layout = leaseClient && !sharded ? layoutWatch(config, logger) : undefined;
+  const elector = leaseClient && layout ? leaderElector(config, leaseClient, logger, layout) : undefined;
   const coordinator =
     leaseClient && sharded
       ? shardCoordinator(config, leaseClient, logger, (held) => supervisor?.setShards(held) ?? Promise.resolve())
@@ -85,7 +93,11 @@ export async function runCommand(argv: readonly string[]): Promise<number> {
   const always = alwaysLeading(config.leaderElectionIdentity);
   const source = runAdminSource(
     () => supervisor,
-    elector ? () => elector.leadership() : coordinator ? () => coordinator.leadership() : () => always,
+    elector && layout
+      ? () => withRefusal(elector.leadership(), layout)
+      : coordinator
+        ? () => coordinator.leadership()
+        : () => always,
   );
   let admin: AdminServer | undefined;
   if (config.adminAddr !== "")
@@ -101,11 +113,30 @@ export async function runCommand(argv: readonly string[]): Promise<number> {
     if (elector) supervisor.setWriteDeadline(writeDeadline(elector.writableForMs()));
     supervisor.start();
   };
-  if (elector) {
+  if (elector && layout && leaseClient) {
     // Only the holder of the Lease runs the controller: a standby neither watches the
-    // remote clusters nor writes anything but (when it takes it) the Lease.
-    elector.on("started-leading", startController);
-    elector.on("renewed", (writableForMs) => supervisor?.setWriteDeadline(writeDeadline(writableForMs)));
+    // remote clusters nor writes anything but (when it takes it) the Lease. And only once
+    // a list sent after the take shows no other layout holding a Lease (layout-guard.ts);
+    // one that does means both took at once: this take is released unused.
+    let confirmed = false;
+    elector.on("started-leading", () => {
+      void layout.confirm(systemClock.now()).then(async (ok) => {
+        if (ok) {
+          confirmed = true;
+          startController();
+          return;
+        }
+        logger.error(
+          { lease: elector.lease, foreign: layout.foreign.map((f) => f.name) },
+          "took the Lease, but Leases of another layout are live: releasing it unused and exiting",
+        );
+        await elector.stop();
+        process.exit(1);
+      });
+    });
+    elector.on("renewed", (writableForMs) => {
+      if (confirmed) supervisor?.setWriteDeadline(writeDeadline(writableForMs));
+    });
     elector.on("stopped-leading", (reason) => {
       // No overlap with the next leader: the elector gave up `renewDeadline` after its
       // last successful renewal was sent, and nobody can take the Lease before
@@ -115,11 +146,12 @@ export async function runCommand(argv: readonly string[]): Promise<number> {
       // writer first of all — at once, and Kubernetes restarts the Pod, which then
       // campaigns again as a standby.
       logger.error(
-        { lease: elector.lease, identity: elector.identity, reason },
+        { lease: elector.lease, identity: config.leaderElectionIdentity, reason },
         `leadership lost (${reason}): stopping all writes and exiting`,
       );
       process.exit(1);
     });
+    layout.run(leaseClient, config.leaderElectionNamespace);
     elector.run();
   } else if (coordinator) {
     // Sharded: every replica runs the controller (Secrets listed, writer watching) and
@@ -142,6 +174,7 @@ export async function runCommand(argv: readonly string[]): Promise<number> {
     logger.info({ signal }, "stopping: standby, not leading");
   }
   await elector?.stop();
+  await layout?.stop();
   // Only once nothing of ours writes: the others take the shards over at their next try.
   await coordinator?.stop();
   leaseClient?.close();
@@ -176,7 +209,24 @@ function shardCoordinator(
   });
 }
 
-function leaderElector(config: Config, client: KubeClient, logger: Logger): LeaderElector {
+/** The single leader's view of other layouts' Leases. */
+function layoutWatch(config: Config, logger: Logger): LayoutWatch {
+  return new LayoutWatch({
+    leaseId: config.leaderElectionId,
+    shards: 1,
+    leaseDurationMs: config.leaseDurationMs,
+    retryPeriodMs: config.retryPeriodMs,
+    logger: logger.child({ component: "leader-election" }),
+  });
+}
+
+/** A standby's leadership with why it takes no Lease now, if another layout holds it back. */
+function withRefusal(leadership: Leadership, layout: LayoutWatch): Leadership {
+  const refused = leadership.leading ? undefined : layout.refused();
+  return refused ? { ...leadership, refused } : leadership;
+}
+
+function leaderElector(config: Config, client: KubeClient, logger: Logger, layout: LayoutWatch): LeaderElector {
   return new LeaderElector({
     client,
     namespace: config.leaderElectionNamespace,
@@ -186,5 +236,6 @@ function leaderElector(config: Config, client: KubeClient, logger: Logger): Lead
     renewDeadlineMs: config.renewDeadlineMs,
     retryPeriodMs: config.retryPeriodMs,
     logger: logger.child({ component: "leader-election" }),
+    mayAcquire: () => layout.refused(),
   });
 }

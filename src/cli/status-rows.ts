@@ -6,9 +6,10 @@
 import type { AdminStatus } from "../admin/source.ts";
 import { FEDERATED_LABEL } from "../core/federated.ts";
 import { CLUSTER_NAME, MIRRORED_SERVICE } from "../core/labels.ts";
+import { LEGACY_LAYOUT, parseLeaseName } from "../core/lease-names.ts";
 import type { Secret, Service } from "../core/objects.ts";
 import { annotatedClusters } from "../core/plan-federated.ts";
-import { shardOf, shardOfLeaseName } from "../core/shards.ts";
+import { shardOf } from "../core/shards.ts";
 import type { ShardingView } from "../leader/leadership.ts";
 import type { GatewayProbeStatus } from "../protocol/messages.ts";
 import type { ClusterRow } from "../status/fleet-view.ts";
@@ -104,27 +105,33 @@ export function shardRowsFromView(view: ShardingView, clusters: readonly string[
 }
 
 /**
- * Shard rows from the Leases of the leader-election namespace (pure): every
- * `<lease-id>-shard-<i>` Lease. The shard count is taken as the highest shard found + 1
- * (every shard of a running Deployment has a Lease once its first holder took it).
- * Empty when there is no shard Lease (not sharded).
+ * Shard rows from the Leases of the leader-election namespace (pure): the shard Leases
+ * of one layout (core/lease-names.ts: `<lease-id>-s<S>-shard-<i>`, or an earlier
+ * version's `<lease-id>-shard-<i>`, whose shard count is taken as the highest shard found
+ * + 1). When a layout change left Leases of two layouts, the one with the most Leases
+ * held is shown. Empty when there is no shard Lease (not sharded).
  */
 export function shardRowsFromLeases(
   leases: readonly { readonly name: string; readonly spec: unknown }[],
   leaseId: string,
   clusters: readonly string[],
 ): ShardRow[] {
-  const found = new Map<number, { holder: string; renewedAt?: string }>();
+  const layouts = new Map<string, Map<number, { holder: string; renewedAt?: string }>>();
   for (const lease of leases) {
-    const shard = shardOfLeaseName(leaseId, lease.name, Number.MAX_SAFE_INTEGER);
-    if (shard === undefined) continue;
+    const parsed = parseLeaseName(leaseId, lease.name);
+    if (parsed?.role !== "shard" || parsed.shard === undefined) continue;
     const spec = (typeof lease.spec === "object" && lease.spec !== null ? lease.spec : {}) as Record<string, unknown>;
     const holder = typeof spec["holderIdentity"] === "string" ? spec["holderIdentity"] : "";
     const renewed = spec["renewTime"];
-    found.set(shard, { holder, ...(typeof renewed === "string" ? { renewedAt: renewed } : {}) });
+    const found = layouts.get(parsed.layout) ?? new Map<number, { holder: string; renewedAt?: string }>();
+    found.set(parsed.shard, { holder, ...(typeof renewed === "string" ? { renewedAt: renewed } : {}) });
+    layouts.set(parsed.layout, found);
   }
-  if (found.size === 0) return [];
-  const shards = Math.max(...found.keys()) + 1;
+  const held = (found: ReadonlyMap<number, { holder: string }>): number =>
+    [...found.values()].filter((f) => f.holder !== "").length;
+  const [layout, found] = [...layouts].sort(([a, x], [b, y]) => held(y) - held(x) || (a < b ? -1 : 1))[0] ?? [];
+  if (layout === undefined || found === undefined) return [];
+  const shards = layout === LEGACY_LAYOUT ? Math.max(...found.keys()) + 1 : Number(layout.slice(1));
   return Array.from({ length: shards }, (_, shard) => ({
     shard,
     holder: found.get(shard)?.holder ?? "",
@@ -207,7 +214,7 @@ export function federatedRowsFromObjects(services: readonly Service[]): Federate
 export function rowsFromObjects(
   secrets: readonly Secret[],
   mirrors: readonly Service[],
-  options: { readonly allowFilePaths: boolean },
+  options: { readonly allowFilePaths: boolean; readonly allowInsecure?: boolean },
 ): StatusRow[] {
   const counts = new Map<string, number>();
   for (const mirror of mirrors) {

@@ -58,6 +58,11 @@ const flags = {
     type: "boolean",
     description: "validate Secrets as a controller started with the same flag does",
   },
+  "allow-insecure-remotes": {
+    type: "boolean",
+    description:
+      "validate Secrets as a controller started with the same flag does (http:// servers, insecure-skip-tls-verify)",
+  },
   "leader-election-id": {
     type: "string",
     description: "as `run`: the prefix of the shard Leases read when sharded (default fleet-mirror)",
@@ -184,6 +189,7 @@ async function fromObjects(
     const { secrets, mirrors } = await readClusterObjects(client, namespace);
     const clusters = rowsFromObjects(secrets, mirrors, {
       allowFilePaths: values["allow-kubeconfig-file-paths"] === true,
+      allowInsecure: values["allow-insecure-remotes"] === true,
     });
     const shards = await readShards(client, values, namespace, clusters);
     return {

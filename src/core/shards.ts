@@ -14,7 +14,7 @@
  */
 
 /** FNV-1a, 32 bits, over the UTF-8 bytes of `text`. */
-function fnv1a32(text: string): number {
+export function fnv1a32(text: string): number {
   let hash = 0x811c9dc5;
   for (const byte of new TextEncoder().encode(text)) {
     hash ^= byte;
@@ -128,38 +128,6 @@ export function wantedShards(
   }
   for (const list of wanted.values()) list.sort((a, b) => a - b);
   return wanted;
-}
-
-/** The name of shard `shard`'s Lease: `<leader-election-id>-shard-<shard>`. */
-export function shardLeaseName(leaseId: string, shard: number): string {
-  return `${leaseId}-shard-${shard}`;
-}
-
-/**
- * The name of `identity`'s membership Lease: `<leader-election-id>-member-<identity>`,
- * the identity made a valid Lease name (lower case, `[a-z0-9.-]`, at most 40
- * characters of it) and followed by its FNV-1a hash in hex, so two identities that
- * read alike once made valid still get two Leases.
- */
-export function memberLeaseName(leaseId: string, identity: string): string {
-  const readable = identity
-    .toLowerCase()
-    .replace(/[^a-z0-9.-]+/g, "-")
-    .replace(/^[^a-z0-9]+|[^a-z0-9]+$/g, "")
-    .slice(0, 40)
-    .replace(/[^a-z0-9]+$/, "");
-  const hash = fnv1a32(identity).toString(16).padStart(8, "0");
-  return `${leaseId}-member-${readable === "" ? "" : `${readable}-`}${hash}`;
-}
-
-/** The shard of a shard Lease's name (`<leader-election-id>-shard-<i>`, i < shards), or undefined. */
-export function shardOfLeaseName(leaseId: string, name: string, shards: number): number | undefined {
-  const prefix = `${leaseId}-shard-`;
-  if (!name.startsWith(prefix)) return undefined;
-  const digits = name.slice(prefix.length);
-  if (!/^(0|[1-9][0-9]*)$/.test(digits)) return undefined;
-  const shard = Number(digits);
-  return shard < shards ? shard : undefined;
 }
 
 /**

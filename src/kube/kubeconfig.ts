@@ -3,6 +3,9 @@
  * may authenticate only with a bearer token or inline client certificate data; `exec`,
  * `auth-provider` and every file path are refused unless the caller allows file paths
  * explicitly. Nothing here ever runs a program, and files are read only under that flag.
+ * The transport must be verified TLS: an `http://` server (the credentials would go out
+ * in clear text) and `insecure-skip-tls-verify` (anyone on the path could take them) are
+ * refused unless the caller allows insecure servers explicitly.
  *
  * The kubeconfig model is @kubernetes/client-node's own (`newClusters`, `newContexts`,
  * `newUsers`: the entries `KubeConfig.loadFromString` builds, invalid ones filtered the
@@ -38,11 +41,14 @@ export type KubeconfigProblem =
   | "kubeconfig-no-credentials"
   | "kubeconfig-bad-ca"
   | "kubeconfig-bad-client-certificate"
-  | "kubeconfig-client-certificate-expired";
+  | "kubeconfig-client-certificate-expired"
+  | "kubeconfig-insecure";
 
 export interface ParseOptions {
   /** Allow `tokenFile`, `client-certificate`, `client-key`, `certificate-authority` file paths. */
   readonly allowFilePaths: boolean;
+  /** Allow an `http://` server and `insecure-skip-tls-verify` (credentials not protected by verified TLS). Default false. */
+  readonly allowInsecure?: boolean;
 }
 
 type Raw = Record<string, unknown>;
@@ -143,6 +149,7 @@ export function connectionFromKubeconfig(text: string, options: ParseOptions, co
   if (server.protocol !== "https:" && server.protocol !== "http:") {
     throw new InvalidKubeconfig("kubeconfig-no-server", `kubeconfig server ${cluster.server} must be an https:// URL`);
   }
+  if (options.allowInsecure !== true) checkSecureTransport(cluster, server);
 
   // Inspect the raw entries: client-node silently drops fields it does not know (tokenFile).
   const rawCluster = namedEntry(raw["clusters"], ctx.cluster, "cluster") ?? {};
@@ -201,6 +208,21 @@ export function connectionFromKubeconfig(text: string, options: ParseOptions, co
     ...(cluster.tlsServerName ? { tlsServerName: cluster.tlsServerName } : {}),
     auth,
   };
+}
+
+/** The server must be reached over TLS, and TLS must verify it (unless `allowInsecure`). */
+function checkSecureTransport(cluster: Cluster, server: URL): void {
+  const insecure =
+    server.protocol === "http:"
+      ? `kubeconfig server ${cluster.server} is plain http://: its credentials would travel in clear text`
+      : cluster.skipTLSVerify
+        ? `kubeconfig cluster ${cluster.name} sets insecure-skip-tls-verify: its credentials would go to whoever answers`
+        : undefined;
+  if (insecure !== undefined)
+    throw new InvalidKubeconfig(
+      "kubeconfig-insecure",
+      `${insecure}; use an https:// server with its certificate-authority-data (an operator may allow this with --allow-insecure-remotes)`,
+    );
 }
 
 const PEM_CERTIFICATE = "-----BEGIN CERTIFICATE-----";

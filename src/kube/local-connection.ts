@@ -25,7 +25,11 @@ export function loadLocalConnection(
       continue;
     }
     try {
-      return connectionFromKubeconfig(readFileSync(path, "utf8"), { allowFilePaths: true }, context);
+      return connectionFromKubeconfig(
+        readFileSync(path, "utf8"),
+        { allowFilePaths: true, allowInsecure: true },
+        context,
+      );
     } catch (error) {
       throw new Error(`kubeconfig ${path}: ${(error as Error).message}`, { cause: error });
     }

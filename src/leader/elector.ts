@@ -20,7 +20,9 @@
  *   differences (never offsets: no wall clocks are compared);
  * - a leader that reads the Lease and finds another holder, none, or no Lease at all
  *   (deleted) loses leadership at once, without waiting for the deadline; it never
- *   re-takes or recreates a Lease it did not keep.
+ *   re-takes or recreates a Lease it did not keep;
+ * - `mayAcquire` is asked right before every take (never before a renewal): while it
+ *   gives a reason (another Lease layout is live, core/layout-guard.ts) nothing is written.
  *
  * Events: "started-leading" once when the Lease is acquired; "stopped-leading"(reason)
  * at most once, when leadership is LOST (not on `stop()`): terminal, the process is
@@ -36,7 +38,7 @@ import { abortableSleep, type Clock, systemClock } from "../core/clock.ts";
 import type { KubeClient } from "../kube/client.ts";
 import type { Logger } from "../log.ts";
 import { serializeError } from "../protocol/errors.ts";
-import { logLeaseFailure } from "./failure-log.ts";
+import { emitSafely, logLeaseFailure, logRefusal } from "./failure-log.ts";
 import type { Leadership } from "./leadership.ts";
 import { type Decision, decide, holderOf, type Observation, observe, recordFromSpec, releaseRecord } from "./lease.ts";
 import { describe, isStatus, LeaseApi, type LeaseObject } from "./lease-api.ts";
@@ -64,6 +66,8 @@ export interface LeaderElectorOptions {
    * rather than from this elector's first read. Default: nothing observed.
    */
   readonly observation?: Observation;
+  /** Asked right before a take (create, or update to us): a reason not to take now, or undefined. */
+  readonly mayAcquire?: () => string | undefined;
 }
 
 export interface LeaderElectorEvents {
@@ -88,6 +92,7 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
   readonly #log: Logger;
   readonly #clock: Clock;
   readonly #wallClock: () => number;
+  readonly #mayAcquire: (() => string | undefined) | undefined;
 
   #observation: Observation | undefined;
   #leading = false;
@@ -117,15 +122,12 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
     this.#clock = options.clock ?? systemClock;
     this.#wallClock = options.wallClock ?? Date.now;
     this.#observation = options.observation;
+    this.#mayAcquire = options.mayAcquire;
   }
 
   /** `namespace/name` of the Lease, for logs. */
   get lease(): string {
     return `${this.#namespace}/${this.#name}`;
-  }
-
-  get identity(): string {
-    return this.#identity;
   }
 
   /** True between "started-leading" and the loss of the Lease or `stop()`. */
@@ -183,7 +185,7 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
     while (!this.#stopped && this.#lost === undefined) {
       const wait = await this.#tryAcquireOrRenew();
       if (this.#stopped || this.#lost !== undefined) return;
-      await this.#sleep(wait);
+      await abortableSleep(this.#clock, wait, this.#abort.signal);
     }
   }
 
@@ -216,6 +218,11 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
           // else): never write under a Lease we did not keep, even if we could re-take it.
           this.#lose(`the Lease no longer names us (holder "${holderOf(this.#observation)}")`);
           return 0;
+        }
+        const refusal = this.#leading ? undefined : this.#mayAcquire?.();
+        if (refusal !== undefined) {
+          this.#lastErrorText = logRefusal(this.#log, this.lease, refusal, this.#lastErrorText);
+          return this.#candidateDelay(undefined);
         }
         try {
           const written = await this.#write(lease, decision, signal, timeoutMs);
@@ -341,10 +348,6 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
     return candidateDelay(this.#retryPeriodMs, expiresAt, this.#clock.now());
   }
 
-  #sleep(ms: number): Promise<void> {
-    return abortableSleep(this.#clock, ms, this.#abort.signal);
-  }
-
   async #release(): Promise<void> {
     const signal = AbortSignal.timeout(RELEASE_TIMEOUT_MS);
     try {
@@ -387,14 +390,7 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
   }
 
   #emitSafely<E extends keyof LeaderElectorEvents>(event: E, ...args: LeaderElectorEvents[E]): void {
-    try {
-      // eventemitter3's typing of emit's rest parameter needs the spread as a tuple.
-      (this.emit as (e: E, ...a: LeaderElectorEvents[E]) => boolean)(event, ...args);
-    } catch (error) {
-      this.#log.error(
-        { event, err: serializeError(error, "leader-election") },
-        `a "${event}" listener threw; ignored so the elector keeps its schedule`,
-      );
-    }
+    // eventemitter3's typing of emit's rest parameter needs the spread as a tuple.
+    emitSafely(this.#log, event, () => (this.emit as (e: E, ...a: LeaderElectorEvents[E]) => boolean)(event, ...args));
   }
 }

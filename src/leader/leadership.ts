@@ -14,6 +14,12 @@ export interface Leadership {
   /** Epoch ms of the last transition of `leading`. */
   readonly since?: number;
   /**
+   * Why this replica takes no Lease now: Leases of another layout are live, or were a
+   * lease duration ago (a rollout that changes the layout; src/core/layout-guard.ts).
+   * Sharded, the same is in `sharding.refused`.
+   */
+  readonly refused?: string;
+  /**
    * Sharded (`--shards` > 1): every replica runs the controller (`leading` is true) for
    * the shards it holds; which those are, and who holds the others, as observed.
    */
@@ -29,6 +35,8 @@ export interface ShardingView {
   readonly wanted: readonly number[];
   /** Live replicas as observed. */
   readonly live: readonly string[];
+  /** Why no shard is taken now (another layout's Leases); absent when shards may be taken. */
+  readonly refused?: string;
   /** Index = shard: its holder as observed, "" when free. */
   readonly holders: readonly string[];
 }

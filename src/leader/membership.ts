@@ -8,11 +8,15 @@
  * - a replica is live while its membership Lease names it and has not expired by LOCAL
  *   observation (the same rule as `lease.ts`: a record unchanged for longer than its
  *   duration; wall clocks are never compared); this replica is always live to itself;
- * - the holder of shard i is the holder of `<leader-election-id>-shard-<i>` unless that
- *   record expired by local observation (then the shard is free);
+ * - the holder of shard i is the holder of `<leader-election-id>-s<S>-shard-<i>` unless
+ *   that record expired by local observation (then the shard is free);
+ * - Leases of another layout (core/lease-names.ts: another S, the single leader's, an
+ *   earlier version's names) are handed to the `LayoutWatch` (`layout`), which says
+ *   whether a shard may be taken at all (`refused` in the view) and confirms each take;
  * - a membership Lease released (empty holder) or expired for a further lease duration
  *   is deleted, on its resourceVersion, so replaced Pods leave no Leases behind; its
- *   replica, should it still be running, simply creates it again.
+ *   replica, should it still be running, simply creates it again. So is any Lease of
+ *   another layout once released or expired that long (what a layout change leaves).
  *
  * - joining: a replica that has just started takes no shard until the lists settle
  *   (`observeJoin`, src/core/shards.ts): after its own membership Lease became visible,
@@ -30,10 +34,12 @@
  */
 import { EventEmitter } from "eventemitter3";
 import { abortableSleep, type Clock, systemClock } from "../core/clock.ts";
-import { type JoinState, memberLeaseName, observeJoin, shardOfLeaseName } from "../core/shards.ts";
+import { leaseLayout, memberLeaseName, parseLeaseName } from "../core/lease-names.ts";
+import { type JoinState, observeJoin } from "../core/shards.ts";
 import type { KubeClient } from "../kube/client.ts";
 import type { Logger } from "../log.ts";
 import { serializeError } from "../protocol/errors.ts";
+import { LayoutWatch } from "./layout-watch.ts";
 import {
   expiresAt,
   formatMicroTime,
@@ -54,6 +60,8 @@ export interface ReplicaView {
   readonly holders: ReadonlyMap<number, string>;
   /** The lists have settled since this replica joined (`observeJoin`): it may take shards. */
   readonly joined: boolean;
+  /** Why no shard may be taken now (another layout's Leases, `LayoutWatch.refused`); undefined: they may. */
+  readonly refused?: string;
 }
 
 export interface ReplicaMembershipOptions {
@@ -88,7 +96,9 @@ export class ReplicaMembership extends EventEmitter<{ view: [ReplicaView] }> {
   readonly #wallClock: () => number;
   readonly #own: LeaseApi;
   readonly #ownName: string;
-  readonly #memberPrefix: string;
+  readonly #layoutName: string;
+  /** The Leases of other layouts, and the rules about them. */
+  readonly layout: LayoutWatch;
   /** Our membership Lease as last written or read; undefined: read it (or create it) next. */
   #ownLease: LeaseObject | undefined;
   #acquireTime: string | undefined;
@@ -102,16 +112,33 @@ export class ReplicaMembership extends EventEmitter<{ view: [ReplicaView] }> {
   #loop: Promise<void> | undefined;
   #stopped = false;
   #lastErrorText = "";
+  /** Wakes the loop's sleep for a list at once (a confirmation waits). */
+  #wake: AbortController | undefined;
+  /** A list was asked for while one was under way: list again at once. */
+  #again = false;
 
   constructor(options: ReplicaMembershipOptions) {
     super();
     this.#o = options;
     this.#clock = options.clock ?? systemClock;
     this.#wallClock = options.wallClock ?? Date.now;
-    this.#ownName = memberLeaseName(options.leaseId, options.identity);
-    this.#memberPrefix = `${options.leaseId}-member-`;
+    this.#ownName = memberLeaseName(options.leaseId, options.shards, options.identity);
+    this.#layoutName = leaseLayout(options.shards);
     this.#own = new LeaseApi(options.client, options.namespace, this.#ownName);
-    this.#view = { live: [options.identity], holders: new Map(), joined: false };
+    this.layout = new LayoutWatch({
+      leaseId: options.leaseId,
+      shards: options.shards,
+      leaseDurationMs: options.leaseDurationMs,
+      retryPeriodMs: options.retryPeriodMs,
+      logger: options.logger,
+      ...(options.clock ? { clock: options.clock } : {}),
+    });
+    this.layout.listSoon = () => {
+      this.#again = true;
+      this.#wake?.abort();
+    };
+    const refused = this.layout.refused();
+    this.#view = { live: [options.identity], holders: new Map(), joined: false, ...(refused ? { refused } : {}) };
   }
 
   get view(): ReplicaView {
@@ -133,10 +160,14 @@ export class ReplicaMembership extends EventEmitter<{ view: [ReplicaView] }> {
     if (this.#loop || this.#stopped) return;
     this.#loop = (async () => {
       while (!this.#stopped) {
+        this.#again = false;
         await this.#tick();
         if (this.#stopped) return;
+        if (this.#again) continue;
         const period = this.#view.joined ? this.#o.retryPeriodMs : this.#o.retryPeriodMs / JOIN_LISTS_PER_PERIOD;
-        await abortableSleep(this.#clock, candidateDelay(period, undefined, 0), this.#abort.signal);
+        this.#wake = new AbortController();
+        const wake = AbortSignal.any([this.#abort.signal, this.#wake.signal]);
+        await abortableSleep(this.#clock, candidateDelay(period, undefined, 0), wake);
       }
     })();
   }
@@ -151,6 +182,7 @@ export class ReplicaMembership extends EventEmitter<{ view: [ReplicaView] }> {
     this.#stopped = true;
     this.#abort.abort(new Error("membership stopped"));
     await this.#loop;
+    await this.layout.stop();
     const bounds = { signal: AbortSignal.timeout(RELEASE_TIMEOUT_MS), timeoutMs: RELEASE_TIMEOUT_MS };
     try {
       const lease = this.#ownLease ?? (await this.#own.get(bounds));
@@ -180,7 +212,9 @@ export class ReplicaMembership extends EventEmitter<{ view: [ReplicaView] }> {
         this.#renewedAt = now;
         await this.#renewOwn(bounds);
       }
+      const sentAt = this.#clock.now();
       const listed = await listLeases(this.#o.client, this.#o.namespace, bounds);
+      this.layout.observe(listed, sentAt);
       this.#observeAll(listed);
       await this.#collect(listed, bounds);
       this.#lastErrorText = "";
@@ -218,7 +252,7 @@ export class ReplicaMembership extends EventEmitter<{ view: [ReplicaView] }> {
     const now = this.#clock.now();
     const seen = new Set<string>();
     for (const lease of listed) {
-      if (!lease.name.startsWith(this.#memberPrefix) && this.#shardOf(lease.name) === undefined) continue;
+      if (this.#parseOwn(lease.name) === undefined) continue;
       seen.add(lease.name);
       this.#observations.set(lease.name, observe(this.#observations.get(lease.name), recordFromSpec(lease.spec), now));
     }
@@ -228,7 +262,7 @@ export class ReplicaMembership extends EventEmitter<{ view: [ReplicaView] }> {
     for (const [name, observation] of this.#observations) {
       const holder = holderOf(observation);
       if (holder === "" || now >= expiresAt(observation)) continue;
-      const shard = this.#shardOf(name);
+      const shard = this.#parseOwn(name)?.shard;
       if (shard !== undefined) holders.set(shard, holder);
       else live.add(holder);
     }
@@ -243,8 +277,14 @@ export class ReplicaMembership extends EventEmitter<{ view: [ReplicaView] }> {
         this.#o.leaseDurationMs,
         this.#o.expectedReplicas ?? 0,
       );
-    const view: ReplicaView = { live: sorted, holders, joined: this.#join?.settled === true };
-    const key = JSON.stringify([view.live, [...holders].sort((a, b) => a[0] - b[0]), view.joined]);
+    const refused = this.layout.refused();
+    const view: ReplicaView = {
+      live: sorted,
+      holders,
+      joined: this.#join?.settled === true,
+      ...(refused !== undefined ? { refused } : {}),
+    };
+    const key = JSON.stringify([view.live, [...holders].sort((a, b) => a[0] - b[0]), view.joined, refused ?? ""]);
     if (key === this.#viewKey) return;
     const before = this.#view;
     this.#viewKey = key;
@@ -259,15 +299,21 @@ export class ReplicaMembership extends EventEmitter<{ view: [ReplicaView] }> {
     this.emit("view", view);
   }
 
-  /** Deletes membership Leases released, or expired for a further lease duration (never ours). */
+  /**
+   * Deletes membership Leases of this layout released, or expired for a further lease
+   * duration (never ours), and any Lease of another layout likewise (never a live one:
+   * its holder would lose it).
+   */
   async #collect(
     listed: readonly { name: string; resourceVersion: string }[],
     bounds: { signal: AbortSignal; timeoutMs: number },
   ): Promise<void> {
     const now = this.#clock.now();
     for (const lease of listed) {
-      if (!lease.name.startsWith(this.#memberPrefix) || lease.name === this.#ownName) continue;
-      const observation = this.#observations.get(lease.name);
+      if (lease.name === this.#ownName) continue;
+      const own = this.#parseOwn(lease.name);
+      if (own?.role === "shard") continue;
+      const observation = own ? this.#observations.get(lease.name) : this.layout.observation(lease.name);
       if (!observation) continue;
       const released = holderOf(observation) === "";
       const longGone = now >= expiresAt(observation) + this.#o.leaseDurationMs;
@@ -276,7 +322,7 @@ export class ReplicaMembership extends EventEmitter<{ view: [ReplicaView] }> {
         await deleteLease(this.#o.client, this.#o.namespace, lease.name, lease.resourceVersion, bounds);
         this.#o.logger.info(
           { lease: lease.name, holder: holderOf(observation) },
-          `deleted membership Lease ${lease.name} (${released ? "released" : "expired"})`,
+          `deleted ${own ? "membership " : "other layout's "}Lease ${lease.name} (${released ? "released" : "expired"})`,
         );
       } catch (error) {
         // Renewed meanwhile (409) or deleted by another replica: nothing to do.
@@ -285,7 +331,9 @@ export class ReplicaMembership extends EventEmitter<{ view: [ReplicaView] }> {
     }
   }
 
-  #shardOf(name: string): number | undefined {
-    return shardOfLeaseName(this.#o.leaseId, name, this.#o.shards);
+  /** The role (and shard) of Lease `name` when it is of this replica's layout; undefined otherwise. */
+  #parseOwn(name: string): { role: string; shard?: number } | undefined {
+    const parsed = parseLeaseName(this.#o.leaseId, name);
+    return parsed?.layout === this.#layoutName ? parsed : undefined;
   }
 }

@@ -1,6 +1,6 @@
 /**
  * ShardCoordinator: holds this replica's fair share of the S shards, each through its
- * own coordination.k8s.io Lease (`<leader-election-id>-shard-<i>`), with the
+ * own coordination.k8s.io Lease (`<leader-election-id>-s<S>-shard-<i>`), with the
  * single-leader elector's semantics per shard (elector.ts, lease.ts: expiry judged by
  * local observation, renew deadline < lease duration, 409 handling, release on stop).
  *
@@ -10,6 +10,11 @@
  *   (`joined` false: the lists have not settled since this replica started).
  * - A wanted shard gets an elector; it takes the shard's Lease only when it is free
  *   (never acquired, released, or expired by local observation).
+ * - Another layout (core/layout-guard.ts): while the membership's lists show a live
+ *   Lease of another layout (or showed one less than a lease duration ago), nothing new
+ *   is wanted or taken (each elector asks before every take); the shards held are kept.
+ *   A shard taken opens its writes only once a list sent after the take confirms that
+ *   no shard or leader Lease of another layout is live; if one is, it is given up unused.
  * - A shard held and no longer wanted is given up in this order: the host closes the
  *   shard's write fence and stops its actors, and answers once none of its writes is in
  *   flight; only then is the Lease released. So its next holder never overlaps with us.
@@ -24,7 +29,8 @@
  * `systemClock`, which every thread reads alike).
  */
 import { systemClock } from "../core/clock.ts";
-import { shardLeaseName, wantedShards } from "../core/shards.ts";
+import { shardLeaseName } from "../core/lease-names.ts";
+import { wantedShards } from "../core/shards.ts";
 import type { KubeClient } from "../kube/client.ts";
 import type { Logger } from "../log.ts";
 import { serializeError } from "../protocol/errors.ts";
@@ -64,6 +70,8 @@ export class ShardCoordinator {
   readonly #held = new Map<number, number>();
   /** Shards being given up: fence closing, then the Lease released. */
   readonly #releasing = new Set<number>();
+  /** Shards whose Lease is taken and whose writes wait for the layout's confirmation. */
+  readonly #confirming = new Set<number>();
   #wanted: readonly number[] = [];
   #stopped = false;
   /** Leaving (the process is stopping): no shard is taken any more; those held are renewed until `stop`. */
@@ -106,6 +114,7 @@ export class ShardCoordinator {
       held: [...this.#held.keys()].sort((a, b) => a - b),
       wanted: [...this.#wanted],
       live: view.live,
+      ...(view.refused ? { refused: view.refused } : {}),
       holders: Array.from({ length: this.#o.shards }, (_, shard) =>
         this.#held.has(shard) ? this.#o.identity : (view.holders.get(shard) ?? ""),
       ),
@@ -151,9 +160,12 @@ export class ShardCoordinator {
     if (this.#stopped || this.#leaving) return;
     // Still joining: want nothing yet (the first list may not show the replicas started
     // with this one). Nothing is held before the join settles, so nothing is given up.
-    this.#wanted = view.joined
-      ? (wantedShards(view.live, this.#o.shards, view.holders).get(this.#o.identity) ?? [])
-      : [];
+    // Another layout live: keep what is held, want nothing more.
+    this.#wanted = !view.joined
+      ? []
+      : view.refused !== undefined
+        ? [...this.#held.keys()].sort((a, b) => a - b)
+        : (wantedShards(view.live, this.#o.shards, view.holders).get(this.#o.identity) ?? []);
     const wanted = new Set(this.#wanted);
     for (const shard of wanted) if (!this.#electors.has(shard) && !this.#releasing.has(shard)) this.#campaign(shard);
     for (const shard of [...this.#electors.keys()])
@@ -161,7 +173,7 @@ export class ShardCoordinator {
   }
 
   #campaign(shard: number): void {
-    const name = shardLeaseName(this.#o.leaseId, shard);
+    const name = shardLeaseName(this.#o.leaseId, this.#o.shards, shard);
     const observation = this.#membership.observation(name);
     const elector = new LeaderElector({
       client: this.#o.client,
@@ -172,6 +184,7 @@ export class ShardCoordinator {
       renewDeadlineMs: this.#o.renewDeadlineMs,
       retryPeriodMs: this.#o.retryPeriodMs,
       logger: this.#log.child({ shard }),
+      mayAcquire: () => this.#membership.layout.refused(),
       // The membership's list has watched this Lease already: a dead holder's record
       // expires from when it was first seen, not from this elector's first read, so a
       // takeover takes about one lease duration, not two.
@@ -182,11 +195,22 @@ export class ShardCoordinator {
       this.#electors.get(shard) === elector && !this.#releasing.has(shard) && !this.#stopped;
     elector.on("started-leading", () => {
       if (!current()) return;
-      this.#log.info({ shard }, `holding shard ${shard}`);
-      this.#setDeadline(shard, elector.writableForMs());
+      // No write before a list sent after this take shows no other layout holding.
+      this.#confirming.add(shard);
+      void this.#membership.layout.confirm(systemClock.now()).then((ok) => {
+        this.#confirming.delete(shard);
+        if (!current()) return;
+        if (!ok) {
+          this.#log.warn({ shard }, `took shard ${shard}, but another layout holds Leases: giving it up unused`);
+          void this.#giveUp(shard);
+          return;
+        }
+        this.#log.info({ shard }, `holding shard ${shard}`);
+        this.#setDeadline(shard, elector.writableForMs());
+      });
     });
     elector.on("renewed", (writableForMs) => {
-      if (current()) this.#setDeadline(shard, writableForMs);
+      if (current() && !this.#confirming.has(shard) && this.#held.has(shard)) this.#setDeadline(shard, writableForMs);
     });
     elector.on("stopped-leading", (reason) => {
       if (this.#electors.get(shard) !== elector) return;

@@ -53,7 +53,10 @@ export class RegistryController {
 
   constructor(options: RegistryControllerOptions) {
     this.#o = options;
-    const parseOptions = { allowFilePaths: options.config.allowKubeconfigFilePaths };
+    const parseOptions = {
+      allowFilePaths: options.config.allowKubeconfigFilePaths,
+      allowInsecure: options.config.allowInsecureRemotes,
+    };
     this.#secrets = new Watcher<StoredSecret>({
       client: options.client,
       path: `/api/v1/namespaces/${options.config.namespace}/secrets`,

@@ -9,9 +9,9 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ManualClock } from "../../src/core/clock.ts";
 import type { DesiredMirror } from "../../src/core/desired.ts";
+import { FairTokenBucket } from "../../src/core/fair-bucket.ts";
 import { CLUSTER_NAME, MIRRORED_SERVICE } from "../../src/core/labels.ts";
 import type { EndpointSlice, Endpoints, Namespace, Service } from "../../src/core/objects.ts";
-import { TokenBucket } from "../../src/core/rate-limit.ts";
 import { shardOf } from "../../src/core/shards.ts";
 import type { RequestOptions } from "../../src/kube/client.ts";
 import { KubeApiError } from "../../src/kube/errors.ts";
@@ -99,7 +99,7 @@ function world(options: { namespace?: boolean; answer?: (method: string, path: s
   const cache = new MutationCache(clock);
   const executor = new WriteExecutor({
     client,
-    bucket: new TokenBucket(0, 1, clock),
+    bucket: new FairTokenBucket(0, 1, clock),
     fence,
     cache,
     stats: new WriterStats(),
@@ -123,7 +123,7 @@ function world(options: { namespace?: boolean; answer?: (method: string, path: s
   });
   const hold = (...shards: number[]) =>
     fence.setShards(shards.map((shard) => ({ shard, writableUntil: clock.now() + 3_000 })));
-  return { reconciler, executor, fence, clock, requests, hold, release: () => release() };
+  return { reconciler, executor, fence, clock, requests, hold, services, release: () => release() };
 }
 
 describe("the writer sharded across replicas", () => {
@@ -212,6 +212,31 @@ describe("the writer sharded across replicas", () => {
     await reconciling;
     assert.equal(drained, true);
     await executor.whenDrained([DEAD]);
+  });
+});
+
+describe("conflicts of shards given up", () => {
+  it("drops a blocked key of a shard no longer held from the reported conflicts", async () => {
+    const { reconciler, hold, services } = world();
+    // A user's Service holds east's mirror name: east's mirror is blocked.
+    services.set("shop/web-east", {
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: { name: "web-east", namespace: "shop", uid: "user-uid", resourceVersion: "3" },
+    } as Service);
+    hold(EAST);
+    await reconciler.reconcile("shop/web-east");
+    assert.deepEqual(
+      reconciler
+        .blockedByCluster()
+        .get("east")
+        ?.map((b) => [b.key, b.reason]),
+      [["shop/web-east", "user-owned"]],
+    );
+    // East's shard is given up (the handoff re-queues the keys of the clusters it forgets).
+    hold(OTHER);
+    assert.deepEqual(await reconciler.reconcile("shop/web-east"), { kind: "done" });
+    assert.deepEqual([...reconciler.blockedByCluster().keys()], [], "a conflict of a shard given up is still reported");
   });
 });
 

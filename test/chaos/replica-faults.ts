@@ -22,7 +22,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { CoordinationV1Api } from "@kubernetes/client-node";
 import { applyRbacYaml } from "../../sandbox/rbac.ts";
-import { shardLeaseName, shardOf } from "../../src/core/shards.ts";
+import { shardLeaseName } from "../../src/core/lease-names.ts";
+import { shardOf } from "../../src/core/shards.ts";
 import { AuditLog, MIRROR_RESOURCES, succeeded } from "../helpers/audit.ts";
 import { CONTROLLER_NAMESPACE, type Fleet } from "../helpers/fleet.ts";
 import { eventually } from "../helpers/kube.ts";
@@ -105,6 +106,9 @@ export class ChaosReplicas implements ChaosControllers {
     return [
       ...shardedReplicaArgs(CHAOS_SHARDS),
       "--blocked-recheck-period",
+      "2s",
+      // As the single controller (controller.ts): departed hosts kept 2 s, not 5 min.
+      "--headless-host-grace",
       "2s",
       // As the single controller (test/helpers/fleet.ts): the oracle reads Endpoints.
       "--endpoints-api",
@@ -247,7 +251,7 @@ export class ChaosReplicas implements ChaosControllers {
       replicas: this.#names,
       clusters: this.#clusters,
       shardOf: (cluster) => shardOf(cluster, CHAOS_SHARDS),
-      leaseName: (shard) => shardLeaseName(LEASE_ID, shard),
+      leaseName: (shard) => shardLeaseName(LEASE_ID, CHAOS_SHARDS, shard),
     });
     if (foreign.length > 0)
       failures.push(
@@ -260,7 +264,10 @@ export class ChaosReplicas implements ChaosControllers {
   async #holders(): Promise<string[]> {
     const list = await this.#leases.listNamespacedLease({ namespace: CONTROLLER_NAMESPACE });
     const byName = new Map(list.items.map((l) => [l.metadata?.name ?? "", l.spec?.holderIdentity ?? ""]));
-    return Array.from({ length: CHAOS_SHARDS }, (_, shard) => byName.get(shardLeaseName(LEASE_ID, shard)) ?? "");
+    return Array.from(
+      { length: CHAOS_SHARDS },
+      (_, shard) => byName.get(shardLeaseName(LEASE_ID, CHAOS_SHARDS, shard)) ?? "",
+    );
   }
 
   /**
@@ -271,7 +278,9 @@ export class ChaosReplicas implements ChaosControllers {
     const writes = this.#audit.all();
     let shardHandovers = 0;
     for (let shard = 0; shard < CHAOS_SHARDS; shard++) {
-      const holders = tenures(leaseHistory(writes, shardLeaseName(LEASE_ID, shard))).filter((t) => t.holder !== "");
+      const holders = tenures(leaseHistory(writes, shardLeaseName(LEASE_ID, CHAOS_SHARDS, shard))).filter(
+        (t) => t.holder !== "",
+      );
       for (let i = 1; i < holders.length; i++) if (holders[i]?.holder !== holders[i - 1]?.holder) shardHandovers++;
     }
     const mirrorWrites: Record<string, number> = {};

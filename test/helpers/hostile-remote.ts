@@ -7,7 +7,8 @@
  * scenario `hostile-body` (bench/hostile-body.ts).
  *
  * Registered like any cluster: `kubeconfig()` points at it over http with a token (the
- * controller accepts an http:// server; this one never checks the token).
+ * controller accepts an http:// server only with `--allow-insecure-remotes`; this one never
+ * checks the token).
  */
 import { readFileSync } from "node:fs";
 import * as http from "node:http";

@@ -11,7 +11,8 @@ import type { TestContext } from "node:test";
 import { fileURLToPath } from "node:url";
 import { CoordinationV1Api } from "@kubernetes/client-node";
 import { applyRbacYaml } from "../../sandbox/rbac.ts";
-import { shardLeaseName, shardOf } from "../../src/core/shards.ts";
+import { shardLeaseName } from "../../src/core/lease-names.ts";
+import { shardOf } from "../../src/core/shards.ts";
 import { AuditLog } from "./audit.ts";
 import { CONTROLLER_NAMESPACE, Fleet } from "./fleet.ts";
 import { eventually } from "./kube.ts";
@@ -33,12 +34,11 @@ export const LEASE_DURATION_MS = 8_000;
 export const RENEW_DEADLINE_MS = 6_000;
 export const RETRY_PERIOD_MS = 1_000;
 
-/** A sharded replica's flags: `--shards`, with the short Lease timings above. */
+/** A sharded replica's flags: `--shards`, with the short Lease timings above (1: a single leader's, no `--shards`). */
 export function shardedReplicaArgs(shards: number): string[] {
   return [
     "--leader-elect",
-    "--shards",
-    String(shards),
+    ...(shards > 1 ? ["--shards", String(shards)] : []),
     "--leader-election-lease-duration",
     `${LEASE_DURATION_MS / 1_000}s`,
     "--leader-election-renew-deadline",
@@ -137,7 +137,10 @@ export class ShardedWorld {
   async holders(): Promise<string[]> {
     const list = await this.#leases.listNamespacedLease({ namespace: CONTROLLER_NAMESPACE });
     const byName = new Map(list.items.map((l) => [l.metadata?.name ?? "", l.spec?.holderIdentity ?? ""]));
-    return Array.from({ length: this.shards }, (_, shard) => byName.get(shardLeaseName(LEASE_ID, shard)) ?? "");
+    return Array.from(
+      { length: this.shards },
+      (_, shard) => byName.get(shardLeaseName(LEASE_ID, this.shards, shard)) ?? "",
+    );
   }
 
   /** Waits until every shard is held by one of `identities`, each holding ⌊S/R⌋ or ⌈S/R⌉; returns shard → holder. */
@@ -230,7 +233,7 @@ export class ShardedWorld {
       replicas: this.replicas.list.map((r) => r.name),
       clusters: this.clusters,
       shardOf: (c) => this.shardOf(c),
-      leaseName: (shard) => shardLeaseName(LEASE_ID, shard),
+      leaseName: (shard) => shardLeaseName(LEASE_ID, this.shards, shard),
     });
   }
 }

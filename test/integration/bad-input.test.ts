@@ -80,7 +80,9 @@ describe("bad and hostile input", () => {
     await fleet.register("east", { clusterName: "hostile" });
 
     controller = new Supervisor({
-      config: fleet.config({ logLevel: "info", logFile }),
+      // The "not Kubernetes" cases serve plain http:// pages, which a Secret may name only
+      // with --allow-insecure-remotes (refused without it: insecure-remotes.test.ts).
+      config: fleet.config({ logLevel: "info", logFile, allowInsecureRemotes: true }),
       localConnection: fleet.controllerConnection(),
       logger: createLogger("info", { actor: "supervisor" }, logFile),
     });

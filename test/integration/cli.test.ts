@@ -374,7 +374,9 @@ describe("the operator CLI", () => {
     const r = await check();
     assert.equal(r.code, 0, show(r));
     assert.doesNotMatch(r.stdout, /✗/);
-    assert.match(r.stdout, /✓ services cluster-wide: get, list, watch, create, update, patch, delete/);
+    assert.match(r.stdout, /✓ services cluster-wide: get, list, watch, create, update, delete\n/);
+    // The Lease by name, as deploy/rbac/local.yaml grants it.
+    assert.match(r.stdout, /✓ leases\.coordination\.k8s\.io\/fleet-mirror in namespace fleet-mirror: get, update\n/);
     assert.match(r.stdout, /✓ secrets in namespace fleet-mirror: get, list, watch/);
     assert.match(r.stdout, /✓ secret fleet-mirror\/cluster-credentials-east registers cluster east/);
     assert.match(r.stdout, /✓ gateway gateway\/gateway usable: 198\.18\.0\.10 port 4143/);

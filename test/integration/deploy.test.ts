@@ -220,18 +220,23 @@ describe("deploy/: the installation manifests on a real API server", () => {
       ["create", "namespaces"],
       // Events on mirrors and on credentials Secrets
       ["create", "events", "-n", "shop"],
-      ["patch", "events", "-n", NAMESPACE],
+      ["create", "events", "-n", NAMESPACE],
       // the Events it recorded before, listed once at start (a restart repeats none)
       ["list", "events", "--all-namespaces"],
-      // --leader-elect: the Lease in its own namespace
-      ["get", "leases.coordination.k8s.io", "-n", NAMESPACE],
+      // --leader-elect: the Lease in its own namespace, by name; create (not limitable by
+      // name) and list (the Leases of another layout)
+      ["get", "leases.coordination.k8s.io/fleet-mirror", "-n", NAMESPACE],
+      ["update", "leases.coordination.k8s.io/fleet-mirror", "-n", NAMESPACE],
       ["create", "leases.coordination.k8s.io", "-n", NAMESPACE],
-      ["update", "leases.coordination.k8s.io", "-n", NAMESPACE],
+      ["list", "leases.coordination.k8s.io", "-n", NAMESPACE],
       // the local Service and pod CIDRs, where gateway addresses are refused (SPEC §10)
       ["list", "servicecidrs.networking.k8s.io"],
       ["watch", "servicecidrs.networking.k8s.io"],
       ["list", "nodes"],
       ["watch", "nodes"],
+      // the local cluster's own ServiceExports and their conditions (SPEC §16)
+      ["watch", "serviceexports.multicluster.x-k8s.io", "--all-namespaces"],
+      ["update", "serviceexports.multicluster.x-k8s.io", "--subresource=status", "-n", "shop"],
     ];
     const denied: readonly (readonly string[])[] = [
       ["get", "nodes"],
@@ -248,7 +253,16 @@ describe("deploy/: the installation manifests on a real API server", () => {
       ["delete", "events", "-n", NAMESPACE],
       ["create", "pods", "-n", NAMESPACE],
       ["create", "leases.coordination.k8s.io", "-n", "default"],
+      // no other Lease of its namespace, and nothing patched (every write is a create or a replace)
+      ["get", "leases.coordination.k8s.io/another-controller", "-n", NAMESPACE],
+      ["update", "leases.coordination.k8s.io/another-controller", "-n", NAMESPACE],
+      ["delete", "leases.coordination.k8s.io/fleet-mirror", "-n", NAMESPACE],
+      ["patch", "services", "-n", "shop"],
+      ["patch", "endpoints", "-n", "shop"],
+      ["patch", "events", "-n", NAMESPACE],
       ["create", "clusterroles"],
+      ["update", "serviceexports.multicluster.x-k8s.io", "-n", "shop"],
+      ["delete", "serviceexports.multicluster.x-k8s.io", "-n", "shop"],
     ];
     const wrong: string[] = [];
     for (const args of allowed)
@@ -289,7 +303,7 @@ describe("deploy/: the installation manifests on a real API server", () => {
   });
 
   // Last: it replaces the base's Deployment and PodDisruptionBudget.
-  it("applies the sharded variant (deploy/sharded/) on top of the base: 3 replicas, --shards 6, 2 of 3 kept, Lease list/delete", async () => {
+  it("applies the sharded variant (deploy/sharded/) on top of the base: 3 replicas, --shards 6, its Lease layout, 2 of 3 kept, Lease list/delete", async () => {
     const render = async (dir: string, kind: string): Promise<Record<string, unknown>> => {
       const found = (loadAllYaml(await kubectlOk("local", ["kustomize", dir])) as KubeObject[]).find(
         (o) => o.kind === kind,
@@ -311,7 +325,15 @@ describe("deploy/: the installation manifests on a real API server", () => {
       "--admin-addr",
       ":9999",
     ]);
-    for (const d of [base, sharded]) {
+    // The Lease layout, on the Deployment and its Pods: the single leader's, then 6 shards'.
+    for (const [d, layout] of [
+      [base, "fleet-mirror/leader"],
+      [sharded, "fleet-mirror/s6"],
+    ] as const) {
+      for (const path of ["metadata.annotations", "spec.template.metadata.annotations"])
+        assert.deepEqual(at(d, path), { "mirror.linkerd.io/lease-layout": layout }, path);
+      delete (d["metadata"] as Record<string, unknown>)["annotations"];
+      delete (at(d, "spec.template.metadata") as Record<string, unknown>)["annotations"];
       delete (d["spec"] as Record<string, unknown>)["replicas"];
       delete (at(d, "spec.template.spec.containers.0") as Record<string, unknown>)["args"];
     }

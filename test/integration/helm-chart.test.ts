@@ -155,7 +155,10 @@ describe("charts/fleet-mirror: the Helm chart", () => {
     assert.deepEqual(at(deployment, "spec.template.spec.nodeSelector"), { "kubernetes.io/os": "linux" });
     assert.equal(at(deployment, "spec.template.spec.tolerations.0.key"), "dedicated");
     assert.ok(at(deployment, "spec.template.spec.affinity.nodeAffinity"));
-    assert.deepEqual(at(deployment, "spec.template.metadata.annotations"), { "example.com/owner": "platform" });
+    assert.deepEqual(at(deployment, "spec.template.metadata.annotations"), {
+      "mirror.linkerd.io/lease-layout": "fleet-mirror-blue/s4",
+      "example.com/owner": "platform",
+    });
     assert.equal(at(find("PodDisruptionBudget"), "spec.minAvailable"), 2);
     const namespaceLabels = at(find("Namespace"), "metadata.labels") as Record<string, string>;
     assert.equal(namespaceLabels["pod-security.kubernetes.io/enforce"], "restricted");
@@ -304,7 +307,51 @@ describe("charts/fleet-mirror: the Helm chart", () => {
     }
   });
 
-  // After the maximal rendering: its RBAC (sharding's Lease list/delete included) is in place.
+  it("makes an upgrade that changes the Lease layout a Recreate, and one that keeps it a RollingUpdate (on remote `east`)", async () => {
+    const kubeconfig = fleet.plane.cluster("east").adminKubeconfigPath;
+    const release = ["fleet-mirror", chartDir, "--namespace", "fleet-mirror", "--kubeconfig", kubeconfig];
+    const live = async (): Promise<[unknown, unknown]> => {
+      const d = await kubectl.getJson("east", ["deployment", "fleet-mirror", "-n", CONTROLLER_NAMESPACE]);
+      const layout = (at(d, "metadata.annotations") as Record<string, string>)["mirror.linkerd.io/lease-layout"];
+      assert.equal(
+        (at(d, "spec.template.metadata.annotations") as Record<string, string>)["mirror.linkerd.io/lease-layout"],
+        layout,
+      );
+      return [at(d, "spec.strategy.type"), layout];
+    };
+    // Without a cluster to read, the same layout as ever: RollingUpdate (the controller keeps layouts apart).
+    const offline = parseYaml(await template(["-f", shardedValues])).find((o) => o.kind === "Deployment");
+    assert.equal(at(offline, "spec.strategy.type"), "RollingUpdate");
+    try {
+      await helmOk(["install", ...release, "--create-namespace"]);
+      assert.deepEqual(await live(), ["RollingUpdate", "fleet-mirror/leader"]);
+      await helmOk(["upgrade", ...release, "-f", shardedValues]);
+      assert.deepEqual(await live(), ["Recreate", "fleet-mirror/s6"], "turning sharding on");
+      await helmOk(["upgrade", ...release, "-f", shardedValues, "--set", "podAnnotations.rollout=again"]);
+      assert.deepEqual(await live(), ["RollingUpdate", "fleet-mirror/s6"], "the same layout");
+      await helmOk(["upgrade", ...release, "-f", shardedValues, "--set", "sharding.shards=4"]);
+      assert.deepEqual(await live(), ["Recreate", "fleet-mirror/s4"], "another shard count");
+      await helmOk(["upgrade", ...release, "-f", shardedValues, "--set", "sharding.shards=4"]);
+      assert.deepEqual(await live(), ["RollingUpdate", "fleet-mirror/s4"]);
+      await helmOk(["upgrade", ...release, "--set", "leaderElection.leaseName=fleet-mirror-green"]);
+      assert.deepEqual(await live(), ["Recreate", "fleet-mirror-green/leader"], "another Lease id, sharding off");
+      // A release of an earlier chart carries no layout: its sharded Leases had other names.
+      await kubectl.ok("east", [
+        "annotate",
+        "deployment",
+        "fleet-mirror",
+        "-n",
+        CONTROLLER_NAMESPACE,
+        "mirror.linkerd.io/lease-layout-",
+      ]);
+      await helmOk(["upgrade", ...release, "--set", "leaderElection.leaseName=fleet-mirror-green"]);
+      assert.deepEqual(await live(), ["Recreate", "fleet-mirror-green/leader"], "no layout recorded");
+    } finally {
+      await helmOk(["uninstall", "fleet-mirror", "-n", "fleet-mirror", "--kubeconfig", kubeconfig, "--wait"]);
+    }
+  });
+
+  // After the maximal rendering: its RBAC (sharding's Lease get/update/delete included) is in place.
   it("lets a controller running as the chart's ServiceAccount, with the chart's flags, mirror a remote cluster", async () => {
     const deployment = await kubectl.getJson("local", ["deployment", "fleet-mirror", "-n", CONTROLLER_NAMESPACE]);
     const args = at(deployment, "spec.template.spec.containers.0.args") as string[];
@@ -327,7 +374,7 @@ describe("charts/fleet-mirror: the Helm chart", () => {
     await fleet.waitForEndpoints("shop", "cart-east", (ep) => (ep.subsets ?? []).length > 0, 60_000);
     // The controller's default label does not export: the chart's selector replaced it.
     assert.equal(await fleet.localService("shop", "ignored-east"), undefined);
-    const lease = await kubectl.getJson("local", ["lease", "fleet-mirror-blue-shard-0", "-n", CONTROLLER_NAMESPACE]);
+    const lease = await kubectl.getJson("local", ["lease", "fleet-mirror-blue-s4-shard-0", "-n", CONTROLLER_NAMESPACE]);
     assert.equal(at(lease, "spec.holderIdentity"), "fleet-mirror-chart-0");
   });
 });

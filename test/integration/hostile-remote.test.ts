@@ -25,7 +25,8 @@ describe("a remote streaming a 1.5 GiB list to a fleet-mirror run process", () =
   before(async () => {
     fleet = await Fleet.start([]);
     hostile = await startHostileRemote();
-    controller = await fleet.startProcess(["--max-threads", "0"]);
+    // The hostile remote speaks plain http: allowed only with --allow-insecure-remotes.
+    controller = await fleet.startProcess(["--max-threads", "0", "--allow-insecure-remotes"]);
     url = await controller.adminUrl();
   });
   after(async () => {

@@ -125,8 +125,15 @@ describe("writes per replica, from the local API server's audit log", () => {
         svc.spec = { ...svc.spec, ports: [{ name: "http", port: 81, targetPort: 8080, protocol: "TCP" }] };
       });
       await fleet.waitForMirror(ns, "web-east", (svc) => svc.spec?.ports?.[0]?.port === 81);
-      await sleep(2_000);
-      await audit.flush();
+      // The window a wrong standby had to act in: four retry periods after the change was
+      // mirrored, counted as the leader's renewals the API server received since.
+      const mirrored = await audit.flush();
+      await eventually("four renewals of the Lease since the change was mirrored", async () => {
+        await audit.flush();
+        return audit.writes({ identity: leader.name, resources: ["leases"], since: mirrored }).length >= 4
+          ? true
+          : undefined;
+      });
 
       assert.deepEqual(audit.writes({ identity: standby.name, includeFailed: true }), [], "the standby wrote");
       const mirrorWrites = audit.writes({ namespace: ns, resources: MIRROR_RESOURCES, since });

@@ -16,7 +16,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { CoordinationV1Api } from "@kubernetes/client-node";
-import { shardLeaseName } from "../../src/core/shards.ts";
+import { shardLeaseName } from "../../src/core/lease-names.ts";
 import { CONTROLLER_NAMESPACE } from "../helpers/fleet.ts";
 import { LEASE_ID, ShardedWorld } from "../helpers/sharded-world.ts";
 
@@ -56,7 +56,7 @@ describe("sharded start-up: three replicas started together", () => {
         leases.items.map((l) => [l.metadata?.name ?? "", l.spec?.leaseTransitions ?? 0] as const),
       );
       for (let shard = 0; shard < SHARDS; shard++) {
-        const name = shardLeaseName(LEASE_ID, shard);
+        const name = shardLeaseName(LEASE_ID, SHARDS, shard);
         assert.equal(transitions.get(name), 0, `${name} changed hands ${transitions.get(name)} times`);
       }
       for (const replica of world.replicas.list) {

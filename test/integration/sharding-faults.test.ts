@@ -12,7 +12,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { shardLeaseName } from "../../src/core/shards.ts";
+import { shardLeaseName } from "../../src/core/lease-names.ts";
 import { describeWrites } from "../helpers/audit.ts";
 import { clusterOfMirror, describeForeignWrites, holderAt, leaseHistory, tenures } from "../helpers/shard-audit.ts";
 import { LEASE_DURATION_MS, LEASE_ID, RENEW_DEADLINE_MS, ShardedWorld } from "../helpers/sharded-world.ts";
@@ -24,7 +24,7 @@ describe("sharding under replica faults: kill -9 and a partition (60 clusters, 1
 
   /** The last successful write of shard `shard`'s Lease by `identity` that the server received before `until`. */
   function lastRenewal(identity: string, shard: number, until = Number.POSITIVE_INFINITY): number {
-    const records = leaseHistory(world.audit.all(), shardLeaseName(LEASE_ID, shard)).filter(
+    const records = leaseHistory(world.audit.all(), shardLeaseName(LEASE_ID, SHARDS, shard)).filter(
       (r) => r.by === identity && r.holder === identity && r.at < until,
     );
     const last = records.at(-1);
@@ -73,7 +73,7 @@ describe("sharding under replica faults: kill -9 and a partition (60 clusters, 1
       await world.audit.flush();
       const writes = world.audit.all();
       for (let shard = 0; shard < SHARDS; shard++) {
-        const full = leaseHistory(writes, shardLeaseName(LEASE_ID, shard));
+        const full = leaseHistory(writes, shardLeaseName(LEASE_ID, SHARDS, shard));
         const since = [
           { at: settled, by: "", holder: holderAt(full, settled) },
           ...full.filter((r) => r.at >= settled),
@@ -84,7 +84,7 @@ describe("sharding under replica faults: kill -9 and a partition (60 clusters, 1
       }
       for (const shard of victimShards) {
         const renewed = lastRenewal("fm-0", shard);
-        const taken = leaseHistory(writes, shardLeaseName(LEASE_ID, shard)).find(
+        const taken = leaseHistory(writes, shardLeaseName(LEASE_ID, SHARDS, shard)).find(
           (r) => r.at > renewed && r.by !== "fm-0",
         );
         assert.ok(taken, `shard ${shard} was taken over`);
@@ -130,7 +130,7 @@ describe("sharding under replica faults: kill -9 and a partition (60 clusters, 1
       const writes = world.audit.all();
       for (const shard of itsShards) {
         const renewed = lastRenewal(cutOff.name, shard, takenAt);
-        const history = leaseHistory(writes, shardLeaseName(LEASE_ID, shard));
+        const history = leaseHistory(writes, shardLeaseName(LEASE_ID, SHARDS, shard));
         const taken = history.find((r) => r.at > renewed && r.holder !== cutOff.name);
         assert.ok(taken, `shard ${shard} was taken over`);
         assert.ok(taken.at >= renewed + LEASE_DURATION_MS, `shard ${shard} taken before its Lease could be`);

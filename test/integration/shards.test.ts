@@ -16,7 +16,8 @@ import { fileURLToPath } from "node:url";
 import { CoordinationV1Api } from "@kubernetes/client-node";
 import { applyRbacYaml } from "../../sandbox/rbac.ts";
 import type { AdminStatus } from "../../src/admin/source.ts";
-import { shardLeaseName, shardOf } from "../../src/core/shards.ts";
+import { shardLeaseName } from "../../src/core/lease-names.ts";
+import { shardOf } from "../../src/core/shards.ts";
 import type { ShardingView } from "../../src/leader/leadership.ts";
 import { CONTROLLER_NAMESPACE, type ControllerProcess, Fleet } from "../helpers/fleet.ts";
 import { eventually, statusCode } from "../helpers/kube.ts";
@@ -66,7 +67,7 @@ describe("sharding across replicas (three controller processes, six shards)", ()
         try {
           const lease = await leases.readNamespacedLease({
             namespace: CONTROLLER_NAMESPACE,
-            name: shardLeaseName("fleet-mirror", shard),
+            name: shardLeaseName("fleet-mirror", SHARDS, shard),
           });
           return lease.spec?.holderIdentity ?? "";
         } catch (error) {
@@ -221,7 +222,9 @@ describe("sharding across replicas (three controller processes, six shards)", ()
         "only replica-c's membership Lease left",
         async () => {
           const list = await leases.listNamespacedLease({ namespace: CONTROLLER_NAMESPACE });
-          const members = (list.items ?? []).filter((l) => l.metadata?.name?.startsWith("fleet-mirror-member-"));
+          const members = (list.items ?? []).filter((l) =>
+            l.metadata?.name?.startsWith(`fleet-mirror-s${SHARDS}-member-`),
+          );
           return members.length === 1 && members[0]?.spec?.holderIdentity === "replica-c" ? true : undefined;
         },
         TIMEOUT_MS,
@@ -234,7 +237,7 @@ describe("sharding across replicas (three controller processes, six shards)", ()
       const last = replicas.find((r) => r.identity === "replica-c") as Replica;
       const lost = shardOf("c0", SHARDS);
       const kept = CLUSTERS.find((c) => shardOf(c, SHARDS) !== lost) as string;
-      const name = shardLeaseName("fleet-mirror", lost);
+      const name = shardLeaseName("fleet-mirror", SHARDS, lost);
       // An outsider takes the shard's Lease for an hour, as a replica that took it over would.
       for (let attempt = 0; ; attempt++) {
         const current = await leases.readNamespacedLease({ namespace: CONTROLLER_NAMESPACE, name });

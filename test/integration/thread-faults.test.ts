@@ -42,7 +42,8 @@ describe("a shared actor thread whose heap one remote exhausts", () => {
 
   it("is charged to that remote's actor alone, which ends up on a thread of its own; its neighbour never backs off", async () => {
     const running = new Supervisor({
-      config: fleet.config({ maxThreads: 1, actorMaxOldGenerationMb: 16 }),
+      // The hostile remote speaks plain http: allowed only with --allow-insecure-remotes.
+      config: fleet.config({ maxThreads: 1, actorMaxOldGenerationMb: 16, allowInsecureRemotes: true }),
       localConnection: adminConnection(fleet.plane.cluster("local")),
       logger: silentLogger(),
       restartPolicy: { ...DEFAULT_RESTART_POLICY, initialMs: 500 },

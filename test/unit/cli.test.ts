@@ -264,6 +264,21 @@ describe("check", () => {
     );
   });
 
+  it("reviews the Lease by name where the manifest names it, and no patch anywhere (nothing is patched)", () => {
+    const needs = permissionNeeds(readFileSync(rbacManifestPath("local"), "utf8"), "ops");
+    const leases = needs.filter((n) => n.resource === "leases");
+    assert.deepEqual(leases.map((n) => `${n.verb} ${n.name ?? "*"} ${n.namespace}`).sort(), [
+      "create * ops",
+      "get fleet-mirror ops",
+      "list * ops",
+      "update fleet-mirror ops",
+    ]);
+    assert.deepEqual(
+      needs.filter((n) => n.verb === "patch"),
+      [],
+    );
+  });
+
   it("finds local objects holding a mirror's name that the cluster does not own", () => {
     const exported: Service = {
       metadata: { namespace: "shop", name: "web", annotations: { [GATEWAY_NAME]: "gw", [GATEWAY_NS]: "gw" } },

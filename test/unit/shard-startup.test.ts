@@ -1,6 +1,6 @@
 /**
  * Three ShardCoordinators started together over one in-memory Lease store (a fake of
- * the coordination.k8s.io Lease API: GET, list, POST, conditional PUT and DELETE) take
+ * the coordination.k8s.io Lease API, test/helpers/lease-store.ts) take
  * their fair shares once: no replica ever gives up or loses a shard it held, and every
  * shard ends held by exactly one of them. Before the join rule (`observeJoin`) the
  * first to list saw only itself, took every shard, and gave most back.
@@ -10,51 +10,12 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { KubeClient } from "../../src/kube/client.ts";
-import { KubeApiError } from "../../src/kube/errors.ts";
 import { ShardCoordinator } from "../../src/leader/shard-coordinator.ts";
 import { silentLogger } from "../../src/log.ts";
 import { eventually } from "../helpers/kube.ts";
+import { leaseStore } from "../helpers/lease-store.ts";
 
 const SHARDS = 6;
-const COLLECTION = "/apis/coordination.k8s.io/v1/namespaces/fleet-mirror/leases";
-
-type Stored = { metadata: { name: string; resourceVersion: string }; spec: unknown } & Record<string, unknown>;
-
-/** An in-memory Lease collection answering the calls lease-api.ts makes. */
-function leaseStore(): KubeClient {
-  const leases = new Map<string, Stored>();
-  let version = 0;
-  const fail = (method: string, path: string, status: number): never => {
-    throw new KubeApiError({ method, path, server: "memory", status, reason: String(status), statusMessage: "" });
-  };
-  const store = (body: Stored): Stored => {
-    const lease = { ...body, kind: "Lease", metadata: { ...body.metadata, resourceVersion: String(++version) } };
-    leases.set(lease.metadata.name, lease);
-    return structuredClone(lease);
-  };
-  const request = async (method: string, path: string, options?: { body?: unknown }): Promise<unknown> => {
-    await new Promise((resolve) => setImmediate(resolve));
-    const body = options?.body as Stored | undefined;
-    if (path === COLLECTION) {
-      if (method === "GET") return { items: [...leases.values()].map((l) => structuredClone(l)) };
-      if (method === "POST" && body) return leases.has(body.metadata.name) ? fail(method, path, 409) : store(body);
-    }
-    const name = decodeURIComponent(path.slice(COLLECTION.length + 1));
-    const current = leases.get(name);
-    if (!current) return fail(method, path, 404);
-    if (method === "GET") return structuredClone(current);
-    const precondition =
-      method === "PUT"
-        ? body?.metadata.resourceVersion
-        : (body as { preconditions?: { resourceVersion?: string } } | undefined)?.preconditions?.resourceVersion;
-    if (precondition !== undefined && precondition !== current.metadata.resourceVersion) fail(method, path, 409);
-    if (method === "PUT" && body) return store(body);
-    if (method === "DELETE") return leases.delete(name);
-    return fail(method, path, 405);
-  };
-  return { request } as unknown as KubeClient;
-}
-
 /** A coordinator of SHARDS shards over `client`, with short periods; `handed` sees every held set, sorted. */
 function coordinatorOn(
   client: KubeClient,

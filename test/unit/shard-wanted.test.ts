@@ -1,7 +1,7 @@
 /** The fair share of shards over live replicas: one owner per shard, q or q + 1 each, sticky, few moves. */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { memberLeaseName, shardLeaseName, shardOfLeaseName, wantedShards } from "../../src/core/shards.ts";
+import { wantedShards } from "../../src/core/shards.ts";
 
 /** shard → replica, from a wanted map (asserting no shard is wanted twice). */
 function owners(wanted: Map<string, number[]>): Map<number, string> {
@@ -113,29 +113,5 @@ describe("wantedShards", () => {
   it("no live replica: nobody wants anything", () => {
     assert.equal(wantedShards([], 6).size, 0);
     assert.throws(() => wantedShards(["a"], 0), RangeError);
-  });
-
-  it("names one Lease per shard", () => {
-    assert.equal(shardLeaseName("fleet-mirror", 5), "fleet-mirror-shard-5");
-  });
-});
-
-describe("Lease names", () => {
-  it("a membership Lease name is a valid Lease name for any identity, and distinct for distinct identities", () => {
-    const names = ["fleet-mirror-7d9f-abc", "Host_123", "host-123", "..", "x".repeat(300)].map((id) =>
-      memberLeaseName("fleet-mirror", id),
-    );
-    for (const name of names) assert.match(name, /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/);
-    for (const name of names) assert.ok(name.length <= 253);
-    assert.equal(new Set(names).size, names.length);
-    assert.match(names[0] ?? "", /^fleet-mirror-member-fleet-mirror-7d9f-abc-[0-9a-f]{8}$/);
-  });
-
-  it("reads a shard Lease's name back to its shard, and nothing else", () => {
-    assert.equal(shardOfLeaseName("fleet-mirror", shardLeaseName("fleet-mirror", 5), 6), 5);
-    assert.equal(shardOfLeaseName("fleet-mirror", "fleet-mirror-shard-6", 6), undefined);
-    assert.equal(shardOfLeaseName("fleet-mirror", "fleet-mirror-shard-01", 6), undefined);
-    assert.equal(shardOfLeaseName("fleet-mirror", "fleet-mirror", 6), undefined);
-    assert.equal(shardOfLeaseName("fleet-mirror", memberLeaseName("fleet-mirror", "a"), 6), undefined);
   });
 });

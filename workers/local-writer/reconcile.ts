@@ -77,7 +77,12 @@ export class MirrorReconciler {
     // created (its slices need its uid, their ownerReference).
     for (let pass = 0; pass < MAX_PASSES; pass++) {
       const planned = await this.#plan(key);
-      if (planned === undefined) return { kind: "done" }; // a shard this replica does not hold
+      if (planned === undefined) {
+        // A shard this replica does not hold: nothing is planned, and a conflict it
+        // reported for a cluster it no longer hosts is no longer its to report.
+        this.#dropUnhosted(key);
+        return { kind: "done" };
+      }
       const { plan, desired, observed, shard } = planned;
       if (plan.blocked && desired) {
         this.block(key, desired.cluster, plan.blocked);
@@ -264,6 +269,12 @@ export class MirrorReconciler {
     const labels = observed?.metadata.labels;
     if (!observed || observed.metadata.deletionTimestamp || ownerCluster(labels) !== headless.cluster) return undefined;
     return labels?.[HEADLESS_MIRROR_LABEL] === headless.name ? observed.spec?.clusterIP : undefined;
+  }
+
+  /** Forgets `key`'s conflict when its cluster's shard is not held here (its holder reports it). */
+  #dropUnhosted(key: string): void {
+    const blocked = this.#blocked.get(key);
+    if (blocked && !hostsCluster(ownershipOf(this.#deps), blocked.cluster)) this.#blocked.delete(key);
   }
 
   /** A mirror that is not written: logged (once per message) and reported as an Event. */
