@@ -39,12 +39,15 @@ export class DemoTraffic {
     gateways: DemoGateways,
   ): Promise<{ readonly traffic?: DemoTraffic; readonly note: string }> {
     const skipped = (why: string) => ({ note: `No traffic line (real requests through the mirrors): ${why}.` });
-    if (!gateways.probed) return skipped("the gateways' addresses are not local (see the line above)");
+    // Probed gateways are those with a local route: the Pod's only destinations besides the Service CIDR.
+    const localPrefix = gateways.route;
+    if (localPrefix === undefined) return skipped("the gateways' addresses are not local (see the line above)");
     const why = await trafficUnavailable();
     if (why) return skipped(why);
     const path = await TrafficPath.start({
       plane,
       nodeAddress: gateways.nodeAddress,
+      localPrefix,
       namespace: "shop",
       waitMs: 0,
     });

@@ -1,7 +1,7 @@
 /**
  * A Pod's network, as a CNI plugin would give it on a node: a network namespace of its
  * own (`ip netns add`), a veth pair whose host end stays on the host, an address on each
- * end, a default route to the host end, and the resolv.conf a kubelet writes for a Pod
+ * end, routes to the host end, and the resolv.conf a kubelet writes for a Pod
  * (`nameserver <kube-dns cluster IP>`, the namespace's search path, `ndots:5`), which `ip
  * netns exec` bind-mounts over /etc/resolv.conf for what runs inside.
  *
@@ -11,10 +11,13 @@
  * under the traffic host's lock (traffic-host.ts), whose sweep also removes a dead run's
  * namespace (`fmtr-<pid>`) and /etc/netns directory.
  *
- * What leaves the namespace goes to the host end, and so into the host's netfilter (where
- * kube-proxy's DNAT rewrites cluster IPs) and routing table (where the Service CIDR is a
- * blackhole and the gateways' documentation addresses are local): nothing reaches a
- * network beyond this machine.
+ * Unlike a CNI plugin's, the namespace has no default route: only the prefixes its
+ * caller names (the Service CIDR, the gateways' local prefix) go to the host end, and a
+ * send to any other address fails in the Pod (ENETUNREACH). What leaves the namespace
+ * goes into the host's netfilter (where kube-proxy's DNAT rewrites cluster IPs, and the
+ * traffic host's guard drops whatever would be forwarded) and routing table (where the
+ * Service CIDR is a blackhole and the gateways' documentation addresses are local):
+ * nothing reaches a network beyond this machine.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { mkdir, rm, writeFile } from "node:fs/promises";
@@ -56,8 +59,11 @@ export class PodNetns {
     this.hostLink = hostLink;
   }
 
-  /** Makes the namespace, the veth pair, addresses, routes and resolv.conf; undone on failure. */
-  static async create(dns: PodDns): Promise<PodNetns> {
+  /**
+   * Makes the namespace, the veth pair, addresses, a route to the host end for each of
+   * `routes` (CIDRs, and nothing else) and resolv.conf; undone on failure.
+   */
+  static async create(dns: PodDns, routes: readonly string[]): Promise<PodNetns> {
     const name = `${NETNS_PREFIX}${process.pid}`;
     const netns = new PodNetns(name, `fmtr${process.pid}`);
     try {
@@ -68,7 +74,7 @@ export class PodNetns {
       await ip("-n", name, "link", "set", "lo", "up");
       await ip("-n", name, "addr", "add", `${POD_LINK.pod}/${POD_LINK.length}`, "dev", "eth0");
       await ip("-n", name, "link", "set", "eth0", "up");
-      await ip("-n", name, "route", "add", "default", "via", POD_LINK.host);
+      for (const cidr of routes) await ip("-n", name, "route", "add", cidr, "via", POD_LINK.host);
       await mkdir(`/etc/netns/${name}`, { recursive: true });
       await writeFile(`/etc/netns/${name}/resolv.conf`, podResolvConf(dns));
     } catch (error) {

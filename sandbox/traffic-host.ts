@@ -18,6 +18,14 @@
  *   packet to a cluster IP that kube-proxy does not rewrite (no rule yet, a Service
  *   without endpoints, an address no Service holds) is dropped here, never sent to the
  *   default gateway. It stays while the lock is held; `release` removes it last.
+ * - **Nothing rewritten or forwarded leaves either.** In the same step, table GUARD_TABLE
+ *   drops at postrouting (where the outgoing interface is final) every packet that came
+ *   in from a Pod's veth (`fmtr*`: this host forwards, as Docker's hosts do, and a Pod's
+ *   packet that reaches postrouting is on its way off the machine), and every packet whose
+ *   original destination is in the Service range going out of any interface but `lo` or a
+ *   Pod's veth (kube-proxy rewrote it to an endpoint that is not local: a mirror whose
+ *   gateway address is not this machine's). Legitimate paths never reach postrouting
+ *   off-host: the endpoints are local (INPUT) and the answers go to the Pod's veth.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { readdir, readFile, rm } from "node:fs/promises";
@@ -30,13 +38,30 @@ export const TRAFFIC_LOCK = "/run/fleet-mirror-traffic.lock";
 export const ROUTE_PROTO = "252";
 /** Network namespaces (and their veths) of the sandbox's client Pods start with this. */
 export const NETNS_PREFIX = "fmtr-";
+/** The nftables table (family inet) of the drop rules above; the sandbox's alone. */
+export const GUARD_TABLE = "fleet-mirror-traffic";
+
+/** The guard's ruleset for `serviceCidr` (for `nft -f -`): see the file comment. */
+export function guardRuleset(serviceCidr: string): string {
+  const family = serviceCidr.includes(":") ? "ip6" : "ip";
+  return [
+    `table inet ${GUARD_TABLE} {`,
+    "  chain postrouting {",
+    "    type filter hook postrouting priority 0; policy accept;",
+    `    iifname "fmtr*" counter drop`,
+    `    ct original ${family} daddr ${serviceCidr} oifname != "lo" oifname != "fmtr*" counter drop`,
+    "  }",
+    "}",
+    "",
+  ].join("\n");
+}
 
 export interface TrafficHost {
   /** The Service CIDR routed to a blackhole while held. */
   readonly serviceCidr: string;
   /** What the sweep removed, for a log line ("" when nothing). */
   readonly swept: string;
-  /** Removes the route and releases the lock. Idempotent. */
+  /** Removes the guard table and the route, and releases the lock. Idempotent. */
   release(): Promise<void>;
 }
 
@@ -48,6 +73,14 @@ async function ip(...args: string[]): Promise<string> {
 async function nft(...args: string[]): Promise<string> {
   const { stdout } = await run("nft", args);
   return stdout;
+}
+
+/** Loads `ruleset` with `nft -f -` (one transaction: all of it or nothing). */
+async function nftLoad(ruleset: string): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    const child = execFile("nft", ["-f", "-"], (error) => (error ? reject(error) : resolve()));
+    child.stdin?.end(ruleset);
+  });
 }
 
 /** Pids of running processes whose command name is `name` (from /proc). */
@@ -107,6 +140,10 @@ export async function sweepLeftovers(): Promise<string> {
     await nft("delete", "table", family, "kube-proxy");
     removed.push(`table ${family} kube-proxy`);
   }
+  if (new RegExp(`^table inet ${GUARD_TABLE}$`, "m").test(tables)) {
+    await nft("delete", "table", "inet", GUARD_TABLE);
+    removed.push(`table inet ${GUARD_TABLE}`);
+  }
   for (const family of ["-4", "-6"]) {
     for (const line of (await ip(family, "route", "show", "proto", ROUTE_PROTO)).split("\n")) {
       if (line.trim() === "") continue;
@@ -128,7 +165,8 @@ export async function sweepLeftovers(): Promise<string> {
 }
 
 /**
- * Takes the machine-wide lock, sweeps leftovers and routes `serviceCidr` to a blackhole.
+ * Takes the machine-wide lock, sweeps leftovers, routes `serviceCidr` to a blackhole and
+ * loads the guard table.
  * @returns undefined when another sandbox holds the lock past `waitMs`.
  * @throws when a tool is missing, the caller lacks CAP_NET_ADMIN, or a foreign kube-proxy
  *   runs (the lock is released first).
@@ -142,12 +180,28 @@ export async function acquireTrafficHost(serviceCidr: string, waitMs: number): P
     holder.stdin?.end();
     await exited;
   };
+  const family = serviceCidr.includes(":") ? "-6" : "-4";
+  /** Guard table first off, route last: each step tried, the first failure thrown. */
+  const undo = async (routed: boolean): Promise<void> => {
+    const failures: string[] = [];
+    const tables = await nft("list", "tables").catch((error: Error) => {
+      failures.push(error.message);
+      return "";
+    });
+    if (new RegExp(`^table inet ${GUARD_TABLE}$`, "m").test(tables))
+      await nft("delete", "table", "inet", GUARD_TABLE).catch((error: Error) => failures.push(error.message));
+    if (routed)
+      await ip(family, "route", "del", "blackhole", serviceCidr, "proto", ROUTE_PROTO).catch((error: Error) =>
+        failures.push(error.message),
+      );
+    if (failures.length > 0) throw new Error(`traffic host not fully released: ${failures.join("; ")}`);
+  };
   let routed = false;
   try {
     const swept = await sweepLeftovers();
-    const family = serviceCidr.includes(":") ? "-6" : "-4";
     await ip(family, "route", "add", "blackhole", serviceCidr, "proto", ROUTE_PROTO);
     routed = true;
+    await nftLoad(guardRuleset(serviceCidr));
     let released = false;
     return {
       serviceCidr,
@@ -156,14 +210,15 @@ export async function acquireTrafficHost(serviceCidr: string, waitMs: number): P
         if (released) return;
         released = true;
         try {
-          await ip(family, "route", "del", "blackhole", serviceCidr, "proto", ROUTE_PROTO);
+          await undo(true);
         } finally {
           await unlock();
         }
       },
     };
   } catch (error) {
-    if (routed) await ip("route", "del", "blackhole", serviceCidr, "proto", ROUTE_PROTO).catch(() => "");
+    // The start's own error is the one to report; a failed undo is swept by the next start.
+    await undo(routed).catch(() => undefined);
     await unlock();
     throw error;
   }

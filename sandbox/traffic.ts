@@ -13,9 +13,11 @@
  *        by demo-gateways.ts), where a server answers with its cluster's name.
  *
  * Safety (traffic-host.ts): one traffic path per machine at a time (a lock), the Service
- * CIDR routed to a blackhole before kube-proxy starts and until it has stopped and its
- * tables are gone, the Pod's /30 link-local, every other address local: nothing leaves
- * the machine. `stop` undoes everything in reverse order, each step tried even if one
+ * CIDR routed to a blackhole and the guard table (nothing forwarded from a Pod's veth,
+ * nothing rewritten from a Service address to a non-local one leaves) loaded before
+ * kube-proxy starts and until it has stopped and its tables are gone, the Pod's /30
+ * link-local with routes to the Service CIDR and the gateways' local prefix only, every
+ * other address local: nothing leaves the machine. `stop` undoes everything in reverse order, each step tried even if one
  * before it failed; the next start sweeps what a killed run left.
  */
 import type { ChildProcess } from "node:child_process";
@@ -67,6 +69,11 @@ export interface TrafficPathOptions {
   readonly plane: ControlPlane;
   /** A local address no one else uses (demo-gateways.ts's node address): kube-proxy's node IP, CoreDNS's. */
   readonly nodeAddress: string;
+  /**
+   * The prefix made local for the gateways (demo-gateways.ts's route; it holds
+   * `nodeAddress`): with SERVICE_CIDR, the only destinations the client Pod has a route to.
+   */
+  readonly localPrefix: string;
   /** The client Pod's namespace (its first search domain). */
   readonly namespace: string;
   /** How long to wait for another sandbox's traffic path to end. */
@@ -119,7 +126,10 @@ export class TrafficPath {
     });
     this.#undo.push(["CoreDNS", () => dns.stop()]);
     await exposeDns(admin, nodeAddress, dns.port);
-    const netns = await PodNetns.create({ nameserver: KUBE_DNS_IP, namespace: options.namespace, domain: dns.domain });
+    const netns = await PodNetns.create({ nameserver: KUBE_DNS_IP, namespace: options.namespace, domain: dns.domain }, [
+      SERVICE_CIDR,
+      options.localPrefix,
+    ]);
     this.#undo.push([`netns ${netns.name}`, () => netns.delete()]);
     this.#client = await startClient(netns, this.#pending);
     // The DNS path works (kube-proxy's rules for kube-dns are in place) once a Service's

@@ -56,13 +56,15 @@ export async function startTrafficWorld(): Promise<TrafficWorld> {
     undo.push(() => fleet.stop());
     const gateways = await DemoGateways.start();
     undo.push(() => gateways.stop());
-    if (!gateways.probed) throw new Error(`the gateways are not local: ${gateways.note}`);
+    const localPrefix = gateways.route;
+    if (localPrefix === undefined) throw new Error(`the gateways are not local: ${gateways.note}`);
     await shapeRemotes({ east: fleet.api("east"), west: fleet.api("west") }, gateways);
     const westExport = await shapeModes(fleet.plane, kubeConfig);
     await registerRemotes(fleet.plane, fleet.local);
     const traffic = await TrafficPath.start({
       plane: fleet.plane,
       nodeAddress: gateways.nodeAddress,
+      localPrefix,
       namespace: "shop",
       waitMs: LOCK_WAIT_MS,
     });

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { describe, it } from "node:test";
 import { promisify } from "node:util";
-import { acquireTrafficHost, NETNS_PREFIX, ROUTE_PROTO } from "../../sandbox/traffic-host.ts";
+import { acquireTrafficHost, GUARD_TABLE, NETNS_PREFIX, ROUTE_PROTO } from "../../sandbox/traffic-host.ts";
 import { trafficSkipReason } from "../helpers/traffic-world.ts";
 
 const run = promisify(execFile);
@@ -32,6 +32,21 @@ describe("the traffic host", { skip: skip ?? false }, () => {
       await host.release();
     }
     assert.doesNotMatch(await out("ip", "-4", "route", "show", "proto", ROUTE_PROTO), /10\.96\.0\.0\/16/);
+  });
+
+  it("drops, while held, what a Pod's veth forwards and what leaves with a Service address rewritten to a non-local one", async () => {
+    const guard = ["list", "table", "inet", GUARD_TABLE];
+    const host = await acquireTrafficHost(CIDR, 15 * 60_000);
+    assert.ok(host, "the lock within 15 minutes");
+    try {
+      const rules = await out("nft", ...guard);
+      assert.match(rules, /hook postrouting/);
+      assert.match(rules, /iifname "fmtr\*" counter packets \d+ bytes \d+ drop/);
+      assert.match(rules, /ct original ip daddr 10\.96\.0\.0\/16 oifname != "lo" oifname != "fmtr\*" counter .* drop/);
+    } finally {
+      await host.release();
+    }
+    await assert.rejects(run("nft", guard), "the guard table is removed on release");
   });
 
   it("sweeps a killed run's kube-proxy tables, routes and network namespace at the next start", async () => {

@@ -58,6 +58,13 @@ describe("real traffic through the mirrors", { skip: skip ?? false }, () => {
     return t;
   }
 
+  it("the client Pod has no route beyond the Service CIDR and the gateways' local prefix: a request elsewhere fails in the Pod, unsent", async () => {
+    // 203.0.113.0/24 (TEST-NET-3) is in neither; the Pod has no default route, so the
+    // connect fails at once in the Pod's own routing table.
+    const t = tally(await world.send("203.0.113.7", 80, 3, 1_000));
+    assert.deepEqual({ answers: t.answers, errors: t.errors }, { answers: {}, errors: { ENETUNREACH: 3 } });
+  });
+
   it("a Pod's requests to web-east.shop.svc.cluster.local are all answered by east's gateway", async () => {
     const t = await counted("web-east.shop.svc.cluster.local", 80, ["east"]);
     assert.deepEqual({ answers: t.answers, errors: t.errors }, { answers: { east: N }, errors: {} });
