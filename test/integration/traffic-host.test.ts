@@ -5,7 +5,7 @@
  * Needs root, like the traffic tests (a visible skip without it, a failure under CI).
  */
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { describe, it } from "node:test";
 import { promisify } from "node:util";
 import { acquireTrafficHost, GUARD_TABLE, NETNS_PREFIX, ROUTE_PROTO } from "../../sandbox/traffic-host.ts";
@@ -47,6 +47,33 @@ describe("the traffic host", { skip: skip ?? false }, () => {
       await host.release();
     }
     await assert.rejects(run("nft", guard), "the guard table is removed on release");
+  });
+
+  it("sweeps the blackhole and the guard table of a run killed with SIGKILL at the next start", async () => {
+    const module = new URL("../../sandbox/traffic-host.ts", import.meta.url).pathname;
+    const script = `const { acquireTrafficHost } = await import(${JSON.stringify(module)});
+      if (await acquireTrafficHost(${JSON.stringify(CIDR)}, 15 * 60_000)) console.log("held");
+      setInterval(() => undefined, 60_000);`;
+    const child = spawn(process.execPath, ["--input-type=module", "-e", script], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.on("data", (chunk: Buffer) => {
+        if (chunk.toString().includes("held")) resolve();
+      });
+      child.once("exit", (code) => reject(new Error(`the killed run's process exited ${code} before holding`)));
+    });
+    child.kill("SIGKILL");
+    await exited;
+    const next = await acquireTrafficHost(CIDR, 15 * 60_000);
+    assert.ok(next, "the lock, once the killed run's flock child has died with it");
+    try {
+      assert.match(next.swept, new RegExp(`table inet ${GUARD_TABLE}`));
+      assert.match(next.swept, /route blackhole 10\.96\.0\.0\/16/);
+    } finally {
+      await next.release();
+    }
   });
 
   it("sweeps a killed run's kube-proxy tables, routes and network namespace at the next start", async () => {
