@@ -107,7 +107,7 @@ interface ClusterRuntime {
   readonly admin: CertificateFiles;
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.unref();
