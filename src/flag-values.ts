@@ -38,6 +38,8 @@ export const numericFlags = {
   "blocked-recheck-period": { kind: "duration", minMs: 100, maxMs: DAY_MS },
   "mcs-recheck-period": { kind: "duration", minMs: 1_000, maxMs: DAY_MS },
   "headless-host-grace": { kind: "duration", minMs: 0, maxMs: DAY_MS },
+  "failback-delay": { kind: "duration", minMs: 0, maxMs: DAY_MS },
+  "failover-min-ready": { kind: "integer", min: 1, max: 100_000 },
   "write-concurrency": { kind: "integer", min: 1, max: 256 },
   "write-qps": { kind: "decimal", min: 0, max: 100_000, note: "no limit" },
   "write-burst": { kind: "integer", min: 1, max: 100_000 },

@@ -222,6 +222,8 @@ export class WriterRunner {
         blockedRecheckMs: config.blockedRecheckMs,
         endpointsApi: config.endpointsApi,
         clusterName: config.clusterName,
+        failbackDelayMs: config.failbackDelayMs,
+        failoverMinReady: config.failoverMinReady,
         logLevel: config.logLevel,
         namespace: config.namespace,
         ...(this.#o.writeFence ? { fenced: true } : {}),

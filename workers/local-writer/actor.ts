@@ -264,12 +264,16 @@ export class LocalWriterActor {
 
   /**
    * The clusters whose mirrors are kept; every other cluster's mirrors are garbage and its
-   * channel is closed. `order`: the registration order (SPEC §11), default `keep`'s;
-   * `registeredAt`: each cluster's registration time (SPEC §12).
+   * channel is closed. `order`, `registeredAt`, `priorities`: see DesiredStore.setKeep.
    */
-  setKeep(keep: readonly string[], order?: readonly string[], registeredAt?: Readonly<Record<string, string>>): void {
+  setKeep(
+    keep: readonly string[],
+    order?: readonly string[],
+    registeredAt?: Readonly<Record<string, string>>,
+    priorities?: Readonly<Record<string, number>>,
+  ): void {
     const before = this.#sharedKeys.registration();
-    const { dropped, keys } = this.#desired.setKeep(keep, order, registeredAt);
+    const { dropped, keys } = this.#desired.setKeep(keep, order, registeredAt, priorities);
     for (const key of keys) this.#enqueue(key);
     // Which clusters are registered, known and first may have changed (shared-triggers.ts).
     this.#sharedKeys.afterKeep(before, dropped, keep);
