@@ -158,6 +158,8 @@ export class LocalWriterActor {
       log: this.#log,
       recordEvent: (event) => void this.recordEvent(event),
       namespaceQuota: namespaceQuota(this.#stores.namespaces, this.#desired, options),
+      now: () => clock.now(),
+      tierSwitched: (direction) => this.#stats.switched(direction),
       ownership: () => this.#handoff.plannable(),
     });
     this.#sharedKeys = new SharedTriggers({
@@ -249,10 +251,9 @@ export class LocalWriterActor {
   }
 
   /**
-   * A remote actor incarnation's desired channel. The supervisor attaches channels of
-   * registered clusters only, so attaching registers the cluster: its batches are
-   * absorbed even before a `setKeep` names it (only `setKeep` unregisters). Older epochs
-   * of the same cluster are closed.
+   * A remote actor incarnation's desired channel. Attaching registers the cluster (the
+   * supervisor attaches registered clusters only): its batches are absorbed even before a
+   * `setKeep` names it (only `setKeep` unregisters). Older epochs are closed.
    */
   attach(cluster: string, epoch: number, port: ActorPort): void {
     if (this.#stopped || !hostsCluster(this.#fence.ownership, cluster)) {

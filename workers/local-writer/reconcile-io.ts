@@ -59,12 +59,20 @@ export interface ReconcilerDeps {
   readonly client: Pick<KubeClient, "request">;
   readonly options: Pick<
     WriterOptions,
-    "createNamespaces" | "excludedNamespaces" | "blockedRecheckMs" | "endpointsApi"
+    | "createNamespaces"
+    | "excludedNamespaces"
+    | "blockedRecheckMs"
+    | "endpointsApi"
+    | "failbackDelayMs"
+    | "failoverMinReady"
   >;
   readonly log: Logger;
   readonly recordEvent: (event: EventRequest) => void;
   /** Why creating a namespace for a cluster would pass its quota (namespace-quota.ts); absent: no quota. */
   readonly namespaceQuota?: (namespace: string, cluster: string) => string | undefined;
+  /** Fleet-wide Services' tiers (SPEC §14): monotonic ms (default `systemClock`), and a count per switch. */
+  readonly now?: () => number;
+  readonly tierSwitched?: (direction: "failover" | "failback") => void;
   /** The shards this replica holds, read at every plan. Default: not sharded (everything). */
   readonly ownership?: () => ShardOwnership;
 }
