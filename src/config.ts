@@ -77,6 +77,8 @@ export interface Config extends GatewayConfig, LimitsConfig, LeaderConfig {
   readonly failbackDelayMs: number;
   /** Ready endpoints the serving tiers of a fleet-wide Service hold at least, when the tiers have them (SPEC §14). */
   readonly failoverMinReady: number;
+  /** The priority of a fleet-wide Service's local member: the local cluster's own Service (SPEC §14). */
+  readonly localPriority: number;
   /** Remote Services with this label are members of fleet-wide Services (SPEC §11). */
   readonly federatedSelector: MemberSelector;
   /** Remote Services with this label are exported through their cluster's default gateway (SPEC §12); undefined: off. */
@@ -194,6 +196,12 @@ export const runFlags = {
     description:
       "ready endpoints a fleet-wide Service's serving tiers must hold; tiers are added in priority order until they do",
   },
+  "local-priority": {
+    type: "string",
+    default: "0",
+    description:
+      "priority of the local cluster's own Service as a member of a fleet-wide Service (lower preferred; remote clusters default to 100)",
+  },
   "export-selector": {
     type: "string",
     default: DEFAULT_EXPORT_SELECTOR,
@@ -308,6 +316,7 @@ export function parseRunConfig(argv: readonly string[], env: NodeJS.ProcessEnv =
     clusterName: str("cluster-name"),
     failbackDelayMs: parseNumericFlag("failback-delay", str("failback-delay")),
     failoverMinReady: parseNumericFlag("failover-min-ready", str("failover-min-ready")),
+    localPriority: parseNumericFlag("local-priority", str("local-priority")),
     federatedSelector: parseSelectorFlag("federated-selector", str("federated-selector"), DEFAULT_MEMBER_SELECTOR),
     exportSelector:
       str("export-selector").trim() === ""

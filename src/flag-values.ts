@@ -40,6 +40,7 @@ export const numericFlags = {
   "headless-host-grace": { kind: "duration", minMs: 0, maxMs: DAY_MS },
   "failback-delay": { kind: "duration", minMs: 0, maxMs: DAY_MS },
   "failover-min-ready": { kind: "integer", min: 1, max: 100_000 },
+  "local-priority": { kind: "integer", min: 0, max: 1_000 },
   "write-concurrency": { kind: "integer", min: 1, max: 256 },
   "write-qps": { kind: "decimal", min: 0, max: 100_000, note: "no limit" },
   "write-burst": { kind: "integer", min: 1, max: 100_000 },

@@ -224,6 +224,7 @@ export class WriterRunner {
         clusterName: config.clusterName,
         failbackDelayMs: config.failbackDelayMs,
         failoverMinReady: config.failoverMinReady,
+        localMembers: { ...config.federatedSelector, priority: config.localPriority },
         logLevel: config.logLevel,
         namespace: config.namespace,
         ...(this.#o.writeFence ? { fenced: true } : {}),

@@ -7,8 +7,9 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { type FederatedMember, reduceFederated } from "../../src/core/federated.ts";
 import { federatedTiers, memberReady, servingParts } from "../../src/core/federated-tiers.ts";
+import { localMemberFor } from "../../src/core/local-member.ts";
 import type { EndpointsApi, ObservedObject, WriteAction } from "../../src/core/mirror-kinds.ts";
-import type { EndpointSlice, KubeObject } from "../../src/core/objects.ts";
+import type { EndpointSlice, KubeObject, Service } from "../../src/core/objects.ts";
 import { planFederated } from "../../src/core/plan-federated.ts";
 
 const PRIORITY: Readonly<Record<string, number>> = { east: 10, west: 20, north: 20 };
@@ -147,5 +148,43 @@ describe("federated tiers", () => {
     };
     const ready = (endpoints.subsets ?? []).flatMap((s) => s.addresses ?? []);
     assert.equal(ready.length, 3);
+  });
+});
+
+describe("localMemberFor", () => {
+  const selector = { key: "mirror.linkerd.io/federated", value: "member" };
+  const service = (labels: Record<string, string>, type?: string): Service => ({
+    metadata: { name: "web", namespace: "shop", labels },
+    spec: { ports: [{ name: "http", port: 80, protocol: "TCP" }], ...(type ? { type } : {}) },
+  });
+  const slice: EndpointSlice = {
+    metadata: { name: "web-abc", namespace: "shop", labels: { "kubernetes.io/service-name": "web" } },
+    addressType: "IPv4",
+    endpoints: [{ addresses: ["10.0.0.1"], conditions: { ready: true }, hostname: "web-0", zone: "z" }],
+    ports: [{ name: "http", port: 8080, protocol: "TCP" }],
+  };
+
+  it("makes a local Service the selector matches a member of <svc>-federated with its own endpoints copied", () => {
+    const member = localMemberFor("local", selector, service({ "mirror.linkerd.io/federated": "member" }), [slice]);
+    assert.equal(member?.name, "web-federated");
+    assert.equal(member?.cluster, "local");
+    assert.deepEqual(member?.endpointPorts, [{ name: "http", protocol: "TCP", port: 8080 }]);
+    assert.deepEqual(member?.endpoints, [
+      {
+        addresses: ["10.0.0.1"],
+        conditions: { ready: true, serving: true, terminating: false },
+        hostname: "web-0",
+        zone: "z",
+      },
+    ]);
+    assert.equal(member && memberReady(member), 1);
+  });
+
+  it("is no member without the selector's label, as an ExternalName Service, or without ports", () => {
+    assert.equal(localMemberFor("local", selector, service({}), [slice]), undefined);
+    const labels = { "mirror.linkerd.io/federated": "member" };
+    assert.equal(localMemberFor("local", selector, service(labels, "ExternalName"), [slice]), undefined);
+    const portless = { ...service(labels), spec: {} };
+    assert.equal(localMemberFor("local", selector, portless, [slice]), undefined);
   });
 });

@@ -111,6 +111,7 @@ export class LocalWriterActor {
       changed: (key) => this.#enqueue(key),
       availabilityChanged: () => this.#sharedKeys.all(),
       recheckMs: options.mcsRecheckMs,
+      localMembers: options.localMembers,
     });
     // Clusters take turns in the queue and at the rate limit: a churning one cannot starve the others.
     const lane = (key: string) => writeLane(key, this.#desired, this.#stores);
@@ -151,6 +152,7 @@ export class LocalWriterActor {
       namespaces: this.#stores.namespaces,
       serviceImports: this.#stores.serviceImports,
       localExports: this.#stores.localExports,
+      ...(this.#stores.localMembers ? { localMembers: this.#stores.localMembers } : {}),
       cache: this.#dryRun?.cache ?? this.#cache,
       executor: this.#executor,
       client: this.#client,
@@ -307,9 +309,8 @@ export class LocalWriterActor {
   }
 
   /**
-   * Sharded: the shards held now and their write deadlines (`writer.shards`); see
-   * shard-handoff.ts. Answers `writer.shards-fenced` once no write of a shard not held
-   * is in flight.
+   * Sharded: the shards held now and their deadlines (`writer.shards`, shard-handoff.ts).
+   * Answers `writer.shards-fenced` once no write of a shard not held is in flight.
    */
   setShards(seq: number, held: readonly { readonly shard: number; readonly writableUntil: number }[]): void {
     if (!this.#stopped) this.#handoff.apply(seq, held);
@@ -371,8 +372,7 @@ export class LocalWriterActor {
 
   /**
    * The local API answers again after watch failures: every key retried with backoff
-   * meanwhile (its delay grown by every failed attempt during the outage) is retried
-   * now, with its backoff reset, instead of minutes later.
+   * meanwhile (its delay grown by each failed attempt) is retried now, its backoff reset.
    */
   #onLocalApiBack(): void {
     if (!this.#localApiFailing || !this.#ready) return;

@@ -80,7 +80,8 @@ export class FederatedReconciler {
         failbackDelayMs: deps.options.failbackDelayMs ?? 30_000,
       },
       now: this.#now,
-      priorityOf: (cluster) => deps.desired.priority(cluster),
+      priorityOf: (cluster) =>
+        deps.localMembers?.cluster === cluster ? deps.localMembers.priority : deps.desired.priority(cluster),
       recordEvent: deps.recordEvent,
       log: deps.log,
       switched: (direction) => deps.tierSwitched?.(direction),
@@ -135,6 +136,7 @@ export class FederatedReconciler {
    */
   isFederated(key: string): boolean {
     if (this.#deps.desired.members(key).size > 0) return true;
+    if (this.#deps.localMembers?.memberOf(key).kind === "member") return true;
     const service = this.#deps.cache.observed("Service", key, this.#deps.services.get(key));
     if (service !== undefined) return isFederatedObject("Service", service);
     const { namespace = "", name } = splitKey(key);
@@ -188,6 +190,14 @@ export class FederatedReconciler {
     const owner = !sharded || ownsFederated(ownership, namespace, name);
     const unknown = new Set([...store.unknownClusters()].filter(hosts));
     const hosted = new Map([...store.members(key)].filter(([cluster]) => hosts(cluster)));
+    // Unsharded, the local cluster's own Service is a member too (SPEC §14); not while a
+    // remote cluster is registered under the local cluster's name.
+    const local = sharded ? undefined : this.#deps.localMembers;
+    if (local && !store.order().includes(local.cluster)) {
+      const answer = local.memberOf(key);
+      if (answer.kind === "member") hosted.set(local.cluster, answer.member);
+      else if (answer.kind === "unknown") unknown.add(local.cluster);
+    }
     const serviceSlices = slicesOfService(this.#deps, namespace, name);
     // A part that states no ports (written before sharding): its cluster is unknown
     // until its host rewrites it.
