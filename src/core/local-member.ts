@@ -7,13 +7,15 @@
  *
  * Invariants (unit tested):
  * - a Service the selector does not match, or of type ExternalName (it has no
- *   endpoints to copy), or without ports, is no member;
+ *   endpoints to copy), or without ports, or fleet-mirror's own (a mirror or a
+ *   fleet-wide Service), is no member;
  * - the member's ports are the Service's, compared with the remote members' like any
  *   member's (SPEC §11); its ready endpoints are its slices' endpoints whose `ready`
  *   condition holds.
  */
 import { carryPorts } from "./desired.ts";
 import { type FederatedMember, federatedName, isMember, type MemberSelector } from "./federated.ts";
+import { MIRRORED_SERVICE } from "./labels.ts";
 import { localPartOf } from "./local-part.ts";
 import type { EndpointSlice, Service } from "./objects.ts";
 
@@ -25,6 +27,7 @@ export function localMemberFor(
   slices: readonly EndpointSlice[],
 ): FederatedMember | undefined {
   if (!isMember(selector, service) || service.spec?.type === "ExternalName") return undefined;
+  if (service.metadata.labels?.[MIRRORED_SERVICE] === "true") return undefined;
   const ports = carryPorts(service);
   if (ports.length === 0) return undefined;
   const namespace = service.metadata.namespace ?? "default";

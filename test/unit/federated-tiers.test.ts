@@ -180,10 +180,12 @@ describe("localMemberFor", () => {
     assert.equal(member && memberReady(member), 1);
   });
 
-  it("is no member without the selector's label, as an ExternalName Service, or without ports", () => {
+  it("is no member without the selector's label, as an ExternalName Service, as fleet-mirror's own Service, or without ports", () => {
     assert.equal(localMemberFor("local", selector, service({}), [slice]), undefined);
     const labels = { "mirror.linkerd.io/federated": "member" };
     assert.equal(localMemberFor("local", selector, service(labels, "ExternalName"), [slice]), undefined);
+    const mirror = service({ ...labels, "mirror.linkerd.io/mirrored-service": "true" });
+    assert.equal(localMemberFor("local", selector, mirror, [slice]), undefined);
     const portless = { ...service(labels), spec: {} };
     assert.equal(localMemberFor("local", selector, portless, [slice]), undefined);
   });
