@@ -11,22 +11,12 @@ import { localMemberFor } from "../../src/core/local-member.ts";
 import type { EndpointsApi, ObservedObject, WriteAction } from "../../src/core/mirror-kinds.ts";
 import type { EndpointSlice, KubeObject, Service } from "../../src/core/objects.ts";
 import { planFederated } from "../../src/core/plan-federated.ts";
+import { webMember } from "../helpers/federated-member.ts";
 
 const PRIORITY: Readonly<Record<string, number>> = { east: 10, west: 20, north: 20 };
 const priorityOf = (cluster: string) => PRIORITY[cluster] ?? 100;
 
-function gatewayMember(cluster: string, addresses: string[], notReady: string[] = []): FederatedMember {
-  return {
-    cluster,
-    namespace: "shop",
-    name: "web-federated",
-    remote: "shop/web",
-    ports: [{ name: "http", protocol: "TCP", port: 80 }],
-    addresses,
-    notReadyAddresses: notReady,
-    endpointPorts: [{ name: "http", protocol: "TCP", port: 4143 }],
-  };
-}
+const gatewayMember = webMember;
 
 /** Plans the fleet-wide Service with `members` serving up to `cutoff`, over `observed`. */
 function plan(members: FederatedMember[], cutoff: number, observed: ObservedObject[], mode: EndpointsApi) {
