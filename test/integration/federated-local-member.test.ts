@@ -110,4 +110,21 @@ describe("the local member of a fleet-wide Service (SPEC §14)", () => {
     await waitForServing("0", (s) => standby(s.get("web-federated-east-ipv4")));
     assert.ok(Date.now() - revived >= 2_000, "failed back before the delay");
   });
+
+  it("in Endpoints mode, the one Endpoints object holds the serving tier's addresses ready and the standby's not ready", async () => {
+    await controller?.stop();
+    controller = fleet.startInProcess({ endpointsApi: "endpoints", failbackDelayMs: 2_000 });
+    const endpoints = await eventually("the fleet-wide Endpoints with both tiers", async () => {
+      const found = await fleet.local
+        .readNamespacedEndpoints({ namespace: "tiers", name: "web-federated" })
+        .catch(() => undefined);
+      const ready = (found?.subsets ?? []).flatMap((s) => (s.addresses ?? []).map((a) => a.ip));
+      const notReady = (found?.subsets ?? []).flatMap((s) => (s.notReadyAddresses ?? []).map((a) => a.ip));
+      return ready.join() === "10.244.0.5" && notReady.join() === "198.18.1.1" ? found : undefined;
+    });
+    const local = endpoints.subsets?.flatMap((s) => s.addresses ?? []).find((a) => a.ip === "10.244.0.5");
+    assert.deepEqual([local?.hostname, local?.nodeName], ["web-0", "node-a"]);
+    const service = await fleet.localService("tiers", "web-federated");
+    assert.equal(service?.metadata?.annotations?.[SERVING], "0");
+  });
 });
