@@ -171,4 +171,24 @@ describe("priority tiers of fleet-wide Services (SPEC §14)", () => {
     assert.deepEqual(await identities(), converged);
     await waitForServing("10", EAST_SERVES);
   });
+
+  it("reports an invalid priority annotation and counts the cluster at 100: the other tier serves at once", async () => {
+    await fleet.editSecret("cluster-credentials-east", (secret) => {
+      if (secret.metadata?.annotations) secret.metadata.annotations["mirror.linkerd.io/priority"] = "high";
+    });
+    const event = await fleet.waitForSecretEvent("cluster-credentials-east", "InvalidPriority");
+    assert.match(
+      event.message ?? "",
+      /"high" is not a whole number from 0 to 1000; the cluster counts as priority 100/,
+    );
+    await waitForServing("20", {
+      east: { standby: true, endpoints: ["198.18.1.1:false"] },
+      west: { standby: false, endpoints: ["198.18.2.1:true"] },
+    });
+    const row = controller?.status().clusters.find((c) => c.cluster === "east");
+    assert.deepEqual(
+      row?.problems.map((p) => p.reason),
+      ["invalid-priority"],
+    );
+  });
 });
