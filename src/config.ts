@@ -10,7 +10,7 @@ import { hostname } from "node:os";
 import { parseArgs } from "node:util";
 import { type LimitsConfig, limitFlags, parseLimits } from "./config-limits.ts";
 import { DEFAULT_EXPORT_SELECTOR } from "./core/export.ts";
-import { DEFAULT_MEMBER_SELECTOR, type MemberSelector } from "./core/federated.ts";
+import { DEFAULT_MEMBER_SELECTOR } from "./core/federated.ts";
 import { type LabelRequirement, parseLabelRequirement } from "./core/label-requirement.ts";
 import { ENDPOINTS_APIS, type EndpointsApi } from "./core/mirror-kinds.ts";
 import {
@@ -23,12 +23,10 @@ import {
   shortRange,
 } from "./flag-values.ts";
 import { type GatewayConfig, gatewayFlags, parseGatewayFlags } from "./gateway-flags.ts";
+import { type LinkConfig, linkFlags, parseLinkFlags } from "./link-flags.ts";
 
-/**
- * The gateway flags are in gateway-flags.ts, the limit flags (`--max-response-mb`,
- * `--max-*-per-cluster`, ...) in config-limits.ts.
- */
-export interface Config extends GatewayConfig, LimitsConfig {
+/** More flags: gateway-flags.ts, config-limits.ts (`--max-response-mb`, `--max-*-per-cluster`), link-flags.ts. */
+export interface Config extends GatewayConfig, LimitsConfig, LinkConfig {
   readonly kubeconfig: string | undefined;
   readonly context: string | undefined;
   /** Namespace of the credentials Secrets (SPEC §1). */
@@ -71,7 +69,7 @@ export interface Config extends GatewayConfig, LimitsConfig {
   /** Which API carries a mirror's addresses: EndpointSlices, Endpoints, or both (SPEC §9). */
   readonly endpointsApi: EndpointsApi;
   /** Remote Services with this label are members of fleet-wide Services (SPEC §11). */
-  readonly federatedSelector: MemberSelector;
+  readonly federatedSelector: LabelRequirement;
   /** Remote Services with this label are exported through their cluster's default gateway (SPEC §12); undefined: off. */
   readonly exportSelector: LabelRequirement | undefined;
   /** `host:port` of the admin HTTP server (/metrics, /healthz, /readyz, /status); "" disables it. */
@@ -254,6 +252,7 @@ export const runFlags = {
   },
   ...gatewayFlags,
   ...limitFlags,
+  ...linkFlags,
   help: { type: "boolean", short: "h", description: "show this help" },
 } as const;
 
@@ -368,6 +367,7 @@ export function parseRunConfig(argv: readonly string[], env: NodeJS.ProcessEnv =
     dryRun: values["dry-run"] === true,
     ...parseGatewayFlags(values),
     ...parseLimits(str),
+    ...parseLinkFlags(values),
   };
   if (config.dryRun && config.leaderElect)
     throw new ConfigError(

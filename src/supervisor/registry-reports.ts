@@ -9,6 +9,7 @@
  * Across controller restarts the writer's Event recorder skips an Event identical to
  * one that already exists, so a restart with nothing changed writes no Event.
  */
+import { isLinkSourceKey } from "./link-registry.ts";
 import type { RegistryState } from "./registry.ts";
 
 export interface ReportedRegistry {
@@ -60,7 +61,9 @@ export function registryReports(
     const now = `duplicate:${d.cluster}:${d.winner}`;
     problems.set(d.secretKey, now);
     if (previous.problems.get(d.secretKey) === now) continue;
-    const message = `cluster ${d.cluster} is already registered by Secret ${d.winner}; this Secret is ignored`;
+    const message = isLinkSourceKey(d.winner)
+      ? `cluster ${d.cluster} is registered by ${d.winner}, and a Link wins over an annotated Secret: this Secret is ignored`
+      : `cluster ${d.cluster} is already registered by Secret ${d.winner}; this Secret is ignored`;
     reports.push({
       secretKey: d.secretKey,
       cluster: d.cluster,

@@ -4,11 +4,11 @@
  * Endpoints and EndpointSlices) and the Namespaces, holds every cluster's desired mirrors
  * (DesiredStore, fed by the desired channels), and reconciles local keys through one
  * work queue: desired ⊕ observed → planMirror (pure) → rate-limited writes.
- * This file wires the parts; each part does one job:
- *   local-stores.ts (the watched local objects), desired-channels.ts (batches in, acks
- *   out), desired-store.ts, reconcile.ts, write-executor.ts, mutation-cache.ts, event-recorder.ts,
- *   fence.ts, shard-handoff.ts, status.ts, shared-strings.ts (the stores' repeated strings),
- *   shared-triggers.ts (which shared keys a batch or keep set affects);
+ * This file wires the parts; each part does one job: local-stores.ts (the watched local
+ *   objects), desired-channels.ts (batches in, acks out), desired-store.ts, reconcile.ts,
+ *   write-executor.ts, mutation-cache.ts, event-recorder.ts, fence.ts, shard-handoff.ts,
+ *   status.ts, shared-strings.ts (the stores' repeated strings), shared-triggers.ts (which
+ *   shared keys a batch or keep set affects), link-status.ts (Links' status, SPEC §15),
  *   write-path.ts (write-executor.ts, or dry-run-executor.ts for `run --dry-run`).
  *
  * Guarantees:
@@ -38,6 +38,7 @@ import { type ActorPort, DesiredChannels } from "./desired-channels.ts";
 import { DesiredStore } from "./desired-store.ts";
 import { EventRecorder } from "./event-recorder.ts";
 import { WriteFence } from "./fence.ts";
+import { type LinkStatusWriter, linkStatusWriter } from "./link-status.ts";
 import { LocalStores } from "./local-stores.ts";
 import { MutationCache } from "./mutation-cache.ts";
 import { namespaceQuota } from "./namespace-quota.ts";
@@ -89,6 +90,8 @@ export class LocalWriterActor {
   readonly #handoff: ShardHandoff;
   /** Which shared keys (fleet-wide, import) a batch or a keep set may affect. */
   readonly #sharedKeys: SharedTriggers;
+  /** Links' status (SPEC §15): `writer.links` goes to `links.set`. */
+  readonly links: LinkStatusWriter;
   #ready = false;
   #workers: Promise<void> | undefined;
   #resyncTimer: NodeJS.Timeout | undefined;
@@ -200,6 +203,9 @@ export class LocalWriterActor {
       fenced: (seq) => this.#ports.supervisor({ type: "writer.shards-fenced", seq }),
     });
 
+    const [reconciler, services, stats] = [this.#reconciler, this.#stores.services, this.#stats];
+    const parts = { client: this.#client, clock, log: this.#log, desired: this.#desired, fence: this.#fence };
+    this.links = linkStatusWriter({ ...parts, dryRun: options.dryRun === true, reconciler, services, stats });
     this.#stores.routeChanges({
       watched: (kind, key, current) => this.#cache.watched(kind, key, current),
       enqueue: (key) => this.#enqueue(key),
@@ -238,6 +244,7 @@ export class LocalWriterActor {
     this.#statusTimer = setInterval(() => {
       this.#cache.sweep();
       this.#publishStatus();
+      if (this.#ready) this.links.pass();
     }, STATUS_INTERVAL_MS);
   }
 
@@ -313,7 +320,7 @@ export class LocalWriterActor {
     const unsent = this.#events.stop();
     if (unsent > 0) this.#log.info({ events: unsent }, "stopping: pending Kubernetes Events not sent");
     await this.#workers;
-    await this.#stores.stop();
+    await Promise.all([this.#stores.stop(), this.links.stop()]);
     this.#channels.closeAll();
     this.#client.close();
   }
@@ -355,19 +362,15 @@ export class LocalWriterActor {
         ),
     );
     this.#resyncAll();
-    // The periodic resync stays as a safety net: it re-checks every key even if a watch
-    // event was lost or a write failed in a way nobody re-enqueued (SPEC §4).
+    // A safety net: re-checks every key even if a watch event was lost or a write failed unnoticed (SPEC §4).
     this.#resyncTimer = setInterval(() => this.#resyncAll(), this.#options.resyncPeriodMs);
     this.#log.info("local stores synced; writer ready");
     this.#ports.supervisor({ type: "writer.ready" });
     this.#publishStatus();
   }
 
-  /**
-   * The local API answers again after watch failures: every key retried with backoff
-   * meanwhile (its delay grown by every failed attempt during the outage) is retried
-   * now, with its backoff reset, instead of minutes later.
-   */
+  /** The local API answers again after watch failures: every key retried with backoff meanwhile (its delay grown
+   * by every failed attempt during the outage) is retried now, with its backoff reset, not minutes later. */
   #onLocalApiBack(): void {
     if (!this.#localApiFailing || !this.#ready) return;
     this.#localApiFailing = false;
