@@ -6,8 +6,10 @@
  * linkerd's rules, kept exactly:
  * - labels: every label of the remote Service but those whose key begins with
  *   `mirror.linkerd.io` and the Link's excluded labels, plus `mirrored-service: "true"`
- *   and `cluster-name`; a remote-discovery mirror also `remote-discovery: <cluster>` and
- *   `remote-service: <name>`. No gateway labels: the Link names one gateway.
+ *   and `cluster-name`; a remote-discovery mirror also
+ *   `multicluster.linkerd.io/remote-discovery: <cluster>` and
+ *   `multicluster.linkerd.io/remote-service: <name>`. No gateway labels: the Link names
+ *   one gateway.
  * - Service annotations: every annotation of the remote Service but the Link's excluded
  *   annotations and the topology hints (not multicluster-aware), plus
  *   `remote-svc-fq-name` and `remote-resource-version`. They are the mirror's whole
@@ -33,8 +35,8 @@ import type { Service } from "./objects.ts";
 /** linkerd's label prefix (no slash: its own rule drops any key that begins so). */
 const LINKERD_MIRROR_PREFIX = "mirror.linkerd.io";
 /** On a remote-discovery mirror: the cluster, and the remote Service's name. */
-export const REMOTE_DISCOVERY_LABEL = "mirror.linkerd.io/remote-discovery";
-export const REMOTE_SERVICE_LABEL = "mirror.linkerd.io/remote-service";
+export const REMOTE_DISCOVERY_LABEL = "multicluster.linkerd.io/remote-discovery";
+export const REMOTE_SERVICE_LABEL = "multicluster.linkerd.io/remote-service";
 /** Topology hints name zones of the remote cluster: never copied. */
 const TOPOLOGY_ANNOTATIONS: ReadonlySet<string> = new Set([
   "service.kubernetes.io/topology-aware-hints",

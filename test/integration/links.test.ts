@@ -130,8 +130,8 @@ describe("Links register clusters (SPEC §15)", () => {
 
   it("mirrors a remote-discovery Service as its Service alone, and a member into its fleet-wide Service", async () => {
     const db = await fleet.waitForMirror("shop", "db-east", () => true, 30_000);
-    assert.equal(db.metadata?.labels?.["mirror.linkerd.io/remote-discovery"], "east");
-    assert.equal(db.metadata?.labels?.["mirror.linkerd.io/remote-service"], "db");
+    assert.equal(db.metadata?.labels?.["multicluster.linkerd.io/remote-discovery"], "east");
+    assert.equal(db.metadata?.labels?.["multicluster.linkerd.io/remote-service"], "db");
     await waitForWriterIdle(controller);
     assert.equal(await endpoints("shop", "db-east"), undefined, "no Endpoints for remote discovery");
     await fleet.waitForMirror("billing", "pay-federated", () => true, 30_000);

@@ -116,8 +116,8 @@ describe("a Link's cluster: what is exported and how it is mirrored (SPEC §15)"
     assert.ok(out.kind === "mirror");
     assert.equal(out.mirror.serviceOnly, true);
     assert.deepEqual(out.mirror.addresses, []);
-    assert.equal(out.mirror.labels["mirror.linkerd.io/remote-discovery"], "east");
-    assert.equal(out.mirror.labels["mirror.linkerd.io/remote-service"], "web");
+    assert.equal(out.mirror.labels["multicluster.linkerd.io/remote-discovery"], "east");
+    assert.equal(out.mirror.labels["multicluster.linkerd.io/remote-service"], "web");
   });
 
   it("owns every annotation of the Service but kubectl's last-applied configuration", () => {
