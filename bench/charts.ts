@@ -13,6 +13,7 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parse, View } from "vega";
 import { compile } from "vega-lite";
+import { soakChart } from "./chart-soak.ts";
 import { type ChartPlan, coldConvergenceChart, type Json, memoryChart } from "./chart-specs.ts";
 import { failoverChart, latencyChart } from "./chart-timing.ts";
 
@@ -46,6 +47,12 @@ export const CHARTS: readonly ChartDef[] = [
     plan: latencyChart,
   },
   { file: "failover.svg", scenario: "failover", caption: "Gateway failover timeline", plan: failoverChart },
+  {
+    file: "soak.svg",
+    scenario: "soak",
+    caption: "Soak: memory, descriptors, threads, queue and writes over time, under faults",
+    plan: soakChart,
+  },
 ];
 
 export type ChartOutcome =

@@ -142,6 +142,27 @@ export function progress(message: string): void {
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
+/**
+ * Admin clients of the fleet's remote API servers (lean client, node:https): one per
+ * remote, made on first use, all ended by `close`.
+ */
+export function remoteAdminClients(fleet: Fleet): { readonly get: (remote: string) => KubeClient; close(): void } {
+  const clients = new Map<string, KubeClient>();
+  return {
+    get: (remote) => {
+      let client = clients.get(remote);
+      if (!client) {
+        client = new KubeClient(adminConnection(fleet.plane.cluster(remote)), { requestTimeoutMs: 120_000 });
+        clients.set(remote, client);
+      }
+      return client;
+    },
+    close: () => {
+      for (const client of clients.values()) client.close();
+    },
+  };
+}
+
 /** The test's admin client for the local API server (lean client, node:https). */
 export function localAdminClient(fleet: Fleet): KubeClient {
   return new KubeClient(adminConnection(fleet.plane.cluster("local")), { requestTimeoutMs: 120_000 });

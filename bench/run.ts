@@ -14,6 +14,11 @@
  * docs/DESIGN.md (bench/summary-docs.ts), so the docs show the committed run. Benchmarks measure;
  * they never fail on a missed target. Run them on a quiet machine.
  *
+ * `npm run bench -- soak [--minutes N] [--smoke] [--out dir]` runs the soak alone
+ * (bench/soak.ts; never part of the default run): its result file, its chart, and, in
+ * bench/results, the summary rebuilt from the result files there (as --summary-only).
+ * A full default run keeps the soak keys of the soak.json already in its --out.
+ *
  * Scenarios run in both `--endpoints-api` modes side by side: a plain summary key is the
  * default (EndpointSlices) mode's figure, `<key>_endpoints_mode` the same figure in
  * `endpoints` mode, with the same target.
@@ -22,6 +27,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { load as loadYaml } from "js-yaml";
 import { CHARTS, describeOutcomes, renderCharts } from "./charts.ts";
 import { runColdConvergence } from "./cold-convergence.ts";
 import { defaultConfigSummary, runDefaultConfig } from "./default-config.ts";
@@ -33,10 +39,12 @@ import { runHeadless } from "./headless.ts";
 import { runHostileBody } from "./hostile-body.ts";
 import { runImage } from "./image.ts";
 import { runMemory } from "./memory.ts";
+import { runNoisyNeighbour } from "./noisy-neighbour.ts";
 import { runProbeCpu } from "./probe-cpu.ts";
 import { runRemoteRecovery } from "./remote-recovery.ts";
 import { runRestart } from "./restart.ts";
 import { runSharded } from "./sharded.ts";
+import { runSoak, soakSummary } from "./soak.ts";
 import { runSteadyLatency } from "./steady-latency.ts";
 import { REPO_ROOT, refreshBenchDocs, SUMMARY_FILE } from "./summary-docs.ts";
 import { SUMMARY_KEYS, TARGETS, verdict } from "./targets.ts";
@@ -56,6 +64,7 @@ const SCENARIOS: Readonly<Record<string, (opts: BenchOptions) => Promise<Scenari
   headless: runHeadless,
   image: runImage,
   "hostile-body": runHostileBody,
+  "noisy-neighbour": runNoisyNeighbour,
 };
 
 function writeSummary(out: string, summary: Record<string, number | null>, note: string | undefined): void {
@@ -171,6 +180,24 @@ export function summaryFromResults(out: string): Record<string, number | null> {
     image_total_mb: num(full(read("image"))?.["imageTotalMb"]),
     container_ready_s: num(full(read("image"))?.["containerReadyS"]),
     hostile_body_rss_mb: num(full(read("hostile-body"))?.["hostileBodyRssMb"]),
+    noisy_neighbour_p99_ratio: num(full(read("noisy-neighbour"))?.["p99Ratio"]),
+    ...soakSummary(full(read("soak"))),
+    ...mcsConformanceFigures(),
+  };
+}
+
+/**
+ * The committed MCS conformance report's counts (test/conformance/mcs/report.yaml, SPEC
+ * §16): Required specs passed and in all. Read, never run: the suite runs in `npm test`.
+ */
+function mcsConformanceFigures(): Record<string, number | null> {
+  const path = resolve(import.meta.dirname, "..", "test", "conformance", "mcs", "report.yaml");
+  if (!existsSync(path)) return { mcs_conformance_required_passed: null, mcs_conformance_required_total: null };
+  const report = loadYaml(readFileSync(path, "utf8")) as { Groups?: { Name: string; Tests: { Passed: boolean }[] }[] };
+  const required = report.Groups?.find((g) => g.Name === "Required")?.Tests ?? [];
+  return {
+    mcs_conformance_required_passed: required.filter((t) => t.Passed).length,
+    mcs_conformance_required_total: required.length,
   };
 }
 
@@ -187,7 +214,7 @@ function shardedFigures(row: Record<string, unknown> | undefined): Record<string
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({
+  const { values, positionals } = parseArgs({
     options: {
       scenario: { type: "string", multiple: true },
       smoke: { type: "boolean", default: false },
@@ -197,14 +224,22 @@ async function main(): Promise<void> {
       "summary-only": { type: "boolean", default: false },
       "skip-packed": { type: "boolean", default: false },
       "memory-clusters": { type: "string" },
+      minutes: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
     strict: true,
+    allowPositionals: true,
   });
   if (values.help) {
     process.stdout.write(
-      `usage: node --expose-gc bench/run.ts [--scenario <${Object.keys(SCENARIOS).join("|")}>]... [--smoke] [--out dir] [--note text] [--steady-rate mirror-changes-per-s] [--skip-packed] [--memory-clusters K,K...] | --summary-only [--out dir]\n`,
+      `usage: node --expose-gc bench/run.ts [--scenario <${Object.keys(SCENARIOS).join("|")}>]... [--smoke] [--out dir] [--note text] [--steady-rate mirror-changes-per-s] [--skip-packed] [--memory-clusters K,K...] | --summary-only [--out dir] | soak [--minutes N] [--smoke] [--out dir]\n`,
     );
+    return;
+  }
+  if (positionals.length > 0) {
+    if (positionals.length > 1 || positionals[0] !== "soak")
+      throw new Error(`unknown argument ${JSON.stringify(positionals.join(" "))}; the one command is \`soak\``);
+    await soak(values.out, values.smoke, values.minutes, values.note);
     return;
   }
   if (values["summary-only"]) {
@@ -256,13 +291,39 @@ async function main(): Promise<void> {
   await drawCharts(opts.out);
   const full = !opts.smoke && values.scenario === undefined && steadyRate === undefined && !memoryClusters;
   if (full) {
-    writeSummary(opts.out, summary, values.note);
+    // The soak is run on its own (`soak`): its keys come from the soak.json already here.
+    const onDisk = summaryFromResults(opts.out);
+    const soakKeys = Object.fromEntries(
+      ["soak_rss_growth_pct", "soak_fd_growth", "soak_wrongful_deletes"].map((key) => [key, onDisk[key] ?? null]),
+    );
+    writeSummary(opts.out, { ...soakKeys, ...summary }, values.note);
     process.stdout.write(`summary written to ${join(opts.out, "summary.json")} and SUMMARY.md\n`);
     refreshDocs(opts.out);
   }
   if (failed.length > 0) {
     process.stderr.write(`failed scenarios: ${failed.join(", ")}\n`);
     process.exitCode = 1;
+  }
+}
+
+/** `soak`: the soak alone; a full one written to bench/results rebuilds the summary there. */
+async function soak(
+  outArg: string | undefined,
+  smoke: boolean,
+  minutesArg: string | undefined,
+  note: string | undefined,
+) {
+  const minutes = minutesArg === undefined ? undefined : Number(minutesArg);
+  if (minutes !== undefined && !(minutes > 0)) throw new Error("--minutes: must be a number > 0");
+  const out = outArg ?? (smoke ? join(tmpdir(), "fleet-mirror-bench-smoke") : "bench/results");
+  mkdirSync(out, { recursive: true });
+  process.stdout.write(`fleet-mirror soak on ${machineString()}${smoke ? " (smoke: tiny sizes)" : ""}\n`);
+  await runSoak({ smoke, out, minutes });
+  await drawCharts(out);
+  if (!smoke && resolve(out) === resolve(REPO_ROOT, SUMMARY_FILE, "..")) {
+    writeSummary(out, summaryFromResults(out), note);
+    process.stdout.write(`summary rebuilt in ${join(out, "summary.json")} and SUMMARY.md\n`);
+    refreshDocs(out);
   }
 }
 

@@ -18,8 +18,6 @@
  * export and unexport show there in either mode), the local writes per mode are counted
  * by resource.
  */
-import { KubeClient } from "../src/kube/client.ts";
-import { adminConnection } from "../test/helpers/connection.ts";
 import { Fleet } from "../test/helpers/fleet.ts";
 import { BARE_MIRROR_LABEL, BareMirrorer } from "./bare-mirrorer.ts";
 import {
@@ -31,6 +29,7 @@ import {
   localWritesByKind,
   MIRROR_SELECTOR,
   printTable,
+  remoteAdminClients,
   round,
   type ScenarioResult,
   shapeRemote,
@@ -126,15 +125,8 @@ async function steadyOnce(opts: BenchOptions, mode: BenchMode): Promise<ModeResu
 
   const fleet = await Fleet.start(remotes);
   const client = localAdminClient(fleet);
-  const remoteClients = new Map<string, KubeClient>();
-  const clientFor = (remote: string): KubeClient => {
-    let c = remoteClients.get(remote);
-    if (!c) {
-      c = new KubeClient(adminConnection(fleet.plane.cluster(remote)), { requestTimeoutMs: 120_000 });
-      remoteClients.set(remote, c);
-    }
-    return c;
-  };
+  const remoteClients = remoteAdminClients(fleet);
+  const clientFor = remoteClients.get;
   try {
     const states: RemoteState[] = [];
     for (const [i, remote] of remotes.entries()) {
@@ -218,7 +210,7 @@ async function steadyOnce(opts: BenchOptions, mode: BenchMode): Promise<ModeResu
     };
   } finally {
     client.close();
-    for (const c of remoteClients.values()) c.close();
+    remoteClients.close();
     await fleet.stop();
   }
 }

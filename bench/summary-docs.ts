@@ -72,6 +72,18 @@ const FIGURES: Readonly<Partial<Record<SummaryKey, { readonly label: string; rea
   image_total_mb: { label: "the whole image, base included", unit: "MB" },
   container_ready_s: { label: "a new Pod of the chart from the image, docker run → /readyz 200", unit: "s" },
   hostile_body_rss_mb: { label: "RSS growth while one remote streams 1.5 GiB lists (64 MiB body cap)", unit: "MB" },
+  noisy_neighbour_p99_ratio: {
+    label: "quiet clusters' change p99 while one cluster churns 200 Services/s, against without it",
+    unit: "×",
+  },
+  soak_rss_growth_pct: { label: "soak, 30 min of changes and faults: RSS growth from 10 min to the end", unit: "%" },
+  soak_fd_growth: { label: "soak: open file descriptors, growth from 10 min to the end", unit: "" },
+  soak_wrongful_deletes: { label: "soak: mirrors of Services exported throughout that were re-created", unit: "" },
+  mcs_conformance_required_passed: { label: "MCS conformance: Required specs passed (restated suite)", unit: "specs" },
+  mcs_conformance_required_total: {
+    label: "MCS conformance: Required specs in all (one needs a container runtime)",
+    unit: "specs",
+  },
 };
 
 const ENDPOINTS_SUFFIX = "_endpoints_mode";

@@ -43,6 +43,12 @@ export const SUMMARY_KEYS = [
   "image_total_mb",
   "container_ready_s",
   "hostile_body_rss_mb",
+  "noisy_neighbour_p99_ratio",
+  "soak_rss_growth_pct",
+  "soak_fd_growth",
+  "soak_wrongful_deletes",
+  "mcs_conformance_required_passed",
+  "mcs_conformance_required_total",
 ] as const;
 
 /** One key of summary.json. */
@@ -98,6 +104,18 @@ export const TARGETS: Readonly<Record<SummaryKey, readonly [">=" | "<=" | "==", 
   container_ready_s: null,
   // RSS growth while one remote streams 1.5 GiB lists: the body cap (--max-response-mb, 64) + 64 MB.
   hostile_body_rss_mb: ["<=", 64 + 64, "MB"],
+  // The quiet clusters' change-to-mirror p99 with one cluster churning 200 Services/s, against without (bench/noisy-neighbour.ts).
+  noisy_neighbour_p99_ratio: ["<=", 2, "× without the noisy cluster"],
+  // The soak (`npm run bench -- soak`, not in the default run; bench/soak.ts): RSS at its end (30 min) against at 10 min.
+  soak_rss_growth_pct: ["<=", 10, "%"],
+  // Open file descriptors at the soak's end against at 10 min.
+  soak_fd_growth: ["<=", 5, "fds"],
+  // Mirrors of Services exported throughout the soak whose uid changed.
+  soak_wrongful_deletes: ["==", 0, "mirrors"],
+  // The MCS conformance report (test/conformance/mcs/report.yaml, SPEC §16): every
+  // Required spec that can run here passes; one of the 14 needs a container runtime.
+  mcs_conformance_required_passed: [">=", 13, "specs"],
+  mcs_conformance_required_total: null,
 };
 
 /** "met" or "MISSED" against the key's target; "—" for a key without one, "not measured" for null. */

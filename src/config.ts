@@ -6,8 +6,8 @@
  * cli/compile-cache.ts honours Node's own NODE_COMPILE_CACHE.
  */
 import { readFileSync } from "node:fs";
-import { hostname } from "node:os";
 import { parseArgs } from "node:util";
+import { type LeaderConfig, leaderFlags, parseLeaderFlags, validateLeaderFlags } from "./config-leader.ts";
 import { type LimitsConfig, limitFlags, parseLimits } from "./config-limits.ts";
 import { DEFAULT_EXPORT_SELECTOR } from "./core/export.ts";
 import { DEFAULT_MEMBER_SELECTOR } from "./core/federated.ts";
@@ -25,8 +25,12 @@ import {
 import { type GatewayConfig, gatewayFlags, parseGatewayFlags } from "./gateway-flags.ts";
 import { type LinkConfig, linkFlags, parseLinkFlags } from "./link-flags.ts";
 
-/** More flags: gateway-flags.ts, config-limits.ts (`--max-response-mb`, `--max-*-per-cluster`), link-flags.ts. */
-export interface Config extends GatewayConfig, LimitsConfig, LinkConfig {
+/**
+ * The gateway flags are in gateway-flags.ts, the limit flags (`--max-response-mb`,
+ * `--max-*-per-cluster`, ...) in config-limits.ts, leader election and sharding in
+ * config-leader.ts, `--links` in link-flags.ts.
+ */
+export interface Config extends GatewayConfig, LimitsConfig, LeaderConfig, LinkConfig {
   readonly kubeconfig: string | undefined;
   readonly context: string | undefined;
   /** Namespace of the credentials Secrets (SPEC §1). */
@@ -68,33 +72,14 @@ export interface Config extends GatewayConfig, LimitsConfig, LinkConfig {
   readonly headlessHostGraceMs: number;
   /** Which API carries a mirror's addresses: EndpointSlices, Endpoints, or both (SPEC §9). */
   readonly endpointsApi: EndpointsApi;
+  /** The local cluster's name in its clusterset (SPEC §16): its own MCS exports' `source-cluster`. */
+  readonly clusterName: string;
   /** Remote Services with this label are members of fleet-wide Services (SPEC §11). */
   readonly federatedSelector: LabelRequirement;
   /** Remote Services with this label are exported through their cluster's default gateway (SPEC §12); undefined: off. */
   readonly exportSelector: LabelRequirement | undefined;
   /** `host:port` of the admin HTTP server (/metrics, /healthz, /readyz, /status); "" disables it. */
   readonly adminAddr: string;
-  /** Run for leadership of a coordination.k8s.io Lease; only the leader runs the controller. */
-  readonly leaderElect: boolean;
-  readonly leaderElectionNamespace: string;
-  readonly leaderElectionId: string;
-  /** Identity written into the Lease (default: $POD_NAME, else hostname_pid). */
-  readonly leaderElectionIdentity: string;
-  readonly leaseDurationMs: number;
-  readonly renewDeadlineMs: number;
-  readonly retryPeriodMs: number;
-  /**
-   * Sharding across replicas: clusters are mapped to this many shards, each held through
-   * its own Lease (`<leader-election-id>-shard-<i>`); 1 (default) = not sharded. > 1
-   * needs --leader-elect.
-   */
-  readonly shards: number;
-  /**
-   * Sharded: the Deployment's replica count. A starting replica takes shards as soon as
-   * it sees this many live replicas, instead of after the join's quiet window (one retry
-   * period); 0 (default) = unknown, always the window.
-   */
-  readonly expectedReplicas: number;
   /**
    * Shadow mode: watch and plan everything, write nothing to the local cluster (no
    * mirror, Namespace, Event or Lease), and report the plan. Refused with --leader-elect
@@ -188,6 +173,7 @@ export const runFlags = {
     default: "endpointslices",
     description: `the API of a mirror's addresses: ${ENDPOINTS_APIS.join("|")}`,
   },
+  "cluster-name": { type: "string", default: "local", description: "the local cluster's name in its clusterset (MCS)" },
   "federated-selector": {
     type: "string",
     default: DEFAULT_MEMBER_SELECTOR,
@@ -203,47 +189,7 @@ export const runFlags = {
     default: ":9999",
     description: "admin HTTP server for /metrics, /healthz, /readyz, /status (host:port; empty: off)",
   },
-  "leader-elect": {
-    type: "boolean",
-    default: false,
-    description: "run for leadership of a Lease; only the leader mirrors (set it when running 2+ replicas)",
-  },
-  "leader-election-namespace": {
-    type: "string",
-    description: "namespace of the leader-election Lease (default: --namespace)",
-  },
-  "leader-election-id": { type: "string", default: "fleet-mirror", description: "name of the leader-election Lease" },
-  "leader-election-identity": {
-    type: "string",
-    description: "this replica's identity in the Lease (default: $POD_NAME, else hostname_pid)",
-  },
-  "leader-election-lease-duration": {
-    type: "string",
-    default: "10s",
-    description: "how long a Lease is valid after its last renewal",
-  },
-  "leader-election-renew-deadline": {
-    type: "string",
-    default: "7s",
-    description: "a leader that cannot renew within this stops writing and exits",
-  },
-  "leader-election-retry-period": {
-    type: "string",
-    default: "2s",
-    description: "how often the Lease is renewed or tried",
-  },
-  shards: {
-    type: "string",
-    default: "1",
-    description:
-      "spread the clusters over N shards, each held by one replica through its own Lease (needs --leader-elect)",
-  },
-  "expected-replicas": {
-    type: "string",
-    default: "0",
-    description:
-      "with --shards: the Deployment's replica count; a starting replica takes its shards once it sees that many, without waiting a retry period for more (0: unknown)",
-  },
+  ...leaderFlags,
   "dry-run": {
     type: "boolean",
     default: false,
@@ -345,50 +291,27 @@ export function parseRunConfig(argv: readonly string[], env: NodeJS.ProcessEnv =
     mcsRecheckMs: parseNumericFlag("mcs-recheck-period", str("mcs-recheck-period")),
     headlessHostGraceMs: parseNumericFlag("headless-host-grace", str("headless-host-grace")),
     endpointsApi: parseEndpointsApi(str("endpoints-api")),
+    clusterName: str("cluster-name"),
     federatedSelector: parseSelectorFlag("federated-selector", str("federated-selector"), DEFAULT_MEMBER_SELECTOR),
     exportSelector:
       str("export-selector").trim() === ""
         ? undefined
         : parseSelectorFlag("export-selector", str("export-selector"), DEFAULT_EXPORT_SELECTOR),
     adminAddr: str("admin-addr").trim(),
-    leaderElect: values["leader-elect"] === true,
-    leaderElectionNamespace:
-      typeof values["leader-election-namespace"] === "string" ? values["leader-election-namespace"] : namespace,
-    leaderElectionId: str("leader-election-id"),
-    leaderElectionIdentity:
-      typeof values["leader-election-identity"] === "string"
-        ? values["leader-election-identity"]
-        : env["POD_NAME"] || `${hostname()}_${process.pid}`,
-    leaseDurationMs: parseNumericFlag("leader-election-lease-duration", str("leader-election-lease-duration")),
-    renewDeadlineMs: parseNumericFlag("leader-election-renew-deadline", str("leader-election-renew-deadline")),
-    retryPeriodMs: parseNumericFlag("leader-election-retry-period", str("leader-election-retry-period")),
-    shards: parseNumericFlag("shards", str("shards")),
-    expectedReplicas: parseNumericFlag("expected-replicas", str("expected-replicas")),
     dryRun: values["dry-run"] === true,
     ...parseGatewayFlags(values),
     ...parseLimits(str),
+    ...parseLeaderFlags(values, str, namespace, env),
     ...parseLinkFlags(values),
   };
   if (config.dryRun && config.leaderElect)
     throw new ConfigError(
       "--dry-run: cannot be combined with --leader-elect (or --shards): a dry run writes nothing, a Lease neither; run it as one replica without --leader-elect",
     );
-  if (config.shards > 1 && !config.leaderElect)
-    throw new ConfigError(`--shards ${config.shards}: needs --leader-elect (each shard is held through a Lease)`);
-  if (config.expectedReplicas > 0 && config.shards === 1)
-    throw new ConfigError(
-      `--expected-replicas ${config.expectedReplicas}: only applies with --shards (the join of a sharded replica)`,
-    );
+  validateLeaderFlags(config);
   if (config.adminAddr !== "") parseHostPort(config.adminAddr, "admin-addr");
-  if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(config.leaderElectionId) || config.leaderElectionId.length > 253)
-    throw new ConfigError("--leader-election-id: must be a DNS subdomain name (a Lease's name)");
-  if (config.leaderElectionIdentity === "") throw new ConfigError("--leader-election-identity: must not be empty");
-  // The leader must give up (renew deadline) before the Lease can
-  // expire for the others, and try more often than it must succeed.
-  if (!(config.leaseDurationMs > config.renewDeadlineMs && config.renewDeadlineMs > config.retryPeriodMs))
-    throw new ConfigError(
-      "--leader-election-lease-duration > --leader-election-renew-deadline > --leader-election-retry-period must hold",
-    );
+  if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(config.clusterName))
+    throw new ConfigError(`--cluster-name: ${JSON.stringify(config.clusterName)} is not a DNS-1123 label`);
   return Object.freeze(config);
 }
 

@@ -111,6 +111,8 @@ export type SkipReason =
   | "headless-hostname-invalid"
   /** A ServiceExport without the Service of its name (SPEC §12). */
   | "service-export-without-service"
+  /** A ServiceExport of an ExternalName Service, which the MCS API cannot export (SPEC §16). */
+  | "service-export-invalid-type"
   /** The cluster refuses the read of ServiceExports (403): MCS export is off there, reported once (SPEC §12). */
   | "export-mode-forbidden"
   /** Its cluster's exports ask for more local Services than `--max-mirrors-per-cluster` (core/cluster-quota.ts). */

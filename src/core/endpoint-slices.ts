@@ -140,6 +140,9 @@ function normalizeEndpoints(endpoints: readonly SliceEndpoint[] | null | undefin
         e.conditions?.ready ?? null,
         e.conditions?.serving ?? null,
         e.conditions?.terminating ?? null,
+        // A local part's copied endpoints carry these (SPEC §16); a mirror's never do.
+        e["nodeName"] ?? null,
+        e["zone"] ?? null,
       ])
       .sort((a, b) => (JSON.stringify(a) < JSON.stringify(b) ? -1 : 1)),
   );

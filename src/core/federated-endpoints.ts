@@ -12,8 +12,32 @@ import type { EndpointSubset, Endpoints } from "./objects.ts";
 /** One subset per member cluster with addresses (their gateways' incoming ports may differ). */
 export function federatedSubsets(parts: readonly FederatedMember[]): EndpointSubset[] {
   return parts
-    .filter((m) => m.addresses.length > 0 && m.endpointPorts.length > 0)
+    .filter((m) => (m.addresses.length > 0 || (m.endpoints ?? []).length > 0) && m.endpointPorts.length > 0)
     .map((m) => {
+      const ports = m.endpointPorts.map((p) => ({
+        ...(p.name ? { name: p.name } : {}),
+        port: p.port,
+        protocol: p.protocol,
+      }));
+      // A local part's copied endpoints (SPEC §16): each address with its hostname and node.
+      if (m.endpoints) {
+        const address = (ip: string, e: (typeof m.endpoints)[number]) => ({
+          ip,
+          ...(e.hostname ? { hostname: e.hostname } : {}),
+          ...(e.nodeName ? { nodeName: e.nodeName } : {}),
+        });
+        const ready = m.endpoints
+          .filter((e) => e.conditions.ready)
+          .flatMap((e) => e.addresses.map((ip) => address(ip, e)));
+        const notReady = m.endpoints
+          .filter((e) => !e.conditions.ready)
+          .flatMap((e) => e.addresses.map((ip) => address(ip, e)));
+        return {
+          ...(ready.length > 0 ? { addresses: ready } : {}),
+          ...(notReady.length > 0 ? { notReadyAddresses: notReady } : {}),
+          ports,
+        };
+      }
       const notReady = new Set(m.notReadyAddresses);
       const ready = m.addresses.filter((ip) => !notReady.has(ip));
       return {

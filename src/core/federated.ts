@@ -67,6 +67,22 @@ export interface FederatedMember {
   readonly endpointPorts: readonly MirrorEndpointPort[];
   /** The gateway's identity annotation, when non-empty. */
   readonly identity?: string;
+  /**
+   * A local cluster's part (a fleet-wide Service's local member, planned; SPEC §16's local exporter): the local
+   * Service's own endpoints, copied as they are (pod addresses, conditions, hostname,
+   * nodeName, zone), in place of gateway `addresses` (then empty); `endpointPorts` are
+   * its slices' ports. Absent for a remote cluster's part.
+   */
+  readonly endpoints?: readonly PartEndpoint[];
+}
+
+/** One endpoint of a local part, as its EndpointSlice had it (local-part.ts). */
+export interface PartEndpoint {
+  readonly addresses: readonly string[];
+  readonly conditions: { readonly ready: boolean; readonly serving: boolean; readonly terminating: boolean };
+  readonly hostname?: string;
+  readonly nodeName?: string;
+  readonly zone?: string;
 }
 
 export type MemberOutcome =

@@ -1,21 +1,26 @@
 /**
- * The Kubernetes MCS API (SPEC §12), the remote side's pure parts: whether a remote
+ * The Kubernetes MCS API (SPEC §12, §16), the remote side's pure parts: whether a remote
  * cluster serves ServiceExports (a state machine fed by discovery and the watch), and
  * what one ServiceExport contributes to the local ServiceImport of its name. No I/O,
  * no clock, no mutation of inputs.
  *
- * API version: fleet-mirror reads and writes `multicluster.x-k8s.io/v1alpha1`. Every
- * released CRD set of the MCS API serves v1alpha1 (v1beta1 is served only from v0.5
- * on, where both are served), so v1alpha1 is what a user's cluster is most likely to
- * serve; the fields fleet-mirror uses are the same in both.
+ * API version (SPEC §16): current releases of the MCS API serve `v1beta1` (stored) and
+ * still `v1alpha1`; older ones only `v1alpha1`. Discovery tries the versions in
+ * `MCS_VERSIONS` order and the first that serves the resource is the one read and
+ * written (`McsAvailability.version`); the fields fleet-mirror uses are the same in both.
  */
 import type { ClusterSettings, GatewayView, MirrorProblem, SkipReason } from "./desired.ts";
 import { carryPorts } from "./desired.ts";
 import { type FederatedMember, memberPart } from "./federated.ts";
+import { type ExportedSpec, exportedSpecOf } from "./mcs-spec.ts";
 import { type KubeObject, objectKey, type Service } from "./objects.ts";
 
 export const MCS_GROUP = "multicluster.x-k8s.io";
-export const MCS_VERSION = "v1alpha1";
+/** The versions fleet-mirror reads and writes, preferred first (SPEC §16). */
+export const MCS_VERSIONS = ["v1beta1", "v1alpha1"] as const;
+export type McsVersion = (typeof MCS_VERSIONS)[number];
+/** The preferred version: what fleet-mirror's own tools create. */
+export const MCS_VERSION: McsVersion = "v1beta1";
 export const MCS_API_VERSION = `${MCS_GROUP}/${MCS_VERSION}`;
 
 /** A resource of the MCS API: where it is discovered and watched. */
@@ -23,21 +28,33 @@ export interface McsResource {
   readonly group: string;
   readonly plural: string;
   readonly kind: string;
-  /** The group-version's discovery document: lists `plural` when the CRD is installed. */
+  /** The preferred group-version's discovery document: lists `plural` when the CRD is installed. */
   readonly discoveryPath: string;
-  /** Every object of the resource (list and watch). */
+  /** Every object of the resource at the preferred version (list and watch). */
   readonly path: string;
   /** Who lacks the read when it is refused, for the message ("the remote role"). */
   readonly reader: string;
 }
 
 function mcsResource(plural: string, kind: string, reader: string): McsResource {
-  const discoveryPath = `/apis/${MCS_API_VERSION}`;
+  const discoveryPath = mcsDiscoveryPath(MCS_VERSION);
   return Object.freeze({ group: MCS_GROUP, plural, kind, discoveryPath, path: `${discoveryPath}/${plural}`, reader });
 }
 
-/** ServiceExports, read in remote clusters. */
+/** The discovery document of the MCS group at `version`. */
+export function mcsDiscoveryPath(version: string): string {
+  return `/apis/${MCS_GROUP}/${version}`;
+}
+
+/** Every object of `resource` at `version` (list and watch). */
+export function mcsCollectionPath(resource: McsResource, version: string): string {
+  return `${mcsDiscoveryPath(version)}/${resource.plural}`;
+}
+
+/** ServiceExports, read in remote clusters (and in the local one: its own exports, SPEC §16). */
 export const SERVICE_EXPORTS = mcsResource("serviceexports", "ServiceExport", "the remote role");
+/** The local cluster's own ServiceExports (SPEC §16): read, and their status written. */
+export const LOCAL_SERVICE_EXPORTS = mcsResource("serviceexports", "ServiceExport", "fleet-mirror's local role");
 /** ServiceImports, written in the local cluster. */
 export const SERVICE_IMPORTS = mcsResource("serviceimports", "ServiceImport", "fleet-mirror's local role");
 /** The "resource" a problem names when the whole ServiceExport read is refused (SPEC §12). */
@@ -112,6 +129,8 @@ export interface McsAvailability {
   readonly known: boolean;
   /** A watch of ServiceExports runs (started and not stopped). */
   readonly watching: boolean;
+  /** The version discovery found serving the resource (SPEC §16); absent before, or when none does. */
+  readonly version?: string;
 }
 
 export const INITIAL_MCS_AVAILABILITY: McsAvailability = Object.freeze({
@@ -122,8 +141,11 @@ export const INITIAL_MCS_AVAILABILITY: McsAvailability = Object.freeze({
 });
 
 export type McsEvent =
-  /** The discovery document was read: `served` whether it lists serviceexports (404: not served). */
-  | { readonly kind: "discovered"; readonly served: boolean }
+  /**
+   * The discovery documents were read: `served` whether one lists the resource (404: not
+   * served), at `version`, the first of `MCS_VERSIONS` that does.
+   */
+  | { readonly kind: "discovered"; readonly served: boolean; readonly version?: string }
   /** Discovery failed in another way (transport, 5xx, 403 on discovery itself). */
   | { readonly kind: "discovery-failed"; readonly message: string }
   /** The watch's list completed. */
@@ -150,7 +172,7 @@ export interface McsTransition {
 }
 
 const notInstalled = (r: McsResource): string =>
-  `the cluster does not serve ${r.plural}.${r.group} (${MCS_VERSION}): the MCS API's CRDs are not installed`;
+  `the cluster does not serve ${r.plural}.${r.group} (${MCS_VERSIONS.join(" or ")}): the MCS API's CRDs are not installed`;
 const forbiddenMessage = (r: McsResource, detail: string): string =>
   `reading ${r.plural}.${r.group} is forbidden (403): ${r.reader} lacks get/list/watch on them; the other export modes go on (${detail})`;
 
@@ -170,11 +192,13 @@ export function mcsTransition(
   const next = (
     state: McsState,
     effects: McsEffect[],
-    changes: { message?: string; known?: boolean; watching?: boolean; answered?: boolean } = {},
+    changes: { message?: string; known?: boolean; watching?: boolean; answered?: boolean; version?: string } = {},
   ): McsTransition => {
+    const version = changes.watching === false ? undefined : (changes.version ?? current.version);
     const availability: McsAvailability = {
       state,
       ...(changes.message !== undefined ? { message: changes.message } : {}),
+      ...(version !== undefined ? { version } : {}),
       // A step is an answer of the read (known or not) unless it says otherwise.
       settled: current.settled || (changes.answered ?? true),
       known: current.known || (changes.known ?? false),
@@ -183,7 +207,10 @@ export function mcsTransition(
     return {
       availability,
       effects,
-      changed: availability.state !== current.state || availability.message !== current.message,
+      changed:
+        availability.state !== current.state ||
+        availability.message !== current.message ||
+        availability.version !== current.version,
     };
   };
   switch (event.kind) {
@@ -202,8 +229,13 @@ export function mcsTransition(
             message: current.message ?? forbiddenMessage(resource, ""),
             watching: true,
             answered: false,
+            ...(event.version ? { version: event.version } : {}),
           })
-        : next("watching", ["start-watch"], { watching: true, answered: false });
+        : next("watching", ["start-watch"], {
+            watching: true,
+            answered: false,
+            ...(event.version ? { version: event.version } : {}),
+          });
     case "discovery-failed":
       if (current.watching) return { availability: current, effects: [], changed: false };
       // Unknown, not absent: what was known stays known (a recheck of "not installed"
@@ -263,6 +295,8 @@ export function serves(document: unknown, resource: McsResource = SERVICE_EXPORT
 export interface McsExport extends FederatedMember {
   /** The ServiceExport's `metadata.creationTimestamp` (RFC 3339, second precision). */
   readonly exportedAt: string;
+  /** What the ServiceImport carries of the exported Service (SPEC §16): type, ports, affinity, policies. */
+  readonly spec: ExportedSpec;
 }
 
 export type McsExportOutcome =
@@ -290,6 +324,11 @@ export function mcsExportFor(
   if (settings.excludedNamespaces.includes(namespace))
     return problem("excluded-namespace", `namespace ${namespace} is excluded from mirroring`);
   if (!service) return problem("service-export-without-service", `no Service ${remote} to export`);
+  if (service.spec?.type === "ExternalName")
+    return problem(
+      "service-export-invalid-type",
+      `Service ${remote} is of type ExternalName, which cannot be exported`,
+    );
   const ports = carryPorts(service);
   if (ports.length === 0) return problem("no-ports", "remote Service has no ports");
   return {
@@ -297,6 +336,7 @@ export function mcsExportFor(
     export: {
       ...memberPart({ cluster: settings.name, namespace, name, remote, ports }, gateway),
       exportedAt: serviceExport.metadata.creationTimestamp ?? "",
+      spec: exportedSpecOf(service),
     },
   };
 }

@@ -12,7 +12,7 @@ import type { KubeObject } from "./objects.ts";
 export const ENDPOINTS_APIS = ["endpointslices", "endpoints", "both"] as const;
 export type EndpointsApi = (typeof ENDPOINTS_APIS)[number];
 
-export type MirrorObjectKind = "Service" | "Endpoints" | "EndpointSlice" | "ServiceImport";
+export type MirrorObjectKind = "Service" | "Endpoints" | "EndpointSlice" | "ServiceImport" | "ServiceExport";
 
 export interface MirrorKindInfo {
   readonly apiVersion: string;
@@ -42,17 +42,37 @@ export const MIRROR_KINDS: Readonly<Record<MirrorObjectKind, MirrorKindInfo>> = 
     owner: sliceOwner,
   },
   ServiceImport: {
-    apiVersion: "multicluster.x-k8s.io/v1alpha1",
-    prefix: "/apis/multicluster.x-k8s.io/v1alpha1",
+    apiVersion: "multicluster.x-k8s.io/v1beta1",
+    prefix: "/apis/multicluster.x-k8s.io/v1beta1",
     resource: "serviceimports",
     owner: serviceImportOwner,
   },
+  // The local cluster's own ServiceExports (SPEC §16): never fleet-mirror's; only their
+  // status (the conditions) is written.
+  ServiceExport: {
+    apiVersion: "multicluster.x-k8s.io/v1beta1",
+    prefix: "/apis/multicluster.x-k8s.io/v1beta1",
+    resource: "serviceexports",
+    owner: () => undefined,
+  },
 };
 
-/** The collection path of `kind` in `namespace`, or of one object when `name` is given. */
-export function objectPath(kind: MirrorObjectKind, namespace: string, name?: string): string {
+/**
+ * The collection path of `kind` in `namespace`, or of one object when `name` is given.
+ * `apiVersion`: the group-version an MCS kind is served at (SPEC §16: whichever the
+ * cluster serves, v1beta1 preferred); ignored for the core kinds.
+ */
+export function objectPath(kind: MirrorObjectKind, namespace: string, name?: string, apiVersion?: string): string {
   const { prefix, resource } = MIRROR_KINDS[kind];
-  return `${prefix}/namespaces/${namespace}/${resource}${name === undefined ? "" : `/${name}`}`;
+  const at = apiVersion && (kind === "ServiceImport" || kind === "ServiceExport") ? `/apis/${apiVersion}` : prefix;
+  return `${at}/namespaces/${namespace}/${resource}${name === undefined ? "" : `/${name}`}`;
+}
+
+/** The group-version a write of an MCS kind goes to: its body's `apiVersion`, or the delete's. */
+export function actionApiVersion(action: WriteAction): string | undefined {
+  if (action.verb === "delete") return action.apiVersion;
+  const apiVersion = (action.body as { apiVersion?: unknown }).apiVersion;
+  return typeof apiVersion === "string" ? apiVersion : undefined;
 }
 
 /** One local object of a mirror as observed (from a store, the mutation cache or a GET). */
@@ -88,11 +108,14 @@ export type WriteAction =
       /** Precondition: only the object fleet-mirror observed as its own is deleted. */
       readonly uid: string | undefined;
       readonly cluster: string;
+      /** An MCS kind's group-version (`objectPath`); absent: the kind's default. */
+      readonly apiVersion?: string;
     };
 
 /** The delete of an observed object, preconditioned on its uid; `cluster` names whose write it is. */
 export function deleteAction(observed: ObservedObject, cluster: string): WriteAction {
   const { metadata } = observed.object;
+  const apiVersion = (observed.object as { apiVersion?: unknown }).apiVersion;
   return {
     verb: "delete",
     kind: observed.kind,
@@ -100,6 +123,7 @@ export function deleteAction(observed: ObservedObject, cluster: string): WriteAc
     name: metadata.name,
     uid: metadata.uid,
     cluster,
+    ...(typeof apiVersion === "string" && observed.kind === "ServiceImport" ? { apiVersion } : {}),
   };
 }
 

@@ -26,7 +26,14 @@
  *   Service does not exist yet (an announcement, without ownerReference).
  */
 import { carryPorts, type DesiredMirror } from "./desired.ts";
-import { desiredSliceContents, sliceBody, sliceMatches, sliceMirrorName, sliceOwner } from "./endpoint-slices.ts";
+import {
+  desiredSliceContents,
+  type SliceContent,
+  sliceBody,
+  sliceMatches,
+  sliceMirrorName,
+  sliceOwner,
+} from "./endpoint-slices.ts";
 import {
   type ExcludedMember,
   FEDERATED_CLUSTERS,
@@ -45,6 +52,8 @@ import {
   REMOTE_GATEWAY_IDENTITY,
   SERVICE_IMPORT_LABEL,
 } from "./labels.ts";
+import { localPartSliceContents } from "./local-part.ts";
+import { clusterIpMatches } from "./mirror-bodies.ts";
 import {
   type Blocked,
   deleteAction,
@@ -109,6 +118,8 @@ export interface FederatedPlanInput {
   readonly shard?: FederatedShard;
   /** Default FLEET_WIDE. */
   readonly flavor?: SharedServiceFlavor;
+  /** The Service is headless (`clusterIP: None`): an MCS import of type Headless (SPEC §16). */
+  readonly headless?: boolean;
 }
 
 const flavorOf = (input: FederatedPlanInput): SharedServiceFlavor => input.flavor ?? FLEET_WIDE;
@@ -144,7 +155,15 @@ function serviceShape(input: FederatedPlanInput, ports: DesiredMirror["ports"], 
     labels: flavorOf(input).labels,
     serviceAnnotations: { [FEDERATED_CLUSTERS]: clusters.join(",") },
     ports,
+    ...(input.headless ? { headless: { hosts: [] } } : {}),
   });
+}
+
+/** A part's slices: a local part's copied endpoints (local-part.ts), else its gateway addresses. */
+function partContents(part: DesiredMirror, member: FederatedMember, empty: boolean): SliceContent[] {
+  return member.endpoints && !empty
+    ? localPartSliceContents(part.name, member.endpoints, member.endpointPorts)
+    : desiredSliceContents(part);
 }
 
 function shape(input: FederatedPlanInput, fields: Partial<DesiredMirror>): DesiredMirror {
@@ -277,7 +296,13 @@ export function planFederated(input: FederatedPlanInput): FederatedPlan {
   const service = find("Service", input.name)?.object as Service | undefined;
   const serviceWanted = serviceShape(input, reduction.ports, reduction.clusters);
   staying.add(`Service/${input.name}`);
-  // Sharded, the Service is its owner's alone.
+  // Sharded, the Service is its owner's alone. `clusterIP` is immutable: a Service on the
+  // wrong side of headless (an import whose type changed, SPEC §16) is deleted first and
+  // created again by the next plan.
+  if (writesShared && service && !clusterIpMatches(serviceWanted, service)) {
+    if (!service.metadata.deletionTimestamp) actions.push(deleteFederated({ kind: "Service", object: service }));
+    return { actions, again: true };
+  }
   if (writesShared && !service)
     writes.push({ verb: "create", kind: "Service", namespace, name: input.name, body: serviceBody(serviceWanted) });
   else if (writesShared && service && !serviceMatches(serviceWanted, service))
@@ -321,7 +346,7 @@ export function planFederated(input: FederatedPlanInput): FederatedPlan {
             `ports of ${member.remote} in cluster ${member.cluster} differ from those of the fleet-wide Service ${namespace}/${input.name}: left out of it`,
         });
       const part = partShape(input, member, shard !== undefined && !agrees);
-      for (const content of desiredSliceContents(part)) {
+      for (const content of partContents(part, member, shard !== undefined && !agrees)) {
         staying.add(`EndpointSlice/${content.name}`);
         // Written once the Service's uid is known, except by a host that does not own
         // it: its part announces the member to the owner, which then creates the Service.

@@ -19,7 +19,8 @@ import { sortedLabels } from "./compare.ts";
 import type { MirrorServicePort } from "./desired.ts";
 import { portsSignature, type Reduction } from "./federated.ts";
 import { MANAGED_BY_FLEET_MIRROR, MANAGED_BY_LABEL, MIRRORED_SERVICE, SERVICE_IMPORT_LABEL } from "./labels.ts";
-import { MCS_API_VERSION, MCS_SERVICE_NAME_LABEL, MCS_SOURCE_CLUSTER_LABEL, type McsExport } from "./mcs.ts";
+import { MCS_SERVICE_NAME_LABEL, MCS_SOURCE_CLUSTER_LABEL, type McsExport } from "./mcs.ts";
+import type { ExportedSpec } from "./mcs-spec.ts";
 import { type Blocked, deleteAction, type MirrorObjectKind, type WriteAction } from "./mirror-kinds.ts";
 import type { KubeObject } from "./objects.ts";
 import type { SharedServiceFlavor } from "./plan-federated.ts";
@@ -52,12 +53,12 @@ export function importFlavor(service: string): SharedServiceFlavor {
   };
 }
 
-/** What the writer knows of the registered clusters, that ranks exports (SPEC §12). */
+/** What the writer knows of the registered clusters, that ranks exports (SPEC §12, §16). */
 export interface ExportRegistration {
-  /** The registered clusters in registration order (credentials Secret creation time, then name). */
-  readonly order: readonly string[];
   /** When `cluster` was registered: its credentials Secret's creation time, as the local API server set it. */
   readonly registeredAt: (cluster: string) => string | undefined;
+  /** The local cluster's name (`--cluster-name`): its own exports' times are the local API server's, never clamped. */
+  readonly local?: string;
 }
 
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
@@ -71,33 +72,30 @@ export function parseTimestamp(text: string | undefined): number | undefined {
 
 /**
  * The exporting clusters, oldest export first (the MCS API's conflict rule: the oldest
- * export's ports win); the reduction's `order`. An export's age is what this controller
- * observed, not only what a remote claims: its ServiceExport's creation time, but never
- * earlier than its cluster's registration (a remote cannot claim to be older than the
- * moment fleet-mirror could first know it). An unparsable time counts as later than any
- * valid one. Ties go to the cluster registered first, then by name. A total order: the
- * same whatever the map's order, on every replica and after every restart.
+ * export wins); the merge's order (SPEC §12, §16). An export's age is what this
+ * controller observed, not only what a remote claims: a remote ServiceExport's creation
+ * time, but never earlier than its cluster's registration (a remote cannot claim to be
+ * older than the moment fleet-mirror could first know it). The local cluster's own
+ * export is the local API server's word and is taken as it is. An unparsable time counts
+ * as later than any valid one. Ties (one second is the timestamps' precision) go by
+ * cluster name: a total order that every replica, every restart and every fleet-mirror
+ * of a clusterset computes alike.
  */
 export function exportOrder(
-  exports: ReadonlyMap<string, McsExport>,
-  registration: ExportRegistration = { order: [], registeredAt: () => undefined },
+  exports: ReadonlyMap<string, Pick<McsExport, "cluster" | "exportedAt">>,
+  registration: ExportRegistration = { registeredAt: () => undefined },
 ): string[] {
-  const rank = (cluster: string): number => {
-    const i = registration.order.indexOf(cluster);
-    return i < 0 ? registration.order.length : i;
-  };
   const keyed = [...exports.values()].map((e) => {
     const exportedAt = parseTimestamp(e.exportedAt);
-    const registeredAt = parseTimestamp(registration.registeredAt(e.cluster));
+    const registeredAt =
+      e.cluster === registration.local ? undefined : parseTimestamp(registration.registeredAt(e.cluster));
     const at = exportedAt === undefined ? undefined : Math.max(exportedAt, registeredAt ?? exportedAt);
-    return { cluster: e.cluster, at: at ?? Number.POSITIVE_INFINITY, rank: rank(e.cluster) };
+    return { cluster: e.cluster, at: at ?? Number.POSITIVE_INFINITY };
   });
   return keyed
     .sort(
       (a, b) =>
-        (a.at === b.at ? 0 : a.at < b.at ? -1 : 1) ||
-        a.rank - b.rank ||
-        (a.cluster < b.cluster ? -1 : a.cluster > b.cluster ? 1 : 0),
+        (a.at === b.at ? 0 : a.at < b.at ? -1 : 1) || (a.cluster < b.cluster ? -1 : a.cluster > b.cluster ? 1 : 0),
     )
     .map((e) => e.cluster);
 }
@@ -125,10 +123,14 @@ export interface ServiceImportPlanInput {
   readonly name: string;
   readonly derived: string;
   readonly reduction: Reduction;
+  /** What the ServiceImport carries (SPEC §16): the exports merged (`mergeExports`); absent unless `write`. */
+  readonly spec: ExportedSpec | undefined;
   /** The ServiceImport under the name, if any (ours or not). */
   readonly observed: KubeObject | undefined;
-  /** The derived Service's cluster IP, once it has one. */
-  readonly clusterIP: string | undefined;
+  /** The derived Service's cluster IPs and their families, once it has them (none for a Headless import). */
+  readonly clusterIPs: { readonly ips: readonly string[]; readonly families: readonly string[] } | undefined;
+  /** The group-version the cluster serves ServiceImports at (SPEC §16). */
+  readonly apiVersion: string;
 }
 
 export interface ServiceImportPlan {
@@ -141,29 +143,51 @@ interface ServiceImportObject extends KubeObject {
   readonly status?: { readonly clusters?: readonly { readonly cluster: string }[]; readonly [field: string]: unknown };
 }
 
-/** A ServiceImport's port: what the MCS API carries of a Service port. */
-function importPorts(ports: readonly MirrorServicePort[]): { name?: string; protocol: string; port: number }[] {
-  return ports.map((p) => ({ ...(p.name ? { name: p.name } : {}), protocol: p.protocol, port: p.port }));
+/** The fields of a ServiceImport's spec that fleet-mirror sets (SPEC §16), in a canonical form. */
+const SPEC_FIELDS = [
+  "type",
+  "ports",
+  "ips",
+  "ipFamilies",
+  "sessionAffinity",
+  "sessionAffinityConfig",
+  "internalTrafficPolicy",
+  "trafficDistribution",
+] as const;
+
+function specOf(spec: ExportedSpec, clusterIPs: ServiceImportPlanInput["clusterIPs"]): Record<string, unknown> {
+  const headless = spec.type === "Headless";
+  return {
+    type: spec.type,
+    ports: spec.ports.map((p) => ({ ...p })),
+    ...(headless || !clusterIPs ? {} : { ips: [...clusterIPs.ips], ipFamilies: [...clusterIPs.families] }),
+    sessionAffinity: spec.sessionAffinity,
+    ...(spec.sessionAffinityConfig ? { sessionAffinityConfig: spec.sessionAffinityConfig } : {}),
+    ...(spec.internalTrafficPolicy ? { internalTrafficPolicy: spec.internalTrafficPolicy } : {}),
+    ...(spec.trafficDistribution ? { trafficDistribution: spec.trafficDistribution } : {}),
+  };
 }
 
-function specOf(ports: readonly MirrorServicePort[], clusterIP: string): Record<string, unknown> {
-  return { type: "ClusterSetIP", ports: importPorts(ports), ips: [clusterIP] };
+/** A port as compared: the API server fills in protocol TCP. */
+const portText = (p: { name?: string; protocol?: string; port?: number; appProtocol?: string }): string =>
+  [p.name ?? "", p.protocol ?? "TCP", p.port ?? 0, p.appProtocol ?? ""].join("/");
+
+function canonicalSpec(spec: Readonly<Record<string, unknown>>): string {
+  return JSON.stringify(
+    SPEC_FIELDS.map((field) => {
+      const value = spec[field];
+      if (field === "ports") return ((value as { name?: string }[] | undefined) ?? []).map(portText).sort();
+      if (field === "ips" || field === "ipFamilies") return value ?? [];
+      return value ?? null;
+    }),
+  );
 }
 
-/** The fields fleet-mirror sets, as compared: labels and annotation it owns, type, ports, ips. */
+/** The fields fleet-mirror sets, as compared: labels and annotation it owns, and the spec fields above. */
 function specMatches(wanted: Record<string, unknown>, input: ServiceImportPlanInput, observed: ServiceImportObject) {
-  const spec = observed.spec ?? {};
-  const ports = ((spec["ports"] as { name?: string; protocol?: string; port: number }[] | undefined) ?? []).map((p) =>
-    [p.name ?? "", p.protocol ?? "TCP", p.port].join("/"),
-  );
-  const wantedPorts = (wanted["ports"] as { name?: string; protocol: string; port: number }[]).map((p) =>
-    [p.name ?? "", p.protocol, p.port].join("/"),
-  );
   const labels = observed.metadata.labels ?? {};
   return (
-    spec["type"] === wanted["type"] &&
-    JSON.stringify(ports) === JSON.stringify(wantedPorts) &&
-    JSON.stringify(spec["ips"] ?? []) === JSON.stringify(wanted["ips"]) &&
+    canonicalSpec(observed.spec ?? {}) === canonicalSpec(wanted) &&
     sortedLabels(Object.fromEntries(Object.entries(labels).filter(([k]) => k in importLabels(input.name)))) ===
       sortedLabels(importLabels(input.name)) &&
     observed.metadata.annotations?.[DERIVED_SERVICE_ANNOTATION] === input.derived
@@ -190,8 +214,10 @@ export function planServiceImport(input: ServiceImportPlanInput): ServiceImportP
           ? [deleteAction({ kind: "ServiceImport", object: observed }, "")]
           : [],
     };
-  if (reduction.kind === "wait" || input.clusterIP === undefined) return { actions: [] };
-  const spec = specOf(reduction.ports, input.clusterIP);
+  if (reduction.kind === "wait" || input.spec === undefined) return { actions: [] };
+  // A ClusterSetIP import is written once its derived Service has its IPs; a Headless one has none.
+  if (input.spec.type !== "Headless" && input.clusterIPs === undefined) return { actions: [] };
+  const spec = specOf(input.spec, input.clusterIPs);
   const clusters = reduction.clusters.map((cluster) => ({ cluster }));
   const annotations = { [DERIVED_SERVICE_ANNOTATION]: input.derived };
   if (!observed)
@@ -201,7 +227,7 @@ export function planServiceImport(input: ServiceImportPlanInput): ServiceImportP
           verb: "create",
           ...target,
           body: {
-            apiVersion: MCS_API_VERSION,
+            apiVersion: input.apiVersion,
             kind: "ServiceImport",
             metadata: { name, namespace, labels: importLabels(name), annotations },
             spec,
@@ -217,12 +243,13 @@ export function planServiceImport(input: ServiceImportPlanInput): ServiceImportP
           ...target,
           body: {
             ...observed,
+            apiVersion: input.apiVersion,
             metadata: {
               ...observed.metadata,
               labels: { ...observed.metadata.labels, ...importLabels(name) },
               annotations: { ...observed.metadata.annotations, ...annotations },
             },
-            spec: { ...observed.spec, ...spec },
+            spec: { ...withoutFields(observed.spec), ...spec },
           },
         },
       ],
@@ -235,9 +262,16 @@ export function planServiceImport(input: ServiceImportPlanInput): ServiceImportP
           verb: "update",
           ...target,
           subresource: "status",
-          body: { ...observed, status: { ...observed.status, clusters } },
+          body: { ...observed, apiVersion: input.apiVersion, status: { ...observed.status, clusters } },
         },
       ],
     };
   return { actions: [] };
+}
+
+/** An observed spec without the fields fleet-mirror sets (an unset one must not linger). */
+function withoutFields(spec: { readonly [field: string]: unknown } | undefined): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...spec };
+  for (const field of SPEC_FIELDS) delete out[field];
+  return out;
 }

@@ -5,9 +5,11 @@
  */
 import { type BackoffOptions, ItemBackoff, WRITER_BACKOFF } from "./backoff.ts";
 import { type Clock, systemClock, type TimerHandle } from "./clock.ts";
+import { DelayHeap } from "./delay-heap.ts";
+import { LanedFifo } from "./fifo.ts";
 import { TokenBucket } from "./rate-limit.ts";
 
-export interface WorkQueueOptions {
+export interface WorkQueueOptions<K extends PropertyKey = string> {
   /** Per-key exponential backoff of `addRateLimited`. Default `WRITER_BACKOFF` (100 ms → 5 min, ±20 %). */
   readonly itemBackoff?: BackoffOptions;
   /**
@@ -19,97 +21,13 @@ export interface WorkQueueOptions {
   readonly clock?: Clock;
   /** Source of jitter for the per-key backoff. Default `Math.random`. */
   readonly random?: () => number;
-}
-
-/** A FIFO of keys with O(1) push and shift. */
-class Fifo<K> {
-  #items: K[] = [];
-  #head = 0;
-
-  get length(): number {
-    return this.#items.length - this.#head;
-  }
-
-  push(item: K): void {
-    this.#items.push(item);
-  }
-
-  shift(): K | undefined {
-    if (this.#head >= this.#items.length) return undefined;
-    const item = this.#items[this.#head];
-    this.#head++;
-    if (this.#head > 1024 && this.#head * 2 > this.#items.length) {
-      this.#items = this.#items.slice(this.#head);
-      this.#head = 0;
-    }
-    return item;
-  }
-
-  clear(): void {
-    this.#items = [];
-    this.#head = 0;
-  }
-}
-
-interface Delayed<K> {
-  readonly key: K;
-  readonly due: number;
-  readonly seq: number;
-}
-
-const before = <K>(a: Delayed<K>, b: Delayed<K>): boolean => a.due < b.due || (a.due === b.due && a.seq < b.seq);
-
-/** A binary min-heap of delayed adds, ordered by due time, then by insertion. */
-class DelayHeap<K> {
-  readonly #heap: Delayed<K>[] = [];
-
-  get size(): number {
-    return this.#heap.length;
-  }
-
-  peek(): Delayed<K> | undefined {
-    return this.#heap[0];
-  }
-
-  push(entry: Delayed<K>): void {
-    const heap = this.#heap;
-    heap.push(entry);
-    let i = heap.length - 1;
-    while (i > 0) {
-      const parent = (i - 1) >> 1;
-      const p = heap[parent] as Delayed<K>;
-      if (!before(entry, p)) break;
-      heap[i] = p;
-      i = parent;
-    }
-    heap[i] = entry;
-  }
-
-  pop(): Delayed<K> | undefined {
-    const heap = this.#heap;
-    const top = heap[0];
-    const last = heap.pop();
-    if (top === undefined || last === undefined || heap.length === 0) return top;
-    let i = 0;
-    for (;;) {
-      const left = 2 * i + 1;
-      if (left >= heap.length) break;
-      const right = left + 1;
-      const leftEntry = heap[left] as Delayed<K>;
-      const rightEntry = heap[right];
-      const child = rightEntry !== undefined && before(rightEntry, leftEntry) ? right : left;
-      const childEntry = heap[child] as Delayed<K>;
-      if (!before(childEntry, last)) break;
-      heap[i] = childEntry;
-      i = child;
-    }
-    heap[i] = last;
-    return top;
-  }
-
-  clear(): void {
-    this.#heap.length = 0;
-  }
+  /**
+   * The lane of a key (the local writer: the cluster the key's mirror belongs to), asked
+   * each time the key becomes ready. Lanes with ready keys take turns, one key each, so
+   * one lane's backlog never delays another lane's next key by more than one key per
+   * busy lane. Default: one lane (first in, first out).
+   */
+  readonly lane?: (key: K) => string;
 }
 
 /**
@@ -117,7 +35,8 @@ class DelayHeap<K> {
  * - a key waiting in the queue is never queued twice (`add` de-duplicates);
  * - a key is never handed out by `get` while it is being processed (between `get` and
  *   `done`); adding it meanwhile marks it dirty, and `done` queues it again;
- * - keys are handed out first in, first out, to `get` callers in call order;
+ * - keys are handed out to `get` callers in call order: first in, first out within a lane
+ *   (`WorkQueueOptions.lane`), the lanes with ready keys taking turns, one key each;
  * - delayed adds (`addAfter`, `addRateLimited`) of one key keep only the EARLIEST due time;
  * - after `shutDown`, `get` resolves `undefined` and adds are ignored.
  *
@@ -129,7 +48,8 @@ export class WorkQueue<K extends PropertyKey = string> {
   readonly #backoff: ItemBackoff<K>;
   readonly #bucket: TokenBucket | undefined;
 
-  readonly #queue = new Fifo<K>();
+  readonly #laneOf: (key: K) => string;
+  readonly #queue = new LanedFifo<K>();
   /** Keys that need processing: waiting in `#queue`, or in `#processing` and to be re-queued. */
   readonly #dirty = new Set<K>();
   readonly #processing = new Set<K>();
@@ -144,8 +64,9 @@ export class WorkQueue<K extends PropertyKey = string> {
   #shuttingDown = false;
 
   /** @throws RangeError when the backoff or bucket options are inconsistent. */
-  constructor(options: WorkQueueOptions = {}) {
+  constructor(options: WorkQueueOptions<K> = {}) {
     this.#clock = options.clock ?? systemClock;
+    this.#laneOf = options.lane ?? (() => "");
     this.#backoff = new ItemBackoff<K>(options.itemBackoff ?? WRITER_BACKOFF, options.random ?? Math.random);
     this.#bucket = options.bucket ? new TokenBucket(options.bucket.qps, options.bucket.burst, this.#clock) : undefined;
   }
@@ -179,7 +100,7 @@ export class WorkQueue<K extends PropertyKey = string> {
     if (this.#shuttingDown || this.#dirty.has(key)) return;
     this.#dirty.add(key);
     if (this.#processing.has(key)) return;
-    this.#queue.push(key);
+    this.#queue.push(this.#laneOf(key), key);
     this.#dispatch();
   }
 
@@ -224,8 +145,9 @@ export class WorkQueue<K extends PropertyKey = string> {
   }
 
   /**
-   * The next key, first in first out, marked as being processed; waits while the queue is
-   * empty. Resolves `undefined` once the queue is shut down (waiting callers included).
+   * The next key (first in, first out within its lane; lanes in turn), marked as being
+   * processed; waits while the queue is empty. Resolves `undefined` once the queue is
+   * shut down (waiting callers included).
    */
   get(): Promise<K | undefined> {
     if (this.#shuttingDown) return Promise.resolve(undefined);
@@ -238,7 +160,7 @@ export class WorkQueue<K extends PropertyKey = string> {
   done(key: K): void {
     if (!this.#processing.delete(key)) return;
     if (this.#shuttingDown || !this.#dirty.has(key)) return;
-    this.#queue.push(key);
+    this.#queue.push(this.#laneOf(key), key);
     this.#dispatch();
   }
 

@@ -21,9 +21,12 @@
  */
 import {
   INITIAL_MCS_AVAILABILITY,
+  MCS_VERSIONS,
   type McsAvailability,
   type McsEvent,
   type McsResource,
+  mcsCollectionPath,
+  mcsDiscoveryPath,
   mcsTransition,
   serves,
 } from "../core/mcs.ts";
@@ -133,21 +136,29 @@ export class OptionalWatch<T extends KubeObject> {
   #discover(): void {
     this.#recheck = undefined;
     this.#discoveries += 1;
-    this.#deps.track(
-      // The first discovery goes first, on the connection the client's list and watch then
-      // keep; a recheck comes while that connection holds a watch, so its own is not kept.
-      this.#deps.client
-        .request<unknown>("GET", this.#deps.resource.discoveryPath, { closeConnection: this.#discoveries > 1 })
-        .then(
-          (document) => this.#apply({ kind: "discovered", served: serves(document, this.#deps.resource) }),
-          (error: unknown) =>
-            this.#apply(
-              error instanceof KubeApiError && error.status === 404
-                ? { kind: "discovered", served: false }
-                : { kind: "discovery-failed", message: error instanceof Error ? error.message : String(error) },
-            ),
-        ),
-    );
+    this.#deps.track(this.#discoverVersions().then((event) => this.#apply(event)));
+  }
+
+  /**
+   * The first of `MCS_VERSIONS` whose discovery document lists the resource (SPEC §16:
+   * v1beta1 preferred, v1alpha1 still read); a 404 or a document without it moves on to
+   * the next; any other failure ends discovery as failed.
+   */
+  async #discoverVersions(): Promise<McsEvent> {
+    for (const version of MCS_VERSIONS) {
+      try {
+        // The first discovery goes first, on the connection the client's list and watch
+        // then keep; a recheck comes while that connection holds a watch, so its own is not kept.
+        const document = await this.#deps.client.request<unknown>("GET", mcsDiscoveryPath(version), {
+          closeConnection: this.#discoveries > 1,
+        });
+        if (serves(document, this.#deps.resource)) return { kind: "discovered", served: true, version };
+      } catch (error) {
+        if (error instanceof KubeApiError && error.status === 404) continue;
+        return { kind: "discovery-failed", message: error instanceof Error ? error.message : String(error) };
+      }
+    }
+    return { kind: "discovered", served: false };
   }
 
   #apply(event: McsEvent): void {
@@ -190,7 +201,7 @@ export class OptionalWatch<T extends KubeObject> {
     const { resource, labelSelector, inactivityTimeoutMs } = this.#deps;
     const watcher = new Watcher<T>({
       client: this.#deps.client,
-      path: resource.path,
+      path: mcsCollectionPath(resource, this.#availability.version ?? MCS_VERSIONS[0]),
       expectedKind: resource.kind,
       ...(labelSelector ? { labelSelector } : {}),
       ...(inactivityTimeoutMs ? { inactivityTimeoutMs } : {}),

@@ -112,6 +112,8 @@ export const WriterOptionsSchema = v.object({
    * `fenced`).
    */
   shards: v.exactOptional(v.pipe(count, v.minValue(1, "must be >= 1"))),
+  /** The local cluster's name in its clusterset (`--cluster-name`, SPEC §16); absent: `local`. */
+  clusterName: v.exactOptional(name),
   /** How often the local cluster is checked again for ServiceImports while they are not readable (SPEC §12); absent: 60 s. */
   mcsRecheckMs: v.exactOptional(v.pipe(finite, v.minValue(1, "must be >= 1"))),
   /** Namespaces created per cluster at most (`--max-namespaces-per-cluster`); absent or 0: no quota. */

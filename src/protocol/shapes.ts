@@ -72,11 +72,38 @@ const federatedMember = v.object({
   notReadyAddresses: v.array(v.string()),
   endpointPorts: v.array(mirrorEndpointPort),
   identity: v.exactOptional(v.string()),
+  endpoints: v.exactOptional(
+    v.array(
+      v.object({
+        addresses: v.array(v.string()),
+        conditions: v.object({ ready: v.boolean(), serving: v.boolean(), terminating: v.boolean() }),
+        hostname: v.exactOptional(v.string()),
+        nodeName: v.exactOptional(v.string()),
+        zone: v.exactOptional(v.string()),
+      }),
+    ),
+  ),
 });
 type _FederatedMemberAgrees = Assert<Agree<DeepReadonly<v.InferOutput<typeof federatedMember>>, FederatedMember>>;
 export const FederatedMemberSchema: v.GenericSchema<FederatedMember> = federatedMember;
 
-const mcsExport = v.object({ ...federatedMember.entries, exportedAt: v.string() });
+const importPort = v.object({
+  name: v.exactOptional(v.string()),
+  protocol: v.string(),
+  port: count,
+  appProtocol: v.exactOptional(v.string()),
+});
+const exportedSpec = v.object({
+  type: v.picklist(["ClusterSetIP", "Headless"]),
+  ports: v.array(importPort),
+  sessionAffinity: v.string(),
+  sessionAffinityConfig: v.exactOptional(
+    v.object({ clientIP: v.exactOptional(v.object({ timeoutSeconds: v.exactOptional(count) })) }),
+  ),
+  internalTrafficPolicy: v.exactOptional(v.string()),
+  trafficDistribution: v.exactOptional(v.string()),
+});
+const mcsExport = v.object({ ...federatedMember.entries, exportedAt: v.string(), spec: exportedSpec });
 type _McsExportAgrees = Assert<Agree<DeepReadonly<v.InferOutput<typeof mcsExport>>, McsExport>>;
 export const McsExportSchema: v.GenericSchema<McsExport> = mcsExport;
 
@@ -87,6 +114,7 @@ const SKIP_REASONS = [
   "export-label-value",
   "headless-hostname-invalid",
   "service-export-without-service",
+  "service-export-invalid-type",
   "export-mode-forbidden",
   "cluster-quota",
 ] as const;

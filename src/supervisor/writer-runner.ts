@@ -221,6 +221,7 @@ export class WriterRunner {
         resyncPeriodMs: config.resyncPeriodMs,
         blockedRecheckMs: config.blockedRecheckMs,
         endpointsApi: config.endpointsApi,
+        clusterName: config.clusterName,
         logLevel: config.logLevel,
         namespace: config.namespace,
         ...(this.#o.writeFence ? { fenced: true } : {}),

@@ -9,12 +9,12 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ManualClock } from "../../src/core/clock.ts";
 import type { DesiredMirror } from "../../src/core/desired.ts";
+import { FairTokenBucket } from "../../src/core/fair-bucket.ts";
 import { FEDERATED_CLUSTERS } from "../../src/core/federated.ts";
 import { HEADLESS_MIRROR_LABEL } from "../../src/core/headless.ts";
 import { CLUSTER_NAME, MIRRORED_SERVICE, SERVICE_IMPORT_LABEL } from "../../src/core/labels.ts";
 import { derivedServiceName, INITIAL_MCS_AVAILABILITY, type McsExport } from "../../src/core/mcs.ts";
 import type { EndpointSlice, Endpoints, KubeObject, Namespace, Service } from "../../src/core/objects.ts";
-import { TokenBucket } from "../../src/core/rate-limit.ts";
 import { KubeApiError, type RequestOptions } from "../../src/kube/client.ts";
 import { silentLogger } from "../../src/log.ts";
 import type { ToWriterFromActor } from "../../src/protocol/messages.ts";
@@ -25,6 +25,7 @@ import { MirrorReconciler } from "../../workers/local-writer/reconcile.ts";
 import { WriterStats } from "../../workers/local-writer/status.ts";
 import { WriteExecutor } from "../../workers/local-writer/write-executor.ts";
 import { testMirror } from "../helpers/desired-mirror.ts";
+import { clusterSetSpec } from "../helpers/mcs-export.ts";
 
 const ours = { [MIRRORED_SERVICE]: "true", [CLUSTER_NAME]: "east" };
 
@@ -55,7 +56,7 @@ function world(observed: Service[]) {
   const cache = new MutationCache(clock);
   const executor = new WriteExecutor({
     client,
-    bucket: new TokenBucket(0, 1, clock),
+    bucket: new FairTokenBucket(0, 1, clock),
     fence: new WriteFence(false, clock, log),
     cache,
     stats: new WriterStats(),
@@ -141,6 +142,7 @@ describe("MCS exports unknown: the cluster's import parts are kept", () => {
     name: "web",
     remote: "shop/web",
     ports: [{ name: "http", protocol: "TCP", port: 80, targetPort: 8080 }],
+    spec: clusterSetSpec([{ name: "http", protocol: "TCP", port: 80 }]),
     addresses: [],
     notReadyAddresses: [],
     endpointPorts: [],

@@ -5,9 +5,9 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ManualClock } from "../../src/core/clock.ts";
+import { FairTokenBucket } from "../../src/core/fair-bucket.ts";
 import { CLUSTER_NAME, MIRRORED_SERVICE } from "../../src/core/labels.ts";
 import type { EndpointSlice, Endpoints, Namespace, Service } from "../../src/core/objects.ts";
-import { TokenBucket } from "../../src/core/rate-limit.ts";
 import type { RequestOptions } from "../../src/kube/client.ts";
 import { silentLogger } from "../../src/log.ts";
 import { DesiredStore } from "../../workers/local-writer/desired-store.ts";
@@ -80,7 +80,7 @@ function world() {
   const stats = new WriterStats();
   const executor = new WriteExecutor({
     client,
-    bucket: new TokenBucket(0, 1, clock),
+    bucket: new FairTokenBucket(0, 1, clock),
     fence: new WriteFence(false, clock, log),
     cache,
     stats,

@@ -16,6 +16,7 @@ import { ImportReconciler } from "../../workers/local-writer/reconcile-imports.t
 import { Fleet } from "../helpers/fleet.ts";
 import { eventually } from "../helpers/kube.ts";
 import { installMcs } from "../helpers/mcs.ts";
+import { clusterSetSpec } from "../helpers/mcs-export.ts";
 import { batch, FakeActorPort, startWriter, writerIdle } from "./writer-harness.ts";
 
 const KEYS = 20;
@@ -40,6 +41,7 @@ function exported(cluster: string, i: number): McsExport {
     name: `db${i}`,
     remote: `${NS}/db${i}`,
     exportedAt: "2026-01-01T00:00:00Z",
+    spec: clusterSetSpec(member(cluster, i).ports),
   };
 }
 

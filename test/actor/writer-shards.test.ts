@@ -9,9 +9,9 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ManualClock } from "../../src/core/clock.ts";
 import type { DesiredMirror } from "../../src/core/desired.ts";
+import { FairTokenBucket } from "../../src/core/fair-bucket.ts";
 import { CLUSTER_NAME, MIRRORED_SERVICE } from "../../src/core/labels.ts";
 import type { EndpointSlice, Endpoints, Namespace, Service } from "../../src/core/objects.ts";
-import { TokenBucket } from "../../src/core/rate-limit.ts";
 import { shardOf } from "../../src/core/shards.ts";
 import type { RequestOptions } from "../../src/kube/client.ts";
 import { KubeApiError } from "../../src/kube/errors.ts";
@@ -99,7 +99,7 @@ function world(options: { namespace?: boolean; answer?: (method: string, path: s
   const cache = new MutationCache(clock);
   const executor = new WriteExecutor({
     client,
-    bucket: new TokenBucket(0, 1, clock),
+    bucket: new FairTokenBucket(0, 1, clock),
     fence,
     cache,
     stats: new WriterStats(),

@@ -125,6 +125,21 @@ function resultsDir(latest: boolean): string {
       healthyTurnedNotReady: 0,
       phases: [failoverPhase("stopped", latest), failoverPhase("hang", latest)],
     },
+    soak: {
+      ...meta("soak"),
+      minutes: 2,
+      clusters: 10,
+      samples: [0, 0.5, 1, 1.5, 2].map((minute, i) => ({
+        minute,
+        rssMb: 300 + i,
+        heapMb: 80 + i,
+        fds: 120,
+        threads: 30,
+        queueDepth: i % 2,
+        writesPerS: 10 + i,
+      })),
+      faultLog: [{ atS: 60, kind: "watch-cut", target: "s1", ok: true }],
+    },
   };
   for (const [name, body] of Object.entries(files)) writeFileSync(join(dir, `${name}.json`), JSON.stringify(body));
   return dir;
@@ -195,6 +210,7 @@ describe("bench charts", () => {
       "target 10 s",
       "fault",
     ]);
+    assertShows(judgedSvg(dir, "soak.svg"), "soak.svg", ["minutes", "RSS, MB", "open fds", "queue, keys", "writes/s"]);
   });
 
   it("draws older result files from the figures they hold, and says what they lack", async () => {

@@ -89,6 +89,8 @@ const sideBySide = {
   headless: { smoke: false, convergence: { writesPerHostMirror: 2 }, actorHeapKbPerHeadlessService: 61.5 },
   image: { smoke: false, imageAppMb: 13.3, imageTotalMb: 237.8, containerReadyS: 4.42 },
   "hostile-body": { smoke: false, hostileBodyRssMb: 98.5 },
+  "noisy-neighbour": { smoke: false, p99Ratio: 1.4, p99RatioSameLoad: 1.2 },
+  soak: { smoke: false, rssGrowthPct: 3.5, fdGrowth: 1, wrongfulDeletes: 0 },
 };
 
 describe("summaryFromResults", () => {
@@ -133,6 +135,10 @@ describe("summaryFromResults", () => {
           image_total_mb: 237.8,
           container_ready_s: 4.42,
           hostile_body_rss_mb: 98.5,
+          noisy_neighbour_p99_ratio: 1.4,
+          soak_rss_growth_pct: 3.5,
+          soak_fd_growth: 1,
+          soak_wrongful_deletes: 0,
         }).sort(([a], [b]) => a.localeCompare(b)),
       ),
     );

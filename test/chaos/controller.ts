@@ -5,7 +5,7 @@
  * remotes, the schedule and the oracle the same way for both.
  */
 import type { ControllerProcess, Fleet } from "../helpers/fleet.ts";
-import type { Step } from "./schedule.ts";
+import type { Step } from "./steps.ts";
 
 /** Where a controller side reports what went wrong (failures) and what is merely odd (notes). */
 export interface ChaosFindings {
@@ -90,7 +90,15 @@ export class SingleController implements ChaosControllers {
   }
 
   async start(): Promise<void> {
-    this.#controller = await this.#fleet.startProcess(["--blocked-recheck-period", "2s"]);
+    this.#controller = await this.#fleet.startProcess([
+      "--blocked-recheck-period",
+      "2s",
+      // A host that leaves a headless Service is kept for --headless-host-grace (SPEC §12):
+      // the oracle expects today's hosts once the run settles, so the grace must end
+      // well inside the settle window.
+      "--headless-host-grace",
+      "2s",
+    ]);
   }
 
   async apply(step: ControllerStep): Promise<void> {

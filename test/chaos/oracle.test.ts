@@ -6,8 +6,9 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { shardLabelValue } from "../../src/core/shard-label.ts";
 import { shardOf } from "../../src/core/shards.ts";
+import { mulberry32 } from "./draw.ts";
 import { actualMirrors, diffMirrors, expectedMirrors, type RemoteCluster, type RemoteService } from "./oracle.ts";
-import { mulberry32, Schedule } from "./schedule.ts";
+import { Schedule } from "./schedule.ts";
 
 const exported = (namespace: string, name: string, extra: Partial<RemoteService> = {}): RemoteService => ({
   metadata: {

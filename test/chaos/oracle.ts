@@ -1,77 +1,57 @@
 /**
- * An independent oracle of SPEC §2–§5: from what the remote clusters finally hold, the
- * local mirrors that must exist, field by field. Written from the SPEC alone — it imports
- * nothing from `src/core` (not `desired.ts`, not `plan.ts`), so a bug there cannot hide
- * itself by being repeated here.
+ * An independent oracle of SPEC §2–§5, §10 and §12 (label export, headless Services):
+ * from what the remote clusters finally hold, the local mirrors that must exist, field
+ * by field. Written from the SPEC alone — it imports nothing from `src/core` (not
+ * `desired.ts`, not `plan.ts`), so a bug there cannot hide itself by being repeated
+ * here. Fleet-wide Services and MCS imports are oracle-shared.ts's.
  *
- * Pure and synchronous: `expectedMirrors(remotes, options) → Map<key, ExpectedMirror>`,
- * `actualMirrors(services, endpoints) → Map<key, ActualMirror>`, `diffMirrors(…) → lines`.
+ * Pure and synchronous: `expectedMirrors(remotes, options) → Map<key, Mirror>`,
+ * `actualMirrors(services, endpoints) → Map<key, Mirror>`, `diffMirrors(…) → lines`.
  *
  * Not modelled (the chaos schedule never produces them): ingress hostnames (resolved through
  * DNS by the product), gateway IPs the API server refuses in Endpoints, two clusters
- * claiming the same local name.
+ * claiming the same local name, two headless Services of a namespace sharing a host name,
+ * more than 1 000 hosts.
  */
+import {
+  CLUSTER_NAME,
+  compare,
+  DEFAULT_EXCLUDED_NAMESPACES,
+  DEFAULT_EXPORT_SELECTOR,
+  exportGateway,
+  fnv1a32,
+  GATEWAY_IDENTITY,
+  gatewayEndpoints,
+  type LocalObject,
+  MIRRORED_SERVICE,
+  type MirrorPort,
+  type MirrorServicePort,
+  mirrorAnnotations,
+  mirrorKey,
+  P,
+  type RemoteCluster,
+  type RemoteService,
+  type ServicePortShape,
+  serviceOf,
+  servicePorts,
+  sortPorts,
+  validServiceName,
+} from "./oracle-common.ts";
 
-const P = "mirror.linkerd.io/";
-const GATEWAY_NAME = `${P}gateway-name`;
-const GATEWAY_NS = `${P}gateway-ns`;
-const GATEWAY_IDENTITY = `${P}gateway-identity`;
-const MIRRORED_SERVICE = `${P}mirrored-service`;
-const CLUSTER_NAME = `${P}cluster-name`;
+export type { LocalObject, RemoteCluster, RemoteService } from "./oracle-common.ts";
+export { DEFAULT_EXCLUDED_NAMESPACES, mirrorKey } from "./oracle-common.ts";
+
 const REMOTE_GATEWAY_NAME = `${P}remote-gateway-name`;
 const REMOTE_GATEWAY_NS = `${P}remote-gateway-ns`;
 const REMOTE_RESOURCE_VERSION = `${P}remote-resource-version`;
 const REMOTE_SVC_FQ_NAME = `${P}remote-svc-fq-name`;
 const REMOTE_GATEWAY_RESOURCE_VERSION = `${P}remote-gateway-resource-version`;
 const REMOTE_GATEWAY_IDENTITY = `${P}remote-gateway-identity`;
-
+const HEADLESS_MIRROR = `${P}headless-mirror-svc-name`;
 const SHARD = `${P}shard`;
-
-/** FNV-1a, 32 bits, over the UTF-8 bytes of `text`: a cluster's shard is this mod S (SPEC §3). */
-function fnv1a32(text: string): number {
-  let hash = 0x811c9dc5;
-  for (const byte of Buffer.from(text, "utf8")) hash = Math.imul(hash ^ byte, 0x01000193) >>> 0;
-  return hash;
-}
-
-export const DEFAULT_EXCLUDED_NAMESPACES: readonly string[] = ["kube-system", "kube-public", "kube-node-lease"];
-
-/** A remote Service as observed (a structural subset of V1Service). */
-export interface RemoteService {
-  readonly metadata?: {
-    readonly name?: string;
-    readonly namespace?: string;
-    readonly resourceVersion?: string;
-    readonly annotations?: Readonly<Record<string, string>>;
-  };
-  readonly spec?: {
-    readonly ports?: readonly {
-      readonly name?: string;
-      readonly protocol?: string;
-      readonly port: number;
-      readonly targetPort?: number | string;
-    }[];
-  };
-  readonly status?: { readonly loadBalancer?: { readonly ingress?: readonly { readonly ip?: string }[] } };
-}
-
-export interface RemoteCluster {
-  readonly name: string;
-  readonly domain: string;
-  /** Every Service of the cluster, gateways included. */
-  readonly services: readonly RemoteService[];
-}
-
-export interface MirrorPort {
-  readonly name: string;
-  readonly protocol: string;
-  readonly port: number;
-}
-
-export interface MirrorServicePort extends MirrorPort {
-  /** Always a string here, so 8080 and "8080" compare equal. */
-  readonly targetPort: string;
-}
+/** Labels of the objects oracle-shared.ts predicts: not mirrors. */
+const SHARED_LABELS = [`${P}federated`, `${P}service-import`];
+const SERVICE_NAME_LABEL = "kubernetes.io/service-name";
 
 /** One mirror (Service + Endpoints) in a normalized, comparable form. */
 export interface Mirror {
@@ -82,13 +62,18 @@ export interface Mirror {
     /** Only the `mirror.linkerd.io/` annotations (foreign ones may be kept by the product). */
     readonly annotations: Readonly<Record<string, string>>;
     readonly type: string;
+    /** `clusterIP: None` (SPEC §12: a headless mirror). */
+    readonly headless: boolean;
     readonly selector: Readonly<Record<string, string>>;
     readonly ports: readonly MirrorServicePort[];
   };
   readonly endpoints?: {
     readonly labels: Readonly<Record<string, string>>;
     readonly annotations: Readonly<Record<string, string>>;
-    /** One entry per subset. Empty = no subsets. */
+    /**
+     * One entry per subset. Empty = no subsets. An address is `<ip>`, `notReady:<ip>`,
+     * or `<hostname>=<ip>` when it carries a hostname (SPEC §12).
+     */
     readonly subsets: readonly { readonly addresses: readonly string[]; readonly ports: readonly MirrorPort[] }[];
   };
 }
@@ -105,161 +90,180 @@ export interface OracleOptions {
   readonly deadAddresses?: ReadonlySet<string>;
   /** The replicas' `--shards` (default 1): above 1 every mirror carries its cluster's shard label (SPEC §3). */
   readonly shards?: number;
+  /** `--export-selector` (SPEC §12; default `mirror.linkerd.io/exported=true`; empty: off). */
+  readonly exportSelector?: string;
+  /**
+   * The cluster IPs of the local per-host mirrors by key (SPEC §12: a headless mirror's
+   * addresses are its hosts' Services' cluster IPs, which only the local API server
+   * allocates). A host without one is left out.
+   */
+  readonly localClusterIPs?: ReadonlyMap<string, string>;
 }
 
-export function mirrorKey(namespace: string, name: string): string {
-  return `${namespace}/${name}`;
+interface Exported {
+  readonly svc: RemoteService;
+  readonly namespace: string;
+  readonly name: string;
+  readonly gateway: { readonly namespace: string; readonly name: string };
 }
 
-function sortPorts<T extends MirrorPort>(ports: readonly T[]): T[] {
-  return [...ports].sort((a, b) =>
-    a.name !== b.name
-      ? a.name < b.name
-        ? -1
-        : 1
-      : a.protocol !== b.protocol
-        ? a.protocol < b.protocol
-          ? -1
-          : 1
-        : a.port - b.port,
-  );
-}
-
-function mirrorAnnotations(annotations: Readonly<Record<string, string>> | undefined): Record<string, string> {
-  const kept: Record<string, string> = {};
-  for (const [k, v] of Object.entries(annotations ?? {})) if (k.startsWith(P)) kept[k] = v;
-  return kept;
+/** The Services of `cluster` exported by annotation or label (SPEC §2, §12), with their gateway. */
+function exportedServices(cluster: RemoteCluster, options: OracleOptions): Exported[] {
+  const selector = options.exportSelector ?? DEFAULT_EXPORT_SELECTOR;
+  return cluster.services.flatMap((svc) => {
+    const gateway = exportGateway(svc, cluster, selector);
+    const namespace = svc.metadata?.namespace ?? "";
+    const name = svc.metadata?.name ?? "";
+    return gateway ? [{ svc, namespace, name, gateway }] : [];
+  });
 }
 
 /**
- * SPEC §2: a gateway is usable with ≥ 1 ingress entry and a port named incoming-port.
- * SPEC §10: a gateway with a port `mc-probe` numbered 1–65535 is probed; its dead
- * addresses are not ready (`notReady:<ip>`, as `actualMirrors` writes them). The list
- * is sorted as `actualMirrors` sorts it.
+ * SPEC §12: the hosts of an exported headless Service: the hostnames of its remote
+ * slices (ready or not), each a DNS-1123 label whose `<h>-<c>` is a Service name, and no
+ * host named like another Service the cluster exports in that namespace. Sorted.
  */
-function gatewayEndpoints(
-  gateway: RemoteService | undefined,
-  dead: ReadonlySet<string>,
-): { ips: string[]; port: number } | undefined {
-  if (!gateway) return undefined;
-  const port = gateway.spec?.ports?.find((p) => p.name === "incoming-port");
-  const ips = (gateway.status?.loadBalancer?.ingress ?? []).flatMap((i) => (i.ip ? [i.ip] : []));
-  if (!port || ips.length === 0) return undefined;
-  const probe = gateway.spec?.ports?.find((p) => p.name === "mc-probe");
-  const probed = probe !== undefined && probe.port >= 1 && probe.port <= 65_535;
-  const shown = [...new Set(ips)].map((ip) => (probed && dead.has(ip) ? `notReady:${ip}` : ip));
-  return { ips: shown.sort(), port: port.port };
+function hostsOf(cluster: RemoteCluster, e: Exported, exportedNames: ReadonlySet<string>): string[] {
+  if (e.svc.spec?.clusterIP !== "None") return [];
+  const hosts = new Set<string>();
+  for (const slice of cluster.endpointSlices ?? []) {
+    if (slice.metadata?.namespace !== e.namespace || slice.metadata.labels?.[SERVICE_NAME_LABEL] !== e.name) continue;
+    for (const endpoint of slice.endpoints ?? []) if (endpoint.hostname) hosts.add(endpoint.hostname);
+  }
+  return [...hosts]
+    .filter((h) => /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(h) && h.length <= 63)
+    .filter((h) => validServiceName(`${h}-${cluster.name}`))
+    .filter((h) => !exportedNames.has(mirrorKey(e.namespace, h)))
+    .sort()
+    .slice(0, 1_000);
 }
 
-/** SPEC §2–§5: the mirrors that must exist locally once things are quiet. */
+/** SPEC §2–§5, §12: the mirrors that must exist locally once things are quiet. */
 export function expectedMirrors(remotes: readonly RemoteCluster[], options: OracleOptions = {}): Map<string, Mirror> {
   const excluded = new Set(options.excludedNamespaces ?? DEFAULT_EXCLUDED_NAMESPACES);
   const expected = new Map<string, Mirror>();
+  const shards = options.shards ?? 1;
   for (const cluster of remotes) {
-    const byKey = new Map<string, RemoteService>();
-    for (const svc of cluster.services)
-      byKey.set(mirrorKey(svc.metadata?.namespace ?? "", svc.metadata?.name ?? ""), svc);
-    for (const svc of cluster.services) {
-      const name = svc.metadata?.name ?? "";
-      const namespace = svc.metadata?.namespace ?? "";
-      const annotations = svc.metadata?.annotations ?? {};
-      const gwName = annotations[GATEWAY_NAME];
-      const gwNs = annotations[GATEWAY_NS];
-      if (gwName === undefined || gwNs === undefined) continue; // both annotations, or not exported
-      if (excluded.has(namespace)) continue;
+    const exported = exportedServices(cluster, options).filter((e) => !excluded.has(e.namespace));
+    const exportedNames = new Set(exported.map((e) => mirrorKey(e.namespace, e.name)));
+    for (const e of exported) {
+      const { svc, namespace, name } = e;
       const mirrorName = `${name}-${cluster.name}`;
       if (mirrorName.length > 63) continue;
-      const remotePorts = svc.spec?.ports ?? [];
-      if (remotePorts.length === 0) continue;
+      const ports = servicePorts(svc);
+      if (ports.length === 0) continue;
       const key = mirrorKey(namespace, mirrorName);
       if (options.userHeld?.has(key)) continue;
-
-      const gateway = byKey.get(mirrorKey(gwNs, gwName));
-      const shards = options.shards ?? 1;
+      const gateway = serviceOf(cluster, e.gateway);
       const labels = {
         [MIRRORED_SERVICE]: "true",
         [CLUSTER_NAME]: cluster.name,
-        [REMOTE_GATEWAY_NAME]: gwName,
-        [REMOTE_GATEWAY_NS]: gwNs,
+        [REMOTE_GATEWAY_NAME]: e.gateway.name,
+        [REMOTE_GATEWAY_NS]: e.gateway.namespace,
         ...(shards > 1 ? { [SHARD]: `${fnv1a32(cluster.name) % shards}-of-${shards}` } : {}),
       };
-      const fqName = `${name}.${namespace}.svc.${cluster.domain}`;
-      const serviceAnnotations: Record<string, string> = {
-        [REMOTE_RESOURCE_VERSION]: svc.metadata?.resourceVersion ?? "",
-        [REMOTE_SVC_FQ_NAME]: fqName,
-      };
-      if (gateway) serviceAnnotations[REMOTE_GATEWAY_RESOURCE_VERSION] = gateway.metadata?.resourceVersion ?? "";
-      const endpointsAnnotations: Record<string, string> = { [REMOTE_SVC_FQ_NAME]: fqName };
-      const identity = gateway?.metadata?.annotations?.[GATEWAY_IDENTITY];
-      if (identity) endpointsAnnotations[REMOTE_GATEWAY_IDENTITY] = identity;
       const usable = gatewayEndpoints(gateway, options.deadAddresses ?? new Set());
+      const mirror = (mirrorName: string, fqName: string, extraLabels: Record<string, string>): Mirror => {
+        const serviceAnnotations: Record<string, string> = {
+          [REMOTE_RESOURCE_VERSION]: svc.metadata?.resourceVersion ?? "",
+          [REMOTE_SVC_FQ_NAME]: fqName,
+        };
+        if (gateway) serviceAnnotations[REMOTE_GATEWAY_RESOURCE_VERSION] = gateway.metadata?.resourceVersion ?? "";
+        const endpointsAnnotations: Record<string, string> = { [REMOTE_SVC_FQ_NAME]: fqName };
+        const identity = gateway?.metadata?.annotations?.[GATEWAY_IDENTITY];
+        if (identity) endpointsAnnotations[REMOTE_GATEWAY_IDENTITY] = identity;
+        const all = { ...labels, ...extraLabels };
+        return {
+          namespace,
+          name: mirrorName,
+          service: {
+            labels: all,
+            annotations: serviceAnnotations,
+            type: "ClusterIP",
+            headless: false,
+            selector: {},
+            ports,
+          },
+          endpoints: {
+            labels: all,
+            annotations: endpointsAnnotations,
+            subsets: usable
+              ? [
+                  {
+                    addresses: usable.ips,
+                    ports: sortPorts(ports.map((p) => ({ name: p.name, protocol: p.protocol, port: usable.port }))),
+                  },
+                ]
+              : [],
+          },
+        };
+      };
+      const fqName = `${name}.${namespace}.svc.${cluster.domain}`;
+      const hosts = hostsOf(cluster, e, exportedNames);
+      if (hosts.length === 0) {
+        expected.set(key, mirror(mirrorName, fqName, {}));
+        continue;
+      }
+      // SPEC §12, headless: a per-host mirror per host, and the headless mirror whose
+      // addresses are their cluster IPs with hostname <h>, ready, on the Service's own ports.
+      const addresses: string[] = [];
+      for (const host of hosts) {
+        const hostKey = mirrorKey(namespace, `${host}-${cluster.name}`);
+        expected.set(
+          hostKey,
+          mirror(`${host}-${cluster.name}`, `${host}.${name}.${namespace}.svc.${cluster.domain}`, {
+            [HEADLESS_MIRROR]: mirrorName,
+          }),
+        );
+        const ip = options.localClusterIPs?.get(hostKey);
+        if (ip) addresses.push(`${host}=${ip}`);
+      }
+      const plain = mirror(mirrorName, fqName, {});
       expected.set(key, {
-        namespace,
-        name: mirrorName,
-        service: {
-          labels,
-          annotations: serviceAnnotations,
-          type: "ClusterIP",
-          selector: {},
-          ports: sortPorts(
-            remotePorts.map((p) => ({
-              name: p.name ?? "",
-              protocol: p.protocol ?? "TCP",
-              port: p.port,
-              targetPort: String(p.targetPort ?? p.port),
-            })),
-          ),
-        },
-        endpoints: {
-          labels,
-          annotations: endpointsAnnotations,
-          subsets: usable
-            ? [
-                {
-                  addresses: usable.ips,
-                  ports: sortPorts(
-                    remotePorts.map((p) => ({ name: p.name ?? "", protocol: p.protocol ?? "TCP", port: usable.port })),
-                  ),
-                },
-              ]
-            : [],
-        },
+        ...plain,
+        ...(plain.service ? { service: { ...plain.service, headless: true } } : {}),
+        ...(plain.endpoints
+          ? {
+              endpoints: {
+                ...plain.endpoints,
+                subsets:
+                  addresses.length > 0
+                    ? [
+                        {
+                          addresses: addresses.sort(),
+                          ports: sortPorts(ports.map((p) => ({ name: p.name, protocol: p.protocol, port: p.port }))),
+                        },
+                      ]
+                    : [],
+              },
+            }
+          : {}),
       });
     }
   }
   return expected;
 }
 
-/** Local objects as listed (a structural subset of V1Service / V1Endpoints). */
-export interface LocalObject {
-  readonly metadata?: {
-    readonly name?: string;
-    readonly namespace?: string;
-    readonly labels?: Readonly<Record<string, string>>;
-    readonly annotations?: Readonly<Record<string, string>>;
-  };
-}
 export interface LocalService extends LocalObject {
   readonly spec?: {
     readonly type?: string;
+    readonly clusterIP?: string;
     readonly selector?: Readonly<Record<string, string>>;
-    readonly ports?: readonly {
-      readonly name?: string;
-      readonly protocol?: string;
-      readonly port: number;
-      readonly targetPort?: number | string;
-    }[];
+    readonly ports?: readonly ServicePortShape[];
   };
 }
 export interface LocalEndpoints extends LocalObject {
   readonly subsets?: readonly {
-    readonly addresses?: readonly { readonly ip: string }[];
-    readonly notReadyAddresses?: readonly { readonly ip: string }[];
+    readonly addresses?: readonly { readonly ip: string; readonly hostname?: string }[];
+    readonly notReadyAddresses?: readonly { readonly ip: string; readonly hostname?: string }[];
     readonly ports?: readonly { readonly name?: string; readonly protocol?: string; readonly port: number }[];
   }[];
 }
 
-/** The local mirrors, normalized like `expectedMirrors` (pass every labelled Service and Endpoints). */
+/**
+ * The local mirrors, normalized like `expectedMirrors` (pass every labelled Service and
+ * Endpoints; fleet-wide and import objects, labelled as such, are left to oracle-shared.ts).
+ */
 export function actualMirrors(
   services: readonly LocalService[],
   endpoints: readonly LocalEndpoints[],
@@ -279,11 +283,14 @@ export function actualMirrors(
     }
     return e;
   };
+  const shared = (o: LocalObject): boolean => SHARED_LABELS.some((label) => o.metadata?.labels?.[label] !== undefined);
   for (const s of services) {
+    if (shared(s)) continue;
     entry(s).service = {
       labels: { ...(s.metadata?.labels ?? {}) },
       annotations: mirrorAnnotations(s.metadata?.annotations),
       type: s.spec?.type ?? "ClusterIP",
+      headless: s.spec?.clusterIP === "None",
       selector: { ...(s.spec?.selector ?? {}) },
       ports: sortPorts(
         (s.spec?.ports ?? []).map((p) => ({
@@ -295,14 +302,17 @@ export function actualMirrors(
       ),
     };
   }
+  const address = (a: { readonly ip: string; readonly hostname?: string }) =>
+    a.hostname ? `${a.hostname}=${a.ip}` : a.ip;
   for (const e of endpoints) {
+    if (shared(e)) continue;
     entry(e).endpoints = {
       labels: { ...(e.metadata?.labels ?? {}) },
       annotations: mirrorAnnotations(e.metadata?.annotations),
       subsets: (e.subsets ?? []).map((s) => ({
         addresses: [
-          ...(s.addresses ?? []).map((a) => a.ip),
-          ...(s.notReadyAddresses ?? []).map((a) => `notReady:${a.ip}`),
+          ...(s.addresses ?? []).map(address),
+          ...(s.notReadyAddresses ?? []).map((a) => `notReady:${address(a)}`),
         ].sort(),
         ports: sortPorts(
           (s.ports ?? []).map((p) => ({ name: p.name ?? "", protocol: p.protocol ?? "TCP", port: p.port })),
@@ -311,20 +321,6 @@ export function actualMirrors(
     };
   }
   return actual as Map<string, Mirror>;
-}
-
-function show(value: unknown): string {
-  return JSON.stringify(value, (_k, v: unknown) =>
-    v && typeof v === "object" && !Array.isArray(v)
-      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : 1)))
-      : v,
-  );
-}
-
-function compare(lines: string[], where: string, field: string, expected: unknown, actual: unknown): void {
-  const e = show(expected);
-  const a = show(actual);
-  if (e !== a) lines.push(`${where}: ${field}\n    expected ${e}\n    actual   ${a}`);
 }
 
 /** A readable diff, one entry per differing field; empty when local equals the oracle. */
@@ -347,6 +343,7 @@ export function diffMirrors(expected: ReadonlyMap<string, Mirror>, actual: Reado
       compare(lines, key, "Service labels", e.service.labels, a.service.labels);
       compare(lines, key, "Service annotations", e.service.annotations, a.service.annotations);
       compare(lines, key, "Service type", e.service.type, a.service.type);
+      compare(lines, key, "Service headless (clusterIP None)", e.service.headless, a.service.headless);
       compare(lines, key, "Service selector", e.service.selector, a.service.selector);
       compare(lines, key, "Service ports", e.service.ports, a.service.ports);
     }

@@ -10,7 +10,7 @@
  */
 import { claimLocal, type LocalRoute } from "../../sandbox/local-addresses.ts";
 import { ProbeServer } from "../../sandbox/probe-server.ts";
-import type { ProbeFailure } from "./schedule.ts";
+import type { ProbeFailure } from "./steps.ts";
 
 /** /28s a chaos run may claim, first free one wins (two runs at once get different ones). */
 const PREFIXES = ["203.0.113.240/28", "203.0.113.224/28", "203.0.113.208/28"];

@@ -107,6 +107,9 @@ export class ChaosReplicas implements ChaosControllers {
       ...shardedReplicaArgs(CHAOS_SHARDS),
       "--blocked-recheck-period",
       "2s",
+      // As the single controller (controller.ts): departed hosts kept 2 s, not 5 min.
+      "--headless-host-grace",
+      "2s",
       // As the single controller (test/helpers/fleet.ts): the oracle reads Endpoints.
       "--endpoints-api",
       "endpoints",

@@ -5,7 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { Schedule, type Step } from "./schedule.ts";
+import { Schedule } from "./schedule.ts";
+import type { Step } from "./steps.ts";
 
 const REPLICAS = ["fm-0", "fm-1", "fm-2"];
 const sharded = (seed: number): Step[] =>

@@ -7,7 +7,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { CoreV1Api } from "@kubernetes/client-node";
 import { statusCode } from "../helpers/kube.ts";
-import type { GatewayRef } from "./schedule.ts";
+import type { GatewayRef } from "./steps.ts";
 
 /** Network errors, 5xx, 429 and 409 conflicts: worth retrying while an API server restarts. */
 function transient(error: unknown): boolean {

@@ -11,12 +11,15 @@
  *   order, so every remote change made before the marker has reached the writer by then.
  * - both, in that order: every earlier change of that remote has been reconciled (a
  *   delayed retry of a blocked key aside, which is not a pending write).
+ * - `waitForLocalEcho`: every local write made before the call (the writer's own
+ *   included) has come back to the writer through its local watches and been acted on:
+ *   what a "no write loop" assertion waits for.
  * - `waitForControllerIdle`: the same idle state for a controller process, read from its
  *   admin endpoint.
  */
-import type { V1Service } from "@kubernetes/client-node";
+import type { V1Endpoints, V1Service } from "@kubernetes/client-node";
 import type { AdminStatus } from "../../src/admin/source.ts";
-import { REMOTE_RESOURCE_VERSION } from "../../src/core/labels.ts";
+import { REMOTE_RESOURCE_VERSION, REMOTE_SVC_FQ_NAME } from "../../src/core/labels.ts";
 import { mirrorName } from "../../src/core/naming.ts";
 import type { WriterStatus } from "../../src/protocol/messages.ts";
 import type { Supervisor } from "../../src/supervisor/supervisor.ts";
@@ -93,6 +96,50 @@ export async function waitForMarker(
     (mirror) => mirror.metadata?.annotations?.[REMOTE_RESOURCE_VERSION] === version,
     opts.timeoutMs ?? TIMEOUT_MS,
   );
+}
+
+/**
+ * Resolves once the writer's local watches have delivered every local write made before
+ * the call, its own included, and it has acted on them: edits the marker's mirror (its
+ * Service, and its Endpoints when the controller writes them) by hand, waits until the
+ * writer has restored both, then for an idle writer report. One watch delivers a kind's
+ * objects in resourceVersion order, so each edit reached the writer after everything
+ * written before it; a write the writer's own watch answers with another write (a write
+ * loop) has been made by then, and shows as a changed resourceVersion.
+ */
+export async function waitForLocalEcho(
+  fleet: Fleet,
+  supervisor: Supervisor,
+  remote: string,
+  opts: { cluster?: string; namespace?: string; timeoutMs?: number } = {},
+): Promise<void> {
+  const namespace = opts.namespace ?? MARKER_NAMESPACE;
+  const name = mirrorName(MARKER_SERVICE, opts.cluster ?? remote);
+  const timeoutMs = opts.timeoutMs ?? TIMEOUT_MS;
+  const mirror = await waitForMarker(fleet, remote, opts);
+  const fqName = mirror.metadata?.annotations?.[REMOTE_SVC_FQ_NAME];
+  await fleet.patchService("local", namespace, name, (svc) => {
+    svc.metadata = { ...svc.metadata, annotations: { ...svc.metadata?.annotations, [REMOTE_SVC_FQ_NAME]: "echo" } };
+  });
+  let endpoints: V1Endpoints | undefined;
+  try {
+    endpoints = await fleet.local.readNamespacedEndpoints({ namespace, name });
+  } catch (error) {
+    if (statusCode(error) !== 404) throw error;
+  }
+  const subsets = JSON.stringify(endpoints?.subsets ?? null);
+  if (endpoints) {
+    endpoints.subsets = [{ addresses: [{ ip: "203.0.113.254" }], ports: [{ name: "echo", port: 1 }] }];
+    await fleet.local.replaceNamespacedEndpoints({ namespace, name, body: endpoints });
+    await fleet.waitForEndpoints(namespace, name, (e) => JSON.stringify(e.subsets ?? null) === subsets, timeoutMs);
+  }
+  await fleet.waitForMirror(
+    namespace,
+    name,
+    (svc) => svc.metadata?.annotations?.[REMOTE_SVC_FQ_NAME] === fqName,
+    timeoutMs,
+  );
+  await waitForWriterIdle(supervisor, { timeoutMs });
 }
 
 /**

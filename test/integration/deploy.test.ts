@@ -234,6 +234,9 @@ describe("deploy/: the installation manifests on a real API server", () => {
       ["watch", "servicecidrs.networking.k8s.io"],
       ["list", "nodes"],
       ["watch", "nodes"],
+      // the local cluster's own ServiceExports and their conditions (SPEC §16)
+      ["watch", "serviceexports.multicluster.x-k8s.io", "--all-namespaces"],
+      ["update", "serviceexports.multicluster.x-k8s.io", "--subresource=status", "-n", "shop"],
     ];
     const denied: readonly (readonly string[])[] = [
       ["get", "nodes"],
@@ -258,6 +261,8 @@ describe("deploy/: the installation manifests on a real API server", () => {
       ["patch", "endpoints", "-n", "shop"],
       ["patch", "events", "-n", NAMESPACE],
       ["create", "clusterroles"],
+      ["update", "serviceexports.multicluster.x-k8s.io", "-n", "shop"],
+      ["delete", "serviceexports.multicluster.x-k8s.io", "-n", "shop"],
     ];
     const wrong: string[] = [];
     for (const args of allowed)

@@ -121,7 +121,7 @@ describe("the Kubernetes MCS API (SPEC §12)", () => {
     await waitForA(resolver, `${derivedName(NS, "web")}.${NS}.svc.cluster.local`, [service.spec?.clusterIP ?? ""]);
   });
 
-  it("keeps the oldest export's ports when a later one differs, and reports the later cluster", async () => {
+  it("merges the ports of exports by name (SPEC §16): the union, each served by its clusters; the later cluster is reported", async () => {
     await fleet.createService("east", NS, "api", { gateway: false });
     await createServiceExport(fleet, "east", NS, "api");
     await waitForServiceImport(fleet, NS, "api", (s) => (s.status?.clusters ?? []).length === 1);
@@ -133,13 +133,22 @@ describe("the Kubernetes MCS API (SPEC §12)", () => {
     const problem = await eventually("west reported as a port conflict", () =>
       row("west")?.problems.find((p) => p.reason === "port-conflict" && p.key === `${NS}/${derivedName(NS, "api")}`),
     );
-    assert.match(problem.message, /differ from those of cluster east/);
-    const si = await serviceImport(fleet, NS, "api");
-    assert.deepEqual(si?.spec.ports, [{ name: "http", protocol: "TCP", port: 80 }]);
-    assert.deepEqual(si?.status?.clusters, [{ cluster: "east" }]);
+    assert.match(problem.message, /differ from those of cluster east, the oldest export/);
+    const si = await waitForServiceImport(fleet, NS, "api", (s) => (s.status?.clusters ?? []).length === 2);
+    assert.deepEqual(si.spec.ports, [
+      { name: "grpc", protocol: "TCP", port: 9090 },
+      { name: "http", protocol: "TCP", port: 80 },
+    ]);
+    const slices = await eventually("a slice per cluster, each with its own port", async () => {
+      const found = await importSlices(fleet, NS, "api");
+      return found.length === 2 ? found : undefined;
+    });
     assert.deepEqual(
-      (await importSlices(fleet, NS, "api")).map((s) => s.metadata?.labels?.[MCS_SOURCE_CLUSTER_LABEL]),
-      ["east"],
+      slices.map((s) => [s.metadata?.labels?.[MCS_SOURCE_CLUSTER_LABEL], s.ports?.map((p) => p.name)]),
+      [
+        ["east", ["http"]],
+        ["west", ["grpc"]],
+      ],
     );
     const event = await eventually("a Warning Event on the ServiceImport", async () => {
       const events = await fleet.local.listNamespacedEvent({ namespace: NS, fieldSelector: "involvedObject.name=api" });

@@ -9,7 +9,7 @@ import type { V1Endpoints, V1Service } from "@kubernetes/client-node";
 import type { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { Fleet } from "../helpers/fleet.ts";
 import { eventually, statusCode } from "../helpers/kube.ts";
-import { waitForWriterIdle } from "../helpers/settle.ts";
+import { waitForLocalEcho, waitForWriterIdle } from "../helpers/settle.ts";
 
 const MIRROR_LABELS = {
   "mirror.linkerd.io/mirrored-service": "true",
@@ -20,7 +20,6 @@ const MIRROR_LABELS = {
 const GATEWAY_IP = "198.18.0.10";
 
 const ipsOf = (ep: V1Endpoints): string[] => (ep.subsets?.[0]?.addresses ?? []).map((a) => a.ip).sort();
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe("ownership and hand edits", () => {
   let fleet: Fleet;
@@ -249,10 +248,10 @@ describe("ownership and hand edits", () => {
         (s) => s.metadata?.annotations?.["mirror.linkerd.io/remote-svc-fq-name"] === "web.hand.svc.cluster.local",
       );
       assert.equal(restored.metadata?.annotations?.["example.com/note"], "kept");
-      // A foreign annotation alone is not fought over: no further write. A write loop shows
-      // only over time (an idle report cannot rule it out: between its writes the key waits
-      // on the watch, neither queued nor in flight), so the time is the thing under test.
-      await sleep(1_000);
+      // A foreign annotation alone is not fought over: no further write. An idle report
+      // alone cannot rule a write loop out (between its writes the key waits on the watch,
+      // neither queued nor in flight): the writer must have seen its own write come back.
+      await waitForLocalEcho(fleet, controller, "east");
       const later = await fleet.waitForMirror("hand", "web-east");
       assert.equal(later.metadata?.resourceVersion, restored.metadata?.resourceVersion);
     });
@@ -318,14 +317,17 @@ describe("ownership and hand edits", () => {
       );
       const svc = await fleet.waitForMirror("own-3", "web-east");
       assert.deepEqual(svc.metadata?.labels, MIRROR_LABELS);
-      // A write loop shows only over time (see "keeps a foreign annotation"): the time is
-      // the thing under test.
-      await sleep(1_000);
       // One Service create and one Endpoints update; every other mirror was intact.
+      await waitForWriterIdle(controller);
       const writes = (await fleet.localWriteCount()) - writesBefore;
       assert.ok(writes <= 4, `${writes} writes to the local API server after a restart with one leftover`);
       const status = controller.status().writer;
       assert.equal(status?.writes["create/Endpoints/409"] ?? 0, 0, JSON.stringify(status?.writes));
+      // No write loop (see "keeps a foreign annotation"): once the writer has seen its own
+      // writes come back, neither object was written again.
+      const identity = await fleet.currentMirrorIdentity("own-3", "web-east");
+      await waitForLocalEcho(fleet, controller, "east");
+      assert.equal(await fleet.currentMirrorIdentity("own-3", "web-east"), identity, "written again: a write loop");
     });
   });
 

@@ -12,6 +12,7 @@ import { CoreV1Api, DiscoveryV1Api, type V1Service } from "@kubernetes/client-no
 import { CLUSTER_NAME } from "../../src/core/labels.ts";
 import { CONTROLLER_NAMESPACE, type ControllerProcess, Fleet } from "../helpers/fleet.ts";
 import { eventually, kubeConfigFromString, sleep, statusCode } from "../helpers/kube.ts";
+import { waitForControllerIdle } from "../helpers/settle.ts";
 
 const TIMEOUT_MS = 90_000;
 /** Open file descriptors of a process, and its ESTABLISHED TCP connections to `port`. */
@@ -115,6 +116,7 @@ describe("security and faults", () => {
     const seen = new Map(initial);
     const lost = new Map<string, string>();
     let stopped = false;
+    let polls = 0;
     const loop = (async () => {
       while (!stopped) {
         const now = await mirrorUids(namespace);
@@ -123,11 +125,17 @@ describe("security and faults", () => {
           if (current !== uid) lost.set(name, current === undefined ? `deleted (was ${uid})` : `${uid} → ${current}`);
         }
         for (const [name, uid] of now) if (!seen.has(name)) seen.set(name, uid);
+        polls++;
         await sleep(100);
       }
     })();
     return {
       lost,
+      /** Resolves once the poller has compared the mirrors twice more (a whole poll after the call). */
+      async polledAgain(): Promise<void> {
+        const from = polls;
+        await eventually("two more polls of the mirrors", () => (polls >= from + 2 ? true : undefined));
+      },
       async stop(): Promise<void> {
         stopped = true;
         await loop;
@@ -234,7 +242,8 @@ describe("security and faults", () => {
     const port = fleet.plane.cluster("east").port;
     const initial = await waitForConverged(ns);
     await controller.waitForLog("cluster east is synced");
-    await sleep(1_000);
+    // The baseline of a controller with nothing left to do (writer idle, east complete).
+    await waitForControllerIdle(await controller.adminUrl(), ["east"]);
     const baseline = resources(pid, port);
     t.diagnostic(`before: ${baseline.fds} fds, ${baseline.connections} connections to east`);
 
@@ -335,8 +344,10 @@ describe("security and faults", () => {
       const converged = await waitForConverged(ns);
       assert.equal(converged.size, 10 + 50);
       for (const [name, uid] of keptOld) assert.equal(converged.get(name), uid, `${name} kept its uid`);
-      // A wanted mirror created by the first process and seen by the poller must have survived too.
-      await sleep(1_000);
+      // A wanted mirror created by the first process and seen by the poller must have survived
+      // too: once the second process has nothing left to do, the poller looks once more.
+      await waitForControllerIdle(await second.adminUrl(), ["east"]);
+      await watch.polledAgain();
     } finally {
       await watch.stop();
       if (second) await stopController(second);

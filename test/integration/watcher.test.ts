@@ -142,6 +142,8 @@ describe("Watcher against a real API server", () => {
     await eventually("the first list", () => (watcher.hasSynced ? true : undefined));
 
     // A writer that keeps creating, patching and deleting Services, ignoring errors while the API is down.
+    let changes = 0;
+    watcher.on("change", () => changes++);
     let writing = true;
     let next = 5;
     const writer = (async () => {
@@ -159,9 +161,18 @@ describe("Watcher against a real API server", () => {
       }
     })();
     try {
-      await sleep(500);
+      // Changes flow through the watch before the kill …
+      await eventually("10 changes delivered by the watch", () => (changes >= 10 ? true : undefined));
+      const watchesBefore = watcher.stats.watchesStarted;
       await plane.restartApiServer("remote", { kill: true });
-      await sleep(1_000);
+      // … and go on while the watcher recovers: it watches again and delivers 10 more.
+      await eventually("the watch started again", () =>
+        watcher.stats.watchesStarted > watchesBefore ? true : undefined,
+      );
+      const changesAfter = changes;
+      await eventually("10 changes delivered after the restart", () =>
+        changes >= changesAfter + 10 ? true : undefined,
+      );
     } finally {
       writing = false;
       await writer;

@@ -1,11 +1,12 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { describe, it } from "node:test";
-import { flagsHelp, parseRunConfig, runFlags } from "../../src/config.ts";
+import { defaultConfig, flagsHelp, parseRunConfig, runFlags } from "../../src/config.ts";
 import { ConfigError } from "../../src/flag-values.ts";
 
 /** String flags whose value is not a number (everything else in runFlags is numeric). */
 const NOT_NUMERIC = new Set([
+  "cluster-name",
   "kubeconfig",
   "context",
   "namespace",
@@ -63,6 +64,16 @@ function refusal(flag: string, value: string): ConfigError {
   }
   assert.fail(`--${flag} ${JSON.stringify(value)} was accepted`);
 }
+
+describe("--cluster-name (SPEC §16)", () => {
+  it("defaults to local and refuses a name that is not a DNS-1123 label, naming the flag", () => {
+    assert.equal(defaultConfig().clusterName, "local");
+    assert.throws(
+      () => parseRunConfig(["--cluster-name", "Bad_Name"], {}),
+      /--cluster-name: "Bad_Name" is not a DNS-1123 label/,
+    );
+  });
+});
 
 describe("run's numeric flags", () => {
   it("covers every numeric flag of run in the table of bad values", () => {

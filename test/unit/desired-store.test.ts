@@ -9,6 +9,7 @@ import type { FederatedMember } from "../../src/core/federated.ts";
 import { importKey, type McsExport } from "../../src/core/mcs.ts";
 import type { ToWriterFromActor } from "../../src/protocol/messages.ts";
 import { DesiredStore } from "../../workers/local-writer/desired-store.ts";
+import { clusterSetSpec } from "../helpers/mcs-export.ts";
 
 /** A desired mirror of remote Service `<ns>/<svc>` of `cluster`, named `<svc>-<cluster>` unless `name` is given. */
 function mirror(
@@ -71,7 +72,8 @@ function batch(
 
 /** `cluster`'s MCS export of ServiceImport `shop/<svc>` (SPEC §12). */
 function mcsExport(cluster: string, svc: string): McsExport {
-  return Object.freeze({ ...member(cluster, svc), name: svc, exportedAt: "2026-12-01T00:00:00Z" });
+  const part = member(cluster, svc);
+  return Object.freeze({ ...part, name: svc, exportedAt: "2026-12-01T00:00:00Z", spec: clusterSetSpec(part.ports) });
 }
 
 function member(cluster: string, svc: string): FederatedMember {

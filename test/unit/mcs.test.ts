@@ -225,8 +225,28 @@ describe("what a ServiceExport contributes (SPEC §12)", () => {
         endpointPorts: [{ name: "http", protocol: "TCP", port: 4143 }],
         identity: "gw.east",
         exportedAt: "2026-12-04T10:00:00Z",
+        spec: { type: "ClusterSetIP", ports: [{ name: "http", protocol: "TCP", port: 80 }], sessionAffinity: "None" },
       },
     });
+  });
+
+  it("exports nothing of an ExternalName Service, and says why (SPEC §16)", () => {
+    const external = deepFreeze({
+      metadata: web.metadata,
+      spec: { type: "ExternalName", externalName: "example.com" },
+    });
+    const outcome = mcsExportFor(settings, exportOf("shop"), external, gateway);
+    assert.equal(outcome.kind === "problem" ? outcome.problem.reason : outcome.kind, "service-export-invalid-type");
+  });
+
+  it("records the version discovery found, and forgets it when the watch stops", () => {
+    const [found] = run([{ kind: "discovered", served: true, version: "v1alpha1" }]);
+    assert.equal(found?.availability.version, "v1alpha1");
+    const [, gone] = run([
+      { kind: "discovered", served: true, version: "v1beta1" },
+      { kind: "watch-failed", status: 404, message: "gone" },
+    ]);
+    assert.equal(gone?.availability.version, undefined);
   });
 
   it("exports no addresses while the gateway is unusable", () => {

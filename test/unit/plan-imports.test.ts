@@ -14,7 +14,9 @@ import {
   isImportObject,
   planServiceImport,
 } from "../../src/core/plan-imports.ts";
+import { reduceImport } from "../../src/core/reduce-imports.ts";
 import { deepFreeze } from "../helpers/freeze.ts";
+import { clusterSetSpec } from "../helpers/mcs-export.ts";
 
 function exported(cluster: string, exportedAt: string, port = 80): McsExport {
   return deepFreeze({
@@ -27,18 +29,19 @@ function exported(cluster: string, exportedAt: string, port = 80): McsExport {
     notReadyAddresses: [],
     endpointPorts: [{ name: "http", protocol: "TCP", port: 4143 }],
     exportedAt,
+    spec: clusterSetSpec([{ name: "http", protocol: "TCP", port }]),
   });
 }
 
 function reduce(exports: McsExport[]): Reduction {
-  const byCluster = new Map(exports.map((e) => [e.cluster, e]));
-  return reduceFederated({
-    members: byCluster,
-    order: exportOrder(byCluster),
+  return reduceImport({
+    exports: new Map(exports.map((e) => [e.cluster, e])),
+    registration: { registeredAt: () => undefined },
     unknown: new Set(),
     registrationKnown: true,
     observedClusters: [],
-  });
+    observedPorts: undefined,
+  }).reduction;
 }
 
 const derived = derivedServiceName("shop", "web");
@@ -84,34 +87,36 @@ describe("exporters' order: the oldest export first (the MCS conflict rule)", ()
       exported("d", "1 March 2022"),
       exported("e", ""),
     ];
-    const registration = { order: ["e", "d", "c", "b", "a"], registeredAt: () => "2020-01-01T00:00:00Z" };
+    const registration = { registeredAt: () => "2020-01-01T00:00:00Z" };
     for (const permutation of permutations(exports)) {
       const map = new Map(permutation.map((e) => [e.cluster, e]));
       assert.deepEqual(exportOrder(map), ["c", "a", "b", "d", "e"], permutation.map((e) => e.cluster).join());
-      // Among the invalid ones, the cluster registered first.
-      assert.deepEqual(exportOrder(map, registration), ["c", "a", "e", "d", "b"]);
+      // Among the invalid ones, by name (SPEC §16: one order on every cluster of a clusterset).
+      assert.deepEqual(exportOrder(map, registration), ["c", "a", "b", "d", "e"]);
     }
   });
 
-  it("never ranks an export before its cluster's registration: a remote claiming to be oldest is clamped, ties go to the cluster registered first (F13)", () => {
+  it("never ranks an export before its cluster's registration: a remote claiming to be oldest is clamped, ties go by name (F13, SPEC §16)", () => {
     const registeredAt: Record<string, string> = {
       honest: "2026-01-01T00:00:00Z",
       hostile: "2026-06-01T00:00:00Z",
     };
-    const registration = { order: ["honest", "hostile"], registeredAt: (c: string) => registeredAt[c] };
+    const registration = { registeredAt: (c: string) => registeredAt[c] };
     const honest = exported("honest", "2026-03-01T00:00:00Z");
     const claims = (at: string) => new Map([honest, exported("hostile", at)].map((e) => [e.cluster, e]));
     // Claims 1970: counted from its registration (June), after the honest export (March).
     assert.deepEqual(exportOrder(claims("1970-01-01T00:00:00Z"), registration), ["honest", "hostile"]);
     // An export made before the other cluster was even registered still wins (the MCS rule).
-    const late = { order: ["hostile", "honest"], registeredAt: (c: string) => registeredAt[c] };
-    assert.deepEqual(exportOrder(claims("2026-07-01T00:00:00Z"), late), ["honest", "hostile"]);
-    // Both clamped to the same instant: the cluster registered first.
-    const same = { order: ["hostile", "honest"], registeredAt: () => "2026-09-01T00:00:00Z" };
-    assert.deepEqual(exportOrder(claims("1970-01-01T00:00:00Z"), same), ["hostile", "honest"]);
+    assert.deepEqual(exportOrder(claims("2026-07-01T00:00:00Z"), registration), ["honest", "hostile"]);
+    // Both clamped to the same instant: by name.
+    const same = { registeredAt: () => "2026-09-01T00:00:00Z" };
+    assert.deepEqual(exportOrder(claims("1970-01-01T00:00:00Z"), same), ["honest", "hostile"]);
+    // The local cluster's own export is never clamped: its time is the local API server's.
+    const local = { registeredAt: () => "2026-09-01T00:00:00Z", local: "hostile" };
+    assert.deepEqual(exportOrder(claims("2026-02-01T00:00:00Z"), local), ["hostile", "honest"]);
   });
 
-  it("keeps the oldest export's ports and leaves a later, different one out", () => {
+  it("keeps the oldest export's port of a name: a later, different one stays a part that does not serve it (SPEC §16)", () => {
     const reduction = reduce([
       exported("west", "2026-12-04T11:00:00Z", 9090),
       exported("east", "2026-12-04T10:00:00Z"),
@@ -119,9 +124,13 @@ describe("exporters' order: the oldest export first (the MCS conflict rule)", ()
     assert.equal(reduction.kind, "write");
     if (reduction.kind !== "write") return;
     assert.deepEqual(reduction.ports, [{ name: "http", protocol: "TCP", port: 80 }]);
+    assert.deepEqual(reduction.excluded, []);
     assert.deepEqual(
-      reduction.excluded.map((e) => e.cluster),
-      ["west"],
+      reduction.parts.map((p) => [p.cluster, p.endpointPorts.length]),
+      [
+        ["east", 1],
+        ["west", 0],
+      ],
     );
   });
 });
@@ -148,14 +157,23 @@ describe("an import with an unknown exporter after a writer start", () => {
 
 describe("planServiceImport (SPEC §12)", () => {
   const reduction = reduce([exported("east", "2026-12-04T10:00:00Z"), exported("west", "2026-12-04T10:00:01Z")]);
-  const base = { namespace: "shop", name: "web", derived, reduction };
+  const spec = clusterSetSpec([{ name: "http", protocol: "TCP", port: 80 }]);
+  const base = {
+    namespace: "shop",
+    name: "web",
+    derived,
+    reduction,
+    spec,
+    apiVersion: "multicluster.x-k8s.io/v1beta1",
+  };
+  const ip = { ips: ["10.96.0.9"], families: ["IPv4"] };
 
   it("waits for the derived Service's cluster IP, then creates the ServiceImport with its spec", () => {
-    assert.deepEqual(planServiceImport({ ...base, observed: undefined, clusterIP: undefined }).actions, []);
-    const [create] = planServiceImport({ ...base, observed: undefined, clusterIP: "10.96.0.9" }).actions;
+    assert.deepEqual(planServiceImport({ ...base, observed: undefined, clusterIPs: undefined }).actions, []);
+    const [create] = planServiceImport({ ...base, observed: undefined, clusterIPs: ip }).actions;
     assert.equal(create?.verb, "create");
     assert.deepEqual((create as { body: object }).body, {
-      apiVersion: "multicluster.x-k8s.io/v1alpha1",
+      apiVersion: "multicluster.x-k8s.io/v1beta1",
       kind: "ServiceImport",
       metadata: {
         name: "web",
@@ -163,7 +181,13 @@ describe("planServiceImport (SPEC §12)", () => {
         labels: importLabels("web"),
         annotations: { "mirror.linkerd.io/derived-service": derived },
       },
-      spec: { type: "ClusterSetIP", ports: [{ name: "http", protocol: "TCP", port: 80 }], ips: ["10.96.0.9"] },
+      spec: {
+        type: "ClusterSetIP",
+        ports: [{ name: "http", protocol: "TCP", port: 80 }],
+        ips: ["10.96.0.9"],
+        ipFamilies: ["IPv4"],
+        sessionAffinity: "None",
+      },
     });
   });
 
@@ -177,26 +201,32 @@ describe("planServiceImport (SPEC §12)", () => {
         labels: { ...importLabels("web"), team: "x" },
         annotations: { "mirror.linkerd.io/derived-service": derived },
       },
-      spec: { type: "ClusterSetIP", ports: [{ name: "http", protocol: "TCP", port: 80 }], ips: ["10.96.0.9"] },
+      spec: {
+        type: "ClusterSetIP",
+        ports: [{ name: "http", protocol: "TCP", port: 80 }],
+        ips: ["10.96.0.9"],
+        ipFamilies: ["IPv4"],
+        sessionAffinity: "None",
+      },
       ...fields,
     });
 
   it("writes the status (a subresource) once the spec matches, and nothing once both match", () => {
-    const [status] = planServiceImport({ ...base, observed: ours({}), clusterIP: "10.96.0.9" }).actions;
+    const [status] = planServiceImport({ ...base, observed: ours({}), clusterIPs: ip }).actions;
     assert.equal(status?.verb, "update");
     assert.equal((status as { subresource?: string }).subresource, "status");
     assert.deepEqual((status as { body: { status: object } }).body.status, {
       clusters: [{ cluster: "east" }, { cluster: "west" }],
     });
     const settled = ours({ status: { clusters: [{ cluster: "east" }, { cluster: "west" }] } });
-    assert.deepEqual(planServiceImport({ ...base, observed: settled, clusterIP: "10.96.0.9" }).actions, []);
+    assert.deepEqual(planServiceImport({ ...base, observed: settled, clusterIPs: ip }).actions, []);
   });
 
   it("updates a spec that differs (ports, ips), keeping foreign labels", () => {
     const stale = ours({
       spec: { type: "ClusterSetIP", ports: [{ name: "http", protocol: "TCP", port: 81 }], ips: [] },
     });
-    const [update] = planServiceImport({ ...base, observed: stale, clusterIP: "10.96.0.9" }).actions;
+    const [update] = planServiceImport({ ...base, observed: stale, clusterIPs: ip }).actions;
     assert.equal(update?.verb, "update");
     assert.equal((update as { subresource?: string }).subresource, undefined);
     const body = (update as { body: { metadata: { labels: object }; spec: object } }).body;
@@ -204,16 +234,18 @@ describe("planServiceImport (SPEC §12)", () => {
       type: "ClusterSetIP",
       ports: [{ name: "http", protocol: "TCP", port: 80 }],
       ips: ["10.96.0.9"],
+      ipFamilies: ["IPv4"],
+      sessionAffinity: "None",
     });
     assert.deepEqual(body.metadata.labels, { ...importLabels("web"), team: "x" });
   });
 
   it("never touches a user's ServiceImport: the import is blocked", () => {
     const user = deepFreeze({ metadata: { name: "web", namespace: "shop", labels: { owner: "me" } } });
-    const plan = planServiceImport({ ...base, observed: user, clusterIP: "10.96.0.9" });
+    const plan = planServiceImport({ ...base, observed: user, clusterIPs: ip });
     assert.deepEqual(plan.actions, []);
     assert.equal(plan.blocked?.reason, "user-owned");
-    const gone = planServiceImport({ ...base, reduction: { kind: "delete" }, observed: user, clusterIP: undefined });
+    const gone = planServiceImport({ ...base, reduction: { kind: "delete" }, observed: user, clusterIPs: undefined });
     assert.deepEqual(gone.actions, []);
   });
 
@@ -222,7 +254,7 @@ describe("planServiceImport (SPEC §12)", () => {
       ...base,
       reduction: { kind: "delete" },
       observed: ours({}),
-      clusterIP: undefined,
+      clusterIPs: undefined,
     }).actions;
     assert.deepEqual(del, {
       verb: "delete",

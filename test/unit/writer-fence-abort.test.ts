@@ -8,8 +8,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ManualClock } from "../../src/core/clock.ts";
+import { FairTokenBucket } from "../../src/core/fair-bucket.ts";
 import type { WriteAction } from "../../src/core/mirror-kinds.ts";
-import { TokenBucket } from "../../src/core/rate-limit.ts";
 import type { RequestOptions } from "../../src/kube/client.ts";
 import { silentLogger } from "../../src/log.ts";
 import { WriteFence } from "../../workers/local-writer/fence.ts";
@@ -36,7 +36,7 @@ function executor(fence: WriteFence, clock: ManualClock) {
   };
   const write = new WriteExecutor({
     client,
-    bucket: new TokenBucket(1_000, 1_000, clock),
+    bucket: new FairTokenBucket(1_000, 1_000, clock),
     fence,
     cache: new MutationCache(clock),
     stats: new WriterStats(),

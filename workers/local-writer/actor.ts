@@ -15,6 +15,7 @@
  * - per-key ordering: the queue never hands out a key that is in flight, and a key
  *   changed meanwhile is reconciled again afterwards (superseded desires coalesce);
  * - bounded concurrency across keys (`concurrency`) and a client-side token bucket;
+ *   clusters take turns in both (write-lanes.ts), so none starves the others;
  * - retries with per-key exponential backoff and no permanent give-up; a periodic
  *   full resync re-checks every key (a safety net for anything a watch missed);
  * - no write when nothing differs; nothing written before the local stores are synced;
@@ -47,7 +48,8 @@ import { ShardHandoff } from "./shard-handoff.ts";
 import { SharedStrings } from "./shared-strings.ts";
 import { SharedTriggers } from "./shared-triggers.ts";
 import { WriterStats } from "./status.ts";
-import { reportReconcileError } from "./write-executor.ts";
+import { reconcileErrorReporter } from "./write-executor.ts";
+import { writeLane } from "./write-lanes.ts";
 import { createWritePath, type WritePath } from "./write-path.ts";
 
 export type { ActorPort } from "./desired-channels.ts";
@@ -107,12 +109,15 @@ export class LocalWriterActor {
     const identity = { userAgent: "fleet-mirror/local-writer", logger: deps.logger };
     this.#client = new KubeClient(connection, { ...identity, maxResponseBytes: options.maxResponseBytes });
     this.#stores = new LocalStores(this.#client, this.#shared, {
+      cluster: options.clusterName ?? "local",
       log: this.#log,
       changed: (key) => this.#enqueue(key),
       availabilityChanged: () => this.#sharedKeys.all(),
       recheckMs: options.mcsRecheckMs,
     });
-    this.#queue = new WorkQueue<string>({ itemBackoff: { initialMs: 100, maxMs: 5 * 60_000 }, clock });
+    // Clusters take turns in the queue and at the rate limit: a churning one cannot starve the others.
+    const lane = (key: string) => writeLane(key, this.#desired, this.#stores);
+    this.#queue = new WorkQueue<string>({ itemBackoff: { initialMs: 100, maxMs: 5 * 60_000 }, clock, lane });
     this.#fence = new WriteFence(options.fenced === true, clock, this.#log, options.shards ?? 1);
     this.#cache = new MutationCache(clock);
     // Said once here; each member it concerns is reported by the reconciler (status, Event).
@@ -137,6 +142,7 @@ export class LocalWriterActor {
       stats: this.#stats,
       log: this.#log,
       block: (key, cluster, blocked) => this.#reconciler.block(key, cluster, blocked),
+      lane,
     });
     this.#executor = path.executor;
     this.#dryRun = path.dryRun;
@@ -147,6 +153,7 @@ export class LocalWriterActor {
       slices: this.#stores.indexedSlices,
       namespaces: this.#stores.namespaces,
       serviceImports: this.#stores.serviceImports,
+      localExports: this.#stores.localExports,
       cache: this.#dryRun?.cache ?? this.#cache,
       executor: this.#executor,
       client: this.#client,
@@ -353,13 +360,7 @@ export class LocalWriterActor {
       this.#queue,
       this.#options.concurrency,
       (key) => this.#dryRun?.reconcile(key, this.#reconciler) ?? this.#reconciler.reconcile(key),
-      (key, error, requeues) =>
-        reportReconcileError(
-          { stats: this.#stats, log: this.#log, recordEvent: (event) => void this.recordEvent(event) },
-          key,
-          error,
-          requeues,
-        ),
+      reconcileErrorReporter({ stats: this.#stats, log: this.#log, recordEvent: (e) => void this.recordEvent(e) }),
     );
     this.#resyncAll();
     // A safety net: re-checks every key even if a watch event was lost or a write failed unnoticed (SPEC §4).

@@ -19,7 +19,7 @@ import {
   type PlannedWrite,
   plannedWrite,
 } from "../../src/core/dry-run.ts";
-import { type MirrorObjectKind, objectPath, type WriteAction } from "../../src/core/mirror-kinds.ts";
+import { actionApiVersion, type MirrorObjectKind, objectPath, type WriteAction } from "../../src/core/mirror-kinds.ts";
 import { type KubeObject, objectKey } from "../../src/core/objects.ts";
 import type { ReconcileResult } from "../../src/core/workqueue.ts";
 import { KubeApiError, type KubeClient } from "../../src/kube/client.ts";
@@ -97,7 +97,7 @@ export class DryRunExecutor {
       try {
         existing = await this.#deps.client.request<KubeObject>(
           "GET",
-          objectPath(action.kind, action.namespace, action.name),
+          objectPath(action.kind, action.namespace, action.name, actionApiVersion(action)),
         );
       } catch (error) {
         if (!(error instanceof KubeApiError && error.status === 404)) return { kind: "retry", error };

@@ -18,6 +18,7 @@ import type { ShardOwnership } from "../../src/core/shards.ts";
 import type { KubeClient } from "../../src/kube/client.ts";
 import { OptionalWatch, type OptionalWatchLog } from "../../src/kube/optional-watch.ts";
 import { Watcher } from "../../src/kube/watcher.ts";
+import { LocalExports } from "./local-exports.ts";
 import type { MirrorKind } from "./mutation-cache.ts";
 import { isSharedPart, SharedIndex } from "./shared-index.ts";
 import type { SharedStrings } from "./shared-strings.ts";
@@ -47,8 +48,10 @@ export function headlessMirrorKey(service: Service | undefined): string | undefi
   return service && headless ? objectKey({ namespace: service.metadata.namespace, name: headless }) : undefined;
 }
 
-/** How the ServiceImports' watch reports (SPEC §12). */
+/** How the ServiceImports' watch, and the local ServiceExports' (SPEC §16), report (SPEC §12). */
 export interface ServiceImportHooks {
+  /** The local cluster's name (`--cluster-name`): its own ServiceExports export to the local ServiceImports. */
+  readonly cluster: string;
   readonly log: OptionalWatchLog;
   /** The writer's key (`importKey`) of a ServiceImport that changed. */
   readonly changed: (key: string) => void;
@@ -63,6 +66,8 @@ export class LocalStores {
   readonly slices: Watcher<EndpointSlice>;
   readonly namespaces: Watcher<Namespace>;
   readonly serviceImports: OptionalWatch<KubeObject>;
+  /** The local cluster's own ServiceExports, their Services and slices (SPEC §16). */
+  readonly localExports: LocalExports;
   /** fleet-mirror's slices by the Service they belong to, whatever their names. */
   readonly sliceIndex: SliceIndex;
   /** fleet-mirror's shared objects (fleet-wide, import) by key and by the clusters they name. */
@@ -120,6 +125,14 @@ export class LocalStores {
         imports.changed(importKey({ namespace, name }));
       },
       availabilityChanged: () => imports.availabilityChanged(),
+    });
+    this.localExports = new LocalExports({
+      client,
+      cluster: imports.cluster,
+      log: imports.log,
+      changed: imports.changed,
+      availabilityChanged: imports.availabilityChanged,
+      recheckMs: imports.recheckMs,
     });
   }
 
@@ -193,10 +206,15 @@ export class LocalStores {
   start(): void {
     for (const watcher of this.all) watcher.start();
     this.serviceImports.start();
+    this.localExports.start();
   }
 
   async stop(): Promise<void> {
-    await Promise.all([...this.all.map((watcher) => watcher.stop()), this.serviceImports.stop()]);
+    await Promise.all([
+      ...this.all.map((watcher) => watcher.stop()),
+      this.serviceImports.stop(),
+      this.localExports.stop(),
+    ]);
   }
 
   /** The key of every observed mirror object (a slice by its mirror's key, a ServiceImport by its import's); keys may repeat. */
@@ -208,6 +226,7 @@ export class LocalStores {
       if (key) yield key;
     }
     yield* this.#serviceImportKeys();
+    yield* this.localExports.importKeys();
   }
 
   /** Every observed local mirror object with its mirror's key and owning cluster. */
@@ -255,6 +274,7 @@ export class LocalStores {
   *sharedKeys(): Generator<string> {
     yield* this.sharedIndex.keys();
     yield* this.#serviceImportKeys();
+    yield* this.localExports.importKeys();
   }
 
   /** The writer key (`importKey`) of every ServiceImport of ours observed. */

@@ -18,21 +18,17 @@
  */
 import { carryPorts } from "../../src/core/desired.ts";
 import { sliceNames } from "../../src/core/endpoint-slices.ts";
-import { type ReductionSummary, reduceFederated, summarizeReduction } from "../../src/core/federated.ts";
+import { type ReductionSummary, summarizeReduction } from "../../src/core/federated.ts";
 import { CLUSTER_NAME, SERVICE_IMPORT_LABEL } from "../../src/core/labels.ts";
-import { derivedServiceName } from "../../src/core/mcs.ts";
+import { conditionsUpdate, exportConditions } from "../../src/core/local-exports.ts";
+import { derivedServiceName, MCS_GROUP, MCS_VERSION, type McsExport } from "../../src/core/mcs.ts";
+import { conflictsOf, type ImportConflict } from "../../src/core/mcs-spec.ts";
 import type { ObservedObject, WriteAction } from "../../src/core/mirror-kinds.ts";
 import type { EndpointSlice, Endpoints, KubeObject, Service } from "../../src/core/objects.ts";
 import { objectKey, splitKey } from "../../src/core/objects.ts";
 import { annotatedClusters, planFederated } from "../../src/core/plan-federated.ts";
-import {
-  DERIVED_NAME,
-  exportOrder,
-  holdWhileKept,
-  importFlavor,
-  isImportObject,
-  planServiceImport,
-} from "../../src/core/plan-imports.ts";
+import { DERIVED_NAME, importFlavor, isImportObject, planServiceImport } from "../../src/core/plan-imports.ts";
+import { reduceImport } from "../../src/core/reduce-imports.ts";
 import type { ReconcileResult } from "../../src/core/workqueue.ts";
 import type { FederatedServiceStatus } from "../../src/protocol/messages.ts";
 import { type FleetProblem, reportProblems } from "./problem-events.ts";
@@ -48,6 +44,7 @@ import {
 /** The Warning Event of each import problem reason. */
 const IMPORT_EVENT_REASONS: Readonly<Record<string, string>> = {
   "port-conflict": "ServiceImportPortConflict",
+  "import-conflict": "ServiceImportConflict",
   "user-owned": "ServiceImportNameConflict",
   "mcs-not-served": "ServiceImportNotServed",
   "mcs-not-sharded": "ServiceImportNotSharded",
@@ -99,19 +96,26 @@ export class ImportReconciler {
   }
 
   async reconcile(key: string): Promise<ReconcileResult> {
-    const exports = this.#deps.desired.exports(key);
-    const exporters = [...exports.keys()].sort();
     const { namespace = "", name: derived } = splitKey(key);
+    const named = this.#deps.desired.exports(key);
+    const service = this.#serviceName(key, namespace, derived, named);
+    const exports = service === undefined ? named : this.#exportsOf(key, namespace, service).exports;
+    const exporters = [...exports.keys()].sort();
     const { state, settled, message } = this.#imports.availability;
-    const service = this.#serviceName(key, namespace, derived, exports);
     if (service === undefined) {
       this.#summaries.delete(key);
       this.#problems.delete(key);
       this.#waiting.delete(key);
       return { kind: "done" };
     }
-    const blockedFor = (reason: string, text: string): ReconcileResult => {
+    const blockedFor = async (reason: string, text: string): Promise<ReconcileResult> => {
       this.#setProblems(key, service, new Map(exporters.map((cluster) => [cluster, { reason, message: text }])));
+      const outcome = await this.#writeConditions(key, namespace, service, {
+        imported: false,
+        pending: text,
+        conflicts: [],
+      });
+      if (outcome) return outcome;
       return exporters.length > 0
         ? { kind: "requeue-after", ms: this.#deps.options.blockedRecheckMs }
         : { kind: "done" };
@@ -126,7 +130,8 @@ export class ImportReconciler {
         `ServiceImport ${namespace}/${service} is not written by a sharded writer yet`,
       );
     for (let pass = 0; pass < MAX_PASSES; pass++) {
-      const { actions, observed, blocked, again } = await this.#plan(key, namespace, derived, service);
+      const { actions, observed, blocked, again, outcome: ended } = await this.#plan(key, namespace, derived, service);
+      if (ended) return ended;
       if (blocked) return blockedFor(blocked.reason, blocked.message);
       if (actions.length === 0) return { kind: "done" };
       const outcome = await applyActions(this.#deps, key, actions, undefined, observed, 0);
@@ -140,6 +145,62 @@ export class ImportReconciler {
     return { kind: "done" };
   }
 
+  /**
+   * Every cluster's export of ServiceImport `namespace/service`: the remote clusters' (the
+   * desired store) and the local cluster's own (SPEC §16; it wins over a remote cluster
+   * registered under the same name). `localUnknown`: the local export is not known.
+   */
+  #exportsOf(
+    key: string,
+    namespace: string,
+    service: string,
+  ): { exports: Map<string, McsExport>; localUnknown: boolean } {
+    const exports = new Map(this.#deps.desired.exports(key));
+    const local = this.#deps.localExports;
+    if (!local) return { exports, localUnknown: false };
+    exports.delete(local.cluster);
+    const answer = local.exportOf(namespace, service);
+    if (answer.kind === "exported" && answer.outcome.kind === "export")
+      exports.set(local.cluster, answer.outcome.export);
+    return { exports, localUnknown: answer.kind === "unknown" };
+  }
+
+  /**
+   * Sets the conditions of the local ServiceExport of `namespace/service` (SPEC §16), if
+   * there is one, when they differ from what it has: a status write, never more often
+   * than its content changes.
+   */
+  async #writeConditions(
+    key: string,
+    namespace: string,
+    service: string,
+    state: { imported: boolean; pending?: string; conflicts: readonly ImportConflict[] },
+  ): Promise<ReconcileResult | undefined> {
+    const local = this.#deps.localExports;
+    const answer = local?.exportOf(namespace, service);
+    if (!local || answer?.kind !== "exported") return undefined;
+    const exportKey = objectKey({ namespace, name: service });
+    const observed = this.#deps.cache.observed("ServiceExport", exportKey, answer.serviceExport);
+    if (!observed) return undefined;
+    const conditions = exportConditions({
+      outcome: answer.outcome,
+      imported: state.imported,
+      ...(state.pending ? { pending: state.pending } : {}),
+      conflicts: conflictsOf(state.conflicts, local.cluster),
+    });
+    const body = conditionsUpdate(observed, conditions, new Date().toISOString().replace(/\.\d+Z$/, "Z"));
+    if (!body) return undefined;
+    const action: WriteAction = {
+      verb: "update",
+      kind: "ServiceExport",
+      namespace,
+      name: service,
+      subresource: "status",
+      body,
+    };
+    return applyActions(this.#deps, key, [action], undefined, [{ kind: "ServiceExport", object: observed }], 0);
+  }
+
   /** The ServiceImport's name: from an export, else from fleet-mirror's objects of the key. */
   #serviceName(
     key: string,
@@ -148,6 +209,8 @@ export class ImportReconciler {
     exports: ReadonlyMap<string, { readonly name: string }>,
   ): string | undefined {
     for (const e of exports.values()) return e.name;
+    const local = this.#deps.localExports?.nameFor(namespace, derived);
+    if (local) return local;
     const observed = this.#deps.cache.observed("Service", key, this.#deps.services.get(key));
     const label =
       observed && isImportObject("Service", observed) ? observed.metadata.labels?.[SERVICE_IMPORT_LABEL] : undefined;
@@ -170,22 +233,25 @@ export class ImportReconciler {
     observed: ObservedObject[];
     blocked?: { reason: string; message: string };
     again?: boolean;
+    /** The conditions' write ended the pass with this result. */
+    outcome?: ReconcileResult;
   }> {
     const { desired: store, cache, options } = this.#deps;
     const importKey = objectKey({ namespace, name: service });
+    const apiVersion = `${MCS_GROUP}/${this.#imports.availability.version ?? MCS_VERSION}`;
     let derivedService = cache.observed("Service", key, this.#deps.services.get(key));
     let endpoints = cache.observed("Endpoints", key, this.#deps.endpoints.get(key));
     let serviceImport = cache.observed("ServiceImport", importKey, this.#imports.get(importKey));
     const namespaceExists = this.#deps.namespaces.get(namespace) !== undefined;
     // Objects without our labels are invisible to the stores: looked up before creating.
-    if (store.exports(key).size > 0 && namespaceExists) {
+    if (this.#exportsOf(key, namespace, service).exports.size > 0 && namespaceExists) {
       derivedService ??= await getUnlabelled<Service>(this.#deps, "Service", key);
       endpoints ??= await getUnlabelled<Endpoints>(this.#deps, "Endpoints", key);
-      serviceImport ??= await getUnlabelled<KubeObject>(this.#deps, "ServiceImport", importKey);
+      serviceImport ??= await getUnlabelled<KubeObject>(this.#deps, "ServiceImport", importKey, apiVersion);
     }
     // The desired state is read after the GETs, in one go (exports, unknown clusters):
     // a batch absorbed meanwhile must not leave a snapshot of one next to the other.
-    const exports = store.exports(key);
+    const { exports, localUnknown } = this.#exportsOf(key, namespace, service);
     const sliceKeys = new Set<string>();
     const partClusters = new Set<string>();
     for (const slice of slicesOfService(this.#deps, namespace, derived)) {
@@ -207,17 +273,24 @@ export class ImportReconciler {
     // for it. Elsewhere it holds nothing up (a role that never reads ServiceExports).
     const involved = new Set([...observedClusters, ...exports.keys()]);
     for (const c of store.exportsUnknown()) if (involved.has(c)) unknown.add(c);
+    // The local cluster's own export (SPEC §16) under the same rule: unknown is kept.
+    const localCluster = this.#deps.localExports?.cluster;
+    if (localCluster !== undefined) {
+      unknown.delete(localCluster);
+      if (localUnknown && involved.has(localCluster)) unknown.add(localCluster);
+    }
     const ours = derivedService && isImportObject("Service", derivedService) ? derivedService : undefined;
-    const reduction = holdWhileKept(
-      reduceFederated({
-        members: exports,
-        order: exportOrder(exports, { order: store.order(), registeredAt: (c) => store.registeredAt(c) }),
-        unknown,
-        registrationKnown: store.registrationKnown,
-        observedClusters,
-      }),
-      ours ? carryPorts(ours) : undefined,
-    );
+    const { reduction, merged } = reduceImport({
+      exports,
+      registration: {
+        registeredAt: (c) => store.registeredAt(c),
+        ...(localCluster !== undefined ? { local: localCluster } : {}),
+      },
+      unknown,
+      registrationKnown: store.registrationKnown,
+      observedClusters,
+      observedPorts: ours ? carryPorts(ours) : undefined,
+    });
     if (reduction.kind === "wait") this.#waiting.add(key);
     else this.#waiting.delete(key);
     if (reduction.kind === "delete") this.#summaries.delete(key);
@@ -243,7 +316,9 @@ export class ImportReconciler {
       derived,
       reduction,
       observed: serviceImport,
-      clusterIP: clusterIPOf(derivedService),
+      spec: reduction.kind === "write" ? merged?.spec : undefined,
+      clusterIPs: clusterIPsOf(derivedService),
+      apiVersion,
     });
     if (importPlan.blocked) return { actions: [], observed, blocked: importPlan.blocked };
     const servicePlan = planFederated({
@@ -257,16 +332,33 @@ export class ImportReconciler {
       excludedNamespaces: options.excludedNamespaces,
       namespaceQuota: this.#deps.namespaceQuota,
       flavor: importFlavor(service),
+      headless: merged?.spec.type === "Headless",
     });
     if (servicePlan.blocked) return { actions: [], observed, blocked: servicePlan.blocked };
     const problems = new Map<string, FleetProblem>();
-    if (reduction.kind === "write")
-      for (const e of reduction.excluded)
-        problems.set(e.cluster, {
-          reason: "port-conflict",
-          message: e.message.replace(`${namespace}/${derived}`, `ServiceImport ${importKey}`),
-        });
+    // A conflict is reported on the clusters whose value lost (the local cluster's own on
+    // its ServiceExport's conditions, below): their endpoints serve less, or their fields
+    // are not the ServiceImport's.
+    for (const c of reduction.kind === "write" ? (merged?.conflicts ?? []) : [])
+      for (const cluster of c.clusters)
+        if (cluster !== c.winner && !problems.has(cluster))
+          problems.set(cluster, {
+            reason: c.field === "ports" ? "port-conflict" : "import-conflict",
+            message: `ServiceImport ${importKey}: ${c.message}`,
+          });
     this.#setProblems(key, service, problems);
+    // The local ServiceExport's conditions (SPEC §16): once nothing else is left to write.
+    const pendingWrites = importPlan.actions.length + servicePlan.actions.length;
+    const listed = (serviceImport as { status?: { clusters?: { cluster: string }[] } } | undefined)?.status?.clusters;
+    if (pendingWrites === 0 && localCluster !== undefined) {
+      const imported = reduction.kind === "write" && (listed ?? []).some((c) => c.cluster === localCluster);
+      const outcome = await this.#writeConditions(key, namespace, service, {
+        imported,
+        ...(reduction.kind === "wait" ? { pending: "waiting for clusters whose exports are not known yet" } : {}),
+        conflicts: reduction.kind === "write" ? (merged?.conflicts ?? []) : [],
+      });
+      if (outcome) return { actions: [], observed, outcome };
+    }
     // The ServiceImport is deleted before its Service, and written after it.
     const actions =
       reduction.kind === "delete"
@@ -288,7 +380,13 @@ export class ImportReconciler {
   }
 }
 
-function clusterIPOf(service: Service | undefined): string | undefined {
-  const ip = service?.spec?.clusterIP;
-  return ip && ip !== "None" && isImportObject("Service", service) ? ip : undefined;
+/** The derived Service's cluster IPs and their families (SPEC §16: the ServiceImport's `ips` and `ipFamilies`). */
+function clusterIPsOf(service: Service | undefined): { ips: string[]; families: string[] } | undefined {
+  const spec = service?.spec;
+  const ip = spec?.clusterIP;
+  if (!service || !ip || ip === "None" || !isImportObject("Service", service)) return undefined;
+  const ips = Array.isArray(spec["clusterIPs"]) ? (spec["clusterIPs"] as string[]) : [ip];
+  const declared = Array.isArray(spec["ipFamilies"]) ? (spec["ipFamilies"] as string[]) : [];
+  const families = ips.map((a, i) => declared[i] ?? (a.includes(":") ? "IPv6" : "IPv4"));
+  return { ips, families };
 }

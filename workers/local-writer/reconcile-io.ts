@@ -19,6 +19,7 @@ import { KubeApiError, type KubeClient } from "../../src/kube/client.ts";
 import type { Logger } from "../../src/log.ts";
 import type { EventRequest, WriterOptions } from "../../src/protocol/messages.ts";
 import type { DesiredStore } from "./desired-store.ts";
+import type { LocalExports } from "./local-exports.ts";
 import type { MutationCache } from "./mutation-cache.ts";
 import { sliceServiceKey } from "./slice-index.ts";
 import type { WriteExecutor } from "./write-executor.ts";
@@ -50,6 +51,8 @@ export interface ReconcilerDeps {
   readonly namespaces: Store<Namespace>;
   /** The local ServiceImports and whether they are served (SPEC §12); absent: no MCS imports are written. */
   readonly serviceImports?: ServiceImportSource;
+  /** The local cluster's own ServiceExports (SPEC §16); absent: the local cluster exports nothing. */
+  readonly localExports?: Pick<LocalExports, "cluster" | "exportOf" | "nameFor">;
   /** Our own writes not yet delivered by the watches (a dry run adds the Services it would create). */
   readonly cache: Pick<MutationCache, "observed">;
   readonly executor: Pick<WriteExecutor, "apply">;
@@ -117,10 +120,11 @@ export async function getUnlabelled<T extends KubeObject>(
   deps: ReconcilerDeps,
   kind: MirrorObjectKind,
   key: string,
+  apiVersion?: string,
 ): Promise<T | undefined> {
   const { namespace = "", name } = splitKey(key);
   try {
-    return await deps.client.request<T>("GET", objectPath(kind, namespace, name));
+    return await deps.client.request<T>("GET", objectPath(kind, namespace, name, apiVersion));
   } catch (error) {
     if (error instanceof KubeApiError && error.status === 404) return undefined;
     throw error;

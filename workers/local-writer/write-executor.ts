@@ -19,10 +19,16 @@
  * given up can be awaited until none of its writes is in flight (`whenDrained`).
  */
 import type { DesiredMirror } from "../../src/core/desired.ts";
+import type { FairTokenBucket } from "../../src/core/fair-bucket.ts";
 import { CLUSTER_NAME } from "../../src/core/labels.ts";
-import { type Blocked, MIRROR_KINDS, objectPath, type WriteAction } from "../../src/core/mirror-kinds.ts";
+import {
+  actionApiVersion,
+  type Blocked,
+  MIRROR_KINDS,
+  objectPath,
+  type WriteAction,
+} from "../../src/core/mirror-kinds.ts";
 import { type KubeObject, objectKey, splitKey } from "../../src/core/objects.ts";
-import type { TokenBucket } from "../../src/core/rate-limit.ts";
 import type { ReconcileResult } from "../../src/core/workqueue.ts";
 import { KubeApiError, type KubeClient } from "../../src/kube/client.ts";
 import type { Logger } from "../../src/log.ts";
@@ -34,7 +40,9 @@ import type { WriterStats } from "./status.ts";
 
 export interface WriteExecutorDeps {
   readonly client: Pick<KubeClient, "request">;
-  readonly bucket: TokenBucket;
+  readonly bucket: Pick<FairTokenBucket, "take">;
+  /** The lane (cluster) of a key, whose turn its writes take at the rate limit. Default: one lane. */
+  readonly lane?: (key: string) => string;
   readonly fence: WriteFence;
   readonly cache: MutationCache;
   readonly stats: WriterStats;
@@ -65,24 +73,26 @@ export function writeFailedEvent(key: string, error: unknown): EventRequest | un
 }
 
 /**
- * Reports a reconcile of `key` that failed (it is retried with backoff by the work queue,
- * never given up): counted, logged, and, when retrying cannot fix it (invalid, forbidden),
- * a Warning Event on the mirror, since it needs a human (deduplicated by the recorder).
+ * What reports a reconcile of a key that failed (it is retried with backoff by the work
+ * queue, never given up): counted, logged, and, when retrying cannot fix it (invalid,
+ * forbidden), a Warning Event on the mirror, since it needs a human (deduplicated by the
+ * recorder).
  */
-export function reportReconcileError(
-  deps: { readonly stats: WriterStats; readonly log: Logger; readonly recordEvent: (event: EventRequest) => void },
-  key: string,
-  error: unknown,
-  requeues: number,
-): void {
-  deps.stats.retries += 1;
-  deps.stats.lastError = serializeError(error, `local-writer: reconcile ${key}`);
-  deps.log.warn(
-    { key, requeues, err: deps.stats.lastError },
-    `write failed, retrying with backoff: ${describeError(deps.stats.lastError)}`,
-  );
-  const event = writeFailedEvent(key, error);
-  if (event) deps.recordEvent(event);
+export function reconcileErrorReporter(deps: {
+  readonly stats: WriterStats;
+  readonly log: Logger;
+  readonly recordEvent: (event: EventRequest) => void;
+}): (key: string, error: unknown, requeues: number) => void {
+  return (key, error, requeues) => {
+    deps.stats.retries += 1;
+    deps.stats.lastError = serializeError(error, `local-writer: reconcile ${key}`);
+    deps.log.warn(
+      { key, requeues, err: deps.stats.lastError },
+      `write failed, retrying with backoff: ${describeError(deps.stats.lastError)}`,
+    );
+    const event = writeFailedEvent(key, error);
+    if (event) deps.recordEvent(event);
+  };
 }
 
 /**
@@ -165,13 +175,16 @@ export class WriteExecutor {
     shard: number,
   ): Promise<WriteOutcome> {
     const { client, cache, stats, log } = this.#deps;
-    await this.#deps.bucket.take();
+    await this.#deps.bucket.take(this.#deps.lane?.(key) ?? "");
     // Checked after the rate-limit wait, right before sending: the wait may cross the fence.
     if (!this.#deps.fence.writableFor(shard)) return this.#deps.fence.held(`${action.verb} ${action.kind} ${key}`);
     stats.inFlight += 1;
     this.#inFlight.set(shard, (this.#inFlight.get(shard) ?? 0) + 1);
     const startedAt = performance.now();
-    const path = action.kind === "Namespace" ? "/api/v1/namespaces" : objectPath(action.kind, action.namespace);
+    const path =
+      action.kind === "Namespace"
+        ? "/api/v1/namespaces"
+        : objectPath(action.kind, action.namespace, undefined, actionApiVersion(action));
     // The mutation cache holds each object under its own key (a slice's is not its mirror's).
     const objectId = action.kind === "Namespace" ? action.name : objectKey(action);
     // Fenced: the request is aborted at the shard's deadline, so that none of it reaches
@@ -255,7 +268,7 @@ export class WriteExecutor {
       try {
         const existing = await this.#deps.client.request<KubeObject>(
           "GET",
-          objectPath(action.kind, action.namespace, action.name),
+          objectPath(action.kind, action.namespace, action.name, actionApiVersion(action)),
         );
         return nameTaken(this.#deps, key, action, desired, existing);
       } catch (getError) {

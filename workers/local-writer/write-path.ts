@@ -4,7 +4,7 @@
  * writes nothing. One of them, chosen once at start: the reconciler never knows which.
  */
 import type { Clock } from "../../src/core/clock.ts";
-import { TokenBucket } from "../../src/core/rate-limit.ts";
+import { FairTokenBucket } from "../../src/core/fair-bucket.ts";
 import type { KubeClient } from "../../src/kube/client.ts";
 import type { Logger } from "../../src/log.ts";
 import type { WriterOptions } from "../../src/protocol/messages.ts";
@@ -29,6 +29,8 @@ export function createWritePath(deps: {
   readonly stats: WriterStats;
   readonly log: Logger;
   readonly block: WriteExecutorDeps["block"];
+  /** The lane (cluster) of a key: writes take the rate limit's tokens by lane in turn. */
+  readonly lane: (key: string) => string;
 }): WritePath {
   const { client, options, log, block } = deps;
   const common = { client, log, block, blockedRecheckMs: options.blockedRecheckMs };
@@ -38,7 +40,8 @@ export function createWritePath(deps: {
   }
   const executor = new WriteExecutor({
     ...common,
-    bucket: new TokenBucket(options.qps, options.burst, deps.clock),
+    bucket: new FairTokenBucket(options.qps, options.burst, deps.clock),
+    lane: deps.lane,
     fence: deps.fence,
     cache: deps.cache,
     stats: deps.stats,

@@ -1,0 +1,219 @@
+/**
+ * Fair writes between clusters, in the pure parts: the laned FIFO (lanes take turns),
+ * the work queue with lanes (its other guarantees unchanged), and the token bucket whose
+ * waiting callers are served by lane in turn.
+ */
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { ManualClock } from "../../src/core/clock.ts";
+import { FairTokenBucket } from "../../src/core/fair-bucket.ts";
+import { LanedFifo } from "../../src/core/fifo.ts";
+import { WorkQueue } from "../../src/core/workqueue.ts";
+
+/** Lets promise callbacks run (no real waiting). */
+const settle = async (): Promise<void> => {
+  for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+};
+
+const laneOfKey = (key: string): string => key.split("/")[0] ?? "";
+
+function drainFifo<T>(fifo: LanedFifo<T>): T[] {
+  const out: T[] = [];
+  for (let item = fifo.shift(); item !== undefined; item = fifo.shift()) out.push(item);
+  return out;
+}
+
+async function drainQueue(queue: WorkQueue): Promise<string[]> {
+  const keys: string[] = [];
+  while (queue.len > 0) {
+    const key = await queue.get();
+    if (key === undefined) break;
+    keys.push(key);
+    queue.done(key);
+  }
+  return keys;
+}
+
+describe("LanedFifo", () => {
+  it("is a plain FIFO with one lane", () => {
+    const fifo = new LanedFifo<number>();
+    for (const n of [3, 1, 2]) fifo.push("only", n);
+    assert.equal(fifo.length, 3);
+    assert.deepEqual(drainFifo(fifo), [3, 1, 2]);
+    assert.equal(fifo.length, 0);
+    assert.equal(fifo.lanes, 0);
+  });
+
+  it("serves the lanes in turn, one item each, each lane in its own order", () => {
+    const fifo = new LanedFifo<string>();
+    for (let i = 0; i < 4; i++) fifo.push("a", `a${i}`);
+    fifo.push("b", "b0");
+    fifo.push("c", "c0");
+    fifo.push("b", "b1");
+    assert.deepEqual(drainFifo(fifo), ["a0", "b0", "c0", "a1", "b1", "a2", "a3"]);
+  });
+
+  it("serves an item pushed to an empty lane after at most one item of each busy lane, however long their backlog", () => {
+    const fifo = new LanedFifo<string>();
+    for (let i = 0; i < 10_000; i++) fifo.push("noisy", `n${i}`);
+    for (let i = 0; i < 5_000; i++) fifo.push("loud", `l${i}`);
+    fifo.shift();
+    fifo.push("quiet", "q");
+    const order: string[] = [];
+    for (let i = 0; i < 3; i++) order.push(fifo.shift() ?? "");
+    assert.ok(order.includes("q"), `the quiet lane's item came within 3 turns: ${order.join(",")}`);
+  });
+
+  it("forgets a lane once it is empty and clears every lane", () => {
+    const fifo = new LanedFifo<string>();
+    fifo.push("a", "x");
+    fifo.push("b", "y");
+    assert.equal(fifo.lanes, 2);
+    fifo.shift();
+    assert.equal(fifo.lanes, 1);
+    fifo.clear();
+    assert.equal(fifo.length, 0);
+    assert.equal(fifo.shift(), undefined);
+    fifo.push("a", "z");
+    assert.deepEqual(drainFifo(fifo), ["z"]);
+  });
+});
+
+describe("WorkQueue with lanes", () => {
+  it("hands out the keys of busy lanes in turn, each lane first in first out", async () => {
+    const queue = new WorkQueue({ clock: new ManualClock(), lane: laneOfKey });
+    for (let i = 0; i < 5; i++) queue.add(`noisy/${i}`);
+    queue.add("quiet/web");
+    queue.add("other/db");
+    assert.equal(queue.len, 7);
+    assert.deepEqual(await drainQueue(queue), [
+      "noisy/0",
+      "quiet/web",
+      "other/db",
+      "noisy/1",
+      "noisy/2",
+      "noisy/3",
+      "noisy/4",
+    ]);
+  });
+
+  it("keeps its guarantees per key: no duplicate while waiting, never a key in flight, re-queued at done into its lane", async () => {
+    const queue = new WorkQueue({ clock: new ManualClock(), lane: laneOfKey });
+    queue.add("a/1");
+    queue.add("a/1");
+    queue.add("b/1");
+    assert.equal(queue.len, 2);
+    const first = await queue.get();
+    assert.equal(first, "a/1");
+    queue.add("a/1"); // changed while in flight: waits for done
+    assert.equal(queue.len, 1);
+    assert.equal(await queue.get(), "b/1");
+    assert.equal(queue.len, 0, "the key in flight is not handed out");
+    queue.done("a/1");
+    assert.equal(queue.len, 1);
+    assert.equal(await queue.get(), "a/1");
+    queue.done("a/1");
+    queue.done("b/1");
+    assert.equal(queue.len + queue.processing, 0);
+  });
+
+  it("asks a key's lane each time it becomes ready (a mirror that changes cluster moves lane)", async () => {
+    const lanes = new Map<string, string>([
+      ["m", "east"],
+      ["e1", "east"],
+      ["e2", "east"],
+    ]);
+    const queue = new WorkQueue({ clock: new ManualClock(), lane: (key: string) => lanes.get(key) ?? "" });
+    queue.add("m");
+    assert.equal(await queue.get(), "m");
+    lanes.set("m", "west");
+    queue.add("m"); // changed while in flight
+    queue.add("e1");
+    queue.add("e2");
+    queue.done("m"); // re-queued, now in west's lane
+    assert.deepEqual(await drainQueue(queue), ["e1", "m", "e2"]);
+  });
+
+  it("gives a delayed key, once due, its lane's turn like any other", async () => {
+    const clock = new ManualClock();
+    const queue = new WorkQueue({ clock, lane: laneOfKey });
+    for (let i = 0; i < 4; i++) queue.add(`noisy/${i}`);
+    queue.addAfter("quiet/x", 100);
+    clock.advance(100);
+    assert.deepEqual((await drainQueue(queue)).slice(0, 2), ["noisy/0", "quiet/x"]);
+  });
+});
+
+describe("FairTokenBucket", () => {
+  it("gives a token at once while tokens are free and nobody waits", async () => {
+    const bucket = new FairTokenBucket(10, 2, new ManualClock());
+    const log: string[] = [];
+    void bucket.take("a").then(() => log.push("a"));
+    void bucket.take("b").then(() => log.push("b"));
+    await settle();
+    assert.deepEqual(log, ["a", "b"]);
+    assert.equal(bucket.waiting, 0);
+  });
+
+  it("serves waiting lanes in turn, one token each, at the bucket's rate", async () => {
+    const clock = new ManualClock();
+    const bucket = new FairTokenBucket(10, 1, clock); // one token per 100 ms
+    const log: string[] = [];
+    void bucket.take("noisy").then(() => log.push("noisy-0"));
+    for (let i = 1; i <= 4; i++) void bucket.take("noisy").then(() => log.push(`noisy-${i}`));
+    void bucket.take("quiet").then(() => log.push("quiet"));
+    await settle();
+    assert.deepEqual(log, ["noisy-0"], "the burst of 1 is taken; the others wait");
+    assert.equal(bucket.waiting, 5);
+    clock.advance(100);
+    await settle();
+    clock.advance(100);
+    await settle();
+    assert.deepEqual(log, ["noisy-0", "noisy-1", "quiet"], "the quiet lane got the second token, not the sixth");
+    for (let i = 0; i < 3; i++) {
+      clock.advance(100);
+      await settle();
+    }
+    assert.deepEqual(log.slice(3), ["noisy-2", "noisy-3", "noisy-4"]);
+    assert.equal(bucket.waiting, 0);
+  });
+
+  it("never gives more tokens than the rate allows, however many lanes wait", async () => {
+    const clock = new ManualClock();
+    const bucket = new FairTokenBucket(10, 1, clock);
+    let served = 0;
+    for (let lane = 0; lane < 20; lane++) void bucket.take(`c${lane}`).then(() => served++);
+    await settle();
+    assert.equal(served, 1);
+    clock.advance(1_000);
+    await settle();
+    assert.equal(served, 11, "10 tokens per second after the first");
+    clock.advance(1_000);
+    await settle();
+    assert.equal(served, 20);
+  });
+
+  it("makes a caller wait when others wait, even if a token has just fallen due (no overtaking)", async () => {
+    const clock = new ManualClock();
+    const bucket = new FairTokenBucket(10, 1, clock);
+    const log: string[] = [];
+    void bucket.take("a").then(() => log.push("a0"));
+    void bucket.take("a").then(() => log.push("a1"));
+    await settle();
+    void bucket.take("b").then(() => log.push("b0"));
+    clock.advance(100);
+    await settle();
+    assert.deepEqual(log, ["a0", "a1"]);
+    clock.advance(100);
+    await settle();
+    assert.deepEqual(log, ["a0", "a1", "b0"]);
+  });
+
+  it("is unlimited at qps 0", async () => {
+    const bucket = new FairTokenBucket(0, 1, new ManualClock());
+    let served = 0;
+    for (let i = 0; i < 1_000; i++) void bucket.take("a").then(() => served++);
+    await settle();
+    assert.equal(served, 1_000);
+  });
+});
