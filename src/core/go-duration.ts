@@ -6,8 +6,10 @@
 const UNITS: Readonly<Record<string, number>> = {
   ns: 1e-6,
   us: 1e-3,
-  µs: 1e-3,
-  μs: 1e-3,
+  // Go's two spellings of micro (U+00B5 MICRO SIGN, U+03BC GREEK SMALL LETTER MU), escaped:
+  // the bundle is ASCII, and a bundled regular expression with them in it did not compile.
+  "\u00b5s": 1e-3,
+  "\u03bcs": 1e-3,
   ms: 1,
   s: 1_000,
   m: 60_000,
@@ -23,7 +25,7 @@ export function parseGoDuration(text: string): number | undefined {
   if (input === "0") return 0;
   const body = input.startsWith("-") || input.startsWith("+") ? input.slice(1) : input;
   if (body === "") return undefined;
-  const part = /(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)/y;
+  const part = /(\d+(?:\.\d*)?|\.\d+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)/y;
   let total = 0;
   let at = 0;
   while (at < body.length) {

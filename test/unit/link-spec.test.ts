@@ -72,6 +72,8 @@ describe("Go durations of a Link's probe spec", () => {
     assert.equal(parseGoDuration("500ms"), 500);
     assert.equal(parseGoDuration("1.5h"), 5_400_000);
     assert.equal(parseGoDuration("0"), 0);
+    // Go's micro: "us" and both of its Unicode spellings (written escaped, as the bundle is).
+    for (const micro of ["1500us", "1500\u00b5s", "1500\u03bcs"]) assert.equal(parseGoDuration(micro), 1.5, micro);
     for (const bad of ["3", "", "s", "3x", "3 s", "1m 2s"]) assert.equal(parseGoDuration(bad), undefined, bad);
   });
 });
