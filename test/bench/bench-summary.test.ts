@@ -25,6 +25,17 @@ function resultsDir(files: Readonly<Record<string, unknown>>): string {
   return dir;
 }
 
+/** A conformance report in `dir` with `passed` of `total` Required specs passing. */
+function mcsReport(dir: string, passed: number, total: number): string {
+  const path = join(dir, "report.yaml");
+  const tests = Array.from({ length: total }, (_, i) => `      - Name: spec ${i}\n        Passed: ${i < passed}`);
+  writeFileSync(
+    path,
+    `Groups:\n  - Name: Required\n    Tests:\n${tests.join("\n")}\n  - Name: Optional\n    Tests: []\n`,
+  );
+  return path;
+}
+
 const latency = (p99: number) => ({ perMirror: { n: 10, p50: 1, p95: 2, p99, max: p99 + 1 } });
 
 /** One full run's files in the side-by-side shape: slices figures, then endpoints figures. */
@@ -95,7 +106,8 @@ const sideBySide = {
 
 describe("summaryFromResults", () => {
   it("reads each mode's row: plain keys are endpointslices, _endpoints_mode keys are endpoints", () => {
-    const summary = summaryFromResults(resultsDir(sideBySide));
+    const dir = resultsDir(sideBySide);
+    const summary = summaryFromResults(dir, mcsReport(dir, 13, 14));
     assert.deepEqual(
       Object.fromEntries(Object.entries(summary).sort(([a], [b]) => a.localeCompare(b))),
       Object.fromEntries(
@@ -139,6 +151,8 @@ describe("summaryFromResults", () => {
           soak_rss_growth_pct: 3.5,
           soak_fd_growth: 1,
           soak_wrongful_deletes: 0,
+          mcs_conformance_required_passed: 13,
+          mcs_conformance_required_total: 14,
         }).sort(([a], [b]) => a.localeCompare(b)),
       ),
     );
@@ -188,7 +202,7 @@ describe("summaryFromResults", () => {
       Object.entries(sideBySide).map(([name, body]) => [name, { ...body, smoke: true }]),
     );
     for (const dir of [resultsDir(smoke), resultsDir({})]) {
-      const summary = summaryFromResults(dir);
+      const summary = summaryFromResults(dir, join(dir, "no-report.yaml"));
       assert.ok(Object.keys(summary).length >= 19);
       for (const [key, value] of Object.entries(summary)) assert.equal(value, null, key);
     }
