@@ -9,11 +9,10 @@
  *   when a Link comes into that state or its message changes.
  */
 import type { LinkRegistry } from "./link-registry.ts";
+import { NOTHING_REPORTED, type ReportedRegistry } from "./registry-reports.ts";
 
-export interface ReportedLinks {
-  readonly problems: ReadonlyMap<string, string>;
-  readonly registered: ReadonlySet<string>;
-}
+/** What was reported of the Links: the same record as of the Secrets, keyed by Link. */
+export type ReportedLinks = ReportedRegistry;
 
 export interface LinkReport {
   /** The Link's key, `Link <namespace>/<name>`. */
@@ -25,7 +24,7 @@ export interface LinkReport {
   readonly level: "info" | "warn" | "error";
 }
 
-export const NOTHING_REPORTED_OF_LINKS: ReportedLinks = { problems: new Map(), registered: new Set() };
+export const NOTHING_REPORTED_OF_LINKS: ReportedLinks = NOTHING_REPORTED;
 
 /** `presentUids`: the uids of every Link listed now. */
 export function linkReports(
