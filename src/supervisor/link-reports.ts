@@ -9,7 +9,7 @@
  *   when a Link comes into that state or its message changes.
  */
 import type { LinkRegistry } from "./link-registry.ts";
-import { NOTHING_REPORTED, type ReportedRegistry } from "./registry-reports.ts";
+import { freshRegistrations, NOTHING_REPORTED, type ReportedRegistry } from "./registry-reports.ts";
 
 /** What was reported of the Links: the same record as of the Secrets, keyed by Link. */
 export type ReportedLinks = ReportedRegistry;
@@ -53,12 +53,8 @@ export function linkReports(
       `cluster ${d.cluster} is already registered by ${d.winner}; this Link is ignored`,
     );
   for (const k of registry.credentialsKept) problem(k.secretKey, k.cluster, "CredentialsKept", k.message);
-  const registered = new Set<string>();
-  for (const key of previous.registered) if (presentUids.has(key.slice(0, key.lastIndexOf("/")))) registered.add(key);
-  for (const [cluster, r] of registry.registered) {
-    const key = `${r.secretUid}/${r.fingerprint}`;
-    if (registered.has(key)) continue;
-    registered.add(key);
+  const { registered, fresh } = freshRegistrations(previous.registered, presentUids, registry.registered);
+  for (const [cluster, r] of fresh) {
     reports.push({
       sourceKey: r.secretKey,
       cluster,

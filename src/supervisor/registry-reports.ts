@@ -10,7 +10,7 @@
  * one that already exists, so a restart with nothing changed writes no Event.
  */
 import { isLinkSourceKey } from "./link-registry.ts";
-import type { RegistryState } from "./registry.ts";
+import type { RegisteredCluster, RegistryState } from "./registry.ts";
 
 export interface ReportedRegistry {
   /** `secretKey` → the problem last reported for it (invalid or duplicate), for Secrets that have one now. */
@@ -73,12 +73,8 @@ export function registryReports(
       log: { level: "error", message },
     });
   }
-  const registered = new Set<string>();
-  for (const key of previous.registered) if (presentUids.has(key.slice(0, key.lastIndexOf("/")))) registered.add(key);
-  for (const [cluster, r] of registry.registered) {
-    const key = `${r.secretUid}/${r.fingerprint}`;
-    if (registered.has(key)) continue;
-    registered.add(key);
+  const { registered, fresh } = freshRegistrations(previous.registered, presentUids, registry.registered);
+  for (const [cluster, r] of fresh) {
     reports.push({
       secretKey: r.secretKey,
       cluster,
@@ -89,4 +85,26 @@ export function registryReports(
     });
   }
   return { reported: { problems, registered }, reports };
+}
+
+/**
+ * The registrations not reported yet (`fresh`), and the record of those reported
+ * (`uid/fingerprint`, kept for sources still present): one `ClusterRegistered` per
+ * registration, whichever source (Secret or Link) made it.
+ */
+export function freshRegistrations(
+  reported: ReadonlySet<string>,
+  presentUids: ReadonlySet<string>,
+  registered: ReadonlyMap<string, RegisteredCluster>,
+): { readonly registered: Set<string>; readonly fresh: readonly (readonly [string, RegisteredCluster])[] } {
+  const keys = new Set<string>();
+  for (const key of reported) if (presentUids.has(key.slice(0, key.lastIndexOf("/")))) keys.add(key);
+  const fresh: [string, RegisteredCluster][] = [];
+  for (const [cluster, r] of registered) {
+    const key = `${r.secretUid}/${r.fingerprint}`;
+    if (keys.has(key)) continue;
+    keys.add(key);
+    fresh.push([cluster, r]);
+  }
+  return { registered: keys, fresh };
 }
