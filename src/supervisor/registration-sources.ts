@@ -12,23 +12,14 @@
  * (`writer.links`, with the problems of each Link's cluster).
  */
 
-import type { Config } from "../config.ts";
-import type { KubeClient } from "../kube/client.ts";
-import type { Logger } from "../log.ts";
-import type { ClusterStatus, EventRequest, ToWriter } from "../protocol/messages.ts";
+import type { ClusterStatus, ToWriter } from "../protocol/messages.ts";
 import { LinkController } from "./link-controller.ts";
 import { isLinkSourceKey } from "./link-registry.ts";
 import { type RegistryState, withLinks } from "./registry.ts";
-import { RegistryController } from "./registry-controller.ts";
+import { RegistryController, type RegistryControllerOptions } from "./registry-controller.ts";
 
-export interface RegistrationSourcesOptions {
-  readonly config: Config;
-  readonly client: KubeClient;
-  readonly logger: Logger;
-  readonly onRegistry: (registry: RegistryState) => void;
-  readonly sendEvent: (event: EventRequest) => void;
-  readonly reportsFor?: (cluster: string | undefined, key: string) => boolean;
-}
+/** The registry controller's options but what Links claim, which this supplies itself. */
+export type RegistrationSourcesOptions = Omit<RegistryControllerOptions, "claims">;
 
 type LinksMessage = Extract<ToWriter, { type: "writer.links" }>;
 
