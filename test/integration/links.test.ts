@@ -126,6 +126,9 @@ describe("Links register clusters (SPEC §15)", () => {
     );
     assert.equal(ep.metadata?.annotations?.["mirror.linkerd.io/remote-gateway-identity"], IDENTITY);
     assert.equal(await fleet.localService("shop", "api-east"), undefined, "not selected, not mirrored");
+    // /status (and `status -o json|yaml`) names the Link as the cluster's registration.
+    const row = controller.status().clusters?.find((c) => c.cluster === "east");
+    assert.equal(row?.secret, `Link ${LINKS_NAMESPACE}/east`);
   });
 
   it("mirrors a remote-discovery Service as its Service alone, and a member into its fleet-wide Service", async () => {
