@@ -48,6 +48,7 @@ import { runSoak, soakSummary } from "./soak.ts";
 import { runSteadyLatency } from "./steady-latency.ts";
 import { REPO_ROOT, refreshBenchDocs, SUMMARY_FILE } from "./summary-docs.ts";
 import { SUMMARY_KEYS, TARGETS, verdict } from "./targets.ts";
+import { runTraffic } from "./traffic.ts";
 
 const SCENARIOS: Readonly<Record<string, (opts: BenchOptions) => Promise<ScenarioResult>>> = {
   "cold-convergence": runColdConvergence,
@@ -64,6 +65,7 @@ const SCENARIOS: Readonly<Record<string, (opts: BenchOptions) => Promise<Scenari
   headless: runHeadless,
   image: runImage,
   "hostile-body": runHostileBody,
+  traffic: runTraffic,
   "noisy-neighbour": runNoisyNeighbour,
 };
 
@@ -183,6 +185,7 @@ export function summaryFromResults(
     image_total_mb: num(full(read("image"))?.["imageTotalMb"]),
     container_ready_s: num(full(read("image"))?.["containerReadyS"]),
     hostile_body_rss_mb: num(full(read("hostile-body"))?.["hostileBodyRssMb"]),
+    traffic_failover_s: num(full(read("traffic"))?.["trafficFailoverS"]),
     noisy_neighbour_p99_ratio: num(full(read("noisy-neighbour"))?.["p99Ratio"]),
     ...soakSummary(full(read("soak"))),
     ...mcsConformanceFigures(mcsReport),

@@ -109,7 +109,7 @@ interface ClusterRuntime {
   readonly admin: CertificateFiles;
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.unref();

@@ -112,3 +112,30 @@ export class ManagedProcess {
     if (log) await new Promise<void>((resolve) => log.end(resolve));
   }
 }
+
+/**
+ * Resolves once `url` answers 2xx; polls every `intervalMs`. Rejects, naming the process's
+ * log file and the last answer, when `process` exits first or `timeoutMs` passes.
+ */
+export async function waitForHttpOk(
+  process: ManagedProcess,
+  url: string,
+  timeoutMs: number,
+  intervalMs = 100,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = "no answer";
+  for (;;) {
+    try {
+      const response = await fetch(url, { signal: AbortSignal.timeout(2_000) });
+      if (response.ok) return;
+      last = `${response.status} ${(await response.text()).trim().slice(0, 200)}`;
+    } catch (error) {
+      last = (error as Error).message;
+    }
+    if (!process.running) throw new Error(`${process.name} exited during start-up; see ${process.logPath}`);
+    if (Date.now() > deadline)
+      throw new Error(`${process.name} not ready after ${timeoutMs} ms (last: ${last}); see ${process.logPath}`);
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}

@@ -100,6 +100,7 @@ const sideBySide = {
   headless: { smoke: false, convergence: { writesPerHostMirror: 2 }, actorHeapKbPerHeadlessService: 61.5 },
   image: { smoke: false, imageAppMb: 13.3, imageTotalMb: 237.8, containerReadyS: 4.42 },
   "hostile-body": { smoke: false, hostileBodyRssMb: 98.5 },
+  traffic: { smoke: false, trafficFailoverS: 4.2 },
   "noisy-neighbour": { smoke: false, p99Ratio: 1.4, p99RatioSameLoad: 1.2 },
   soak: { smoke: false, rssGrowthPct: 3.5, fdGrowth: 1, wrongfulDeletes: 0 },
 };
@@ -147,6 +148,7 @@ describe("summaryFromResults", () => {
           image_total_mb: 237.8,
           container_ready_s: 4.42,
           hostile_body_rss_mb: 98.5,
+          traffic_failover_s: 4.2,
           noisy_neighbour_p99_ratio: 1.4,
           soak_rss_growth_pct: 3.5,
           soak_fd_growth: 1,
@@ -195,6 +197,12 @@ describe("summaryFromResults", () => {
     assert.equal(summary["sync_200_clusters_s_endpoints_mode"], null);
     // The packed K = 1000 key is the default mode's only: an endpoints-mode run is not it.
     assert.equal(summary["rss_total_mb_packed_1000"], null);
+  });
+
+  it("reads the MCS conformance counts from the committed report by default, whatever the results directory holds", () => {
+    const summary = summaryFromResults(resultsDir({}));
+    const [passed, total] = [summary["mcs_conformance_required_passed"], summary["mcs_conformance_required_total"]];
+    assert.ok(typeof passed === "number" && typeof total === "number" && passed <= total, `${passed} / ${total}`);
   });
 
   it("gives null, never a guess, for smoke files and missing files", () => {
