@@ -55,8 +55,8 @@ export interface ControlPlaneOptions {
  * The audit policy of a cluster named in `ControlPlaneOptions.audit`: Metadata (who, what
  * verb, which object, which response code; no bodies) for the writes fleet-mirror or its
  * tests make (create/update/patch/delete of Services, Endpoints, EndpointSlices,
- * Namespaces, Events, Leases, ServiceImports), and nothing else, so the log stays small
- * and cheap to read. Lease writes keep their bodies (RequestResponse): the holder each
+ * Namespaces, Events, Leases, ServiceImports, linkerd's Links and their status), and
+ * nothing else, so the log stays small and cheap to read. Lease writes keep their bodies (RequestResponse): the holder each
  * write left in the Lease is the server's own history of who held what, and when. Only
  * the ResponseComplete stage is kept: one line per write, with its response code.
  */
@@ -82,6 +82,8 @@ rules:
         resources: ["leases"]
       - group: "multicluster.x-k8s.io"
         resources: ["serviceimports"]
+      - group: "multicluster.linkerd.io"
+        resources: ["links", "links/status"]
   - level: None
 `;
 

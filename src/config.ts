@@ -10,7 +10,7 @@ import { parseArgs } from "node:util";
 import { type LeaderConfig, leaderFlags, parseLeaderFlags, validateLeaderFlags } from "./config-leader.ts";
 import { type LimitsConfig, limitFlags, parseLimits } from "./config-limits.ts";
 import { DEFAULT_EXPORT_SELECTOR } from "./core/export.ts";
-import { DEFAULT_MEMBER_SELECTOR, type MemberSelector } from "./core/federated.ts";
+import { DEFAULT_MEMBER_SELECTOR } from "./core/federated.ts";
 import { type LabelRequirement, parseLabelRequirement } from "./core/label-requirement.ts";
 import { ENDPOINTS_APIS, type EndpointsApi } from "./core/mirror-kinds.ts";
 import {
@@ -23,13 +23,14 @@ import {
   shortRange,
 } from "./flag-values.ts";
 import { type GatewayConfig, gatewayFlags, parseGatewayFlags } from "./gateway-flags.ts";
+import { type LinkConfig, linkFlags, parseLinkFlags } from "./link-flags.ts";
 
 /**
  * The gateway flags are in gateway-flags.ts, the limit flags (`--max-response-mb`,
  * `--max-*-per-cluster`, ...) in config-limits.ts, leader election and sharding in
- * config-leader.ts.
+ * config-leader.ts, `--links` in link-flags.ts.
  */
-export interface Config extends GatewayConfig, LimitsConfig, LeaderConfig {
+export interface Config extends GatewayConfig, LimitsConfig, LeaderConfig, LinkConfig {
   readonly kubeconfig: string | undefined;
   readonly context: string | undefined;
   /** Namespace of the credentials Secrets (SPEC §1). */
@@ -80,7 +81,7 @@ export interface Config extends GatewayConfig, LimitsConfig, LeaderConfig {
   /** The priority of a fleet-wide Service's local member: the local cluster's own Service (SPEC §14). */
   readonly localPriority: number;
   /** Remote Services with this label are members of fleet-wide Services (SPEC §11). */
-  readonly federatedSelector: MemberSelector;
+  readonly federatedSelector: LabelRequirement;
   /** Remote Services with this label are exported through their cluster's default gateway (SPEC §12); undefined: off. */
   readonly exportSelector: LabelRequirement | undefined;
   /** `host:port` of the admin HTTP server (/metrics, /healthz, /readyz, /status); "" disables it. */
@@ -221,6 +222,7 @@ export const runFlags = {
   },
   ...gatewayFlags,
   ...limitFlags,
+  ...linkFlags,
   help: { type: "boolean", short: "h", description: "show this help" },
 } as const;
 
@@ -327,6 +329,7 @@ export function parseRunConfig(argv: readonly string[], env: NodeJS.ProcessEnv =
     ...parseGatewayFlags(values),
     ...parseLimits(str),
     ...parseLeaderFlags(values, str, namespace, env),
+    ...parseLinkFlags(values),
   };
   if (config.dryRun && config.leaderElect)
     throw new ConfigError(

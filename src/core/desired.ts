@@ -17,6 +17,7 @@ import {
   REMOTE_RESOURCE_VERSION,
   REMOTE_SVC_FQ_NAME,
 } from "./labels.ts";
+import { linkMirrorShape } from "./link-mirror.ts";
 import { mirrorName, validateMirrorName } from "./naming.ts";
 import { objectKey, type Service } from "./objects.ts";
 
@@ -92,6 +93,14 @@ export interface DesiredMirror {
    * "no hosts"); anywhere else it is this ordinary mirror. Absent otherwise.
    */
   readonly hostsUnknown?: true;
+  /**
+   * A Link's cluster (SPEC §15): every annotation of the Service but kubectl's
+   * last-applied configuration is the mirror's (linkerd's shape: the remote's own are
+   * copied), compared and written whole; absent: only the `mirror.linkerd.io/*` ones are.
+   */
+  readonly serviceAnnotationsExact?: true;
+  /** A Link's remote-discovery mirror (SPEC §15): the Service alone, no Endpoints and no slices. */
+  readonly serviceOnly?: true;
 }
 
 export type SkipReason =
@@ -231,6 +240,11 @@ export function carryPorts(service: Service): MirrorServicePort[] {
   }));
 }
 
+/** A mirror's endpoint ports: the Service's names and protocols, all at the gateway's incoming port (SPEC §3). */
+function endpointPortsOf(ports: readonly MirrorServicePort[], incomingPort: number): MirrorEndpointPort[] {
+  return ports.map((p) => ({ ...(p.name ? { name: p.name } : {}), protocol: p.protocol, port: incomingPort }));
+}
+
 export type MirrorOutcome =
   | { readonly kind: "mirror"; readonly mirror: DesiredMirror }
   | { readonly kind: "problem"; readonly problem: MirrorProblem }
@@ -265,13 +279,31 @@ export function desiredMirrorFor(
   const ports = carryPorts(service);
   if (ports.length === 0) return problem("no-ports", "remote Service has no ports");
 
+  const fqName = `${service.metadata.name}.${namespace}.svc.${settings.domain}`;
+  if (settings.link) {
+    // linkerd's current shape (core/link-mirror.ts): the remote's labels and annotations.
+    const shape = linkMirrorShape(settings.link, settings.name, service, fqName);
+    const usable = !shape.serviceOnly && gateway.addresses.length > 0 && gateway.incomingPort !== undefined;
+    return {
+      kind: "mirror",
+      mirror: {
+        ...{ cluster: settings.name, namespace, name, remote, ports },
+        ...{ labels: shape.labels, serviceAnnotations: shape.serviceAnnotations },
+        endpointsAnnotations: shape.endpointsAnnotations,
+        addresses: usable ? gateway.addresses : [],
+        notReadyAddresses: usable ? (gateway.notReadyAddresses ?? []) : [],
+        endpointPorts: usable ? endpointPortsOf(ports, gateway.incomingPort as number) : [],
+        serviceAnnotationsExact: true,
+        ...(shape.serviceOnly ? { serviceOnly: true } : {}),
+      },
+    };
+  }
   const labels = {
     [MIRRORED_SERVICE]: "true",
     [CLUSTER_NAME]: settings.name,
     [REMOTE_GATEWAY_NAME]: gw.name,
     [REMOTE_GATEWAY_NS]: gw.namespace,
   };
-  const fqName = `${service.metadata.name}.${namespace}.svc.${settings.domain}`;
   const serviceAnnotations: Record<string, string> = {
     [REMOTE_RESOURCE_VERSION]: service.metadata.resourceVersion ?? "",
     [REMOTE_SVC_FQ_NAME]: fqName,
@@ -283,13 +315,7 @@ export function desiredMirrorFor(
   if (gateway.identity) endpointsAnnotations[REMOTE_GATEWAY_IDENTITY] = gateway.identity;
 
   const usable = gateway.addresses.length > 0 && gateway.incomingPort !== undefined;
-  const endpointPorts: MirrorEndpointPort[] = usable
-    ? ports.map((p) => ({
-        ...(p.name ? { name: p.name } : {}),
-        protocol: p.protocol,
-        port: gateway.incomingPort as number,
-      }))
-    : [];
+  const endpointPorts = usable ? endpointPortsOf(ports, gateway.incomingPort as number) : [];
   return {
     kind: "mirror",
     mirror: {

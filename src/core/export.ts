@@ -14,7 +14,9 @@
  */
 
 import type { LabelRequirement } from "./label-requirement.ts";
+import { selects } from "./label-selector.ts";
 import { GATEWAY_NAME, GATEWAY_NS } from "./labels.ts";
+import type { LinkSettings } from "./link.ts";
 import type { Service } from "./objects.ts";
 
 /** The label of linkerd's label export, and the default export selector's key. */
@@ -43,6 +45,13 @@ export interface ExportSettings {
   readonly defaultGateway: GatewayRef;
   /** Label export's selector; absent: label export is off (`--export-selector ""`). */
   readonly exportSelector?: LabelRequirement;
+  /**
+   * Set for a cluster a Link registers (SPEC §15): its selectors alone decide what is
+   * exported (neither the §2 annotations nor `--export-selector` apply), every export
+   * goes through the Link's gateway (`defaultGateway` is then `linkGatewayRef`), and
+   * mirrors take linkerd's current shape (core/link-mirror.ts).
+   */
+  readonly link?: LinkSettings;
 }
 
 export const EXPORT_MODES = ["annotation", "label"] as const;
@@ -69,6 +78,13 @@ const TRUE_LOOKALIKES = new Set(["true", "yes", "y", "1", "on"]);
 const NEGATIVES = new Set(["false", "no", "n", "0", "off"]);
 
 export function exportOf(settings: ExportSettings, service: Service): ExportDecision {
+  const link = settings.link;
+  if (link) {
+    const labels = service.metadata.labels;
+    return selects(link.selector, labels) || selects(link.remoteDiscoverySelector, labels)
+      ? { kind: "exported", mode: "label", gateway: settings.defaultGateway }
+      : NOT_EXPORTED;
+  }
   const annotated = exportedGateway(service);
   if (annotated) return { kind: "exported", mode: "annotation", gateway: annotated };
   const selector = settings.exportSelector;

@@ -15,6 +15,7 @@ import {
 } from "./desired.ts";
 import { type ExportSettings, exportedGateway, type GatewayRef } from "./export.ts";
 import type { LabelRequirement } from "./label-requirement.ts";
+import { type LabelSelector, selects } from "./label-selector.ts";
 import { validateMirrorName } from "./naming.ts";
 import { objectKey, type Service } from "./objects.ts";
 
@@ -24,8 +25,11 @@ export const FEDERATED_LABEL = "mirror.linkerd.io/federated";
 export const FEDERATED_CLUSTERS = "mirror.linkerd.io/federated-clusters";
 export const DEFAULT_MEMBER_SELECTOR = `${FEDERATED_LABEL}=member`;
 
-/** A member selector: one label that must equal one value (`--federated-selector`). */
-export type MemberSelector = LabelRequirement;
+/**
+ * A member selector: one label that must equal one value (`--federated-selector`), or a
+ * Link's `federatedServiceSelector` (SPEC §15; empty or absent selects nothing).
+ */
+export type MemberSelector = LabelRequirement | LabelSelector;
 
 /** The local name of the fleet-wide Service of remote Services named `service` (SPEC §11). */
 export function federatedName(service: string): string {
@@ -34,11 +38,13 @@ export function federatedName(service: string): string {
 
 /** The gateway whose addresses a member contributes: its §2 annotations, else its cluster's default gateway (SPEC §12). */
 export function memberGateway(settings: ExportSettings, service: Service): GatewayRef {
-  return exportedGateway(service) ?? settings.defaultGateway;
+  // A Link's cluster: its gateway alone (SPEC §15); the §2 annotations are not read.
+  return (settings.link ? undefined : exportedGateway(service)) ?? settings.defaultGateway;
 }
 
 export function isMember(selector: MemberSelector, service: Service): boolean {
-  return service.metadata.labels?.[selector.key] === selector.value;
+  if ("key" in selector) return service.metadata.labels?.[selector.key] === selector.value;
+  return selects(selector, service.metadata.labels);
 }
 
 /**

@@ -32,9 +32,11 @@ export type LivenessEffect = { readonly kind: "changed"; readonly alive: boolean
 
 export const INITIAL_LIVENESS: Liveness = Object.freeze({ alive: true, consecutiveFailures: 0 });
 
+/** `threshold`: the consecutive failures that make an address dead (a Link's probe names it; SPEC §15). */
 export function transition(
   state: Liveness,
   event: LivenessEvent,
+  threshold: number = FAILURES_TO_DEAD,
 ): { readonly state: Liveness; readonly effects: readonly LivenessEffect[] } {
   switch (event.kind) {
     case "succeeded": {
@@ -43,9 +45,9 @@ export function transition(
     }
     case "failed": {
       const failures = state.consecutiveFailures + 1;
-      const alive = failures < FAILURES_TO_DEAD;
+      const alive = failures < threshold;
       // The count stops growing once dead: nothing reads beyond the threshold.
-      const next: Liveness = { alive, consecutiveFailures: Math.min(failures, FAILURES_TO_DEAD) };
+      const next: Liveness = { alive, consecutiveFailures: Math.min(failures, threshold) };
       return { state: next, effects: state.alive && !alive ? [{ kind: "changed", alive: false }] : [] };
     }
     default: {

@@ -4,7 +4,13 @@
  * (plan.ts) and the fleet-wide one (plan-federated.ts). Comparisons normalize the
  * defaults the API server fills in, so an unchanged mirror never causes a write (SPEC §4).
  */
-import { mergeAnnotations, mirrorAnnotations, sortedLabels } from "./compare.ts";
+import {
+  mergeAnnotations,
+  mergeOwnedAnnotations,
+  mirrorAnnotations,
+  ownedAnnotations,
+  sortedLabels,
+} from "./compare.ts";
 import type { DesiredMirror } from "./desired.ts";
 import { CLUSTER_NAME, MIRRORED_SERVICE, SKIP_MIRROR_LABEL } from "./labels.ts";
 import type { EndpointsApi } from "./mirror-kinds.ts";
@@ -93,7 +99,8 @@ export function endpointsLabels(desired: DesiredMirror, mode: EndpointsApi): Rec
 export function serviceMatches(desired: DesiredMirror, observed: Service): boolean {
   return (
     sortedLabels(observed.metadata.labels) === sortedLabels(desired.labels) &&
-    mirrorAnnotations(observed.metadata.annotations) === mirrorAnnotations(desired.serviceAnnotations) &&
+    ownedAnnotations(observed.metadata.annotations, desired.serviceAnnotationsExact === true) ===
+      ownedAnnotations(desired.serviceAnnotations, desired.serviceAnnotationsExact === true) &&
     (observed.spec?.type ?? "ClusterIP") === "ClusterIP" &&
     clusterIpMatches(desired, observed) &&
     Object.keys(observed.spec?.selector ?? {}).length === 0 &&
@@ -132,7 +139,11 @@ export function serviceBody(desired: DesiredMirror, observed?: Service): object 
     metadata: {
       ...observed.metadata,
       labels: { ...desired.labels },
-      annotations: mergeAnnotations(observed.metadata, desired.serviceAnnotations),
+      annotations: mergeOwnedAnnotations(
+        observed.metadata,
+        desired.serviceAnnotations,
+        desired.serviceAnnotationsExact === true,
+      ),
     },
     spec: { ...spec, type: "ClusterIP", ports },
   };

@@ -123,7 +123,9 @@ function desiredObjects(desired: DesiredMirror, mode: EndpointsApi, serviceUid: 
       body: (o) => serviceBody(desired, o as Service | undefined),
     },
   ];
-  if (mode !== "endpointslices") {
+  // A remote-discovery mirror (SPEC §15) is its Service alone: owned Endpoints and slices
+  // under its names are objects it does not choose, and are deleted like another mode's.
+  if (mode !== "endpointslices" && !desired.serviceOnly) {
     objects.push({
       kind: "Endpoints",
       name: desired.name,
@@ -133,7 +135,7 @@ function desiredObjects(desired: DesiredMirror, mode: EndpointsApi, serviceUid: 
       body: (o) => endpointsBody(desired, o as Endpoints | undefined, mode),
     });
   }
-  if (mode !== "endpoints") {
+  if (mode !== "endpoints" && !desired.serviceOnly) {
     for (const content of desiredSliceContents(desired)) {
       const uid = serviceUid ?? "";
       objects.push({

@@ -33,8 +33,12 @@ const MAX_PATH_LENGTH = 1_024;
 export interface ProbeSpec {
   readonly port: number;
   readonly path: string;
-  /** Also the timeout of one probe. */
+  /** Also the timeout of one probe, unless `timeoutMs` says otherwise. */
   readonly periodMs: number;
+  /** The timeout of one probe; absent: the period (a gateway Service's probe). A Link's probe names it (SPEC §15). */
+  readonly timeoutMs?: number;
+  /** Consecutive failures after which an address is dead; absent: FAILURES_TO_DEAD (3). A Link's probe names it. */
+  readonly failureThreshold?: number;
 }
 
 export interface ProbeSpecOutcome {

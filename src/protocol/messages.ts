@@ -241,6 +241,29 @@ export const ToWriterSchema = v.variant("type", [
   }),
   v.object({ type: v.literal("writer.event"), event: EventRequestSchema }),
   /**
+   * The Links that register clusters now (SPEC §15, `--links`), each with the problems
+   * its cluster's actor last reported (the remote Services it cannot mirror): from them
+   * and its own state the writer writes each Link's `status`. Asserts the whole state:
+   * a Link not listed has its status left alone. `seq` increases with every message; an
+   * older one than the newest seen is ignored (reordering harmless), a duplicate
+   * changes nothing, and a lost one is superseded by the next (sent on every change and
+   * to every writer that becomes ready).
+   */
+  v.object({
+    type: v.literal("writer.links"),
+    seq: count,
+    /** The namespace of the Links (`--links`). */
+    namespace: name,
+    links: v.array(
+      v.object({
+        cluster: name,
+        name,
+        uid: v.string(),
+        problems: v.array(v.object({ remote: v.string(), reason: v.string(), message: v.string() })),
+      }),
+    ),
+  }),
+  /**
    * Leader election's write fence: no write may be sent at or after `writableUntil`
    * (ms on `systemClock`, which every thread reads alike), the moment the elector would
    * give up the Lease if no renewal succeeded meanwhile. Each successful renewal

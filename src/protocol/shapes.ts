@@ -51,6 +51,8 @@ const desiredMirrorFields = v.object({
     }),
   ),
   hostsUnknown: v.exactOptional(v.literal(true)),
+  serviceAnnotationsExact: v.exactOptional(v.literal(true)),
+  serviceOnly: v.exactOptional(v.literal(true)),
 });
 /** `hostsUnknown` marks an ordinary mirror: never next to `headless`. */
 const desiredMirror = v.pipe(
@@ -129,6 +131,42 @@ export const MirrorProblemSchema: v.GenericSchema<MirrorProblem> = mirrorProblem
 
 const gatewayRef = v.object({ name, namespace: name });
 
+const labelSelector = v.object({
+  matchLabels: v.record(v.string(), v.string()),
+  matchExpressions: v.array(
+    v.object({
+      key: name,
+      operator: v.picklist(["In", "NotIn", "Exists", "DoesNotExist"]),
+      values: v.array(v.string()),
+    }),
+  ),
+});
+
+/** A Link's settings (SPEC §15; core/link.ts). */
+const linkSettings = v.object({
+  link: v.string(),
+  selector: v.exactOptional(labelSelector),
+  remoteDiscoverySelector: v.exactOptional(labelSelector),
+  federatedSelector: v.exactOptional(labelSelector),
+  excludedLabels: v.array(v.string()),
+  excludedAnnotations: v.array(v.string()),
+  gateway: v.object({
+    addresses: v.array(v.string()),
+    port: v.exactOptional(portNumber),
+    identity: v.string(),
+    probe: v.exactOptional(
+      v.object({
+        port: portNumber,
+        path: v.string(),
+        periodMs: v.pipe(count, v.minValue(1, "must be >= 1")),
+        timeoutMs: v.pipe(count, v.minValue(1, "must be >= 1")),
+        failureThreshold: v.pipe(count, v.minValue(1, "must be >= 1")),
+      }),
+    ),
+    probeProblems: v.array(v.string()),
+  }),
+});
+
 const clusterSettings = v.object({
   name,
   domain: v.string(),
@@ -137,6 +175,7 @@ const clusterSettings = v.object({
   exportSelector: v.exactOptional(v.object({ key: name, value: v.string() })),
   maxMirrors: v.exactOptional(count),
   maxHeadlessHosts: v.exactOptional(v.pipe(count, v.minValue(1, "must be >= 1"))),
+  link: v.exactOptional(linkSettings),
 });
 type _ClusterSettingsAgree = Assert<Agree<DeepReadonly<v.InferOutput<typeof clusterSettings>>, ClusterSettings>>;
 export const ClusterSettingsSchema: v.GenericSchema<ClusterSettings> = clusterSettings;

@@ -172,6 +172,7 @@ export class ActorRunner {
       excludedNamespaces: this.#o.config.excludedNamespaces,
       defaultGateway: effect.registration.defaultGateway,
       ...(this.#o.config.exportSelector ? { exportSelector: this.#o.config.exportSelector } : {}),
+      ...(effect.registration.link ? { link: effect.registration.link } : {}),
       maxMirrors: this.#o.config.maxMirrorsPerCluster,
       maxHeadlessHosts: this.#o.config.maxHostsPerHeadlessService,
     };

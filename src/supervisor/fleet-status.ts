@@ -104,6 +104,11 @@ export class FleetStatusBook {
     return { mirrors, probeConfig, deniedReads };
   }
 
+  /** The latest status of `cluster`'s actor, if any. */
+  latest(cluster: string): ClusterStatus | undefined {
+    return this.#clusters.get(cluster)?.status;
+  }
+
   /** Drops what is kept about clusters no longer registered. */
   retain(registered: ReadonlyMap<string, unknown>): void {
     for (const cluster of this.#clusters.keys()) if (!registered.has(cluster)) this.#clusters.delete(cluster);

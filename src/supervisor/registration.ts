@@ -15,6 +15,7 @@ import {
   REMOTE_CLUSTER_DOMAIN,
   SECRET_TYPE,
 } from "../core/labels.ts";
+import type { LinkSettings } from "../core/link.ts";
 import { validateDns1123Label, validateMirrorName } from "../core/naming.ts";
 import type { Secret } from "../core/objects.ts";
 import { PRIORITY_ANNOTATION, parsePriority } from "../core/tiers.ts";
@@ -46,6 +47,8 @@ export interface Registration {
   readonly priority: number;
   /** Why the priority annotation was not used (then `priority` is the default). */
   readonly priorityProblem?: string;
+  /** Set when a Link registers the cluster (SPEC §15; link-registry.ts): its selectors, excluded keys and gateway. */
+  readonly link?: LinkSettings;
   /** Changes whenever anything the actor uses changes (rotation → restart). */
   readonly fingerprint: string;
 }

@@ -17,7 +17,7 @@ import type { KubeClient } from "../kube/client.ts";
 import { Watcher } from "../kube/watcher.ts";
 import type { Logger } from "../log.ts";
 import type { EventRequest } from "../protocol/messages.ts";
-import { computeRegistry, type RegistryState, type SecretEntry } from "./registry.ts";
+import { computeRegistry, type LinkClaims, type RegistryState, type SecretEntry } from "./registry.ts";
 import { NOTHING_REPORTED, type ReportedRegistry, registryReports } from "./registry-reports.ts";
 import { type StoredSecret, storedSecret } from "./stored-secret.ts";
 
@@ -32,6 +32,8 @@ export interface RegistryControllerOptions {
    * for a Secret naming no cluster, of the Secret `secretKey`). Default: every one.
    */
   readonly reportsFor?: (cluster: string | undefined, secretKey: string) => boolean;
+  /** What Links claim now (SPEC §15: a Link wins over a Secret); default: nothing. */
+  readonly claims?: () => LinkClaims;
 }
 
 export class RegistryController {
@@ -148,7 +150,7 @@ export class RegistryController {
       entries.push({ secret, parsed: secret.parsed });
       uids.add(secret.metadata.uid ?? objectKey(secret.metadata));
     }
-    const registry = computeRegistry(entries, this.#winners);
+    const registry = computeRegistry(entries, this.#winners, this.#o.claims?.());
     this.#registry = registry;
     this.#winners.clear();
     for (const [cluster, r] of registry.registered) this.#winners.set(cluster, r.secretUid);

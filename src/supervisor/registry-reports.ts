@@ -10,7 +10,8 @@
  * Across controller restarts the writer's Event recorder skips an Event identical to
  * one that already exists, so a restart with nothing changed writes no Event.
  */
-import type { RegistryState } from "./registry.ts";
+import { isLinkSourceKey } from "./link-registry.ts";
+import type { RegisteredCluster, RegistryState } from "./registry.ts";
 
 export interface ReportedRegistry {
   /** `secretKey` → the problem last reported for it (invalid or duplicate), for Secrets that have one now. */
@@ -61,7 +62,9 @@ export function registryReports(
     const now = `duplicate:${d.cluster}:${d.winner}`;
     problems.set(d.secretKey, now);
     if (previous.problems.get(d.secretKey) === now) continue;
-    const message = `cluster ${d.cluster} is already registered by Secret ${d.winner}; this Secret is ignored`;
+    const message = isLinkSourceKey(d.winner)
+      ? `cluster ${d.cluster} is registered by ${d.winner}, and a Link wins over an annotated Secret: this Secret is ignored`
+      : `cluster ${d.cluster} is already registered by Secret ${d.winner}; this Secret is ignored`;
     reports.push({
       secretKey: d.secretKey,
       cluster: d.cluster,
@@ -71,25 +74,22 @@ export function registryReports(
       log: { level: "error", message },
     });
   }
-  const registered = new Set<string>();
-  for (const key of previous.registered) if (presentUids.has(key.slice(0, key.lastIndexOf("/")))) registered.add(key);
   for (const [cluster, r] of registry.registered) {
-    if (r.priorityProblem) {
-      const now = `priority:${r.priorityProblem}`;
-      problems.set(r.secretKey, now);
-      if (previous.problems.get(r.secretKey) !== now)
-        reports.push({
-          secretKey: r.secretKey,
-          cluster,
-          eventType: "Warning",
-          reason: "InvalidPriority",
-          message: r.priorityProblem,
-          log: { level: "error", message: `credentials Secret ${r.secretKey}: ${r.priorityProblem}` },
-        });
-    }
-    const key = `${r.secretUid}/${r.fingerprint}`;
-    if (registered.has(key)) continue;
-    registered.add(key);
+    if (!r.priorityProblem) continue;
+    const now = `priority:${r.priorityProblem}`;
+    problems.set(r.secretKey, now);
+    if (previous.problems.get(r.secretKey) !== now)
+      reports.push({
+        secretKey: r.secretKey,
+        cluster,
+        eventType: "Warning",
+        reason: "InvalidPriority",
+        message: r.priorityProblem,
+        log: { level: "error", message: `credentials Secret ${r.secretKey}: ${r.priorityProblem}` },
+      });
+  }
+  const { registered, fresh } = freshRegistrations(previous.registered, presentUids, registry.registered);
+  for (const [cluster, r] of fresh) {
     reports.push({
       secretKey: r.secretKey,
       cluster,
@@ -100,4 +100,26 @@ export function registryReports(
     });
   }
   return { reported: { problems, registered }, reports };
+}
+
+/**
+ * The registrations not reported yet (`fresh`), and the record of those reported
+ * (`uid/fingerprint`, kept for sources still present): one `ClusterRegistered` per
+ * registration, whichever source (Secret or Link) made it.
+ */
+export function freshRegistrations(
+  reported: ReadonlySet<string>,
+  presentUids: ReadonlySet<string>,
+  registered: ReadonlyMap<string, RegisteredCluster>,
+): { readonly registered: Set<string>; readonly fresh: readonly (readonly [string, RegisteredCluster])[] } {
+  const keys = new Set<string>();
+  for (const key of reported) if (presentUids.has(key.slice(0, key.lastIndexOf("/")))) keys.add(key);
+  const fresh: [string, RegisteredCluster][] = [];
+  for (const [cluster, r] of registered) {
+    const key = `${r.secretUid}/${r.fingerprint}`;
+    if (keys.has(key)) continue;
+    keys.add(key);
+    fresh.push([cluster, r]);
+  }
+  return { registered: keys, fresh };
 }

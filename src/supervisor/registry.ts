@@ -14,6 +14,7 @@
  *   creation time, before which no MCS export of the cluster ranks (SPEC §12).
  */
 import { type KubeObject, objectKey } from "../core/objects.ts";
+import type { LinkInvalidReason, LinkRegistry } from "./link-registry.ts";
 import type { InvalidReason, ParsedSecret, Registration } from "./registration.ts";
 
 export interface SecretEntry {
@@ -29,13 +30,16 @@ export interface RegisteredCluster extends Registration {
 
 export interface RegistryState {
   readonly registered: ReadonlyMap<string, RegisteredCluster>;
+  /** `winner`: the key of what registers the cluster (a Secret's, or a Link's `Link <ns>/<name>`). */
   readonly duplicates: readonly { readonly secretKey: string; readonly cluster: string; readonly winner: string }[];
   readonly invalid: readonly {
     readonly secretKey: string;
     readonly cluster: string | undefined;
-    readonly reason: InvalidReason;
+    readonly reason: InvalidReason | LinkInvalidReason;
     readonly message: string;
   }[];
+  /** Links registered with the credentials they had: their Secret is missing or invalid now (SPEC §15). */
+  readonly credentialsKept?: LinkRegistry["credentialsKept"];
   readonly keep: readonly string[];
   readonly order: readonly string[];
   /** Each registered cluster's registration time: its winning Secret's creation time (SPEC §12). */
@@ -44,16 +48,31 @@ export interface RegistryState {
   readonly priorities: Readonly<Record<string, number>>;
 }
 
+/** What Links claim (SPEC §15): the clusters they name (→ the Link's key) and the Secrets they name. */
+export interface LinkClaims {
+  readonly clusters: ReadonlyMap<string, string>;
+  readonly secrets: ReadonlySet<string>;
+}
+
+const NO_CLAIMS: LinkClaims = { clusters: new Map(), secrets: new Set() };
+
+/**
+ * `claims`: a Secret a Link names is the Link's credentials, never a registration of its
+ * own; a Secret naming a cluster a Link names registers nothing (the Link wins, SPEC
+ * §15) and is a duplicate of the Link.
+ */
 export function computeRegistry(
   entries: Iterable<SecretEntry>,
   previousWinners: ReadonlyMap<string, string>,
+  claims: LinkClaims = NO_CLAIMS,
 ): RegistryState {
   const candidates = new Map<string, { entry: SecretEntry; registration: Registration }[]>();
   const invalid: RegistryState["invalid"][number][] = [];
   const keep = new Set<string>();
+  const duplicates: RegistryState["duplicates"][number][] = [];
   for (const entry of entries) {
     const { parsed, secret } = entry;
-    if (parsed.kind === "ignored") continue;
+    if (parsed.kind === "ignored" || claims.secrets.has(objectKey(secret.metadata))) continue;
     if (parsed.kind === "invalid") {
       invalid.push({
         secretKey: objectKey(secret.metadata),
@@ -64,13 +83,17 @@ export function computeRegistry(
       if (parsed.cluster) keep.add(parsed.cluster);
       continue;
     }
+    const link = claims.clusters.get(parsed.registration.cluster);
+    if (link !== undefined) {
+      duplicates.push({ secretKey: objectKey(secret.metadata), cluster: parsed.registration.cluster, winner: link });
+      continue;
+    }
     const list = candidates.get(parsed.registration.cluster) ?? [];
     list.push({ entry, registration: parsed.registration });
     candidates.set(parsed.registration.cluster, list);
   }
   const registered = new Map<string, RegisteredCluster>();
   const since = new Map<string, readonly [string, string]>();
-  const duplicates: RegistryState["duplicates"][number][] = [];
   for (const [cluster, list] of candidates) {
     const previous = previousWinners.get(cluster);
     list.sort((a, b) => {
@@ -95,12 +118,54 @@ export function computeRegistry(
     for (const loser of losers)
       duplicates.push({ secretKey: objectKey(loser.entry.secret.metadata), cluster, winner: secretKey });
   }
+  const { order, registeredAt } = registrationOrder(since);
+  return {
+    registered,
+    duplicates,
+    invalid,
+    keep: [...keep].sort(),
+    order,
+    registeredAt,
+    priorities: prioritiesOf(registered),
+  };
+}
+
+/** The registration order (creation time, then key) and each cluster's registration time. */
+function registrationOrder(since: ReadonlyMap<string, readonly [string, string]>): {
+  order: string[];
+  registeredAt: Record<string, string>;
+} {
   const order = [...since]
     .sort(([, [at, ak]], [, [bt, bk]]) => (at !== bt ? (at < bt ? -1 : 1) : ak < bk ? -1 : ak > bk ? 1 : 0))
     .map(([cluster]) => cluster);
   const registeredAt: Record<string, string> = {};
   for (const [cluster, [at]] of since) if (at) registeredAt[cluster] = at;
+  return { order, registeredAt };
+}
+
+/** Each registered cluster's priority (SPEC §14), whichever source registered it. */
+function prioritiesOf(registered: ReadonlyMap<string, RegisteredCluster>): Record<string, number> {
   const priorities: Record<string, number> = {};
   for (const [cluster, r] of registered) priorities[cluster] = r.priority;
-  return { registered, duplicates, invalid, keep: [...keep].sort(), order, registeredAt, priorities };
+  return priorities;
+}
+
+/**
+ * The fleet's registry: the Secrets' (computed with the Links' claims, so no cluster is
+ * in both) and the Links' (SPEC §15), one registration order over both.
+ */
+export function withLinks(secrets: RegistryState, links: LinkRegistry): RegistryState {
+  if (links.registered.size + links.invalid.length + links.keep.length === 0) return secrets;
+  const registered = new Map([...secrets.registered, ...links.registered]);
+  const since = new Map<string, readonly [string, string]>(links.since);
+  for (const [cluster, r] of secrets.registered) since.set(cluster, [secrets.registeredAt[cluster] ?? "", r.secretKey]);
+  return {
+    registered,
+    duplicates: [...secrets.duplicates, ...links.duplicates],
+    invalid: [...secrets.invalid, ...links.invalid],
+    credentialsKept: links.credentialsKept,
+    keep: [...new Set([...secrets.keep, ...links.keep])].sort(),
+    ...registrationOrder(since),
+    priorities: prioritiesOf(registered),
+  };
 }

@@ -45,8 +45,8 @@ import {
 import { FleetStatusBook } from "./fleet-status.ts";
 import { readHostLimits } from "./host-limits.ts";
 import { LocalRangesWatch } from "./local-ranges.ts";
+import { RegistrationSources } from "./registration-sources.ts";
 import type { RegisteredCluster, RegistryState } from "./registry.ts";
-import { RegistryController } from "./registry-controller.ts";
 import { DEFAULT_RESTART_POLICY, type RestartPolicy } from "./restart-policy.ts";
 import { threadHeaps } from "./thread-heaps.ts";
 import { WriterRunner } from "./writer-runner.ts";
@@ -89,7 +89,7 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
   readonly #options: SupervisorOptions;
   readonly #policy: RestartPolicy;
   readonly #client: KubeClient;
-  readonly #registry: RegistryController;
+  readonly #registry: RegistrationSources;
   readonly #actors: ActorRunner;
   readonly #writer: WriterRunner;
   /** The local Service and pod CIDRs (SPEC §10); actors start once they are known. */
@@ -120,11 +120,12 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
       mcsRecheckMs: options.mcsRecheckMs ?? config.mcsRecheckMs,
       onReady: () => {
         this.#attachAllToWriter();
+        this.#postLinks(true);
         this.emit("writer-ready");
       },
       onStatus: () => this.emit("status"),
     });
-    this.#registry = new RegistryController({
+    this.#registry = new RegistrationSources({
       config,
       client: this.#client,
       logger,
@@ -180,6 +181,7 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
         // A bad probe annotation or port (SPEC §10): the problem names it, its value and the fallback.
         for (const { gateway, problem } of fresh.probeConfig)
           warn("InvalidProbeConfig", `gateway ${gateway}: ${problem}`);
+        this.#postLinks(); // a Link's status shows its cluster's problems (SPEC §15)
         this.emit("status");
       },
       onEvent: (secretKey, type, reason, message) => this.#registry.secretEvent(secretKey, type, reason, message),
@@ -332,6 +334,7 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
   #onRegistry(registry: RegistryState): void {
     if (this.#stopping) return;
     this.#dispatchRegistrations(registry);
+    this.#postLinks();
     if (this.#registry.listed)
       this.#writer.post({
         type: "writer.clusters",
@@ -361,6 +364,12 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
     // empty, so that the shards' actors start on threads already up once held.
     if (this.#ownership.held.size === 0)
       this.#actors.dispatch({ type: "warm-threads", fleet: registry.registered.size });
+  }
+
+  /** The Links registering clusters, to the writer for their status (SPEC §15): when it changed, or all (`force`). */
+  #postLinks(force = false): void {
+    const message = this.#writer.ready ? this.#registry.linksMessage((c) => this.#book.latest(c), force) : undefined;
+    if (message) this.#writer.post(message);
   }
 
   /** A (re)started writer knows nothing: give it the keep set and a fresh channel per actor. */

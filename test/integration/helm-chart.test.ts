@@ -13,10 +13,10 @@
  * with the Deployment's own arguments and a token of the chart's ServiceAccount.
  */
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { load, loadAll } from "js-yaml";
@@ -132,6 +132,24 @@ describe("charts/fleet-mirror: the Helm chart", () => {
     for (const [id, object] of expected) assert.deepEqual(chart.get(id), object, `${id} differs from deploy/sharded/`);
   });
 
+  it("renders with links.enabled exactly the objects of deploy/ with the deploy/links component", async () => {
+    const chart = byId(parseYaml(await template([...WITH_NAMESPACE, "--set", "links.enabled=true"])));
+    const overlay = await mkdtemp(join(tmpdir(), "fleet-mirror-links-overlay-"));
+    try {
+      const rel = (dir: string) => relative(overlay, dir);
+      writeFileSync(
+        join(overlay, "kustomization.yaml"),
+        `resources: [${rel(deployDir)}]\ncomponents: [${rel(join(deployDir, "links"))}]\n`,
+      );
+      const args = ["kustomize", "--load-restrictor", "LoadRestrictionsNone", overlay];
+      const expected = byId(parseYaml(await kubectl.ok("local", args)));
+      assert.deepEqual([...chart.keys()].sort(), [...expected.keys()].sort());
+      for (const [id, object] of expected) assert.deepEqual(chart.get(id), object, `${id} differs from deploy/links/`);
+    } finally {
+      await rm(overlay, { recursive: true, force: true });
+    }
+  });
+
   it("renders every value of the maximal values file where it belongs", async () => {
     const objects = parseYaml(await template(["-f", maximalValues]));
     const find = (kind: string): unknown => objects.find((o) => o.kind === kind);
@@ -146,7 +164,8 @@ describe("charts/fleet-mirror: the Helm chart", () => {
       ...["--leader-election-renew-deadline", "10s", "--leader-election-retry-period", "3s"],
       ...["--max-threads", "4", "--max-concurrent-starts", "2", "--actor-max-old-space-mb", "128"],
       ...["--endpoints-api", "both", "--export-selector", "example.com/exported=yes"],
-      ...["--federated-selector", "example.com/federated=member", "--write-qps", "100", "--log-level", "debug"],
+      ...["--federated-selector", "example.com/federated=member", "--links", "mesh-links"],
+      ...["--write-qps", "100", "--log-level", "debug"],
     ]);
     assert.deepEqual(at(container, "resources"), {
       requests: { cpu: "200m", memory: "768Mi" },
@@ -170,6 +189,13 @@ describe("charts/fleet-mirror: the Helm chart", () => {
     ]);
     assert.deepEqual(at(monitor, "spec.selector.matchLabels"), at(deployment, "spec.selector.matchLabels"));
     assert.ok(objects.some((o) => o.kind === "Role" && o.metadata.name === "fleet-mirror-shards"));
+    // links.enabled: the Role of deploy/links/rbac.yaml, in the Links' namespace.
+    const linksRole = objects.find((o) => o.kind === "Role" && o.metadata.name === "fleet-mirror-links");
+    assert.equal(at(linksRole, "metadata.namespace"), "mesh-links");
+    assert.deepEqual(
+      (at(linksRole, "rules") as { resources: string[] }[]).map((r) => r.resources.join()),
+      ["links", "links/status", "secrets"],
+    );
     // The PrometheusRule carries deploy/monitoring's alert rules unchanged ({{ $labels.* }} left to Prometheus).
     const rule = find("PrometheusRule");
     assert.equal((at(rule, "metadata.labels") as Record<string, string>)["release"], "prometheus");
@@ -249,6 +275,8 @@ describe("charts/fleet-mirror: the Helm chart", () => {
         `crd/${crd}.monitoring.coreos.com`,
       ]);
     }
+    // The Links' namespace is linkerd's (links.namespace): it exists before the chart is installed.
+    await kubectl.ok("local", ["create", "namespace", "mesh-links"]);
     const rendered = await template(["-f", maximalValues]);
     const result = await kubectl.run("local", ["apply", "--server-side", "-f", "-"], rendered);
     assert.equal(result.code, 0, result.stderr);

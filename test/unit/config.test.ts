@@ -7,6 +7,7 @@ import { ConfigError } from "../../src/flag-values.ts";
 /** String flags whose value is not a number (everything else in runFlags is numeric). */
 const NOT_NUMERIC = new Set([
   "cluster-name",
+  "links",
   "kubeconfig",
   "context",
   "namespace",
@@ -75,6 +76,16 @@ describe("--cluster-name (SPEC §16)", () => {
       () => parseRunConfig(["--cluster-name", "Bad_Name"], {}),
       /--cluster-name: "Bad_Name" is not a DNS-1123 label/,
     );
+  });
+});
+
+describe("--links (SPEC §15)", () => {
+  it("is off unless given, takes a namespace name, and refuses anything else, naming the flag", () => {
+    assert.equal(defaultConfig().linksNamespace, undefined);
+    const config = parseRunConfig(["--links", "linkerd-multicluster"], {});
+    assert.ok(config !== "help");
+    assert.equal(config.linksNamespace, "linkerd-multicluster");
+    assert.throws(() => parseRunConfig(["--links", "Bad_NS"], {}), /--links: "Bad_NS" is not a namespace name/);
   });
 });
 

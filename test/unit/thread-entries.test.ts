@@ -83,6 +83,7 @@ function fakeWriter() {
     fence: () => void calls.push("fence"),
     setShards: (seq) => void calls.push(`shards ${seq}`),
     stop: async () => void calls.push("stop"),
+    links: { set: (message) => void calls.push(`links ${message.seq}`) },
   };
   const status = (): void =>
     post({

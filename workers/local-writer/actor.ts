@@ -4,12 +4,9 @@
  * Endpoints and EndpointSlices) and the Namespaces, holds every cluster's desired mirrors
  * (DesiredStore, fed by the desired channels), and reconciles local keys through one
  * work queue: desired ⊕ observed → planMirror (pure) → rate-limited writes.
- * This file wires the parts; each part does one job:
- *   local-stores.ts (the watched local objects), desired-channels.ts (batches in, acks
- *   out), desired-store.ts, reconcile.ts, write-executor.ts, mutation-cache.ts, event-recorder.ts,
- *   fence.ts, shard-handoff.ts, status.ts, shared-strings.ts (the stores' repeated strings),
- *   shared-triggers.ts (which shared keys a batch or keep set affects);
- *   write-path.ts (write-executor.ts, or dry-run-executor.ts for `run --dry-run`).
+ * This file wires the parts, each one job in a file of this folder: local-stores.ts,
+ *   desired-channels.ts, desired-store.ts, reconcile.ts, write-path.ts, fence.ts,
+ *   shard-handoff.ts, status.ts, link-status.ts (SPEC §15), tier-book.ts (SPEC §14).
  *
  * Guarantees:
  * - per-key ordering: the queue never hands out a key that is in flight, and a key
@@ -39,6 +36,7 @@ import { type ActorPort, DesiredChannels } from "./desired-channels.ts";
 import { DesiredStore } from "./desired-store.ts";
 import { EventRecorder } from "./event-recorder.ts";
 import { WriteFence } from "./fence.ts";
+import { type LinkStatusWriter, linkStatusWriter } from "./link-status.ts";
 import { LocalStores } from "./local-stores.ts";
 import { MutationCache } from "./mutation-cache.ts";
 import { namespaceQuota } from "./namespace-quota.ts";
@@ -91,6 +89,8 @@ export class LocalWriterActor {
   readonly #handoff: ShardHandoff;
   /** Which shared keys (fleet-wide, import) a batch or a keep set may affect. */
   readonly #sharedKeys: SharedTriggers;
+  /** Links' status (SPEC §15): `writer.links` goes to `links.set`. */
+  readonly links: LinkStatusWriter;
   #ready = false;
   #workers: Promise<void> | undefined;
   #resyncTimer: NodeJS.Timeout | undefined;
@@ -211,6 +211,9 @@ export class LocalWriterActor {
       fenced: (seq) => this.#ports.supervisor({ type: "writer.shards-fenced", seq }),
     });
 
+    const [reconciler, services, stats] = [this.#reconciler, this.#stores.services, this.#stats];
+    const parts = { client: this.#client, clock, log: this.#log, desired: this.#desired, fence: this.#fence };
+    this.links = linkStatusWriter({ ...parts, dryRun: options.dryRun === true, reconciler, services, stats });
     this.#stores.routeChanges({
       watched: (kind, key, current) => this.#cache.watched(kind, key, current),
       enqueue: (key) => this.#enqueue(key),
@@ -249,6 +252,7 @@ export class LocalWriterActor {
     this.#statusTimer = setInterval(() => {
       this.#cache.sweep();
       this.#publishStatus();
+      if (this.#ready) this.links.pass();
     }, STATUS_INTERVAL_MS);
   }
 
@@ -326,7 +330,7 @@ export class LocalWriterActor {
     const unsent = this.#events.stop();
     if (unsent > 0) this.#log.info({ events: unsent }, "stopping: pending Kubernetes Events not sent");
     await this.#workers;
-    await this.#stores.stop();
+    await Promise.all([this.#stores.stop(), this.links.stop()]);
     this.#channels.closeAll();
     this.#client.close();
   }
@@ -362,18 +366,14 @@ export class LocalWriterActor {
       reconcileErrorReporter({ stats: this.#stats, log: this.#log, recordEvent: (e) => void this.recordEvent(e) }),
     );
     this.#resyncAll();
-    // The periodic resync stays as a safety net: it re-checks every key even if a watch
-    // event was lost or a write failed in a way nobody re-enqueued (SPEC §4).
+    // A safety net: re-checks every key even if a watch event was lost or a write failed unnoticed (SPEC §4).
     this.#resyncTimer = setInterval(() => this.#resyncAll(), this.#options.resyncPeriodMs);
     this.#log.info("local stores synced; writer ready");
     this.#ports.supervisor({ type: "writer.ready" });
     this.#publishStatus();
   }
 
-  /**
-   * The local API answers again after watch failures: every key retried with backoff
-   * meanwhile (its delay grown by each failed attempt) is retried now, its backoff reset.
-   */
+  /** The local API answers again after watch failures: keys in backoff are retried now, their backoff reset. */
   #onLocalApiBack(): void {
     if (!this.#localApiFailing || !this.#ready) return;
     this.#localApiFailing = false;

@@ -329,6 +329,16 @@ export class DesiredStore {
     return this.#claimants.keys();
   }
 
+  /** `cluster`'s desired mirrors (a Link's status is computed from them, SPEC §15). */
+  mirrorsOf(cluster: string): IterableIterator<DesiredMirror> {
+    return (this.#clusters.get(cluster)?.mirrors ?? new Map<string, DesiredMirror>()).values();
+  }
+
+  /** `cluster`'s fleet-wide members (SPEC §11, §15). */
+  membersOf(cluster: string): FederatedMember[] {
+    return [...this.#members.keysOf(cluster)].flatMap((key) => this.#members.get(cluster, key) ?? []);
+  }
+
   clusterSummary(): Map<string, { mirrors: number; complete: boolean }> {
     const out = new Map<string, { mirrors: number; complete: boolean }>();
     for (const [cluster, cd] of this.#clusters) out.set(cluster, { mirrors: cd.mirrors.size, complete: cd.complete });

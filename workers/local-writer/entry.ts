@@ -30,7 +30,7 @@ type WriterInit = Extract<ToWriter, { type: "writer.init" }>;
 export type HostedWriter = Pick<
   LocalWriterActor,
   "start" | "attach" | "setKeep" | "recordEvent" | "fence" | "setShards" | "stop" | "ready"
->;
+> & { readonly links: Pick<LocalWriterActor["links"], "set"> };
 
 export interface WriterHostDeps {
   /** Where protocol errors are reported (default: the writer's logger, or an error-level one before init). */
@@ -95,6 +95,9 @@ export function hostLocalWriter(port: ChannelPort<FromWriter>, deps: WriterHostD
           .catch((error: unknown) =>
             log().error({ err: serializeError(error, "local-writer: event") }, "recording an Event failed"),
           );
+        return;
+      case "writer.links":
+        actor?.links.set(message);
         return;
       case "writer.fence":
         actor?.fence(message.writableUntil);

@@ -13,7 +13,8 @@
  * - otherwise the local member (local-member.ts).
  * Every change of a matching Service or of its slices enqueues its fleet-wide key.
  */
-import { type FederatedMember, federatedName, type MemberSelector } from "../../src/core/federated.ts";
+import { type FederatedMember, federatedName } from "../../src/core/federated.ts";
+import type { LabelRequirement } from "../../src/core/label-requirement.ts";
 import { localMemberFor } from "../../src/core/local-member.ts";
 import { objectKey, type Service, splitKey } from "../../src/core/objects.ts";
 import type { KubeClient } from "../../src/kube/client.ts";
@@ -29,7 +30,8 @@ export interface LocalMembersDeps {
   readonly client: KubeClient;
   /** The local cluster's name (`--cluster-name`): its part is `<svc>-federated-<cluster>-…`. */
   readonly cluster: string;
-  readonly selector: MemberSelector;
+  /** `--federated-selector`: one label requirement (a Link's selectors register remote clusters only). */
+  readonly selector: LabelRequirement;
   /** `--local-priority`. */
   readonly priority: number;
   readonly log: { warn(fields: object, message: string): void };

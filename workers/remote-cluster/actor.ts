@@ -47,6 +47,7 @@ import { ClusterGateways } from "./gateways.ts";
 import { HeadlessWatches } from "./headless-watches.ts";
 import { MAX_STALE_PERIODS } from "./hostnames.ts";
 import { httpProbe, type Probe } from "./http-probe.ts";
+import { ClusterServices, linkProbeSpecOf, memberSelectorOf } from "./link-cluster.ts";
 import { LoadReporter } from "./load-report.ts";
 import { createResolver, type Resolver } from "./resolver.ts";
 import { clusterStatus } from "./status-report.ts";
@@ -95,6 +96,7 @@ export class RemoteClusterActor {
   readonly #log: LineLogger;
   readonly #client: KubeClient;
   readonly #watcher: Watcher<Service>;
+  readonly #services: ClusterServices;
   readonly #gateways: ClusterGateways;
   readonly #sender: DesiredSender;
   readonly #headless: HeadlessWatches;
@@ -118,8 +120,8 @@ export class RemoteClusterActor {
     this.#init = { cluster: init.cluster, epoch: init.epoch, options: init.options };
     this.#ports = ports;
     this.#log = deps.logger;
-    const selector = init.options.memberSelector;
     const settings = init.cluster;
+    const selector = memberSelectorOf(settings, init.options.memberSelector);
     const { name: cluster } = init.cluster;
     const load = new LoadReporter((bytes) =>
       ports.supervisor({ type: "actor.load", cluster, epoch: init.epoch, bytes }),
@@ -138,10 +140,13 @@ export class RemoteClusterActor {
       dropAnnotations: [LAST_APPLIED_CONFIGURATION],
       ...(init.options.watchInactivityTimeoutMs ? { inactivityTimeoutMs: init.options.watchInactivityTimeoutMs } : {}),
     });
+    const services = new ClusterServices(settings, this.#watcher);
+    this.#services = services;
     this.#gateways = new ClusterGateways({
       settings,
       memberSelector: selector,
-      services: this.#watcher,
+      services,
+      probeSpecOf: linkProbeSpecOf(settings),
       resolve:
         deps.resolve ??
         createResolver(init.options.gatewayDnsServers ? { servers: init.options.gatewayDnsServers } : {}),
@@ -197,7 +202,7 @@ export class RemoteClusterActor {
       epoch: init.epoch,
       batchDelayMs: init.options.batchDelayMs,
       maxInFlight: init.options.maxInFlight,
-      services: this.#watcher,
+      services,
       serviceExports: this.#exports,
       memberSelector: selector,
       lookupHostname: this.#gateways.lookupHostname,
@@ -376,7 +381,7 @@ export class RemoteClusterActor {
       epoch: this.#init.epoch,
       sync: this.#sync,
       gateways: this.#gateways.index,
-      services: this.#watcher,
+      services: this.#services,
       health: this.#gateways.health,
       sender: this.#sender,
       exports: this.#exports,

@@ -13,7 +13,7 @@
 import { type AddressPolicy, DEFAULT_ADDRESS_POLICY, type Refusal } from "../../src/core/address-policy.ts";
 import { type GatewayView, type HostnameLookup, viewGateway } from "../../src/core/desired.ts";
 import type { Service } from "../../src/core/objects.ts";
-import { DEFAULT_MAX_PROBED_GATEWAYS, probeSpecOf } from "../../src/core/probe-spec.ts";
+import { DEFAULT_MAX_PROBED_GATEWAYS, type ProbeSpecOutcome, probeSpecOf } from "../../src/core/probe-spec.ts";
 import type { GatewayProbeCounters, GatewayProbeStatus, GatewayStatus } from "../../src/protocol/messages.ts";
 import { MAX_LISTED_REFUSED } from "../../src/protocol/status.ts";
 import { GatewayProber, type GatewayProberDeps } from "./gateway-prober.ts";
@@ -32,6 +32,8 @@ export interface GatewayHealthDeps extends GatewayProberDeps {
   readonly maxProbed?: number;
   /** Gateway `key` as `sync` would be given it now (to probe one the cap held back once room frees). */
   readonly gatewayOf?: (key: string) => Service | undefined;
+  /** The probe of gateway `key`; default: from the gateway Service (`probeSpecOf`). A Link's gateway has its own (SPEC §15). */
+  readonly probeSpecOf?: (key: string, gateway: Service) => ProbeSpecOutcome;
 }
 
 const refusedText = (r: Refusal): string => `${r.address} (${r.why})`;
@@ -57,7 +59,7 @@ export class GatewayHealth {
    * they change.
    */
   sync(key: string, gateway: Service | undefined): void {
-    const outcome = gateway ? probeSpecOf(gateway) : { problems: [] };
+    const outcome = gateway ? (this.#deps.probeSpecOf?.(key, gateway) ?? probeSpecOf(gateway)) : { problems: [] };
     const view = this.#view(gateway);
     this.#reportRefused(key, gateway, view.refused);
     const addresses = gateway && outcome.spec ? view.addresses : [];

@@ -89,7 +89,11 @@ interface MutableCounters {
 }
 
 const sameSpec = (a: ProbeSpec, b: ProbeSpec): boolean =>
-  a.port === b.port && a.path === b.path && a.periodMs === b.periodMs;
+  a.port === b.port &&
+  a.path === b.path &&
+  a.periodMs === b.periodMs &&
+  a.timeoutMs === b.timeoutMs &&
+  a.failureThreshold === b.failureThreshold;
 
 export class GatewayProber {
   readonly #deps: GatewayProberDeps;
@@ -183,7 +187,8 @@ export class GatewayProber {
     return {
       port: target.spec.port,
       path: target.spec.path,
-      periodSeconds: target.spec.periodMs / 1000,
+      // A whole number of seconds, at least 1 (a Link's period may be shorter; SPEC §15).
+      periodSeconds: Math.max(1, Math.round(target.spec.periodMs / 1000)),
       alive: target.addresses.size - dead.length,
       dead: dead.length,
       deadAddresses: dead.slice(0, MAX_LISTED_DEAD_ADDRESSES).map((p) => p.address),
@@ -266,7 +271,7 @@ export class GatewayProber {
       address: probe.address,
       port: target.spec.port,
       path: target.spec.path,
-      timeoutMs: target.spec.periodMs,
+      timeoutMs: target.spec.timeoutMs ?? target.spec.periodMs,
       userAgent: this.#deps.userAgent,
       signal: abort.signal,
     });
@@ -302,6 +307,7 @@ export class GatewayProber {
     const step = transition(
       probe.liveness,
       outcome.ok ? { kind: "succeeded" } : { kind: "failed", reason: outcome.reason },
+      target.spec.failureThreshold,
     );
     probe.liveness = step.state;
     this.#deps.probed();

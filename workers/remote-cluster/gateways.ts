@@ -27,7 +27,7 @@ import type { MemberSelector } from "../../src/core/federated.ts";
 import type { Service } from "../../src/core/objects.ts";
 import type { LineLogger } from "../../src/log/json-lines.ts";
 import type { GatewayPolicyOptions } from "../../src/protocol/messages.ts";
-import { GatewayHealth } from "./gateway-health.ts";
+import { GatewayHealth, type GatewayHealthDeps } from "./gateway-health.ts";
 import { clusterGatewayIndex, type GatewayIndex } from "./gateway-index.ts";
 import type { GatewayProberDeps } from "./gateway-prober.ts";
 import { HostnameCache } from "./hostnames.ts";
@@ -42,6 +42,8 @@ export interface ClusterGatewaysDeps {
   /** How long a hostname keeps its last good addresses through transient resolver failures (hostnames.ts). */
   readonly hostnameMaxStaleMs: number;
   readonly prober: Omit<GatewayProberDeps, "log" | "guard" | "livenessChanged">;
+  /** The probe of a gateway that is not read from its Service (a Link's, SPEC §15); undefined: from the Service. */
+  readonly probeSpecOf?: GatewayHealthDeps["probeSpecOf"] | undefined;
   /** The operator's address policy and caps (the `--gateway-*` flags); absent: the defaults. */
   readonly gatewayPolicy?: GatewayPolicyOptions;
   /** The local cluster's ranges as known at start (`setLocalRanges` brings newer ones). */
@@ -89,6 +91,7 @@ export class ClusterGateways {
       problemsChanged: deps.statusChanged,
       policy: () => this.#policy,
       gatewayOf: (key) => (this.index.isGateway(key) ? deps.services.get(key) : undefined),
+      ...(deps.probeSpecOf ? { probeSpecOf: deps.probeSpecOf } : {}),
     });
   }
 

@@ -16,7 +16,7 @@ export interface StatusParts {
   readonly epoch: number;
   readonly sync: SyncTracker;
   readonly gateways: GatewayIndex;
-  readonly services: Watcher<Service>;
+  readonly services: Pick<Watcher<Service>, "get" | "stats">;
   readonly health: GatewayHealth;
   readonly sender: DesiredSender;
   /** Whether MCS export is active (SPEC §12); a refused read is also one of the problems (reported once). */

@@ -1,0 +1,228 @@
+/**
+ * Link status (SPEC §15), written by the local writer: the one component that writes to
+ * the local API. The supervisor names the Links that register clusters and the problems
+ * their actors report (`writer.links`); the writer knows which mirrors exist, which are
+ * blocked and why. From both, `desiredLinkStatus` (core/link-status.ts, pure) gives each
+ * Link's status, and a merge patch on the `status` subresource writes it when it differs
+ * from the status observed (its own watch of the Links: metadata and status only).
+ *
+ * Invariants:
+ * - a Link's status is computed only once its cluster's complete desired set arrived
+ *   (before that, "no entry" would mean "not known", not "not mirrored");
+ * - never more than one patch per Link in flight, and the same content is not sent
+ *   again before the watch shows it (or 30 s pass): a status is written at most as often
+ *   as its content changes; a converged Link is never written;
+ * - a patch is sent only for a Link whose cluster this replica hosts, while its fence
+ *   is open; a dry run sends none (it logs what it would write).
+ */
+import type { Clock } from "../../src/core/clock.ts";
+import type { DesiredMirror } from "../../src/core/desired.ts";
+import type { FederatedMember } from "../../src/core/federated.ts";
+import { FEDERATED_LABEL } from "../../src/core/federated.ts";
+import { CLUSTER_NAME, MIRRORED_SERVICE, ownerCluster } from "../../src/core/labels.ts";
+import { linksPath } from "../../src/core/link.ts";
+import { desiredLinkStatus, type EntryState, type LinkStatus } from "../../src/core/link-status.ts";
+import { type KubeObject, objectKey, type Service } from "../../src/core/objects.ts";
+import { hostsCluster, type ShardOwnership, shardOf } from "../../src/core/shards.ts";
+import type { KubeClient } from "../../src/kube/client.ts";
+import { Watcher } from "../../src/kube/watcher.ts";
+import type { Logger } from "../../src/log.ts";
+import type { ToWriter } from "../../src/protocol/messages.ts";
+
+type LinksMessage = Extract<ToWriter, { type: "writer.links" }>;
+type LinkEntry = LinksMessage["links"][number];
+
+/** A Link as the writer keeps it: its metadata and status. */
+interface ObservedLink extends KubeObject {
+  readonly status?: LinkStatus;
+}
+
+export interface LinkStatusDeps {
+  readonly client: KubeClient;
+  readonly clock: Clock;
+  readonly log: Logger;
+  readonly dryRun: boolean;
+  /** `cluster`'s desired mirrors and members, and whether its complete set arrived. */
+  readonly mirrorsOf: (cluster: string) => Iterable<DesiredMirror>;
+  readonly membersOf: (cluster: string) => Iterable<FederatedMember>;
+  readonly known: (cluster: string) => boolean;
+  /** Blocked keys by cluster (the reconciler's, with the reason and message reported). */
+  readonly blocked: () => ReadonlyMap<string, readonly { key: string; reason: string; message: string }[]>;
+  /** The local Service `key` as observed. */
+  readonly service: (key: string) => Service | undefined;
+  /** Whether a write of `cluster`'s may be sent now (hosted, fence open). */
+  readonly writable: (cluster: string) => boolean;
+  readonly count: (verb: string, kind: string, result: string) => void;
+}
+
+/** How long a patch sent counts as "on its way" when the watch does not show it. */
+const SENT_TTL_MS = 30_000;
+const HEADLESS_HOST_LABEL = "mirror.linkerd.io/headless-mirror-svc-name";
+/** Actor problems that are the MCS API's, not a Service's mirror (SPEC §12): not in a Link's status. */
+const NOT_MIRRORS = new Set(["service-export-without-service", "export-mode-forbidden"]);
+const MEMBER_PREFIX = "fleet-wide member:";
+
+export class LinkStatusWriter {
+  readonly #deps: LinkStatusDeps;
+  #watcher: Watcher<ObservedLink> | undefined;
+  #message: LinksMessage | undefined;
+  /** By Link uid: the status JSON last sent, and when, until the watch shows it. */
+  readonly #sent = new Map<string, { readonly json: string; readonly at: number }>();
+  readonly #inFlight = new Set<string>();
+  #stopped = false;
+
+  constructor(deps: LinkStatusDeps) {
+    this.#deps = deps;
+  }
+
+  /** The Links registering clusters now (`writer.links`): the newest `seq` wins. */
+  set(message: LinksMessage): void {
+    if (this.#message && message.seq <= this.#message.seq) return;
+    const namespaceChanged = this.#message?.namespace !== message.namespace;
+    this.#message = message;
+    if (namespaceChanged) {
+      void this.#watcher?.stop();
+      this.#watcher = new Watcher<ObservedLink>({
+        client: this.#deps.client,
+        path: linksPath(message.namespace),
+        expectedKind: "Link",
+        keep: (link) => ({ metadata: link.metadata, status: (link as ObservedLink).status ?? {} }),
+      });
+      this.#watcher.on("failure", (f) => this.#deps.log.warn({ failure: f }, `watching Links failed: ${f.message}`));
+      if (!this.#stopped) this.#watcher.start();
+    }
+  }
+
+  /** One pass over every Link: each differing status is patched (level-triggered; called every second). */
+  pass(): void {
+    const message = this.#message;
+    const watcher = this.#watcher;
+    if (this.#stopped || !message || !watcher?.hasSynced) return;
+    const blocked = this.#deps.blocked();
+    const now = this.#deps.clock.now();
+    for (const entry of message.links) {
+      const observed = watcher.get(`${message.namespace}/${entry.name}`);
+      if (!observed || observed.metadata.uid !== entry.uid || this.#inFlight.has(entry.uid)) continue;
+      if (!this.#deps.known(entry.cluster) || !this.#deps.writable(entry.cluster)) continue;
+      const { changed, patch } = desiredLinkStatus(this.#input(entry, blocked), observed.status, Date.now());
+      if (!changed) {
+        this.#sent.delete(entry.uid);
+        continue;
+      }
+      const json = JSON.stringify(patch);
+      const sent = this.#sent.get(entry.uid);
+      if (sent?.json === json && now - sent.at < SENT_TTL_MS) continue;
+      this.#sent.set(entry.uid, { json, at: now });
+      this.#patch(message.namespace, entry, patch);
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    await this.#watcher?.stop();
+  }
+
+  #patch(namespace: string, entry: LinkEntry, patch: object): void {
+    const what = `Link ${namespace}/${entry.name} (cluster ${entry.cluster})`;
+    if (this.#deps.dryRun) {
+      this.#deps.log.info({ link: entry.name, cluster: entry.cluster }, `dry run: would patch the status of ${what}`);
+      return;
+    }
+    this.#inFlight.add(entry.uid);
+    this.#deps.client
+      .request("PATCH", linksPath(namespace, entry.name, "status"), {
+        body: patch,
+        contentType: "application/merge-patch+json",
+      })
+      .then(
+        () => {
+          this.#deps.count("patch", "Link", "ok");
+          this.#deps.log.info({ link: entry.name, cluster: entry.cluster }, `status of ${what} written`);
+        },
+        (error: unknown) => {
+          this.#sent.delete(entry.uid); // tried again at the next pass
+          const status = (error as { status?: number }).status;
+          this.#deps.count("patch", "Link", status ? String(status) : "error");
+          this.#deps.log.warn({ link: entry.name, err: error }, `writing the status of ${what} failed`);
+        },
+      )
+      .finally(() => this.#inFlight.delete(entry.uid));
+  }
+
+  /** What the writer knows of each remote Service of the Link's cluster. */
+  #input(entry: LinkEntry, blocked: ReadonlyMap<string, readonly { key: string; reason: string; message: string }[]>) {
+    const { cluster } = entry;
+    const blockedKeys = new Map((blocked.get(cluster) ?? []).map((b) => [b.key, b]));
+    const stateOf = (key: string, ours: (s: Service) => boolean): EntryState => {
+      const b = blockedKeys.get(key);
+      if (b)
+        return b.reason === "namespace-missing"
+          ? { known: true, mirrored: false, reason: "MissingNamespace", message: "Namespace does not exist" }
+          : { known: true, mirrored: false, reason: "Error", message: b.message };
+      const service = this.#deps.service(key);
+      return service && ours(service)
+        ? { known: true, mirrored: true, reason: "Mirrored", message: "", local: key }
+        : { known: false };
+    };
+    const mirrorServices = new Map<string, EntryState>();
+    for (const m of this.#deps.mirrorsOf(cluster)) {
+      if (m.labels[HEADLESS_HOST_LABEL] !== undefined) continue; // a per-host mirror: its Service's entry is the headless one
+      mirrorServices.set(
+        m.remote,
+        stateOf(objectKey(m), (s) => ownerCluster(s.metadata.labels) === cluster),
+      );
+    }
+    const federatedServices = new Map<string, EntryState>();
+    for (const m of this.#deps.membersOf(cluster)) {
+      const fleetWide = (s: Service) =>
+        s.metadata.labels?.[MIRRORED_SERVICE] === "true" &&
+        s.metadata.labels[FEDERATED_LABEL] === "true" &&
+        s.metadata.labels[CLUSTER_NAME] === undefined;
+      federatedServices.set(m.remote, stateOf(objectKey(m), fleetWide));
+    }
+    for (const p of entry.problems) {
+      if (NOT_MIRRORS.has(p.reason)) continue;
+      const list = p.message.startsWith(MEMBER_PREFIX) ? federatedServices : mirrorServices;
+      if (list.get(p.remote)?.known !== true)
+        list.set(p.remote, { known: true, mirrored: false, reason: "InvalidService", message: p.message });
+    }
+    return { mirrorServices, federatedServices };
+  }
+}
+
+/** The writer's parts a LinkStatusWriter reads (actor.ts wires them). */
+export interface LinkStatusParts {
+  readonly client: KubeClient;
+  readonly clock: Clock;
+  readonly log: Logger;
+  readonly dryRun: boolean;
+  readonly desired: {
+    mirrorsOf(cluster: string): Iterable<DesiredMirror>;
+    membersOf(cluster: string): Iterable<FederatedMember>;
+    known(cluster: string): boolean;
+  };
+  readonly reconciler: {
+    blockedByCluster(): ReadonlyMap<string, readonly { key: string; reason: string; message: string }[]>;
+  };
+  readonly services: { get(key: string): Service | undefined };
+  readonly fence: { readonly ownership: ShardOwnership; writableFor(shard: number): boolean };
+  readonly stats: { count(verb: string, kind: string, result: string): void };
+}
+
+/** A LinkStatusWriter over the writer's parts: a Link's status is its cluster's, so its shard's fence applies. */
+export function linkStatusWriter(p: LinkStatusParts): LinkStatusWriter {
+  return new LinkStatusWriter({
+    client: p.client,
+    clock: p.clock,
+    log: p.log,
+    dryRun: p.dryRun,
+    mirrorsOf: (cluster) => p.desired.mirrorsOf(cluster),
+    membersOf: (cluster) => p.desired.membersOf(cluster),
+    known: (cluster) => p.desired.known(cluster),
+    blocked: () => p.reconciler.blockedByCluster(),
+    service: (key) => p.services.get(key),
+    writable: (cluster) =>
+      hostsCluster(p.fence.ownership, cluster) && p.fence.writableFor(shardOf(cluster, p.fence.ownership.shards)),
+    count: (verb, kind, result) => p.stats.count(verb, kind, result),
+  });
+}
