@@ -7,6 +7,9 @@
  * `linkerd-multicluster`) with one ingress address, so a remote export has addresses.
  * Each cluster's `--cluster-name` is its own name, so a ServiceExport in any cluster
  * gives every cluster the same ServiceImport, its exporters listed by those names.
+ * With `{ pods: true }` every cluster also runs kube-controller-manager and KWOK's fake
+ * Node (sandbox/kwok.ts), so a Deployment's Pods become Running with an IP and a selector
+ * Service gets its EndpointSlices as in a real cluster (test/helpers/kwok-pods.ts).
  */
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { ControlPlane } from "../../sandbox/control-plane.ts";
@@ -34,8 +37,14 @@ export class Clusterset {
   }
 
   /** Starts the clusters, installs everything above, and each cluster's fleet-mirror. */
-  static async start(names: readonly string[] = ["c1", "c2", "c3"]): Promise<Clusterset> {
-    const plane = await ControlPlane.start({ clusters: [...names] });
+  static async start(
+    names: readonly string[] = ["c1", "c2", "c3"],
+    options: { readonly pods?: boolean } = {},
+  ): Promise<Clusterset> {
+    const plane = await ControlPlane.start({
+      clusters: [...names],
+      ...(options.pods ? { controllerManagers: names, kwok: names } : {}),
+    });
     const set = new Clusterset(plane, names);
     try {
       const tokens = new Map<string, { controller: string; reader: string }>();
