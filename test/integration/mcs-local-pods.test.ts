@@ -133,7 +133,7 @@ describe("the local exporter with KWOK's Pods, on a clusterset of two (SPEC §16
     for (const e of slice.endpoints ?? []) {
       assert.equal(e.nodeName, kwokNode("c1"));
       assert.equal(e.zone, kwokZone("c1"));
-      assert.deepEqual(e.conditions, { ready: true, serving: true, terminating: false });
+      assert.deepEqual({ ...e.conditions }, { ready: true, serving: true, terminating: false });
     }
   });
 
