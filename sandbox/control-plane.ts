@@ -33,6 +33,7 @@ import { type KubeconfigAuth, renderKubeconfig } from "./kubeconfig.ts";
 import { Kwok } from "./kwok.ts";
 import { type CertificateFiles, createCa, issueCertificate } from "./pki.ts";
 import { ManagedProcess } from "./process.ts";
+import { waitReady } from "./wait-ready.ts";
 
 export interface ControlPlaneOptions {
   /** Cluster names, e.g. `["local", "east", "west"]`; each gets its own API server. */
@@ -88,8 +89,6 @@ interface ClusterRuntime {
   readonly process: ManagedProcess;
   readonly admin: CertificateFiles;
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export class ControlPlane {
   readonly #runtimes = new Map<string, ClusterRuntime>();
@@ -403,43 +402,34 @@ export class ControlPlane {
   }
 
   async #waitForEtcd(): Promise<void> {
-    const deadline = Date.now() + this.readyTimeoutMs;
-    for (;;) {
-      try {
-        const response = await fetch(`${this.etcdUrl}/health`);
-        if (response.ok) return;
-      } catch {
-        // not listening yet
-      }
-      this.#abort.throwIfAborted();
-      if (!this.etcd.running) throw new Error(`etcd exited during start-up; see ${this.etcd.logPath}`);
-      if (Date.now() > deadline)
-        throw new Error(`etcd not healthy after ${this.readyTimeoutMs} ms; see ${this.etcd.logPath}`);
-      await sleep(100);
-    }
+    await waitReady(
+      this.etcd,
+      async () => {
+        try {
+          const response = await fetch(`${this.etcdUrl}/health`);
+          return response.ok || String(response.status);
+        } catch (error) {
+          return (error as Error).message; // not listening yet
+        }
+      },
+      { timeoutMs: this.readyTimeoutMs, signal: this.#abort, state: "healthy" },
+    );
   }
 
   async #waitForApiServer(name: string): Promise<void> {
     const { cluster, process, admin } = this.#runtime(name);
-    const deadline = Date.now() + this.readyTimeoutMs;
-    let last = "no answer";
-    for (;;) {
-      const status = await httpsStatus(`${cluster.server}/readyz`, {
-        ca: cluster.caPem,
-        cert: admin.certPem,
-        key: admin.keyPem,
-        signal: this.#abort,
-      });
-      if (status === 200) return;
-      last = String(status);
-      this.#abort.throwIfAborted();
-      if (!process.running) throw new Error(`${process.name} exited during start-up; see ${process.logPath}`);
-      if (Date.now() > deadline) {
-        throw new Error(
-          `${process.name} not ready after ${this.readyTimeoutMs} ms (last: ${last}); see ${process.logPath}`,
-        );
-      }
-      await sleep(100);
-    }
+    await waitReady(
+      process,
+      async () => {
+        const status = await httpsStatus(`${cluster.server}/readyz`, {
+          ca: cluster.caPem,
+          cert: admin.certPem,
+          key: admin.keyPem,
+          signal: this.#abort,
+        });
+        return status === 200 || String(status);
+      },
+      { timeoutMs: this.readyTimeoutMs, signal: this.#abort },
+    );
   }
 }

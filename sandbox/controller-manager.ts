@@ -22,6 +22,7 @@
 import { httpsStatus } from "./api-server.ts";
 import type { CertificateFiles } from "./pki.ts";
 import { ManagedProcess } from "./process.ts";
+import { waitReady } from "./wait-ready.ts";
 
 /** The controllers the sandbox runs, by their kube-controller-manager names. */
 export const SANDBOX_CONTROLLERS = [
@@ -82,22 +83,13 @@ export class ControllerManager {
    */
   async start(timeoutMs: number, signal: AbortSignal): Promise<void> {
     await this.process.start();
-    const deadline = Date.now() + timeoutMs;
-    let last = "no answer";
-    for (;;) {
-      const status = await httpsStatus(this.#healthz, { ca: this.#caPem, signal });
-      if (status === 200) return;
-      last = String(status);
-      signal.throwIfAborted();
-      if (!this.process.running) {
-        throw new Error(`${this.process.name} exited during start-up; see ${this.process.logPath}`);
-      }
-      if (Date.now() > deadline) {
-        throw new Error(
-          `${this.process.name} not healthy after ${timeoutMs} ms (last: ${last}); see ${this.process.logPath}`,
-        );
-      }
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    await waitReady(
+      this.process,
+      async () => {
+        const status = await httpsStatus(this.#healthz, { ca: this.#caPem, signal });
+        return status === 200 || String(status);
+      },
+      { timeoutMs, signal, state: "healthy" },
+    );
   }
 }

@@ -24,6 +24,7 @@ import { ensureCoreDns } from "./binaries.ts";
 import type { ControlPlane } from "./control-plane.ts";
 import { renderKubeconfig } from "./kubeconfig.ts";
 import { ManagedProcess } from "./process.ts";
+import { waitReady } from "./wait-ready.ts";
 
 export const COREDNS_USER = "fleet-mirror-sandbox:coredns";
 export const COREDNS_CLUSTER_ROLE = "fleet-mirror-sandbox:coredns";
@@ -186,25 +187,17 @@ export class CoreDns {
   }
 
   async #waitForReady(readyPort: number, timeoutMs: number): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    let last = "no answer";
-    for (;;) {
-      try {
-        const response = await fetch(`http://127.0.0.1:${readyPort}/ready`, { signal: AbortSignal.timeout(2_000) });
-        if (response.ok) return;
-        last = `${response.status} ${(await response.text()).trim()}`;
-      } catch (error) {
-        last = (error as Error).message;
-      }
-      if (!this.process.running) {
-        throw new Error(`${this.process.name} exited during start-up; see ${this.process.logPath}`);
-      }
-      if (Date.now() > deadline) {
-        throw new Error(
-          `${this.process.name} not ready after ${timeoutMs} ms (last: ${last}); see ${this.process.logPath}`,
-        );
-      }
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    await waitReady(
+      this.process,
+      async () => {
+        try {
+          const response = await fetch(`http://127.0.0.1:${readyPort}/ready`, { signal: AbortSignal.timeout(2_000) });
+          return response.ok || `${response.status} ${(await response.text()).trim()}`;
+        } catch (error) {
+          return (error as Error).message;
+        }
+      },
+      { timeoutMs },
+    );
   }
 }

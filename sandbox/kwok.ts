@@ -34,6 +34,7 @@
 import { BlockList, isIPv4 } from "node:net";
 import { CoreV1Api, KubeConfig, type V1Node } from "@kubernetes/client-node";
 import { ManagedProcess } from "./process.ts";
+import { waitReady } from "./wait-ready.ts";
 
 /** The annotation KWOK's own tooling marks its fake Nodes with. */
 export const KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node";
@@ -125,17 +126,19 @@ export class Kwok {
   async start(timeoutMs: number, signal: AbortSignal): Promise<void> {
     await this.#createNode();
     await this.process.start();
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const node = await this.#core.readNode({ name: this.node });
-      if (node.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True")) return;
-      signal.throwIfAborted();
-      if (!this.process.running)
-        throw new Error(`${this.process.name} exited during start-up; see ${this.process.logPath}`);
-      if (Date.now() > deadline)
-        throw new Error(`Node ${this.node} not Ready after ${timeoutMs} ms; see ${this.process.logPath}`);
-      await new Promise((resolve) => setTimeout(resolve, 100)); // polls an observable state
-    }
+    await waitReady(
+      this.process,
+      async () => {
+        try {
+          const node = await this.#core.readNode({ name: this.node });
+          const ready = node.status?.conditions?.find((c) => c.type === "Ready");
+          return ready?.status === "True" || `Node ${this.node} Ready=${ready?.status ?? "unset"}`;
+        } catch (error) {
+          return (error as Error).message;
+        }
+      },
+      { timeoutMs, signal },
+    );
   }
 
   async #createNode(): Promise<void> {
