@@ -71,4 +71,11 @@ describe("KWOK in the sandbox control plane", () => {
       }
     });
   });
+
+  it("stops KWOK with the plane", async () => {
+    const kwok = plane.kwok("faked");
+    assert.equal(kwok?.process.running, true);
+    await plane.stop();
+    assert.equal(kwok?.process.running, false);
+  });
 });
