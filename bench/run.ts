@@ -48,6 +48,7 @@ import { runSoak, soakSummary } from "./soak.ts";
 import { runSteadyLatency } from "./steady-latency.ts";
 import { REPO_ROOT, refreshBenchDocs, SUMMARY_FILE } from "./summary-docs.ts";
 import { SUMMARY_KEYS, TARGETS, verdict } from "./targets.ts";
+import { runTraffic } from "./traffic.ts";
 
 const SCENARIOS: Readonly<Record<string, (opts: BenchOptions) => Promise<ScenarioResult>>> = {
   "cold-convergence": runColdConvergence,
@@ -64,6 +65,7 @@ const SCENARIOS: Readonly<Record<string, (opts: BenchOptions) => Promise<Scenari
   headless: runHeadless,
   image: runImage,
   "hostile-body": runHostileBody,
+  traffic: runTraffic,
   "noisy-neighbour": runNoisyNeighbour,
 };
 
@@ -115,7 +117,10 @@ function chartSection(out: string): string[] {
  * side by side (a flat result, or rows without `endpointsApi`) was measured in
  * `endpoints` mode and fills only the `_endpoints_mode` keys.
  */
-export function summaryFromResults(out: string): Record<string, number | null> {
+export function summaryFromResults(
+  out: string,
+  mcsReport: string = MCS_CONFORMANCE_REPORT,
+): Record<string, number | null> {
   const read = (name: string): Record<string, unknown> | undefined => {
     const file = join(out, `${name}.json`);
     if (!existsSync(file)) return undefined;
@@ -180,18 +185,18 @@ export function summaryFromResults(out: string): Record<string, number | null> {
     image_total_mb: num(full(read("image"))?.["imageTotalMb"]),
     container_ready_s: num(full(read("image"))?.["containerReadyS"]),
     hostile_body_rss_mb: num(full(read("hostile-body"))?.["hostileBodyRssMb"]),
+    traffic_failover_s: num(full(read("traffic"))?.["trafficFailoverS"]),
     noisy_neighbour_p99_ratio: num(full(read("noisy-neighbour"))?.["p99Ratio"]),
     ...soakSummary(full(read("soak"))),
-    ...mcsConformanceFigures(),
+    ...mcsConformanceFigures(mcsReport),
   };
 }
 
-/**
- * The committed MCS conformance report's counts (test/conformance/mcs/report.yaml, SPEC
- * §16): Required specs passed and in all. Read, never run: the suite runs in `npm test`.
- */
-function mcsConformanceFigures(): Record<string, number | null> {
-  const path = resolve(import.meta.dirname, "..", "test", "conformance", "mcs", "report.yaml");
+/** The committed MCS conformance report (SPEC §16), written by the suite in `npm test`. */
+const MCS_CONFORMANCE_REPORT = resolve(import.meta.dirname, "..", "test", "conformance", "mcs", "report.yaml");
+
+/** The report's counts: Required specs passed and in all. Read, never run. */
+function mcsConformanceFigures(path: string): Record<string, number | null> {
   if (!existsSync(path)) return { mcs_conformance_required_passed: null, mcs_conformance_required_total: null };
   const report = loadYaml(readFileSync(path, "utf8")) as { Groups?: { Name: string; Tests: { Passed: boolean }[] }[] };
   const required = report.Groups?.find((g) => g.Name === "Required")?.Tests ?? [];

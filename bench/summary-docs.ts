@@ -72,6 +72,10 @@ const FIGURES: Readonly<Partial<Record<SummaryKey, { readonly label: string; rea
   image_total_mb: { label: "the whole image, base included", unit: "MB" },
   container_ready_s: { label: "a new Pod of the chart from the image, docker run → /readyz 200", unit: "s" },
   hostile_body_rss_mb: { label: "RSS growth while one remote streams 1.5 GiB lists (64 MiB body cap)", unit: "MB" },
+  traffic_failover_s: {
+    label: "real traffic: a gateway dies → every request via the fleet-wide name answered (kube-proxy, CoreDNS)",
+    unit: "s",
+  },
   noisy_neighbour_p99_ratio: {
     label: "quiet clusters' change p99 while one cluster churns 200 Services/s, against without it",
     unit: "×",

@@ -43,6 +43,7 @@ export const SUMMARY_KEYS = [
   "image_total_mb",
   "container_ready_s",
   "hostile_body_rss_mb",
+  "traffic_failover_s",
   "noisy_neighbour_p99_ratio",
   "soak_rss_growth_pct",
   "soak_fd_growth",
@@ -104,6 +105,8 @@ export const TARGETS: Readonly<Record<SummaryKey, readonly [">=" | "<=" | "==", 
   container_ready_s: null,
   // RSS growth while one remote streams 1.5 GiB lists: the body cap (--max-response-mb, 64) + 64 MB.
   hostile_body_rss_mb: ["<=", 64 + 64, "MB"],
+  // Real traffic (kube-proxy, CoreDNS, a client Pod): a gateway dies → every request via the fleet-wide name answered.
+  traffic_failover_s: ["<=", 10, "s"],
   // The quiet clusters' change-to-mirror p99 with one cluster churning 200 Services/s, against without (bench/noisy-neighbour.ts).
   noisy_neighbour_p99_ratio: ["<=", 2, "× without the noisy cluster"],
   // The soak (`npm run bench -- soak`, not in the default run; bench/soak.ts): RSS at its end (30 min) against at 10 min.

@@ -1,14 +1,14 @@
 /**
- * Locates the pinned kube-apiserver, etcd, kubectl, kube-controller-manager and CoreDNS
- * binaries built by `scripts/control-plane/build.sh`, and builds them when they are missing.
+ * Locates the pinned kube-apiserver, etcd, kubectl, kube-controller-manager, kube-proxy and
+ * CoreDNS binaries built by `scripts/control-plane/build.sh`, and builds them when they are missing.
  *
  * Resolution order (the envtest convention first):
  *   1. `KUBEBUILDER_ASSETS`, when it names a directory holding the binaries (both
- *      kube-apiserver and etcd; kubectl and kube-controller-manager each on its own;
+ *      kube-apiserver and etcd; kubectl, kube-controller-manager and kube-proxy each on its own;
  *      never CoreDNS, which envtest does not ship);
  *   2. the per-machine cache `${FLEET_MIRROR_CACHE:-~/.cache/fleet-mirror}/control-plane/`:
  *      `k8s-<v>_etcd-<v>/` for kube-apiserver and etcd, `kubectl-<v>/`,
- *      `kube-controller-manager-<v>/` and `coredns-<v>/` for the others.
+ *      `kube-controller-manager-<v>/`, `kube-proxy-<v>/` and `coredns-<v>+hosts/` for the others.
  *
  * Also helm (`build.sh helm`, `helm-<v>/`), which the chart's tests render and lint with,
  * and KWOK (`build.sh kwok`, `kwok-<v>/` and its Stages in `kwok-stages-<v>/`), the fake
@@ -102,7 +102,7 @@ export function findControlPlaneBinaries(): ControlPlaneBinaries | undefined {
 }
 
 /** The tools built one per cache directory: the build.sh argument, and that directory's name. */
-type SingleTool = "kubectl" | "kube-controller-manager" | "coredns" | "helm" | "promtool" | "kwok";
+type SingleTool = "kubectl" | "kube-controller-manager" | "kube-proxy" | "coredns" | "helm" | "promtool" | "kwok";
 
 /** The pin each tool's cache directory is named after. */
 function toolVersion(tool: SingleTool): string {
@@ -115,13 +115,14 @@ function toolVersion(tool: SingleTool): string {
 }
 
 function toolCacheDir(tool: SingleTool): string {
-  return join(cacheDir(), `${tool}-${toolVersion(tool)}`);
+  // CoreDNS's directory names its plugin set too: one cached before `hosts` joined it lacks it.
+  return join(cacheDir(), `${tool}-${toolVersion(tool)}${tool === "coredns" ? "+hosts" : ""}`);
 }
 
 /** `tool` from `KUBEBUILDER_ASSETS` (only what envtest ships) or from its complete cache directory; never builds. */
 function findTool(tool: SingleTool): string | undefined {
   const assets = process.env["KUBEBUILDER_ASSETS"];
-  const envtest = tool === "kubectl" || tool === "kube-controller-manager";
+  const envtest = tool === "kubectl" || tool === "kube-controller-manager" || tool === "kube-proxy";
   if (envtest && assets && isExecutable(join(assets, tool))) return join(assets, tool);
   const dir = toolCacheDir(tool);
   const binary = join(dir, tool);
@@ -141,6 +142,11 @@ export function findKubectl(): string | undefined {
 /** The pinned kube-controller-manager if already present; never builds. */
 export function findControllerManager(): string | undefined {
   return findTool("kube-controller-manager");
+}
+
+/** The pinned kube-proxy if already present; never builds (and never taken from PATH). */
+export function findKubeProxy(): string | undefined {
+  return findTool("kube-proxy");
 }
 
 /** The pinned CoreDNS if already present; never builds (and never taken from PATH). */
@@ -189,6 +195,11 @@ export async function ensureKubectl(): Promise<string> {
 /** The path of the pinned kube-controller-manager, building it first if needed. */
 export async function ensureControllerManager(): Promise<string> {
   return ensureTool("kube-controller-manager");
+}
+
+/** The path of the pinned kube-proxy, building it first if needed (`build.sh kube-proxy`). */
+export async function ensureKubeProxy(): Promise<string> {
+  return ensureTool("kube-proxy");
 }
 
 /** The path of the pinned CoreDNS, building it first if needed. */

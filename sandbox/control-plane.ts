@@ -32,8 +32,7 @@ import { CONTROLLER_MANAGER_USER, ControllerManager } from "./controller-manager
 import { type KubeconfigAuth, renderKubeconfig } from "./kubeconfig.ts";
 import { Kwok } from "./kwok.ts";
 import { type CertificateFiles, createCa, issueCertificate } from "./pki.ts";
-import { ManagedProcess } from "./process.ts";
-import { waitReady } from "./wait-ready.ts";
+import { ManagedProcess, waitReady } from "./process.ts";
 
 export interface ControlPlaneOptions {
   /** Cluster names, e.g. `["local", "east", "west"]`; each gets its own API server. */

@@ -21,8 +21,7 @@
  */
 import { httpsStatus } from "./api-server.ts";
 import type { CertificateFiles } from "./pki.ts";
-import { ManagedProcess } from "./process.ts";
-import { waitReady } from "./wait-ready.ts";
+import { ManagedProcess, waitReady } from "./process.ts";
 
 /** The controllers the sandbox runs, by their kube-controller-manager names. */
 export const SANDBOX_CONTROLLERS = [

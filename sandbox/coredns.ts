@@ -4,8 +4,10 @@
  * that a mirror answers at `<name>.<namespace>.svc.cluster.local`.
  *
  * Guarantees:
- * - CoreDNS listens on 127.0.0.1 only (`bind`), UDP and TCP on one free port, and serves
- *   only the cluster domain: it forwards nothing anywhere;
+ * - CoreDNS listens on 127.0.0.1 (`bind`), and on the caller's `bind` addresses (local
+ *   ones: the traffic path's node address), UDP and TCP on one free port, and serves only
+ *   the cluster domain (and, with `clustersetHosts`, `clusterset.local` from that hosts
+ *   file: clusterset-dns.ts): it forwards nothing anywhere;
  * - it authenticates as user `COREDNS_USER` (a client certificate of the sandbox CA),
  *   bound by `COREDNS_CLUSTER_ROLE` to list/watch Services, EndpointSlices and Namespaces
  *   and nothing else: what CoreDNS's own deployment grants it, so a record that resolves
@@ -22,9 +24,8 @@ import { join } from "node:path";
 import { type KubeConfig, RbacAuthorizationV1Api } from "@kubernetes/client-node";
 import { ensureCoreDns } from "./binaries.ts";
 import type { ControlPlane } from "./control-plane.ts";
-import { renderKubeconfig } from "./kubeconfig.ts";
-import { ManagedProcess } from "./process.ts";
-import { waitReady } from "./wait-ready.ts";
+import { writeClientKubeconfig } from "./kubeconfig.ts";
+import { ManagedProcess, waitForHttpOk } from "./process.ts";
 
 export const COREDNS_USER = "fleet-mirror-sandbox:coredns";
 export const COREDNS_CLUSTER_ROLE = "fleet-mirror-sandbox:coredns";
@@ -38,6 +39,10 @@ export interface CoreDnsOptions {
   readonly domain?: string;
   /** How long to wait for CoreDNS to report ready. Default 60 s. */
   readonly readyTimeoutMs?: number;
+  /** Local addresses to listen on besides 127.0.0.1 (a Pod reaches CoreDNS at one through a Service). */
+  readonly bind?: readonly string[];
+  /** A hosts file to serve `clusterset.local` from (re-read every second). Default: no such zone. */
+  readonly clustersetHosts?: string;
 }
 
 function statusCode(error: unknown): number | undefined {
@@ -136,32 +141,37 @@ export class CoreDns {
     const domain = options.domain ?? "cluster.local";
     const cluster = plane.cluster(options.cluster);
     await applyCoreDnsRbac(options.admin);
-    const client = await plane.issueClientCertificate(COREDNS_USER);
-    const kubeconfigPath = join(plane.dir, `${options.cluster}-coredns.kubeconfig`);
-    await writeFile(
-      kubeconfigPath,
-      renderKubeconfig({
-        cluster: options.cluster,
-        server: cluster.server,
-        caPem: cluster.caPem,
-        user: COREDNS_USER,
-        auth: { clientCertPem: client.certPem, clientKeyPem: client.keyPem },
-      }),
-      { mode: 0o600 },
+    const kubeconfigPath = await writeClientKubeconfig(
+      join(plane.dir, `${options.cluster}-coredns.kubeconfig`),
+      cluster,
+      COREDNS_USER,
+      await plane.issueClientCertificate(COREDNS_USER),
     );
     const [port, readyPort] = [await freeDnsPort(), await freeTcpPort()];
     const corefilePath = join(plane.dir, `${options.cluster}-Corefile`);
+    const bind = `    bind ${["127.0.0.1", ...(options.bind ?? [])].join(" ")}`;
     await writeFile(
       corefilePath,
       [
         `${domain}:${port} {`,
-        "    bind 127.0.0.1",
+        bind,
         `    ready 127.0.0.1:${readyPort}`,
         "    errors",
         `    kubernetes ${domain} {`,
         `        kubeconfig ${kubeconfigPath}`,
         "    }",
         "}",
+        ...(options.clustersetHosts
+          ? [
+              `clusterset.local:${port} {`,
+              bind,
+              "    errors",
+              `    hosts ${options.clustersetHosts} clusterset.local {`,
+              "        reload 1s",
+              "    }",
+              "}",
+            ]
+          : []),
         "",
       ].join("\n"),
     );
@@ -174,7 +184,7 @@ export class CoreDns {
     const dns = new CoreDns(child, port, domain);
     try {
       await child.start();
-      await dns.#waitForReady(readyPort, options.readyTimeoutMs ?? 60_000);
+      await waitForHttpOk(child, `http://127.0.0.1:${readyPort}/ready`, options.readyTimeoutMs ?? 60_000);
     } catch (error) {
       await child.close(2_000);
       throw error;
@@ -184,20 +194,5 @@ export class CoreDns {
 
   async stop(): Promise<void> {
     await this.process.close();
-  }
-
-  async #waitForReady(readyPort: number, timeoutMs: number): Promise<void> {
-    await waitReady(
-      this.process,
-      async () => {
-        try {
-          const response = await fetch(`http://127.0.0.1:${readyPort}/ready`, { signal: AbortSignal.timeout(2_000) });
-          return response.ok || `${response.status} ${(await response.text()).trim()}`;
-        } catch (error) {
-          return (error as Error).message;
-        }
-      },
-      { timeoutMs },
-    );
   }
 }

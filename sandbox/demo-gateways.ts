@@ -2,8 +2,10 @@
  * The demo's gateways as real, probed endpoints (SPEC §10): their addresses are made local
  * to this machine (a `local` route on `lo` for a /28 of 198.51.100.0/24, claimed for this
  * demo alone: see local-addresses.ts) and each gateway address has a real HTTP probe
- * server on it, which the script stops and starts again to show a gateway dying and
- * coming back.
+ * server on it, and a traffic server on the gateway port (4143) answering with the name
+ * of the cluster the gateway stands for (where the traffic path, traffic.ts, delivers a
+ * mirror's connections). The script stops both and starts them again to show a gateway
+ * dying and coming back.
  *
  * Without the right to add the route (not root, no CAP_NET_ADMIN) or with every candidate
  * /28 held by someone else, the demo runs unprobed: the same addresses, no probe servers,
@@ -34,6 +36,10 @@ export const DEMO_PROBE_PERIOD_SECONDS = 1;
 /** Offsets in the /28: east starts at .1 and moves among its pool, west stays at .2. */
 const EAST_POOL = [1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14];
 const WEST_OFFSET = 2;
+/** The sandbox node's address (.15, no gateway's): kube-proxy's node IP, where its CoreDNS listens too. */
+const NODE_OFFSET = 15;
+/** The gateway port (the gateways' `incoming-port`): mirrors' endpoints carry it. */
+export const GATEWAY_PORT = 4143;
 
 function addressIn(prefix: string, offset: number): string {
   const [net = ""] = prefix.split("/");
@@ -47,6 +53,8 @@ export class DemoGateways {
   readonly #addresses: Record<GatewayCluster, string>;
   /** The server answering each gateway's current address (probed only). */
   readonly #servers = new Map<GatewayCluster, ProbeServer>();
+  /** The traffic server on each gateway's current address and GATEWAY_PORT (probed only). */
+  readonly #traffic = new Map<GatewayCluster, ProbeServer>();
   /** Servers of addresses a gateway left: stopped at its next move, once no probe can still reach them. */
   readonly #retired: ProbeServer[] = [];
   #eastMoves = 0;
@@ -97,8 +105,10 @@ export class DemoGateways {
     };
     process.once("exit", gateways.#onExit);
     try {
-      for (const cluster of ["east", "west"] as const)
+      for (const cluster of ["east", "west"] as const) {
         gateways.#servers.set(cluster, await ProbeServer.start(gateways.#addresses[cluster]));
+        gateways.#traffic.set(cluster, await ProbeServer.start(gateways.#addresses[cluster], GATEWAY_PORT, cluster));
+      }
     } catch (error) {
       await gateways.stop();
       throw error;
@@ -120,6 +130,11 @@ export class DemoGateways {
     return this.#addresses[cluster];
   }
 
+  /** The address the sandbox's node stands at (local while the route is held); no gateway's. */
+  get nodeAddress(): string {
+    return addressIn(this.#prefix, NODE_OFFSET);
+  }
+
   /** The gateway's `mc-probe` port; undefined when not probed. */
   probePort(cluster: GatewayCluster): number | undefined {
     return this.#servers.get(cluster)?.port;
@@ -139,18 +154,23 @@ export class DemoGateways {
       this.#servers.set("east", await ProbeServer.start(next, current.port));
       this.#retired.push(current);
     }
+    const traffic = this.#traffic.get("east");
+    if (traffic) {
+      this.#traffic.set("east", await ProbeServer.start(next, GATEWAY_PORT, "east"));
+      this.#retired.push(traffic);
+    }
     this.#addresses.east = next;
     return next;
   }
 
-  /** The gateway dies: its probe server stops (probes are refused). */
+  /** The gateway dies: its probe and traffic servers stop (probes and connections are refused). */
   async stopAnswering(cluster: GatewayCluster): Promise<void> {
-    await this.#servers.get(cluster)?.stop();
+    await Promise.all([this.#servers.get(cluster)?.stop(), this.#traffic.get(cluster)?.stop()]);
   }
 
-  /** The gateway comes back: its probe server listens again on the same address and port. */
+  /** The gateway comes back: its servers listen again on the same address and ports. */
   async answerAgain(cluster: GatewayCluster): Promise<void> {
-    await this.#servers.get(cluster)?.restart();
+    await Promise.all([this.#servers.get(cluster)?.restart(), this.#traffic.get(cluster)?.restart()]);
   }
 
   /**
@@ -158,8 +178,9 @@ export class DemoGateways {
    * A route that cannot be removed is said, not thrown: the stop goes on.
    */
   async stop(): Promise<string> {
-    const servers = [...this.#servers.values(), ...this.#retired.splice(0)];
+    const servers = [...this.#servers.values(), ...this.#traffic.values(), ...this.#retired.splice(0)];
     this.#servers.clear();
+    this.#traffic.clear();
     await Promise.all(servers.map((s) => s.stop()));
     if (!this.#route) return "";
     if (this.#onExit) process.removeListener("exit", this.#onExit);

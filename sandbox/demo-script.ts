@@ -12,9 +12,10 @@ import { PROBE_PERIOD, PROBE_PORT_NAME } from "../src/core/probe-spec.ts";
 import { mintServiceAccountToken } from "../src/kube/service-account.ts";
 import type { FleetStatus } from "../src/status/fleet-view.ts";
 import type { ControlPlane } from "./control-plane.ts";
-import { DEMO_PROBE_PERIOD_SECONDS, type DemoGateways } from "./demo-gateways.ts";
+import { DEMO_PROBE_PERIOD_SECONDS, type DemoGateways, GATEWAY_PORT } from "./demo-gateways.ts";
 import type { MirrorRow } from "./demo-mirrors.ts";
 import { HEADLESS_HOSTS, HEADLESS_KEY, MCS_IMPORT_KEY, REMOTE_READER_RULES, type WestExport } from "./demo-modes.ts";
+import type { DemoTraffic } from "./demo-traffic.ts";
 import { renderKubeconfig } from "./kubeconfig.ts";
 
 export const NAMESPACE = "fleet-mirror";
@@ -114,7 +115,7 @@ export async function shapeRemotes(remotes: Remotes, gateways: DemoGateways): Pr
         spec: {
           type: "LoadBalancer",
           ports: [
-            { name: "incoming-port", port: 4143 },
+            { name: "incoming-port", port: GATEWAY_PORT },
             ...(probePort === undefined ? [] : [{ name: PROBE_PORT_NAME, port: probePort }]),
           ],
         },
@@ -197,6 +198,7 @@ export function demoSteps(
   statusNow: () => FleetStatus,
   gateways: DemoGateways,
   westExport: WestExport,
+  traffic?: DemoTraffic,
 ): Step[] {
   const has = async (key: string, predicate: (m: MirrorRow) => boolean = () => true) =>
     (await mirrorsNow()).some((m) => m.key === key && predicate(m));
@@ -221,16 +223,26 @@ export function demoSteps(
       .clusters.find((c) => c.cluster === cluster)
       ?.gateways.some((g) => g.probe !== undefined && g.probe.dead === dead) === true;
   let westPort = 80;
+  /** With the traffic line: the fleet-wide name answered by exactly `clusters` over the line's window. */
+  const answeredBy = (clusters: string) => !traffic || traffic.answeredBy().join(",") === clusters;
   const failover: Step[] = [
     {
-      title: "west's gateway dies (its probe server stops)",
+      title: "west's gateway dies (its probe and traffic servers stop)",
       run: () => gateways.stopAnswering("west"),
-      visible: async () => probedDead("west", 1) && (await allReady("west", false)) && (await fleetWide("west", false)),
+      visible: async () =>
+        probedDead("west", 1) &&
+        (await allReady("west", false)) &&
+        (await fleetWide("west", false)) &&
+        answeredBy("east"),
     },
     {
       title: "west's gateway comes back",
       run: () => gateways.answerAgain("west"),
-      visible: async () => probedDead("west", 0) && (await allReady("west", true)) && (await fleetWide("west", true)),
+      visible: async () =>
+        probedDead("west", 0) &&
+        (await allReady("west", true)) &&
+        (await fleetWide("west", true)) &&
+        answeredBy("east,west"),
     },
   ];
   return [

@@ -49,6 +49,8 @@ export interface TableInput {
   readonly lastStep: string;
   readonly kubeconfigPath: string;
   readonly now: number;
+  /** The traffic line's source (demo-traffic.ts), when real traffic runs. */
+  readonly traffic?: { line(withCounts: boolean, now: number): string } | undefined;
 }
 
 function clockTime(t: number | undefined): string {
@@ -88,6 +90,7 @@ function render(input: TableInput, withClock: boolean): string {
     ...mirrors.map((m) => `${m.key.padEnd(32)} ${m.cluster.padEnd(8)} ${m.ports.padEnd(14)} ${m.endpoints}`),
     "",
     `last change on a remote: ${input.lastStep}`,
+    ...(input.traffic ? [input.traffic.line(withClock, now)] : []),
     // The writer publishes its status once a second: its counters are shown, but, like
     // ages, they are not content (a pipe would get a copy of the table a second later).
     `writer: ${!writer ? "starting" : withClock ? `ready=${writer.ready} queue=${writer.queueDepth} writes=${Object.values(writer.writes).reduce((a, b) => a + b, 0)}` : `ready=${writer.ready}`}`,

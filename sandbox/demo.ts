@@ -41,6 +41,7 @@ import {
   shapeRemotes,
 } from "./demo-script.ts";
 import { MirrorActivity, renderTable } from "./demo-table.ts";
+import { DemoTraffic } from "./demo-traffic.ts";
 import { startSandbox } from "./sandbox.ts";
 import { Screen } from "./screen.ts";
 
@@ -112,13 +113,21 @@ export async function demoCommand(argv: readonly string[]): Promise<number> {
   const screen = new Screen(process.stdout, { interactive: !once });
   let plane: ControlPlane | undefined;
   let gateways: DemoGateways | undefined;
+  let traffic: DemoTraffic | undefined;
   let supervisor: Supervisor | undefined;
   let failed = false;
   try {
     plane = await startSandbox(screen, stop.signal);
     gateways = await DemoGateways.start();
     screen.write(`${gateways.note}\n`);
-    failed = await runDemo(plane, gateways, screen, stop.signal, once, stepMs, (s) => {
+    // Before any mirror exists, so the cluster DNS Service gets its usual address.
+    const started = await DemoTraffic.start(plane, gateways).catch((error: unknown) => ({
+      traffic: undefined,
+      note: `No traffic line (real requests through the mirrors): ${(error as Error).message}.`,
+    }));
+    traffic = started.traffic;
+    screen.write(`${started.note}\n`);
+    failed = await runDemo(plane, gateways, traffic, screen, stop.signal, once, stepMs, (s) => {
       supervisor = s;
     });
   } catch (error) {
@@ -126,7 +135,7 @@ export async function demoCommand(argv: readonly string[]): Promise<number> {
     if (!stop.signal.aborted) throw error;
   } finally {
     const stopping = Date.now();
-    const done = await stopAll(supervisor, gateways, plane);
+    const done = await stopAll(supervisor, traffic, gateways, plane);
     const took =
       signalledAt === undefined
         ? `in ${seconds(Date.now() - stopping)}`
@@ -139,11 +148,13 @@ export async function demoCommand(argv: readonly string[]): Promise<number> {
 }
 
 /**
- * Stops the controller, the probe servers and their route, then kube-controller-manager,
- * the API servers and etcd (ControlPlane.stop's order); says what it did, with timings.
+ * Stops the controller, the traffic path, the probe servers and their route, then
+ * kube-controller-manager, the API servers and etcd (ControlPlane.stop's order); says what
+ * it did, with timings.
  */
 async function stopAll(
   supervisor: Supervisor | undefined,
+  traffic: DemoTraffic | undefined,
   gateways: DemoGateways | undefined,
   plane: ControlPlane | undefined,
 ): Promise<string> {
@@ -157,6 +168,8 @@ async function stopAll(
   } catch (error) {
     parts.push(`controller failed to stop (${(error as Error).message})`);
   }
+  // Before the gateways: its CoreDNS listens on their route's node address.
+  if (traffic) parts.push(await traffic.stop());
   // After the controller: no probe is in flight when the servers go.
   const gatewaysDone = (await gateways?.stop()) ?? "";
   if (gatewaysDone !== "") parts.push(gatewaysDone);
@@ -175,6 +188,7 @@ async function stopAll(
 async function runDemo(
   plane: ControlPlane,
   gateways: DemoGateways,
+  traffic: DemoTraffic | undefined,
   screen: Screen,
   signal: AbortSignal,
   once: boolean,
@@ -216,7 +230,7 @@ async function runDemo(
   const discovery = discoveryApi(plane.cluster("local").adminKubeconfig);
   const objects = kubeConfig(plane.cluster("local").adminKubeconfig).makeApiClient(CustomObjectsApi);
   const mirrorsNow = () => localMirrors(local, discovery, objects);
-  const steps = demoSteps(remotes, mirrorsNow, () => supervisor.status(), gateways, westExport);
+  const steps = demoSteps(remotes, mirrorsNow, () => supervisor.status(), gateways, westExport, traffic);
   const kubeconfigPath = plane.cluster("local").adminKubeconfigPath;
   const activity = new MirrorActivity();
   let lastStep = "(none yet)";
@@ -225,9 +239,12 @@ async function runDemo(
       const mirrors = await mirrorsNow();
       const now = Date.now();
       activity.observe(mirrors, now);
-      screen.show(renderTable({ status: supervisor.status(), mirrors, activity, lastStep, kubeconfigPath, now }), {
-        force,
-      });
+      screen.show(
+        renderTable({ status: supervisor.status(), mirrors, activity, lastStep, kubeconfigPath, now, traffic }),
+        {
+          force,
+        },
+      );
     } catch (error) {
       if (!signal.aborted) screen.write(`[demo] could not read the local cluster: ${(error as Error).message}\n`);
     }

@@ -1,3 +1,5 @@
+import { writeFile } from "node:fs/promises";
+
 /**
  * Renders a single-context kubeconfig as YAML text. Credentials are always inline
  * (`*-data` fields, or a token): a kubeconfig rendered here never points at a file.
@@ -49,4 +51,20 @@ export function renderKubeconfig(options: KubeconfigOptions): string {
     `current-context: ${q(options.cluster)}`,
     "",
   ].join("\n");
+}
+
+/**
+ * Writes (mode 0600) the kubeconfig of `user`, a client certificate of the sandbox CA, for
+ * a sandbox cluster (`name`, `server`, `caPem`); returns `path`.
+ */
+export async function writeClientKubeconfig(
+  path: string,
+  cluster: { readonly name: string; readonly server: string; readonly caPem: string },
+  user: string,
+  certificate: { readonly certPem: string; readonly keyPem: string },
+): Promise<string> {
+  const auth = { clientCertPem: certificate.certPem, clientKeyPem: certificate.keyPem };
+  const { name, server, caPem } = cluster;
+  await writeFile(path, renderKubeconfig({ cluster: name, server, caPem, user, auth }), { mode: 0o600 });
+  return path;
 }

@@ -33,8 +33,7 @@
  */
 import { BlockList, isIPv4 } from "node:net";
 import { CoreV1Api, KubeConfig, type V1Node } from "@kubernetes/client-node";
-import { ManagedProcess } from "./process.ts";
-import { waitReady } from "./wait-ready.ts";
+import { ManagedProcess, waitReady } from "./process.ts";
 
 /** The annotation KWOK's own tooling marks its fake Nodes with. */
 export const KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node";

@@ -3,6 +3,10 @@
  * local address (see local-addresses.ts) whose answer the test switches: `ok` (200),
  * `unavailable` (503), `hang` (accepts and never answers), or stopped (connections
  * refused). Counts the probes it received.
+ *
+ * With `answer`, the same server is a gateway's traffic port (the sandbox's traffic path,
+ * traffic.ts): `ok` mode answers every request with that text, the name of the cluster
+ * the gateway stands for, so a client counts which cluster answered.
  */
 import { createServer, type Server } from "node:http";
 
@@ -10,14 +14,17 @@ export type ProbeServerMode = "ok" | "unavailable" | "hang";
 
 export class ProbeServer {
   readonly address: string;
+  /** The body of a 200 answer. */
+  readonly answer: string;
   #port: number;
   mode: ProbeServerMode = "ok";
   /** Requests received, by path. */
   readonly requests = new Map<string, number>();
   #server: Server | undefined;
 
-  private constructor(address: string, port: number) {
+  private constructor(address: string, port: number, answer: string) {
     this.address = address;
+    this.answer = answer;
     this.#port = port;
   }
 
@@ -26,9 +33,9 @@ export class ProbeServer {
     return this.#port;
   }
 
-  /** Listens on `address:port` (port 0: any free port). */
-  static async start(address: string, port = 0): Promise<ProbeServer> {
-    const probe = new ProbeServer(address, port);
+  /** Listens on `address:port` (port 0: any free port); a 200 answer's body is `answer`. */
+  static async start(address: string, port = 0, answer = "ok"): Promise<ProbeServer> {
+    const probe = new ProbeServer(address, port, answer);
     return probe.#listen(port);
   }
 
@@ -57,7 +64,7 @@ export class ProbeServer {
     const server = createServer((req, res) => {
       const path = req.url ?? "";
       this.requests.set(path, (this.requests.get(path) ?? 0) + 1);
-      if (this.mode === "ok") res.end("ok");
+      if (this.mode === "ok") res.end(this.answer);
       else if (this.mode === "unavailable") {
         res.statusCode = 503;
         res.end("unavailable");

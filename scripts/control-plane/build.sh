@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Builds the pinned kube-apiserver, etcd, kubectl, kube-controller-manager, CoreDNS and
-# KWOK from Go modules, once per machine.
+# Builds the pinned kube-apiserver, etcd, kubectl, kube-controller-manager, kube-proxy,
+# CoreDNS and KWOK from Go modules, once per machine.
 #
 # Usage:  build.sh            everything; prints the directory holding `kube-apiserver`
 #                             and `etcd` on its last line.
 #         build.sh kubectl    kubectl only; prints the directory holding `kubectl`.
-#         build.sh kube-controller-manager | coredns
+#         build.sh kube-controller-manager | kube-proxy | coredns
 #                             that binary only; prints the directory holding it.
+#                             (kube-proxy: the traffic tests, the demo's traffic line and
+#                             the traffic bench run it, as root; sandbox/traffic.ts.)
 #         build.sh mcs-crds   the MCS API's CRD manifests (sigs.k8s.io/mcs-api, config/crd);
 #                             prints the directory holding them. Nothing is compiled.
 #         build.sh promtool   Prometheus's promtool only (checks metrics, rules and queries);
@@ -27,7 +29,9 @@
 #           k8s-<k8s>_etcd-<etcd>/          kube-apiserver, etcd
 #           kubectl-<k8s>/                  kubectl
 #           kube-controller-manager-<k8s>/  kube-controller-manager
-#           coredns-<coredns>/              coredns (only the plugins the sandbox uses)
+#           kube-proxy-<k8s>/               kube-proxy
+#           coredns-<coredns>+hosts/        coredns (only the plugins the sandbox uses; the
+#                                           directory before `hosts` joined was coredns-<coredns>/)
 #           mcs-api-<mcs>/                  multicluster.x-k8s.io_service{exports,imports}.yaml
 #           promtool-<prometheus>/          promtool
 #           helm-<helm>/                    helm
@@ -50,8 +54,8 @@ source "$here/versions.env"
 log() { printf '[control-plane] %s\n' "$*" >&2; }
 
 case "${1:-all}" in
-  all | kubectl | kube-controller-manager | coredns | mcs-crds | monitoring-crds | helm | promtool | kwok) what="${1:-all}" ;;
-  *) log "usage: build.sh [kubectl | kube-controller-manager | coredns | mcs-crds | monitoring-crds | helm | promtool | kwok]"; exit 2 ;;
+  all | kubectl | kube-controller-manager | kube-proxy | coredns | mcs-crds | monitoring-crds | helm | promtool | kwok) what="${1:-all}" ;;
+  *) log "usage: build.sh [kubectl | kube-controller-manager | kube-proxy | coredns | mcs-crds | monitoring-crds | helm | promtool | kwok]"; exit 2 ;;
 esac
 
 cache_root="${FLEET_MIRROR_CACHE:-$HOME/.cache/fleet-mirror}/control-plane"
@@ -206,36 +210,54 @@ ensure_kubectl() {
   kubectl_dir="$out"
 }
 
-# Sets controller_manager_dir to a directory holding kube-controller-manager at the
-# pinned Kubernetes version. The sandbox runs only its EndpointSlice, EndpointSliceMirroring,
-# namespace and garbage-collector controllers, but the command links them all: the package
-# graph is mostly kube-apiserver's, so after that build most of it comes from Go's cache.
-ensure_controller_manager() {
-  if [[ -n "${KUBEBUILDER_ASSETS:-}" && -x "$KUBEBUILDER_ASSETS/kube-controller-manager" ]]; then
-    log "using KUBEBUILDER_ASSETS=$KUBEBUILDER_ASSETS for kube-controller-manager"
-    controller_manager_dir="$KUBEBUILDER_ASSETS"
+# ensure_k8s_command NAME: sets k8s_command_dir to a directory holding NAME, the command
+# k8s.io/kubernetes/cmd/NAME at the pinned Kubernetes version: from KUBEBUILDER_ASSETS when
+# it holds one, else from the cache's NAME-<k8s>/ (built there if missing). Such a command's
+# package graph is mostly kube-apiserver's, so after that build most of it comes from Go's
+# cache (kube-controller-manager 2.4 min, kube-proxy 140 s on 2 cores).
+ensure_k8s_command() {
+  local name="$1"
+  if [[ -n "${KUBEBUILDER_ASSETS:-}" && -x "$KUBEBUILDER_ASSETS/$name" ]]; then
+    log "using KUBEBUILDER_ASSETS=$KUBEBUILDER_ASSETS for $name"
+    k8s_command_dir="$KUBEBUILDER_ASSETS"
     return 0
   fi
-  local out="$cache_root/kube-controller-manager-${KUBERNETES_VERSION}"
-  if [[ -f "$out/.complete" && -x "$out/kube-controller-manager" ]]; then
+  local out="$cache_root/${name}-${KUBERNETES_VERSION}"
+  if [[ -f "$out/.complete" && -x "$out/$name" ]]; then
     log "cached: $out"
-    controller_manager_dir="$out"
+    k8s_command_dir="$out"
     return 0
   fi
-  prepare_go kube-controller-manager
-  k8s_wrapper_module "$work/controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager
-  log "building kube-controller-manager ${KUBERNETES_VERSION} (first time: a few minutes on 2 cores)"
+  prepare_go "$name"
+  k8s_wrapper_module "$work/$name" "k8s.io/kubernetes/cmd/$name"
+  log "building $name ${KUBERNETES_VERSION} (first time: a few minutes on 2 cores)"
   local start=$SECONDS
   rm -rf "$out.partial"
   mkdir -p "$out.partial"
-  k8s_build "$work/controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager "$out.partial/kube-controller-manager"
-  log "kube-controller-manager built in $((SECONDS - start))s"
-  "$out.partial/kube-controller-manager" --version >&2
+  k8s_build "$work/$name" "k8s.io/kubernetes/cmd/$name" "$out.partial/$name"
+  log "$name built in $((SECONDS - start))s"
+  "$out.partial/$name" --version >&2
   rm -rf "$out"
   mv "$out.partial" "$out"
   touch "$out/.complete"
   log "done: $out"
-  controller_manager_dir="$out"
+  k8s_command_dir="$out"
+}
+
+# Sets controller_manager_dir to a directory holding kube-controller-manager. The sandbox
+# runs only its EndpointSlice, EndpointSliceMirroring, namespace and garbage-collector
+# controllers, but the command links them all.
+ensure_controller_manager() {
+  ensure_k8s_command kube-controller-manager
+  controller_manager_dir="$k8s_command_dir"
+}
+
+# Sets kube_proxy_dir to a directory holding kube-proxy. The sandbox runs it in nftables
+# mode for the traffic path (sandbox/kube-proxy.ts): it turns the local cluster's Services
+# and EndpointSlices into DNAT rules, as on a node.
+ensure_kube_proxy() {
+  ensure_k8s_command kube-proxy
+  kube_proxy_dir="$k8s_command_dir"
 }
 
 # require_module DIR MODULE VERSION: a wrapper module in DIR that requires MODULE at
@@ -284,8 +306,13 @@ build_go_command() {
 # the plugins the sandbox's Corefile uses (a full CoreDNS links every cloud DNS SDK and
 # takes several times longer to build). The main package is CoreDNS's own (coremain.Run)
 # with the directive list cut to those plugins, in CoreDNS's own order.
+# `hosts` (in CoreDNS's own module, no new dependency) serves `clusterset.local` for the
+# traffic tests: CoreDNS's `multicluster` plugin, which serves it from ServiceImports in a
+# real cluster, is not a module these machines can fetch, so the sandbox writes the
+# ServiceImports' spec.ips to a hosts file instead (sandbox/clusterset-dns.ts). The plugin
+# set is in the directory's name: a CoreDNS cached without `hosts` is never used.
 ensure_coredns() {
-  local out="$cache_root/coredns-${COREDNS_VERSION}"
+  local out="$cache_root/coredns-${COREDNS_VERSION}+hosts"
   if [[ -f "$out/.complete" && -x "$out/coredns" ]]; then
     log "cached: $out"
     coredns_dir="$out"
@@ -302,6 +329,7 @@ import (
 
 	_ "github.com/coredns/coredns/plugin/bind"
 	_ "github.com/coredns/coredns/plugin/errors"
+	_ "github.com/coredns/coredns/plugin/hosts"
 	_ "github.com/coredns/coredns/plugin/kubernetes"
 	_ "github.com/coredns/coredns/plugin/log"
 	_ "github.com/coredns/coredns/plugin/ready"
@@ -309,11 +337,11 @@ import (
 
 func main() {
 	// The order plugins run in; it must follow CoreDNS's own directive order.
-	dnsserver.Directives = []string{"bind", "ready", "errors", "log", "kubernetes"}
+	dnsserver.Directives = []string{"bind", "ready", "errors", "log", "hosts", "kubernetes"}
 	coremain.Run()
 }
 GO
-  log "building coredns ${COREDNS_VERSION} (kubernetes, bind, ready, errors, log plugins)"
+  log "building coredns ${COREDNS_VERSION} (kubernetes, hosts, bind, ready, errors, log plugins)"
   local start=$SECONDS
   rm -rf "$out.partial"
   mkdir -p "$out.partial"
@@ -426,6 +454,8 @@ monitoring_crds_dir=""
 helm_dir=""
 mcs_crds_dir=""
 controller_manager_dir=""
+kube_proxy_dir=""
+k8s_command_dir=""
 coredns_dir=""
 promtool_dir=""
 case "$what" in
@@ -436,6 +466,10 @@ case "$what" in
   kube-controller-manager)
     ensure_controller_manager
     echo "$controller_manager_dir"
+    ;;
+  kube-proxy)
+    ensure_kube_proxy
+    echo "$kube_proxy_dir"
     ;;
   coredns)
     ensure_coredns
@@ -465,6 +499,7 @@ case "$what" in
     ensure_control_plane
     ensure_kubectl
     ensure_controller_manager
+    ensure_kube_proxy
     ensure_coredns
     ensure_mcs_crds
     ensure_kwok

@@ -186,8 +186,10 @@ export class OptionalWatch<T extends KubeObject> {
           break;
       }
     }
-    if (step.changed) {
-      const { state, message } = step.availability;
+    // Said once per state and message: a recheck that finds the resource served again
+    // (and names its version) while the read is still refused says nothing new.
+    const { state, message } = step.availability;
+    if (state !== previous.state || message !== previous.message) {
       const what = `${this.#deps.resource.plural}.${this.#deps.resource.group}`;
       if (state === "active" || state === "watching") this.#deps.log.info({ mcs: state }, `${what}: ${state}`);
       else this.#deps.log.warn({ mcs: state }, `${what}: ${state}: ${message ?? ""}`);

@@ -152,6 +152,12 @@ describe("MCS export, remote side (SPEC §12)", () => {
       notReadyAddresses: [],
       endpointPorts: [{ name: "http", protocol: "TCP", port: 4143 }],
       exportedAt: exportIn(exported, "mcs-late/web")?.exportedAt ?? "",
+      spec: {
+        type: "ClusterSetIP",
+        ports: [{ name: "http", protocol: "TCP", port: 80 }],
+        sessionAffinity: "None",
+        internalTrafficPolicy: "Cluster",
+      },
     });
     assert.match(exportIn(exported, "mcs-late/web")?.exportedAt ?? "", /^\d{4}-\d\d-\d\dT/);
     await eventually("status: MCS active, one export", () =>
@@ -286,7 +292,11 @@ describe("MCS export, remote side (SPEC §12)", () => {
       "forbidden all along",
     );
     // Logged once, not per recheck.
-    assert.equal(warnings.filter((w) => /serviceexports\.multicluster\.x-k8s\.io: forbidden/.test(w)).length, 1);
+    assert.equal(
+      warnings.filter((w) => /serviceexports\.multicluster\.x-k8s\.io: forbidden/.test(w)).length,
+      1,
+      warnings.join("\n"),
+    );
     // Granted: the next recheck watches, lists and exports.
     await mintServiceAccountToken(kc, { ...request, role: { ...request.role, rules: [SERVICES_RULE, EXPORTS_RULE] } });
     const exported = await r.waitForBatch("web's export once granted", (b) => !!exportIn(b, "mcs-denied/web"));

@@ -184,7 +184,7 @@ describe("MCS exports unknown: the cluster's import parts are kept", () => {
     w.apply("east", 2, {});
     await w.reconciler.reconcile(key);
     assert.ok(
-      w.requests.includes("DELETE /apis/multicluster.x-k8s.io/v1alpha1/namespaces/shop/serviceimports/web"),
+      w.requests.includes("DELETE /apis/multicluster.x-k8s.io/v1beta1/namespaces/shop/serviceimports/web"),
       w.requests.join(", "),
     );
     assert.ok(w.requests.includes(`DELETE /api/v1/namespaces/shop/services/${derived}`), w.requests.join(", "));

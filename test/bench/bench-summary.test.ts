@@ -25,6 +25,17 @@ function resultsDir(files: Readonly<Record<string, unknown>>): string {
   return dir;
 }
 
+/** A conformance report in `dir` with `passed` of `total` Required specs passing. */
+function mcsReport(dir: string, passed: number, total: number): string {
+  const path = join(dir, "report.yaml");
+  const tests = Array.from({ length: total }, (_, i) => `      - Name: spec ${i}\n        Passed: ${i < passed}`);
+  writeFileSync(
+    path,
+    `Groups:\n  - Name: Required\n    Tests:\n${tests.join("\n")}\n  - Name: Optional\n    Tests: []\n`,
+  );
+  return path;
+}
+
 const latency = (p99: number) => ({ perMirror: { n: 10, p50: 1, p95: 2, p99, max: p99 + 1 } });
 
 /** One full run's files in the side-by-side shape: slices figures, then endpoints figures. */
@@ -89,13 +100,15 @@ const sideBySide = {
   headless: { smoke: false, convergence: { writesPerHostMirror: 2 }, actorHeapKbPerHeadlessService: 61.5 },
   image: { smoke: false, imageAppMb: 13.3, imageTotalMb: 237.8, containerReadyS: 4.42 },
   "hostile-body": { smoke: false, hostileBodyRssMb: 98.5 },
+  traffic: { smoke: false, trafficFailoverS: 4.2 },
   "noisy-neighbour": { smoke: false, p99Ratio: 1.4, p99RatioSameLoad: 1.2 },
   soak: { smoke: false, rssGrowthPct: 3.5, fdGrowth: 1, wrongfulDeletes: 0 },
 };
 
 describe("summaryFromResults", () => {
   it("reads each mode's row: plain keys are endpointslices, _endpoints_mode keys are endpoints", () => {
-    const summary = summaryFromResults(resultsDir(sideBySide));
+    const dir = resultsDir(sideBySide);
+    const summary = summaryFromResults(dir, mcsReport(dir, 13, 14));
     assert.deepEqual(
       Object.fromEntries(Object.entries(summary).sort(([a], [b]) => a.localeCompare(b))),
       Object.fromEntries(
@@ -135,10 +148,13 @@ describe("summaryFromResults", () => {
           image_total_mb: 237.8,
           container_ready_s: 4.42,
           hostile_body_rss_mb: 98.5,
+          traffic_failover_s: 4.2,
           noisy_neighbour_p99_ratio: 1.4,
           soak_rss_growth_pct: 3.5,
           soak_fd_growth: 1,
           soak_wrongful_deletes: 0,
+          mcs_conformance_required_passed: 13,
+          mcs_conformance_required_total: 14,
         }).sort(([a], [b]) => a.localeCompare(b)),
       ),
     );
@@ -183,12 +199,18 @@ describe("summaryFromResults", () => {
     assert.equal(summary["rss_total_mb_packed_1000"], null);
   });
 
+  it("reads the MCS conformance counts from the committed report by default, whatever the results directory holds", () => {
+    const summary = summaryFromResults(resultsDir({}));
+    const [passed, total] = [summary["mcs_conformance_required_passed"], summary["mcs_conformance_required_total"]];
+    assert.ok(typeof passed === "number" && typeof total === "number" && passed <= total, `${passed} / ${total}`);
+  });
+
   it("gives null, never a guess, for smoke files and missing files", () => {
     const smoke = Object.fromEntries(
       Object.entries(sideBySide).map(([name, body]) => [name, { ...body, smoke: true }]),
     );
     for (const dir of [resultsDir(smoke), resultsDir({})]) {
-      const summary = summaryFromResults(dir);
+      const summary = summaryFromResults(dir, join(dir, "no-report.yaml"));
       assert.ok(Object.keys(summary).length >= 19);
       for (const [key, value] of Object.entries(summary)) assert.equal(value, null, key);
     }

@@ -85,7 +85,7 @@ describe("the sandbox demo (npm start)", () => {
     assert.ok(route, `the demo says which addresses it made local:\n${output}`);
     assert.match(output, /^west\s+synced\s.*gateway\/gateway:usable alive$/m, "west's gateway probed and alive");
 
-    const dead = afterStep(output, "[demo] west's gateway dies (its probe server stops) — mirrored in");
+    const dead = afterStep(output, "[demo] west's gateway dies (its probe and traffic servers stop) — mirrored in");
     t.diagnostic(/\[demo\] west's gateway dies.*/.exec(dead)?.[0] ?? "");
     assert.match(dead, /^west\s+synced\s.*gateway\/gateway:usable 1\/1 dead$/m, `west's gateway dead:\n${dead}`);
     assert.equal(westRows(dead).length, 3, dead);
@@ -106,6 +106,20 @@ describe("the sandbox demo (npm start)", () => {
     for (const line of westRows(back)) assert.match(line, /198\.51\.100\.\d+:\d+$/);
     assert.match(fleetRow(back), /198\.51\.100\.\d+:\d+,198\.51\.100\.\d+:\d+$/, `fleet-wide row all ready:\n${back}`);
 
+    // The traffic line (sandbox/demo-traffic.ts): who answered search-federated from a
+    // client Pod over the last seconds; west's share gone while its gateway is dead.
+    if (/^No traffic line .*another sandbox's traffic path runs/m.test(output)) {
+      t.diagnostic("traffic line not checked: another traffic path held this machine");
+    } else {
+      assert.match(output, /^A client Pod calls search-federated 4 times a second/m, output);
+      const line = (table: string): string => /^traffic: search-federated, last 3 s: .*$/m.exec(table)?.[0] ?? "";
+      assert.notEqual(line(afterStep(output, "[demo] initial sync")), "", output);
+      assert.match(line(dead), /: east \d+/, `east answers:\n${dead}`);
+      assert.doesNotMatch(line(dead), /west \d/, `west's share gone:\n${dead}`);
+      assert.match(line(back), /: east \d+, west \d+/, `west answers again:\n${back}`);
+      assert.match(output, /^Stopped .*traffic path removed/m);
+    }
+
     assert.match(output, new RegExp(`^Stopped .*route ${route.replace(/\./g, "\\.")} removed`, "m"));
     assert.equal(await routeExists(route), false, `route ${route} removed after the demo`);
   });
@@ -119,6 +133,8 @@ describe("the sandbox demo (npm start)", () => {
     assert.match(notes[0] ?? "", /Operation not permitted.*needs root or CAP_NET_ADMIN/);
     assert.doesNotMatch(output, /gateway\/gateway:usable (alive|\d+\/\d+ dead)/, "no gateway is probed");
     assert.doesNotMatch(output, /gateway dies|gateway comes back/);
+    assert.equal(output.split("\n").filter((l) => l.startsWith("No traffic line")).length, 1, output);
+    assert.doesNotMatch(output, /^traffic: /m);
     assertModes(output);
     assert.match(output, /shop\/web-west\s+west\s+\S+\s+198\.51\.100\.66:4143$/m);
   });

@@ -49,6 +49,9 @@ describe("deploy/: the installation manifests on a real API server", () => {
     const kubectlPath = await ensureKubectl();
     cacheDir = await mkdtemp(join(tmpdir(), "fleet-mirror-kubectl-"));
     plane = await ControlPlane.start({ clusters: ["local", "east"] });
+    // The MCS CRDs where the controller runs: `kubectl auth can-i` maps a resource through
+    // discovery, and answers "no" for a type the server does not serve.
+    await installMcsCrds(adminKubeConfig(plane.cluster("local")));
     kubectlTool = new Kubectl(kubectlPath, cacheDir, (cluster) => plane.cluster(cluster).adminKubeconfigPath);
   });
   after(async () => {

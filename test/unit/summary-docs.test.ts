@@ -5,6 +5,7 @@
  * bench/targets.ts, cannot leave the docs showing older figures.
  */
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import { expectedDocs, renderBlock, rewriteBlocks, type Summary } from "../../bench/summary-docs.ts";
 import { SUMMARY_KEYS } from "../../bench/targets.ts";
@@ -26,6 +27,20 @@ describe("the bench figures in the docs", () => {
       differingLines(file, current, expected),
     );
     assert.deepEqual(stale, [], `bench figures differ from bench/results/summary.json:\n${stale.join("\n")}`);
+  });
+});
+
+describe("DESIGN's Measurements section", () => {
+  it("stays a page a reader takes in (at most 150 lines): the history goes to bench/HISTORY.md", () => {
+    const design = readFileSync(new URL("../../docs/DESIGN.md", import.meta.url), "utf8");
+    const start = design.indexOf("\n## 7. Measurements");
+    assert.ok(start >= 0, "DESIGN.md has a '## 7. Measurements' section");
+    const next = design.indexOf("\n## ", start + 1);
+    const lines = design
+      .slice(start + 1, next < 0 ? undefined : next)
+      .trimEnd()
+      .split("\n").length;
+    assert.ok(lines <= 150, `§7 is ${lines} lines`);
   });
 });
 
