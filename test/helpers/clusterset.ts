@@ -21,7 +21,7 @@ import { CLUSTER_NAME, REMOTE_CLUSTER_DOMAIN, SECRET_TYPE } from "../../src/core
 import { silentLogger } from "../../src/log.ts";
 import { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { CONTROLLER_NAMESPACE, REMOTE_READER_NAMESPACE, REMOTE_READER_SERVICE_ACCOUNT } from "./fleet.ts";
-import { adminKubeConfig, statusCode } from "./kube.ts";
+import { adminKubeConfig, eventually, statusCode } from "./kube.ts";
 
 /** The default gateway of every cluster (SPEC §12): its address is `198.18.9.<index + 1>`. */
 export const CLUSTERSET_GATEWAY = { namespace: "linkerd-multicluster", name: "linkerd-gateway", port: 4143 };
@@ -86,6 +86,18 @@ export class Clusterset {
         supervisor.start();
         set.controllers.set(name, supervisor);
       }
+      // A conformance run meets a clusterset already running: every fleet-mirror has
+      // synced the other clusters and found the MCS API before a test exports anything.
+      for (const [name, supervisor] of set.controllers)
+        await eventually(
+          `${name}'s fleet-mirror synced with the other clusters, its MCS writer active`,
+          () => {
+            const status = supervisor.status();
+            const synced = status.clusters.filter((c) => c.state === "synced").length === names.length - 1;
+            return synced && status.writer?.mcs?.state === "active" ? true : undefined;
+          },
+          120_000,
+        );
     } catch (error) {
       await set.stop();
       throw error;
