@@ -73,6 +73,12 @@ export interface Config extends GatewayConfig, LimitsConfig, LeaderConfig {
   readonly endpointsApi: EndpointsApi;
   /** The local cluster's name in its clusterset (SPEC §16): its own MCS exports' `source-cluster`. */
   readonly clusterName: string;
+  /** How long a better tier of a fleet-wide Service must hold enough ready endpoints before traffic returns to it (SPEC §14). */
+  readonly failbackDelayMs: number;
+  /** Ready endpoints the serving tiers of a fleet-wide Service hold at least, when the tiers have them (SPEC §14). */
+  readonly failoverMinReady: number;
+  /** The priority of a fleet-wide Service's local member: the local cluster's own Service (SPEC §14). */
+  readonly localPriority: number;
   /** Remote Services with this label are members of fleet-wide Services (SPEC §11). */
   readonly federatedSelector: MemberSelector;
   /** Remote Services with this label are exported through their cluster's default gateway (SPEC §12); undefined: off. */
@@ -177,6 +183,24 @@ export const runFlags = {
     type: "string",
     default: DEFAULT_MEMBER_SELECTOR,
     description: "label (key=value) of the remote Services that join a fleet-wide Service <svc>-federated",
+  },
+  "failback-delay": {
+    type: "string",
+    default: "30s",
+    description:
+      "how long a better tier of a fleet-wide Service holds enough ready endpoints without a break before traffic returns to it",
+  },
+  "failover-min-ready": {
+    type: "string",
+    default: "1",
+    description:
+      "ready endpoints a fleet-wide Service's serving tiers must hold; tiers are added in priority order until they do",
+  },
+  "local-priority": {
+    type: "string",
+    default: "0",
+    description:
+      "priority of the local cluster's own Service as a member of a fleet-wide Service (lower preferred; remote clusters default to 100)",
   },
   "export-selector": {
     type: "string",
@@ -290,6 +314,9 @@ export function parseRunConfig(argv: readonly string[], env: NodeJS.ProcessEnv =
     headlessHostGraceMs: parseNumericFlag("headless-host-grace", str("headless-host-grace")),
     endpointsApi: parseEndpointsApi(str("endpoints-api")),
     clusterName: str("cluster-name"),
+    failbackDelayMs: parseNumericFlag("failback-delay", str("failback-delay")),
+    failoverMinReady: parseNumericFlag("failover-min-ready", str("failover-min-ready")),
+    localPriority: parseNumericFlag("local-priority", str("local-priority")),
     federatedSelector: parseSelectorFlag("federated-selector", str("federated-selector"), DEFAULT_MEMBER_SELECTOR),
     exportSelector:
       str("export-selector").trim() === ""

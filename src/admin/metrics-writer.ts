@@ -47,6 +47,28 @@ export function registerWriterMetrics(b: MetricBuilders): void {
       }
     },
   );
+  b.labelled(
+    "gauge",
+    "fleet_mirror_federated_serving_priority",
+    "The worst priority whose members serve a fleet-wide Service with priority tiers (SPEC §14).",
+    ["namespace", "service"],
+    (set) => {
+      for (const f of source.fleet()?.writer?.federated ?? []) {
+        if (f.servingPriority === undefined) continue;
+        const [namespace = "", service = ""] = f.key.split("/");
+        set({ namespace, service }, f.servingPriority);
+      }
+    },
+  );
+  b.labelled(
+    "counter",
+    "fleet_mirror_federated_switches_total",
+    "Changes of a fleet-wide Service's serving tiers, by direction: failover (at once) or failback (after --failback-delay).",
+    ["direction"],
+    (set) => {
+      for (const [direction, n] of Object.entries(source.counters()?.writer.tierSwitches ?? {})) set({ direction }, n);
+    },
+  );
   b.scalar(
     "counter",
     "fleet_mirror_write_retries_total",

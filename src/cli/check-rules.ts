@@ -10,11 +10,42 @@ import { mirrorName } from "../core/naming.ts";
 import { type KubeObject, objectKey, type Service } from "../core/objects.ts";
 import { isFederatedObject } from "../core/plan-federated.ts";
 import { parseRbacYaml } from "../kube/rbac-manifest.ts";
+import type { RegistryState } from "../supervisor/registry.ts";
 
 export interface CheckResult {
   readonly section: string;
   readonly ok: boolean;
   readonly message: string;
+}
+
+/**
+ * The credentials section: each registered cluster (✗ when its priority annotation is
+ * invalid, SPEC §14: it runs at the default priority), each invalid and duplicate Secret.
+ */
+export function credentialChecks(registry: RegistryState): CheckResult[] {
+  const results: CheckResult[] = [];
+  for (const [cluster, reg] of [...registry.registered].sort(([a], [b]) => a.localeCompare(b))) {
+    results.push({
+      section: "credentials",
+      ok: true,
+      message: `secret ${reg.secretKey} registers cluster ${cluster} (${reg.domain})`,
+    });
+    if (reg.priorityProblem)
+      results.push({ section: "credentials", ok: false, message: `secret ${reg.secretKey}: ${reg.priorityProblem}` });
+  }
+  for (const i of registry.invalid)
+    results.push({
+      section: "credentials",
+      ok: false,
+      message: `secret ${i.secretKey} is invalid: ${i.reason}: ${i.message}`,
+    });
+  for (const d of registry.duplicates)
+    results.push({
+      section: "credentials",
+      ok: false,
+      message: `secret ${d.secretKey} names cluster ${d.cluster}, already registered by ${d.winner} (duplicate)`,
+    });
+  return results;
 }
 
 /** The ✓/✗ report, grouped by section in first-seen order (pure). */

@@ -27,6 +27,7 @@ import { parseCredentialsSecret } from "../supervisor/registration.ts";
 import { computeRegistry, type RegisteredCluster } from "../supervisor/registry.ts";
 import {
   type CheckResult,
+  credentialChecks,
   federatedNameConflicts,
   formatChecks,
   type LocalMirrorObjects,
@@ -298,24 +299,7 @@ async function runChecks(
         ok: true,
         message: `no credentials Secret in ${namespace} (no remote cluster linked yet)`,
       });
-    for (const [cluster, reg] of [...registry.registered].sort(([a], [b]) => a.localeCompare(b)))
-      results.push({
-        section: "credentials",
-        ok: true,
-        message: `secret ${reg.secretKey} registers cluster ${cluster} (${reg.domain})`,
-      });
-    for (const i of registry.invalid)
-      results.push({
-        section: "credentials",
-        ok: false,
-        message: `secret ${i.secretKey} is invalid: ${i.reason}: ${i.message}`,
-      });
-    for (const d of registry.duplicates)
-      results.push({
-        section: "credentials",
-        ok: false,
-        message: `secret ${d.secretKey} names cluster ${d.cluster}, already registered by ${d.winner} (duplicate)`,
-      });
+    results.push(...credentialChecks(registry));
 
     progress.update(`remote clusters (${registry.registered.size})`);
     const remotes = await Promise.all(

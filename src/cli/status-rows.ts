@@ -62,6 +62,9 @@ export interface FederatedRow {
   readonly notReady?: number;
   /** `cluster: reason: message` of each conflict. */
   readonly conflicts?: readonly string[];
+  /** Its priority tiers, best first, and since when those serving serve (SPEC §14); absent: no tiers. */
+  readonly tiers?: readonly { readonly priority: number; readonly ready: number; readonly serving: boolean }[];
+  readonly servingSince?: string;
 }
 
 /** One shard of a sharded Deployment (`--shards`): who holds it. */
@@ -193,6 +196,8 @@ export function federatedRowsFromAdmin(status: AdminStatus): FederatedRow[] {
       ready: f.ready,
       notReady: f.notReady,
       conflicts,
+      ...(f.tiers ? { tiers: f.tiers } : {}),
+      ...(f.servingSince ? { servingSince: f.servingSince } : {}),
     };
   });
 }

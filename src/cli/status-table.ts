@@ -77,18 +77,28 @@ function membersCell(row: FederatedRow): string {
   return row.clusters.map((c) => (row.kept?.includes(c) ? `${c} (kept)` : c)).join(", ");
 }
 
+/** The TIERS cell (SPEC §14): `10 serving (1 ready), 20 standby (2 ready) since <time>`; `-` without tiers. */
+export function tiersCell(row: FederatedRow): string {
+  if (!row.tiers) return "-";
+  const tiers = row.tiers.map((t) => `${t.priority} ${t.serving ? "serving" : "standby"} (${t.ready} ready)`);
+  return `${tiers.join(", ")}${row.servingSince ? ` since ${row.servingSince.replace(/\.\d+Z$/, "Z")}` : ""}`;
+}
+
 /** The fleet-wide table, after the clusters' (pure); empty when there is no fleet-wide Service. */
 export function formatFederatedTable(rows: readonly FederatedRow[]): string {
   if (rows.length === 0) return "";
   const count = (n: number | undefined): string => (n === undefined ? "unknown" : String(n));
+  // The TIERS column only once some Service has tiers: a fleet of one priority reads as before.
+  const tiered = rows.some((r) => r.tiers !== undefined);
   return formatTable(
-    ["fleet-wide service", "members", "ready", "not ready", "conflicts"],
+    ["fleet-wide service", "members", "ready", "not ready", "conflicts", ...(tiered ? ["tiers"] : [])],
     rows.map((r) => [
       r.service,
       membersCell(r),
       count(r.ready),
       count(r.notReady),
       r.conflicts === undefined ? "unknown" : r.conflicts.length === 0 ? "-" : r.conflicts.join("; "),
+      ...(tiered ? [tiersCell(r)] : []),
     ]),
   );
 }

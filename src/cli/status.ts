@@ -88,7 +88,8 @@ answers; a sharded controller's rows are the clusters it runs).
 Then one row per fleet-wide Service <svc>-federated (SPEC §11): its member clusters
 (a member marked "(kept)" is unknown since the controller's writer started and keeps
 its last part), its ready and not-ready addresses, and its conflicts (a user's object
-holding its name, a member whose ports differ).
+holding its name, a member whose ports differ); with priority tiers (SPEC §14), TIERS:
+each priority, serving or standby, its ready endpoints, and since when.
 
 A controller run with --dry-run adds its plan: each write it would make (create, update
 or delete, resource, object, cluster) and the mirrors it would leave alone (a conflict:

@@ -68,6 +68,8 @@ export interface FederatedMember {
    * its slices' ports. Absent for a remote cluster's part.
    */
   readonly endpoints?: readonly PartEndpoint[];
+  /** Outside the serving tiers (SPEC §14): set by the writer (federated-tiers.ts), never sent by an actor. */
+  readonly standby?: true;
 }
 
 /** One endpoint of a local part, as its EndpointSlice had it (local-part.ts). */

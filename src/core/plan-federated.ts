@@ -64,6 +64,7 @@ import {
 } from "./mirror-kinds.ts";
 import type { EndpointSlice, Endpoints, KubeObject, Service } from "./objects.ts";
 import { type NamespaceInput, namespaceGate, serviceBody, serviceMatches } from "./plan.ts";
+import { SERVING_PRIORITY_ANNOTATION, STANDBY_ANNOTATION } from "./tiers.ts";
 
 export { federatedSubsets } from "./federated-endpoints.ts";
 
@@ -120,6 +121,8 @@ export interface FederatedPlanInput {
   readonly flavor?: SharedServiceFlavor;
   /** The Service is headless (`clusterIP: None`): an MCS import of type Headless (SPEC §16). */
   readonly headless?: boolean;
+  /** The worst priority that serves (SPEC §14), stated on the Service; absent: no tiers. */
+  readonly servingPriority?: number;
 }
 
 const flavorOf = (input: FederatedPlanInput): SharedServiceFlavor => input.flavor ?? FLEET_WIDE;
@@ -153,7 +156,10 @@ export function annotatedClusters(service: KubeObject | undefined): string[] {
 function serviceShape(input: FederatedPlanInput, ports: DesiredMirror["ports"], clusters: readonly string[]) {
   return shape(input, {
     labels: flavorOf(input).labels,
-    serviceAnnotations: { [FEDERATED_CLUSTERS]: clusters.join(",") },
+    serviceAnnotations: {
+      [FEDERATED_CLUSTERS]: clusters.join(","),
+      ...(input.servingPriority !== undefined ? { [SERVING_PRIORITY_ANNOTATION]: String(input.servingPriority) } : {}),
+    },
     ports,
     ...(input.headless ? { headless: { hosts: [] } } : {}),
   });
@@ -191,6 +197,7 @@ function shape(input: FederatedPlanInput, fields: Partial<DesiredMirror>): Desir
  */
 function partShape(input: FederatedPlanInput, member: FederatedMember, empty = false): DesiredMirror {
   const annotations: Record<string, string> = member.identity ? { [REMOTE_GATEWAY_IDENTITY]: member.identity } : {};
+  if (member.standby) annotations[STANDBY_ANNOTATION] = "true";
   if (input.shard) annotations[FEDERATED_PORTS] = portsAnnotation(member.ports);
   return shape(input, {
     cluster: member.cluster,

@@ -233,6 +233,11 @@ export const ToWriterSchema = v.variant("type", [
      * older than this (SPEC §12). Absent, or a cluster missing: its exports are not clamped.
      */
     registeredAt: v.exactOptional(v.record(name, v.string())),
+    /**
+     * Each registered cluster's priority (SPEC §14), 0–1000, lower preferred. Absent, or
+     * a cluster missing: the default, 100. The latest message wins, like `keep`.
+     */
+    priorities: v.exactOptional(v.record(name, v.pipe(count, v.maxValue(1000)))),
   }),
   v.object({ type: v.literal("writer.event"), event: EventRequestSchema }),
   /**

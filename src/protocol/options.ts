@@ -112,6 +112,18 @@ export const WriterOptionsSchema = v.object({
    * `fenced`).
    */
   shards: v.exactOptional(v.pipe(count, v.minValue(1, "must be >= 1"))),
+  /** Fleet-wide Services' tiers (SPEC §14): `--failback-delay` in ms; absent: 30 s. */
+  failbackDelayMs: v.exactOptional(nonNegative),
+  /**
+   * The local member of fleet-wide Services (SPEC §14): local Services with this label
+   * (`--federated-selector`) join `<svc>-federated` at `localPriority` (`--local-priority`).
+   * Absent: the local cluster has no member.
+   */
+  localMembers: v.exactOptional(
+    v.object({ key: v.string(), value: v.string(), priority: v.pipe(count, v.maxValue(1000)) }),
+  ),
+  /** Fleet-wide Services' tiers (SPEC §14): `--failover-min-ready`; absent: 1. */
+  failoverMinReady: v.exactOptional(v.pipe(count, v.minValue(1, "must be >= 1"))),
   /** The local cluster's name in its clusterset (`--cluster-name`, SPEC §16); absent: `local`. */
   clusterName: v.exactOptional(name),
   /** How often the local cluster is checked again for ServiceImports while they are not readable (SPEC §12); absent: 60 s. */

@@ -180,6 +180,11 @@ export const FederatedServiceStatusSchema = v.object({
   kept: v.array(v.string()),
   ready: count,
   notReady: count,
+  /** Its priority tiers (SPEC §14), best first; absent: fewer than two. */
+  tiers: v.exactOptional(v.array(v.object({ priority: count, ready: count, serving: v.boolean() }))),
+  /** The worst priority that serves, and since when (RFC 3339); absent with `tiers`. */
+  servingPriority: v.exactOptional(count),
+  servingSince: v.exactOptional(v.string()),
 });
 export type FederatedServiceStatus = DeepReadonly<v.InferOutput<typeof FederatedServiceStatusSchema>>;
 
@@ -199,6 +204,8 @@ export const WriterStatusSchema = v.object({
   /** Writes since the writer started, by `verb/Kind/result` (result: ok, an HTTP status, or error). */
   writes: countRecord,
   retries: count,
+  /** Changes of fleet-wide Services' serving tiers since the writer started, by direction (SPEC §14); absent: none. */
+  tierSwitches: v.exactOptional(countRecord),
   /** Latency of every write request (the API call only, not the rate-limit wait). */
   writeDuration: LatencyHistogramSchema,
   clusters: v.record(v.string(), WriterClusterStatusSchema),

@@ -134,6 +134,8 @@ export interface WriterCounters {
   /** By `verb/Kind/result`, as in `WriterStatus.writes`. */
   readonly writes: Counts;
   readonly retries: number;
+  /** Changes of fleet-wide Services' serving tiers, by direction (SPEC §14). */
+  readonly tierSwitches: Counts;
   readonly writeDuration: LatencyHistogram;
   /** `Warning` headers from the local API server. */
   readonly apiWarnings: number;
@@ -142,6 +144,7 @@ export interface WriterCounters {
 export const EMPTY_WRITER_COUNTERS: WriterCounters = Object.freeze({
   writes: Object.freeze({}),
   retries: 0,
+  tierSwitches: Object.freeze({}),
   writeDuration: EMPTY_HISTOGRAM,
   apiWarnings: 0,
 });
@@ -150,6 +153,7 @@ export function writerCountersOf(status: WriterStatus): WriterCounters {
   return {
     writes: status.writes,
     retries: status.retries,
+    tierSwitches: status.tierSwitches ?? {},
     writeDuration: status.writeDuration,
     apiWarnings: status.apiWarnings ?? 0,
   };
@@ -159,6 +163,7 @@ export function addWriterCounters(a: WriterCounters, b: WriterCounters): WriterC
   return {
     writes: addCounts(a.writes, b.writes),
     retries: a.retries + b.retries,
+    tierSwitches: addCounts(a.tierSwitches, b.tierSwitches),
     writeDuration: addHistograms(a.writeDuration, b.writeDuration),
     apiWarnings: a.apiWarnings + b.apiWarnings,
   };

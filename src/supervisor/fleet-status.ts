@@ -115,6 +115,8 @@ export class FleetStatusBook {
       const book = this.#clusters.get(actor.cluster);
       const s = book?.epoch === actor.epoch || actor.epoch === undefined ? book?.status : undefined;
       const writerCluster = writer?.clusters[actor.cluster];
+      // A priority annotation that is not valid (SPEC §14): the cluster runs at the default.
+      const priorityProblem = registry.registered.get(actor.cluster)?.priorityProblem;
       let state: string = s?.state ?? "starting";
       let reason: string | undefined;
       if (actor.phase === "crash-loop") {
@@ -143,6 +145,9 @@ export class FleetStatusBook {
         problems: [
           ...(s?.problems ?? []).map((p) => ({ remote: p.remote, reason: p.reason, message: p.message })),
           ...(writerCluster?.blocked ?? []).map((b) => ({ key: b.key, reason: b.reason, message: b.message })),
+          ...(priorityProblem
+            ? [{ key: actor.registration.secretKey, reason: "invalid-priority", message: priorityProblem }]
+            : []),
         ],
       });
     }

@@ -17,6 +17,7 @@ import {
 } from "../core/labels.ts";
 import { validateDns1123Label, validateMirrorName } from "../core/naming.ts";
 import type { Secret } from "../core/objects.ts";
+import { PRIORITY_ANNOTATION, parsePriority } from "../core/tiers.ts";
 import {
   b64decode,
   connectionFromKubeconfig,
@@ -37,6 +38,14 @@ export interface Registration {
    * DEFAULT_GATEWAY's. Label export and fleet-wide members without §2 annotations use it.
    */
   readonly defaultGateway: GatewayRef;
+  /**
+   * The cluster's priority (SPEC §14): annotation `mirror.linkerd.io/priority`, 0–1000,
+   * lower preferred; the default when absent or invalid. Only the local writer uses it,
+   * so it is not in the fingerprint: changing it never restarts the actor.
+   */
+  readonly priority: number;
+  /** Why the priority annotation was not used (then `priority` is the default). */
+  readonly priorityProblem?: string;
   /** Changes whenever anything the actor uses changes (rotation → restart). */
   readonly fingerprint: string;
 }
@@ -110,5 +119,17 @@ export function parseCredentialsSecret(secret: Secret, options: ParseOptions): P
     .update(JSON.stringify({ domain, connection, defaultGateway }))
     .digest("hex")
     .slice(0, 16);
-  return { kind: "valid", registration: { cluster, domain, connection, defaultGateway, fingerprint } };
+  const { priority, problem } = parsePriority(annotations[PRIORITY_ANNOTATION]);
+  return {
+    kind: "valid",
+    registration: {
+      cluster,
+      domain,
+      connection,
+      defaultGateway,
+      priority,
+      ...(problem ? { priorityProblem: problem } : {}),
+      fingerprint,
+    },
+  };
 }

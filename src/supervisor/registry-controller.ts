@@ -45,6 +45,7 @@ export class RegistryController {
     keep: [],
     order: [],
     registeredAt: {},
+    priorities: {},
   };
   readonly #winners = new Map<string, string>();
   #reported: ReportedRegistry = NOTHING_REPORTED;

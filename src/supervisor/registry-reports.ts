@@ -5,7 +5,8 @@
  * - `ClusterRegistered` once per (Secret uid, registration fingerprint): a new Secret,
  *   or new credentials in it; not again when it was a duplicate or invalid meanwhile;
  * - `InvalidCredentials` / `DuplicateCluster` when a Secret becomes so, or the reason
- *   changes.
+ *   changes; `InvalidPriority` when a registered cluster's priority annotation becomes
+ *   invalid or its value changes (SPEC §14: it counts as the default meanwhile).
  * Across controller restarts the writer's Event recorder skips an Event identical to
  * one that already exists, so a restart with nothing changed writes no Event.
  */
@@ -22,7 +23,7 @@ export interface SecretReport {
   readonly secretKey: string;
   readonly cluster: string | undefined;
   readonly eventType: "Normal" | "Warning";
-  readonly reason: "ClusterRegistered" | "InvalidCredentials" | "DuplicateCluster";
+  readonly reason: "ClusterRegistered" | "InvalidCredentials" | "DuplicateCluster" | "InvalidPriority";
   readonly message: string;
   /** The log line that goes with it (with `secret`, `cluster` and these fields). */
   readonly log: {
@@ -73,6 +74,19 @@ export function registryReports(
   const registered = new Set<string>();
   for (const key of previous.registered) if (presentUids.has(key.slice(0, key.lastIndexOf("/")))) registered.add(key);
   for (const [cluster, r] of registry.registered) {
+    if (r.priorityProblem) {
+      const now = `priority:${r.priorityProblem}`;
+      problems.set(r.secretKey, now);
+      if (previous.problems.get(r.secretKey) !== now)
+        reports.push({
+          secretKey: r.secretKey,
+          cluster,
+          eventType: "Warning",
+          reason: "InvalidPriority",
+          message: r.priorityProblem,
+          log: { level: "error", message: `credentials Secret ${r.secretKey}: ${r.priorityProblem}` },
+        });
+    }
     const key = `${r.secretUid}/${r.fingerprint}`;
     if (registered.has(key)) continue;
     registered.add(key);

@@ -40,6 +40,8 @@ export interface RegistryState {
   readonly order: readonly string[];
   /** Each registered cluster's registration time: its winning Secret's creation time (SPEC §12). */
   readonly registeredAt: Readonly<Record<string, string>>;
+  /** Each registered cluster's priority (SPEC §14). */
+  readonly priorities: Readonly<Record<string, number>>;
 }
 
 export function computeRegistry(
@@ -98,5 +100,7 @@ export function computeRegistry(
     .map(([cluster]) => cluster);
   const registeredAt: Record<string, string> = {};
   for (const [cluster, [at]] of since) if (at) registeredAt[cluster] = at;
-  return { registered, duplicates, invalid, keep: [...keep].sort(), order, registeredAt };
+  const priorities: Record<string, number> = {};
+  for (const [cluster, r] of registered) priorities[cluster] = r.priority;
+  return { registered, duplicates, invalid, keep: [...keep].sort(), order, registeredAt, priorities };
 }

@@ -338,6 +338,7 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
         keep: registry.keep,
         order: registry.order,
         registeredAt: registry.registeredAt,
+        priorities: registry.priorities,
       });
   }
 
@@ -370,6 +371,7 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
         keep: this.#registry.registry.keep,
         order: this.#registry.registry.order,
         registeredAt: this.#registry.registry.registeredAt,
+        priorities: this.#registry.registry.priorities,
       });
     for (const { cluster, epoch, worker } of this.#actors.running()) {
       const { port1, port2 } = new MessageChannel();

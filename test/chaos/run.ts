@@ -23,7 +23,7 @@
  * replica hosts clusters, and the audit log must show no mirror write by a replica that
  * did not hold its cluster's shard.
  *
- * `runChaos` is used by `test/integration/chaos.test.ts` (short) and by `main` below:
+ * `runChaos` is used by `test/e2e/chaos.test.ts` (short) and by `main` below:
  *
  *     npm run test:chaos -- --minutes 30 [--seed 1234] [--replicas 3]
  *

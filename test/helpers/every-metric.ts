@@ -76,6 +76,22 @@ const fleet: FleetStatus = {
       east: { mirrors: 2, complete: true, blocked: [{ key: "shop/web-east", reason: "user-owned", message: "taken" }] },
     },
     mcs: { state: "active" },
+    // A fleet-wide Service with priority tiers (SPEC §14): its serving-priority gauge.
+    federated: [
+      {
+        key: "shop/search-federated",
+        clusters: ["east", "west"],
+        kept: [],
+        ready: 1,
+        notReady: 1,
+        tiers: [
+          { priority: 10, ready: 1, serving: true },
+          { priority: 20, ready: 1, serving: false },
+        ],
+        servingPriority: 10,
+        servingSince: "2026-01-01T00:00:00.000Z",
+      },
+    ],
     apiWarnings: 1,
     // A dry run's plan (SPEC §13): its gauge has series only then.
     dryRun: {
@@ -124,6 +140,7 @@ const counters: FleetCounters = {
   writer: {
     writes: { "create/Service/ok": 4, "create/Service/403": 2 },
     retries: 2,
+    tierSwitches: { failover: 2, failback: 1 },
     writeDuration: latency(6),
     apiWarnings: 1,
   },

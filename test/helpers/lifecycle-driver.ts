@@ -29,6 +29,7 @@ export function reg(cluster: string, opts: { uid?: string; fingerprint?: string 
     domain: "example.test",
     connection: { server: `https://${cluster}.test:6443`, auth: { kind: "token", token: "t" } },
     defaultGateway: { name: "linkerd-gateway", namespace: "linkerd-multicluster" },
+    priority: 100,
     fingerprint: opts.fingerprint ?? "f1",
     secretKey: `fleet/cluster-credentials-${cluster}`,
     secretUid: opts.uid ?? `uid-${cluster}`,

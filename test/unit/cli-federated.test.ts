@@ -109,6 +109,39 @@ describe("status: fleet-wide rows", () => {
     assert.equal(formatFederatedTable([]), "");
   });
 
+  it("shows a fleet-wide Service's tiers, which serve and since when, in a TIERS column only when some Service has tiers (SPEC §14)", () => {
+    const status = {
+      time: 0,
+      writer: {
+        federated: [
+          { key: "shop/cart-federated", clusters: ["east"], kept: [], ready: 1, notReady: 0 },
+          {
+            key: "shop/web-federated",
+            clusters: ["east", "west"],
+            kept: [],
+            ready: 1,
+            notReady: 1,
+            tiers: [
+              { priority: 10, ready: 0, serving: true },
+              { priority: 20, ready: 1, serving: true },
+              { priority: 30, ready: 2, serving: false },
+            ],
+            servingPriority: 20,
+            servingSince: "2026-12-06T10:05:02.123Z",
+          },
+        ],
+      },
+      clusters: [],
+    } as unknown as AdminStatus;
+    const table = formatFederatedTable(federatedRowsFromAdmin(status));
+    assert.match(table, /CONFLICTS\s+TIERS\n/);
+    assert.match(table, /shop\/cart-federated\s+east\s+1\s+0\s+-\s+-\n/);
+    assert.match(
+      table,
+      /shop\/web-federated .* 10 serving \(0 ready\), 20 serving \(1 ready\), 30 standby \(2 ready\) since 2026-12-06T10:05:02Z\n$/,
+    );
+  });
+
   it("from the objects: only fleet-wide Services, members by their annotation, the rest unknown", () => {
     const rows = federatedRowsFromObjects([
       {

@@ -4,6 +4,7 @@ import { describe, it } from "node:test";
 import type { AdminStatus } from "../../src/admin/source.ts";
 import {
   type CheckResult,
+  credentialChecks,
   formatChecks,
   nameConflicts,
   permissionNeeds,
@@ -254,6 +255,36 @@ describe("status rows", () => {
 });
 
 describe("check", () => {
+  it("fails on a registered cluster's invalid priority annotation, naming the Secret and the default used (SPEC §14)", () => {
+    const reg = {
+      cluster: "east",
+      domain: "cluster.local",
+      connection: { server: "https://east.test:6443", auth: { kind: "token" as const, token: "t" } },
+      defaultGateway: { name: "linkerd-gateway", namespace: "linkerd-multicluster" },
+      priority: 100,
+      priorityProblem: 'annotation mirror.linkerd.io/priority "high" is not a whole number from 0 to 1000',
+      fingerprint: "f",
+      secretKey: "fleet-mirror/east",
+      secretUid: "u",
+    };
+    const results = credentialChecks({
+      registered: new Map([["east", reg]]),
+      duplicates: [],
+      invalid: [],
+      keep: ["east"],
+      order: ["east"],
+      registeredAt: {},
+      priorities: { east: 100 },
+    });
+    assert.deepEqual(
+      results.map((r) => [r.ok, r.message]),
+      [
+        [true, "secret fleet-mirror/east registers cluster east (cluster.local)"],
+        [false, `secret fleet-mirror/east: ${reg.priorityProblem}`],
+      ],
+    );
+  });
+
   it("derives the permissions to review from deploy/rbac/local.yaml: cluster-wide and in the credentials namespace", () => {
     const needs = permissionNeeds(readFileSync(rbacManifestPath("local"), "utf8"), "ops");
     assert.ok(needs.some((n) => n.resource === "endpoints" && n.verb === "delete" && n.namespace === undefined));

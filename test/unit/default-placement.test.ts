@@ -97,6 +97,7 @@ function reg(cluster: string, fingerprint = "f1"): RegisteredCluster {
     domain: "example.test",
     connection: { server: `https://${cluster}.test:6443`, auth: { kind: "token", token: "t" } },
     defaultGateway: { name: "linkerd-gateway", namespace: "linkerd-multicluster" },
+    priority: 100,
     fingerprint,
     secretKey: `fleet/cluster-credentials-${cluster}`,
     secretUid: `uid-${cluster}`,

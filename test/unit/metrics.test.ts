@@ -86,16 +86,24 @@ describe("counters across restarts", () => {
   });
 
   it("add writer writes key by key and histograms bucket by bucket", () => {
-    const a = { writes: { "create/Service/ok": 2 }, retries: 1, writeDuration: histogram(2), apiWarnings: 2 };
+    const a = {
+      writes: { "create/Service/ok": 2 },
+      retries: 1,
+      tierSwitches: { failover: 1 },
+      writeDuration: histogram(2),
+      apiWarnings: 2,
+    };
     const b = {
       writes: { "create/Service/ok": 1, "update/Endpoints/409": 1 },
       retries: 0,
+      tierSwitches: { failover: 1, failback: 1 },
       writeDuration: histogram(1),
       apiWarnings: 1,
     };
     const sum = addWriterCounters(addWriterCounters(EMPTY_WRITER_COUNTERS, a), b);
     assert.deepEqual(sum.writes, { "create/Service/ok": 3, "update/Endpoints/409": 1 });
     assert.equal(sum.retries, 1);
+    assert.deepEqual(sum.tierSwitches, { failover: 2, failback: 1 });
     assert.equal(sum.apiWarnings, 3);
     assert.deepEqual(sum.writeDuration, histogram(3));
   });

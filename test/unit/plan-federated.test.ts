@@ -9,22 +9,12 @@ import { type FederatedMember, type Reduction, reduceFederated } from "../../src
 import type { EndpointsApi, ObservedObject, WriteAction } from "../../src/core/mirror-kinds.ts";
 import type { KubeObject } from "../../src/core/objects.ts";
 import { type FederatedPlanInput, federatedSubsets, planFederated } from "../../src/core/plan-federated.ts";
+import { webMember } from "../helpers/federated-member.ts";
 import { deepFreeze } from "../helpers/freeze.ts";
 
 const FLEET = { "mirror.linkerd.io/mirrored-service": "true", "mirror.linkerd.io/federated": "true" };
 
-function member(cluster: string, addresses: string[], notReady: string[] = []): FederatedMember {
-  return deepFreeze({
-    cluster,
-    namespace: "shop",
-    name: "web-federated",
-    remote: "shop/web",
-    ports: [{ name: "http", protocol: "TCP", port: 80 }],
-    addresses,
-    notReadyAddresses: notReady,
-    endpointPorts: [{ name: "http", protocol: "TCP", port: 4143 }],
-  });
-}
+const member = webMember;
 
 function reduce(members: FederatedMember[], unknown: string[] = [], observedClusters: string[] = []): Reduction {
   return reduceFederated({

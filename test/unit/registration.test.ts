@@ -130,6 +130,26 @@ describe("parseCredentialsSecret", () => {
       assert.notEqual(a.registration.fingerprint, b.registration.fingerprint);
   });
 
+  it("reads the cluster's priority from its Secret; an invalid one registers the cluster at the default and says why (SPEC §14)", () => {
+    const base = {
+      "mirror.linkerd.io/cluster-name": "east",
+      "mirror.linkerd.io/remote-cluster-domain": "cluster.local",
+    };
+    const parse = (annotations: Record<string, string>) =>
+      parseCredentialsSecret(secret({ annotations: { ...base, ...annotations } }), strict);
+    const none = parse({});
+    const five = parse({ "mirror.linkerd.io/priority": "5" });
+    const bad = parse({ "mirror.linkerd.io/priority": "high" });
+    assert.ok(none.kind === "valid" && five.kind === "valid" && bad.kind === "valid");
+    if (none.kind !== "valid" || five.kind !== "valid" || bad.kind !== "valid") return;
+    assert.equal(none.registration.priority, 100);
+    assert.equal(five.registration.priority, 5);
+    assert.equal(bad.registration.priority, 100);
+    assert.match(bad.registration.priorityProblem ?? "", /"high" is not a whole number from 0 to 1000/);
+    // Only the writer reads it: a new priority does not restart the cluster's actor.
+    assert.equal(five.registration.fingerprint, none.registration.fingerprint);
+  });
+
   it("ignores Secrets of other types silently", () => {
     assert.deepEqual(parseCredentialsSecret(secret({ type: "Opaque" }), strict), { kind: "ignored" });
   });

@@ -14,6 +14,7 @@ function registered(cluster: string, uid: string, fingerprint = "f1"): Registere
     domain: "example.test",
     connection: { server: `https://${cluster}.test:6443`, auth: { kind: "token", token: "t" } },
     defaultGateway: { name: "linkerd-gateway", namespace: "linkerd-multicluster" },
+    priority: 100,
     fingerprint,
     secretKey: `fleet/${cluster}`,
     secretUid: uid,
@@ -28,6 +29,7 @@ function registry(rs: RegisteredCluster[], extra: Partial<RegistryState> = {}): 
     keep: [],
     order: [],
     registeredAt: {},
+    priorities: {},
     ...extra,
   };
 }
@@ -43,6 +45,25 @@ function passes(steps: { registry: RegistryState; uids: string[] }[]): string[][
 }
 
 describe("registry reports", () => {
+  it("reports InvalidPriority once for a registered cluster whose priority annotation is invalid, and again when it changes", () => {
+    const east = registered("east", "u1");
+    const bad = (problem: string): RegisteredCluster => ({ ...east, priorityProblem: problem });
+    const out = passes([
+      { registry: registry([bad("p1")]), uids: ["u1"] },
+      { registry: registry([bad("p1")]), uids: ["u1"] },
+      { registry: registry([bad("p2")]), uids: ["u1"] },
+      { registry: registry([east]), uids: ["u1"] },
+      { registry: registry([bad("p2")]), uids: ["u1"] },
+    ]);
+    assert.deepEqual(out, [
+      ["InvalidPriority:fleet/east", "ClusterRegistered:fleet/east"],
+      [],
+      ["InvalidPriority:fleet/east"],
+      [],
+      ["InvalidPriority:fleet/east"],
+    ]);
+  });
+
   it("reports ClusterRegistered once, and nothing on passes that change nothing", () => {
     const east = registered("east", "u1");
     const out = passes([

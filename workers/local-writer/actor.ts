@@ -111,6 +111,7 @@ export class LocalWriterActor {
       changed: (key) => this.#enqueue(key),
       availabilityChanged: () => this.#sharedKeys.all(),
       recheckMs: options.mcsRecheckMs,
+      localMembers: options.localMembers,
     });
     // Clusters take turns in the queue and at the rate limit: a churning one cannot starve the others.
     const lane = (key: string) => writeLane(key, this.#desired, this.#stores);
@@ -151,6 +152,7 @@ export class LocalWriterActor {
       namespaces: this.#stores.namespaces,
       serviceImports: this.#stores.serviceImports,
       localExports: this.#stores.localExports,
+      ...(this.#stores.localMembers ? { localMembers: this.#stores.localMembers } : {}),
       cache: this.#dryRun?.cache ?? this.#cache,
       executor: this.#executor,
       client: this.#client,
@@ -158,6 +160,8 @@ export class LocalWriterActor {
       log: this.#log,
       recordEvent: (event) => void this.recordEvent(event),
       namespaceQuota: namespaceQuota(this.#stores.namespaces, this.#desired, options),
+      now: () => clock.now(),
+      tierSwitched: (direction) => this.#stats.switched(direction),
       ownership: () => this.#handoff.plannable(),
     });
     this.#sharedKeys = new SharedTriggers({
@@ -249,10 +253,9 @@ export class LocalWriterActor {
   }
 
   /**
-   * A remote actor incarnation's desired channel. The supervisor attaches channels of
-   * registered clusters only, so attaching registers the cluster: its batches are
-   * absorbed even before a `setKeep` names it (only `setKeep` unregisters). Older epochs
-   * of the same cluster are closed.
+   * A remote actor incarnation's desired channel. Attaching registers the cluster (the
+   * supervisor attaches registered clusters only): its batches are absorbed even before a
+   * `setKeep` names it (only `setKeep` unregisters). Older epochs are closed.
    */
   attach(cluster: string, epoch: number, port: ActorPort): void {
     if (this.#stopped || !hostsCluster(this.#fence.ownership, cluster)) {
@@ -264,12 +267,16 @@ export class LocalWriterActor {
 
   /**
    * The clusters whose mirrors are kept; every other cluster's mirrors are garbage and its
-   * channel is closed. `order`: the registration order (SPEC §11), default `keep`'s;
-   * `registeredAt`: each cluster's registration time (SPEC §12).
+   * channel is closed. `order`, `registeredAt`, `priorities`: see DesiredStore.setKeep.
    */
-  setKeep(keep: readonly string[], order?: readonly string[], registeredAt?: Readonly<Record<string, string>>): void {
+  setKeep(
+    keep: readonly string[],
+    order?: readonly string[],
+    registeredAt?: Readonly<Record<string, string>>,
+    priorities?: Readonly<Record<string, number>>,
+  ): void {
     const before = this.#sharedKeys.registration();
-    const { dropped, keys } = this.#desired.setKeep(keep, order, registeredAt);
+    const { dropped, keys } = this.#desired.setKeep(keep, order, registeredAt, priorities);
     for (const key of keys) this.#enqueue(key);
     // Which clusters are registered, known and first may have changed (shared-triggers.ts).
     this.#sharedKeys.afterKeep(before, dropped, keep);
@@ -302,9 +309,8 @@ export class LocalWriterActor {
   }
 
   /**
-   * Sharded: the shards held now and their write deadlines (`writer.shards`); see
-   * shard-handoff.ts. Answers `writer.shards-fenced` once no write of a shard not held
-   * is in flight.
+   * Sharded: the shards held now and their deadlines (`writer.shards`, shard-handoff.ts).
+   * Answers `writer.shards-fenced` once no write of a shard not held is in flight.
    */
   setShards(seq: number, held: readonly { readonly shard: number; readonly writableUntil: number }[]): void {
     if (!this.#stopped) this.#handoff.apply(seq, held);
@@ -366,8 +372,7 @@ export class LocalWriterActor {
 
   /**
    * The local API answers again after watch failures: every key retried with backoff
-   * meanwhile (its delay grown by every failed attempt during the outage) is retried
-   * now, with its backoff reset, instead of minutes later.
+   * meanwhile (its delay grown by each failed attempt) is retried now, its backoff reset.
    */
   #onLocalApiBack(): void {
     if (!this.#localApiFailing || !this.#ready) return;

@@ -29,6 +29,7 @@ import type { DesiredMirror } from "../../src/core/desired.ts";
 import type { FederatedMember } from "../../src/core/federated.ts";
 import { importKey, type McsExport } from "../../src/core/mcs.ts";
 import { objectKey, splitKey } from "../../src/core/objects.ts";
+import { DEFAULT_PRIORITY } from "../../src/core/tiers.ts";
 import type { ToWriterFromActor } from "../../src/protocol/messages.ts";
 import { PartIndex } from "./part-index.ts";
 import type { SharedStrings } from "./shared-strings.ts";
@@ -58,6 +59,7 @@ export class DesiredStore {
   #keep: Set<string> | undefined;
   #order: readonly string[] = [];
   #registeredAt: Readonly<Record<string, string>> = {};
+  #priorities: Readonly<Record<string, number>> = {};
 
   /** Counts every change of any cluster's mirrors (for a view computed from them to know it is stale). */
   #version = 0;
@@ -152,17 +154,19 @@ export class DesiredStore {
   /**
    * Sets the clusters whose mirrors are kept; forgets the desired state of every other
    * cluster. `order` is the registration order (SPEC §11; default: `keep`'s) and
-   * `registeredAt` each cluster's registration time (SPEC §12). Returns
-   * the clusters dropped and the keys they claimed.
+   * `registeredAt` each cluster's registration time (SPEC §12), `priorities` each
+   * cluster's priority (SPEC §14). Returns the clusters dropped and the keys they claimed.
    */
   setKeep(
     keep: Iterable<string>,
     order?: readonly string[],
     registeredAt: Readonly<Record<string, string>> = {},
+    priorities: Readonly<Record<string, number>> = {},
   ): { dropped: string[]; keys: string[] } {
     this.#keep = new Set(keep);
     this.#order = [...(order ?? this.#keep)];
     this.#registeredAt = { ...registeredAt };
+    this.#priorities = { ...priorities };
     const dropped: string[] = [];
     const keys: string[] = [];
     for (const [cluster, cd] of this.#clusters) {
@@ -294,6 +298,11 @@ export class DesiredStore {
   /** When `cluster` was registered (its credentials Secret's creation time), per the last `setKeep`. */
   registeredAt(cluster: string): string | undefined {
     return this.#registeredAt[cluster];
+  }
+
+  /** `cluster`'s priority per the last `setKeep` (SPEC §14); the default when it named none. */
+  priority(cluster: string): number {
+    return this.#priorities[cluster] ?? DEFAULT_PRIORITY;
   }
 
   /** Changes with every batch absorbed and every cluster forgotten. */

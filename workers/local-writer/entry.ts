@@ -87,7 +87,7 @@ export function hostLocalWriter(port: ChannelPort<FromWriter>, deps: WriterHostD
         else message.port.close();
         return;
       case "writer.clusters":
-        actor?.setKeep(message.keep, message.order, message.registeredAt);
+        actor?.setKeep(message.keep, message.order, message.registeredAt, message.priorities);
         return;
       case "writer.event":
         void actor

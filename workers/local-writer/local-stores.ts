@@ -19,6 +19,7 @@ import type { KubeClient } from "../../src/kube/client.ts";
 import { OptionalWatch, type OptionalWatchLog } from "../../src/kube/optional-watch.ts";
 import { Watcher } from "../../src/kube/watcher.ts";
 import { LocalExports } from "./local-exports.ts";
+import { LocalMembers } from "./local-members.ts";
 import type { MirrorKind } from "./mutation-cache.ts";
 import { isSharedPart, SharedIndex } from "./shared-index.ts";
 import type { SharedStrings } from "./shared-strings.ts";
@@ -58,6 +59,8 @@ export interface ServiceImportHooks {
   /** Whether ServiceImports are served and readable changed: every import is due again. */
   readonly availabilityChanged: () => void;
   readonly recheckMs: number | undefined;
+  /** The local member of fleet-wide Services (SPEC §14): its selector and priority; absent: none. */
+  readonly localMembers?: { readonly key: string; readonly value: string; readonly priority: number } | undefined;
 }
 
 export class LocalStores {
@@ -68,6 +71,8 @@ export class LocalStores {
   readonly serviceImports: OptionalWatch<KubeObject>;
   /** The local cluster's own ServiceExports, their Services and slices (SPEC §16). */
   readonly localExports: LocalExports;
+  /** The local cluster's own Services that are fleet-wide members (SPEC §14); absent: none. */
+  readonly localMembers: LocalMembers | undefined;
   /** fleet-mirror's slices by the Service they belong to, whatever their names. */
   readonly sliceIndex: SliceIndex;
   /** fleet-mirror's shared objects (fleet-wide, import) by key and by the clusters they name. */
@@ -134,6 +139,17 @@ export class LocalStores {
       availabilityChanged: imports.availabilityChanged,
       recheckMs: imports.recheckMs,
     });
+    const members = imports.localMembers;
+    this.localMembers = members
+      ? new LocalMembers({
+          client,
+          cluster: imports.cluster,
+          selector: { key: members.key, value: members.value },
+          priority: members.priority,
+          log: imports.log,
+          changed: imports.changed,
+        })
+      : undefined;
   }
 
   /**
@@ -207,6 +223,7 @@ export class LocalStores {
     for (const watcher of this.all) watcher.start();
     this.serviceImports.start();
     this.localExports.start();
+    this.localMembers?.start();
   }
 
   async stop(): Promise<void> {
@@ -214,6 +231,7 @@ export class LocalStores {
       ...this.all.map((watcher) => watcher.stop()),
       this.serviceImports.stop(),
       this.localExports.stop(),
+      this.localMembers?.stop(),
     ]);
   }
 
@@ -227,6 +245,7 @@ export class LocalStores {
     }
     yield* this.#serviceImportKeys();
     yield* this.localExports.importKeys();
+    yield* this.localMembers?.fleetKeys() ?? [];
   }
 
   /** Every observed local mirror object with its mirror's key and owning cluster. */
@@ -275,6 +294,7 @@ export class LocalStores {
     yield* this.sharedIndex.keys();
     yield* this.#serviceImportKeys();
     yield* this.localExports.importKeys();
+    yield* this.localMembers?.fleetKeys() ?? [];
   }
 
   /** The writer key (`importKey`) of every ServiceImport of ours observed. */

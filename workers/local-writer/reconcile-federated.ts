@@ -5,6 +5,8 @@
  * each member cluster's shard writes that cluster's part and learns the members it does
  * not host from their parts in the local API; each write passes its own shard's fence.
  */
+
+import { systemClock } from "../../src/core/clock.ts";
 import { sliceNames } from "../../src/core/endpoint-slices.ts";
 import { type ReductionSummary, reduceFederated, summarizeReduction } from "../../src/core/federated.ts";
 import { shardedFederatedProblem, shardedMembers } from "../../src/core/federated-shards.ts";
@@ -30,6 +32,7 @@ import {
   type ReconcilerDeps,
   slicesOfService,
 } from "./reconcile-io.ts";
+import { TierBook } from "./tier-book.ts";
 
 /** A fleet-wide member not written because sharding and `--endpoints-api endpoints` do not go together. */
 const SHARDED_ENDPOINTS = "sharded-endpoints-api";
@@ -63,10 +66,26 @@ export class FederatedReconciler {
   readonly #fleetSummaries = new Map<string, ReductionSummary>();
   /** Fleet-wide keys whose last reduction waited for unknown clusters (see `waiting`). */
   readonly #waiting = new Set<string>();
+  /** The serving tiers of each fleet-wide Service (SPEC §14; unsharded). */
+  readonly #tiers: TierBook;
+  readonly #now: () => number;
 
   constructor(deps: ReconcilerDeps, block: (key: string, cluster: string, blocked: Blocked) => void) {
     this.#deps = deps;
     this.#block = block;
+    this.#now = deps.now ?? (() => systemClock.now());
+    this.#tiers = new TierBook({
+      settings: {
+        minReady: deps.options.failoverMinReady ?? 1,
+        failbackDelayMs: deps.options.failbackDelayMs ?? 30_000,
+      },
+      now: this.#now,
+      priorityOf: (cluster) =>
+        deps.localMembers?.cluster === cluster ? deps.localMembers.priority : deps.desired.priority(cluster),
+      recordEvent: deps.recordEvent,
+      log: deps.log,
+      switched: (direction) => deps.tierSwitched?.(direction),
+    });
   }
 
   /** The problems of every fleet-wide key, by key then member cluster. */
@@ -81,7 +100,24 @@ export class FederatedReconciler {
   status(): FederatedServiceStatus[] {
     return [...this.#fleetSummaries]
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-      .map(([key, s]) => ({ key, clusters: [...s.clusters], kept: [...s.kept], ready: s.ready, notReady: s.notReady }));
+      .map(([key, s]) => {
+        const tiers = this.#tiers.summary(key);
+        const serving = tiers?.servingPriority ?? 0;
+        return {
+          key,
+          clusters: [...s.clusters],
+          kept: [...s.kept],
+          ready: s.ready,
+          notReady: s.notReady,
+          ...(tiers
+            ? {
+                tiers: tiers.tiers.map((t) => ({ ...t, serving: t.priority <= serving })),
+                servingPriority: serving,
+                servingSince: new Date(Date.now() - (this.#now() - tiers.since)).toISOString(),
+              }
+            : {}),
+        };
+      });
   }
 
   /**
@@ -100,6 +136,7 @@ export class FederatedReconciler {
    */
   isFederated(key: string): boolean {
     if (this.#deps.desired.members(key).size > 0) return true;
+    if (this.#deps.localMembers?.memberOf(key).kind === "member") return true;
     const service = this.#deps.cache.observed("Service", key, this.#deps.services.get(key));
     if (service !== undefined) return isFederatedObject("Service", service);
     const { namespace = "", name } = splitKey(key);
@@ -110,7 +147,7 @@ export class FederatedReconciler {
   async reconcile(key: string): Promise<ReconcileResult> {
     // As for a mirror: once the Service is created, its slices need its uid at once.
     for (let pass = 0; ; pass++) {
-      const { plan, observed, members, shard } = await this.#plan(key);
+      const { plan, observed, members, shard, wakeMs } = await this.#plan(key);
       if (plan.blocked) {
         this.#fleetSummaries.set(key, { clusters: members, kept: [], ready: 0, notReady: 0 });
         this.#setProblems(
@@ -128,7 +165,8 @@ export class FederatedReconciler {
       if (outcome) return outcome;
       // Again at once after a mirror's slice under a part's name is deleted (the part
       // comes next), or after the Service is created (its slices need its uid).
-      if (pass > 1 || (!plan.again && !needsSecondPass(this.#deps, plan.actions))) return { kind: "done" };
+      if (pass > 1 || (!plan.again && !needsSecondPass(this.#deps, plan.actions)))
+        return wakeMs !== undefined ? { kind: "requeue-after", ms: wakeMs } : { kind: "done" };
     }
   }
 
@@ -138,6 +176,8 @@ export class FederatedReconciler {
     members: string[];
     /** The shard whose fence each write passes (see `federatedWriteShard`). */
     shard: (action: WriteAction) => number;
+    /** Plan again in this many ms: a better tier will have waited long enough (SPEC §14). */
+    wakeMs?: number;
   }> {
     const { desired: store, cache, options } = this.#deps;
     const { namespace = "", name } = splitKey(key);
@@ -150,6 +190,14 @@ export class FederatedReconciler {
     const owner = !sharded || ownsFederated(ownership, namespace, name);
     const unknown = new Set([...store.unknownClusters()].filter(hosts));
     const hosted = new Map([...store.members(key)].filter(([cluster]) => hosts(cluster)));
+    // Unsharded, the local cluster's own Service is a member too (SPEC §14); not while a
+    // remote cluster is registered under the local cluster's name.
+    const local = sharded ? undefined : this.#deps.localMembers;
+    if (local && !store.order().includes(local.cluster)) {
+      const answer = local.memberOf(key);
+      if (answer.kind === "member") hosted.set(local.cluster, answer.member);
+      else if (answer.kind === "unknown") unknown.add(local.cluster);
+    }
     const serviceSlices = slicesOfService(this.#deps, namespace, name);
     // A part that states no ports (written before sharding): its cluster is unknown
     // until its host rewrites it.
@@ -222,10 +270,18 @@ export class FederatedReconciler {
           : undefined);
       if (found) observed.push({ kind: "EndpointSlice", object: found });
     }
+    // Unsharded, the writer holds every member's state and so the tiers (SPEC §14).
+    const federatedSlices = serviceSlices.filter((slice) => isFederatedObject("EndpointSlice", slice));
+    const tiered =
+      !sharded && reduction.kind === "write"
+        ? this.#tiers.observe(key, reduction, service, federatedSlices)
+        : undefined;
+    if (reduction.kind === "delete" || sharded) this.#tiers.forget(key);
     const plan = planFederated({
       namespace,
       name,
-      reduction,
+      reduction: tiered && reduction.kind === "write" ? { ...reduction, parts: tiered.parts } : reduction,
+      ...(tiered?.servingPriority !== undefined ? { servingPriority: tiered.servingPriority } : {}),
       observed,
       endpointsApi: options.endpointsApi,
       namespaceExists,
@@ -254,6 +310,7 @@ export class FederatedReconciler {
       observed,
       members: [...(sharded ? hosted : members).keys()].sort(),
       shard: (action) => federatedWriteShard(action, ownership.shards, fleetShard, namespaceShard),
+      ...(tiered?.wakeMs !== undefined ? { wakeMs: tiered.wakeMs } : {}),
     };
   }
 

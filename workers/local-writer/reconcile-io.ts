@@ -20,6 +20,7 @@ import type { Logger } from "../../src/log.ts";
 import type { EventRequest, WriterOptions } from "../../src/protocol/messages.ts";
 import type { DesiredStore } from "./desired-store.ts";
 import type { LocalExports } from "./local-exports.ts";
+import type { LocalMembers } from "./local-members.ts";
 import type { MutationCache } from "./mutation-cache.ts";
 import { sliceServiceKey } from "./slice-index.ts";
 import type { WriteExecutor } from "./write-executor.ts";
@@ -51,6 +52,8 @@ export interface ReconcilerDeps {
   readonly namespaces: Store<Namespace>;
   /** The local ServiceImports and whether they are served (SPEC §12); absent: no MCS imports are written. */
   readonly serviceImports?: ServiceImportSource;
+  /** The local cluster's own fleet-wide members (SPEC §14); absent: none. */
+  readonly localMembers?: Pick<LocalMembers, "cluster" | "priority" | "memberOf">;
   /** The local cluster's own ServiceExports (SPEC §16); absent: the local cluster exports nothing. */
   readonly localExports?: Pick<LocalExports, "cluster" | "exportOf" | "nameFor">;
   /** Our own writes not yet delivered by the watches (a dry run adds the Services it would create). */
@@ -59,12 +62,20 @@ export interface ReconcilerDeps {
   readonly client: Pick<KubeClient, "request">;
   readonly options: Pick<
     WriterOptions,
-    "createNamespaces" | "excludedNamespaces" | "blockedRecheckMs" | "endpointsApi"
+    | "createNamespaces"
+    | "excludedNamespaces"
+    | "blockedRecheckMs"
+    | "endpointsApi"
+    | "failbackDelayMs"
+    | "failoverMinReady"
   >;
   readonly log: Logger;
   readonly recordEvent: (event: EventRequest) => void;
   /** Why creating a namespace for a cluster would pass its quota (namespace-quota.ts); absent: no quota. */
   readonly namespaceQuota?: (namespace: string, cluster: string) => string | undefined;
+  /** Fleet-wide Services' tiers (SPEC §14): monotonic ms (default `systemClock`), and a count per switch. */
+  readonly now?: () => number;
+  readonly tierSwitched?: (direction: "failover" | "failback") => void;
   /** The shards this replica holds, read at every plan. Default: not sharded (everything). */
   readonly ownership?: () => ShardOwnership;
 }

@@ -54,7 +54,11 @@ export class SharedTriggers {
     const order = desired.order();
     return {
       known: desired.registrationKnown,
-      signature: JSON.stringify([order, order.map((cluster) => desired.registeredAt(cluster) ?? "")]),
+      signature: JSON.stringify([
+        order,
+        order.map((cluster) => desired.registeredAt(cluster) ?? ""),
+        order.map((cluster) => desired.priority(cluster)),
+      ]),
     };
   }
 

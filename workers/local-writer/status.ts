@@ -17,6 +17,7 @@ export class WriterStats {
   readonly #writes: Record<string, number> = {};
   /** Write latency, cumulative per bucket of WRITE_DURATION_BUCKETS (see LatencyHistogram). */
   readonly #writeDuration = { buckets: WRITE_DURATION_BUCKETS.map(() => 0), sum: 0, count: 0 };
+  readonly #tierSwitches: Record<string, number> = {};
   retries = 0;
   inFlight = 0;
   lastError: SerializedError | undefined;
@@ -25,6 +26,11 @@ export class WriterStats {
   count(verb: string, kind: string, result: string): void {
     const k = `${verb}/${kind}/${result}`;
     this.#writes[k] = (this.#writes[k] ?? 0) + 1;
+  }
+
+  /** One change of a fleet-wide Service's serving tiers (SPEC §14). */
+  switched(direction: "failover" | "failback"): void {
+    this.#tierSwitches[direction] = (this.#tierSwitches[direction] ?? 0) + 1;
   }
 
   observeWriteDuration(seconds: number): void {
@@ -62,6 +68,7 @@ export class WriterStats {
       inFlight: this.inFlight,
       writes: { ...this.#writes },
       retries: this.retries,
+      ...(Object.keys(this.#tierSwitches).length > 0 ? { tierSwitches: { ...this.#tierSwitches } } : {}),
       writeDuration: { ...this.#writeDuration, buckets: [...this.#writeDuration.buckets] },
       clusters,
       ...(fields.federated.length > 0 ? { federated: [...fields.federated] } : {}),

@@ -55,7 +55,7 @@ describe("chaos", () => {
   it(`converges to the oracle after 30 random remote changes and faults, deleting no stable mirror and writing nothing it does not own (seed ${seed})`, {
     timeout: 360_000,
   }, async (t) => {
-    const replay = `CHAOS_SEED=${seed} node --test test/integration/chaos.test.ts`;
+    const replay = `CHAOS_SEED=${seed} node --test test/e2e/chaos.test.ts`;
     t.diagnostic(`chaos seed ${seed} (replay: ${replay})`);
     try {
       const report = await runChaos({ seed, steps: 30, log: (line) => t.diagnostic(line) });
@@ -75,7 +75,7 @@ describe("chaos", () => {
   it(`with 3 sharded replicas killed, restarted and partitioned, converges to the oracle and no replica writes a mirror of a shard it does not hold (seed ${shardedSeed})`, {
     timeout: 360_000,
   }, async (t) => {
-    const replay = `CHAOS_SHARDED_SEED=${shardedSeed} node --test test/integration/chaos.test.ts`;
+    const replay = `CHAOS_SHARDED_SEED=${shardedSeed} node --test test/e2e/chaos.test.ts`;
     t.diagnostic(`chaos seed ${shardedSeed}, 3 replicas (replay: ${replay})`);
     try {
       const report = await runChaos({ seed: shardedSeed, steps: 24, replicas: 3, log: (line) => t.diagnostic(line) });
