@@ -10,8 +10,10 @@
  *      `k8s-<v>_etcd-<v>/` for kube-apiserver and etcd, `kubectl-<v>/`,
  *      `kube-controller-manager-<v>/`, `kube-proxy-<v>/` and `coredns-<v>+hosts/` for the others.
  *
- * Also helm (`build.sh helm`, `helm-<v>/`), which the chart's tests render and lint with;
- * like CoreDNS it is never taken from `KUBEBUILDER_ASSETS` or PATH.
+ * Also helm (`build.sh helm`, `helm-<v>/`), which the chart's tests render and lint with,
+ * and KWOK (`build.sh kwok`, `kwok-<v>/` and its Stages in `kwok-stages-<v>/`), the fake
+ * kubelet of sandbox/kwok.ts; like CoreDNS they are never taken from `KUBEBUILDER_ASSETS`
+ * or PATH.
  *
  * Also the CRD manifests of the pinned `sigs.k8s.io/mcs-api` module (not a binary, but
  * fetched and cached the same way: `build.sh mcs-crds`, `mcs-api-<v>/`), those of the
@@ -52,6 +54,7 @@ function readPins(): {
   helm: string;
   prometheusOperator: string;
   prometheus: string;
+  kwok: string;
 } {
   const text = readFileSync(join(scriptsDir(), "control-plane", "versions.env"), "utf8");
   const get = (key: string): string => {
@@ -67,6 +70,7 @@ function readPins(): {
     prometheus: get("PROMETHEUS_VERSION"),
     helm: get("HELM_VERSION"),
     prometheusOperator: get("PROMETHEUS_OPERATOR_VERSION"),
+    kwok: get("KWOK_VERSION"),
   };
 }
 
@@ -98,7 +102,7 @@ export function findControlPlaneBinaries(): ControlPlaneBinaries | undefined {
 }
 
 /** The tools built one per cache directory: the build.sh argument, and that directory's name. */
-type SingleTool = "kubectl" | "kube-controller-manager" | "kube-proxy" | "coredns" | "helm" | "promtool";
+type SingleTool = "kubectl" | "kube-controller-manager" | "kube-proxy" | "coredns" | "helm" | "promtool" | "kwok";
 
 /** The pin each tool's cache directory is named after. */
 function toolVersion(tool: SingleTool): string {
@@ -106,6 +110,7 @@ function toolVersion(tool: SingleTool): string {
   if (tool === "coredns") return pins.coredns;
   if (tool === "helm") return pins.helm;
   if (tool === "promtool") return pins.prometheus;
+  if (tool === "kwok") return pins.kwok;
   return pins.kubernetes;
 }
 
@@ -213,6 +218,27 @@ export async function ensurePromtool(): Promise<string> {
 /** The path of the pinned helm, building it first if needed (`build.sh helm`). */
 export async function ensureHelm(): Promise<string> {
   return ensureTool("helm");
+}
+
+/** The Stages KWOK runs (sandbox/kwok.ts), as build.sh copies them from the module's kustomize/stage. */
+export const KWOK_STAGES = [
+  "node/fast/node-initialize.yaml",
+  "pod/fast/pod-ready.yaml",
+  "pod/fast/pod-complete.yaml",
+  "pod/fast/pod-delete.yaml",
+] as const;
+
+export interface KwokFiles {
+  readonly binary: string;
+  /** The paths of `KWOK_STAGES`. */
+  readonly stages: readonly string[];
+}
+
+/** The pinned KWOK and its Stages, building them first if needed (`build.sh kwok`). */
+export async function ensureKwok(): Promise<KwokFiles> {
+  const binary = await ensureTool("kwok");
+  const stages = await ensureManifests("kwok", `kwok-stages-${readPins().kwok}`, KWOK_STAGES);
+  return { binary, stages };
 }
 
 /** The MCS API's CRD manifests (ServiceExport, ServiceImport) of the pinned module. */

@@ -11,20 +11,28 @@
  * - a cluster named in `controllerManagers` also runs a kube-controller-manager with the
  *   built-in controllers that act on fleet-mirror's objects (see controller-manager.ts),
  *   started once its API server is ready and stopped before it;
+ * - a cluster named in `kwok` also runs KWOK with one fake Node (see kwok.ts), so Pods
+ *   bound to that Node become Running with an IP; started once its API server (and
+ *   controller manager) is ready, stopped first;
  * - `stop()` ends every process and removes the working directory; processes also die
  *   with the Node.js process that started them (see process.ts).
  */
 import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { request } from "node:https";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type ControlPlaneBinaries, ensureControllerManager, ensureControlPlaneBinaries } from "./binaries.ts";
+import { AUDIT_POLICY, apiServerArgs, freePort, httpsStatus } from "./api-server.ts";
+import {
+  type ControlPlaneBinaries,
+  ensureControllerManager,
+  ensureControlPlaneBinaries,
+  ensureKwok,
+} from "./binaries.ts";
 import { CONTROLLER_MANAGER_USER, ControllerManager } from "./controller-manager.ts";
 import { type KubeconfigAuth, renderKubeconfig } from "./kubeconfig.ts";
+import { Kwok } from "./kwok.ts";
 import { type CertificateFiles, createCa, issueCertificate } from "./pki.ts";
-import { ManagedProcess } from "./process.ts";
+import { ManagedProcess, waitReady } from "./process.ts";
 
 export interface ControlPlaneOptions {
   /** Cluster names, e.g. `["local", "east", "west"]`; each gets its own API server. */
@@ -49,43 +57,15 @@ export interface ControlPlaneOptions {
    * never read it pay nothing.
    */
   readonly audit?: readonly string[];
+  /**
+   * Clusters (a subset of `clusters`) that also run KWOK with one fake Node, so the Pods
+   * a test binds to it become Running with an IP (kwok.ts). Default: none. Pods of a
+   * Deployment also need `controllerManagers` to name the cluster.
+   */
+  readonly kwok?: readonly string[];
 }
 
-/**
- * The audit policy of a cluster named in `ControlPlaneOptions.audit`: Metadata (who, what
- * verb, which object, which response code; no bodies) for the writes fleet-mirror or its
- * tests make (create/update/patch/delete of Services, Endpoints, EndpointSlices,
- * Namespaces, Events, Leases, ServiceImports, linkerd's Links and their status), and
- * nothing else, so the log stays small and cheap to read. Lease writes keep their bodies (RequestResponse): the holder each
- * write left in the Lease is the server's own history of who held what, and when. Only
- * the ResponseComplete stage is kept: one line per write, with its response code.
- */
-export const AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: ["RequestReceived", "ResponseStarted"]
-rules:
-  - level: RequestResponse
-    verbs: ["create", "update", "patch", "delete"]
-    resources:
-      - group: "coordination.k8s.io"
-        resources: ["leases"]
-  - level: Metadata
-    verbs: ["create", "update", "patch", "delete", "deletecollection"]
-    resources:
-      - group: ""
-        resources: ["services", "services/status", "endpoints", "namespaces", "events"]
-      - group: "discovery.k8s.io"
-        resources: ["endpointslices"]
-      - group: "events.k8s.io"
-        resources: ["events"]
-      - group: "coordination.k8s.io"
-        resources: ["leases"]
-      - group: "multicluster.x-k8s.io"
-        resources: ["serviceimports"]
-      - group: "multicluster.linkerd.io"
-        resources: ["links", "links/status"]
-  - level: None
-`;
+export { AUDIT_POLICY };
 
 export interface SandboxCluster {
   readonly name: string;
@@ -109,26 +89,10 @@ interface ClusterRuntime {
   readonly admin: CertificateFiles;
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => {
-        if (address && typeof address === "object") resolve(address.port);
-        else reject(new Error("could not allocate a free port"));
-      });
-    });
-  });
-}
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 export class ControlPlane {
   readonly #runtimes = new Map<string, ClusterRuntime>();
   readonly #controllerManagers = new Map<string, ControllerManager>();
+  readonly #kwoks = new Map<string, Kwok>();
   #stopped = false;
   /** Aborts the waits of a start in progress: the caller's signal, or the first failure of a parallel start. */
   readonly #abort: AbortSignal;
@@ -171,16 +135,17 @@ export class ControlPlane {
     if (names.size !== options.clusters.length || names.size === 0) {
       throw new Error(`cluster names must be distinct and non-empty: ${options.clusters.join(",")}`);
     }
-    const managed = new Set(options.controllerManagers ?? []);
-    for (const name of managed) {
-      if (!names.has(name)) throw new Error(`controllerManagers names ${name}, which is not among the clusters`);
-    }
-    const audited = new Set(options.audit ?? []);
-    for (const name of audited) {
-      if (!names.has(name)) throw new Error(`audit names ${name}, which is not among the clusters`);
-    }
+    const subset = (option: string, list: readonly string[] | undefined): Set<string> => {
+      for (const name of list ?? [])
+        if (!names.has(name)) throw new Error(`${option} names ${name}, which is not among the clusters`);
+      return new Set(list ?? []);
+    };
+    const managed = subset("controllerManagers", options.controllerManagers);
+    const audited = subset("audit", options.audit);
+    const faked = subset("kwok", options.kwok);
     const binaries = await ensureControlPlaneBinaries();
     const controllerManagerBinary = managed.size > 0 ? await ensureControllerManager() : undefined;
+    const kwokFiles = faked.size > 0 ? await ensureKwok() : undefined;
     const ownsDir = options.dir === undefined;
     const dir = options.dir ?? (await mkdtemp(join(tmpdir(), "fleet-mirror-cp-")));
     const pki = join(dir, "pki");
@@ -262,44 +227,19 @@ export class ControlPlane {
             const process = new ManagedProcess(
               `kube-apiserver-${name}`,
               binaries.kubeApiserver,
-              [
-                `--etcd-servers=${etcdUrl}`,
-                `--etcd-prefix=${etcdPrefix}`,
-                "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",
-                `--secure-port=${port}`,
-                `--cert-dir=${join(dir, `certs-${name}`)}`,
-                `--tls-cert-file=${servingCert.certPath}`,
-                `--tls-private-key-file=${servingCert.keyPath}`,
-                `--client-ca-file=${ca.certPath}`,
-                "--authorization-mode=RBAC",
-                `--service-account-issuer=https://kubernetes.default.svc.${name}`,
-                `--service-account-key-file=${saPublic}`,
-                `--service-account-signing-key-file=${saPrivate}`,
-                `--service-cluster-ip-range=${options.serviceClusterIpRange ?? "10.96.0.0/16"}`,
-                "--allow-privileged=true",
-                // No ServiceAccount or token controller runs here (a kube-controller-manager, where
-                // there is one, runs only the controllers fleet-mirror meets): the ServiceAccount
-                // admission plugin would wait for them forever. Tokens come from TokenRequest.
-                "--disable-admission-plugins=ServiceAccount",
-                // The sandbox has no nodes or kubelets; keep start-up lean.
-                "--endpoint-reconciler-type=none",
-                "--v=0",
-                ...(auditLogPath
-                  ? [
-                      `--audit-policy-file=${auditPolicyPath}`,
-                      `--audit-log-path=${auditLogPath}`,
-                      // Blocking (the log backend's default, stated because readers rely on
-                      // it): a request's line is written before its handler returns, so a
-                      // write the client saw answered is in the file once a later marker
-                      // write is (test/helpers/audit.ts).
-                      "--audit-log-mode=blocking",
-                      "--audit-log-format=json",
-                      // Rotation would split the log a test reads from the start.
-                      "--audit-log-maxsize=0",
-                    ]
-                  : []),
-              ],
+              apiServerArgs({
+                name,
+                port,
+                etcdUrl,
+                etcdPrefix,
+                dir,
+                servingCert,
+                caPath: ca.certPath,
+                saPublic,
+                saPrivate,
+                serviceClusterIpRange: options.serviceClusterIpRange ?? "10.96.0.0/16",
+                ...(auditLogPath ? { audit: { policyPath: auditPolicyPath, logPath: auditLogPath } } : {}),
+              }),
               join(dir, "logs", `kube-apiserver-${name}.log`),
             );
             const cluster: SandboxCluster = {
@@ -342,6 +282,20 @@ export class ControlPlane {
               plane.#controllerManagers.set(name, controllerManager);
               await controllerManager.start(plane.readyTimeoutMs, plane.#abort);
             }
+            if (kwokFiles && faked.has(name)) {
+              const kwok = new Kwok({
+                cluster: name,
+                index: options.clusters.indexOf(name),
+                binary: kwokFiles.binary,
+                stages: kwokFiles.stages,
+                adminKubeconfig,
+                adminKubeconfigPath,
+                logPath: join(dir, "logs", `kwok-${name}.log`),
+              });
+              plane.#abort.throwIfAborted();
+              plane.#kwoks.set(name, kwok);
+              await kwok.start(plane.readyTimeoutMs, plane.#abort);
+            }
           })
           .map((start) =>
             start.catch((error: unknown) => {
@@ -377,6 +331,11 @@ export class ControlPlane {
   /** The kube-controller-manager process of one cluster, if it runs one (for its pid and log). */
   controllerManagerProcess(name: string): ManagedProcess | undefined {
     return this.#controllerManagers.get(name)?.process;
+  }
+
+  /** The KWOK of one cluster, if it runs one: its Node, Pod range and process. */
+  kwok(name: string): Kwok | undefined {
+    return this.#kwoks.get(name);
   }
 
   /** Stops one API server (SIGTERM, or SIGKILL with `{ kill: true }`); its data stays in etcd. */
@@ -419,15 +378,17 @@ export class ControlPlane {
 
   /**
    * Stops every process and removes the working directory (if created here). Idempotent.
-   * Order: the controller managers, then the API servers they use (each in parallel), then
-   * etcd the API servers depend on, then the directory;
+   * Order: KWOK and the controller managers, then the API servers they use (each in
+   * parallel), then etcd the API servers depend on, then the directory;
    * a process that ignores SIGTERM for `graceMs` is killed.
    */
   async stop(options: { readonly graceMs?: number } = {}): Promise<void> {
     if (this.#stopped) return;
     this.#stopped = true;
     const graceMs = options.graceMs ?? 10_000;
-    await Promise.all([...this.#controllerManagers.values()].map((c) => c.process.close(graceMs)));
+    await Promise.all(
+      [...this.#kwoks.values(), ...this.#controllerManagers.values()].map((c) => c.process.close(graceMs)),
+    );
     await Promise.all([...this.#runtimes.values()].map((r) => r.process.close(graceMs)));
     await this.etcd.close(graceMs);
     if (this.ownsDir) await rm(this.dir, { recursive: true, force: true });
@@ -440,56 +401,34 @@ export class ControlPlane {
   }
 
   async #waitForEtcd(): Promise<void> {
-    const deadline = Date.now() + this.readyTimeoutMs;
-    for (;;) {
-      try {
-        const response = await fetch(`${this.etcdUrl}/health`);
-        if (response.ok) return;
-      } catch {
-        // not listening yet
-      }
-      this.#abort.throwIfAborted();
-      if (!this.etcd.running) throw new Error(`etcd exited during start-up; see ${this.etcd.logPath}`);
-      if (Date.now() > deadline)
-        throw new Error(`etcd not healthy after ${this.readyTimeoutMs} ms; see ${this.etcd.logPath}`);
-      await sleep(100);
-    }
+    await waitReady(
+      this.etcd,
+      async () => {
+        try {
+          const response = await fetch(`${this.etcdUrl}/health`);
+          return response.ok || String(response.status);
+        } catch (error) {
+          return (error as Error).message; // not listening yet
+        }
+      },
+      { timeoutMs: this.readyTimeoutMs, signal: this.#abort, state: "healthy" },
+    );
   }
 
   async #waitForApiServer(name: string): Promise<void> {
     const { cluster, process, admin } = this.#runtime(name);
-    const deadline = Date.now() + this.readyTimeoutMs;
-    let last = "no answer";
-    for (;;) {
-      const status = await new Promise<number | string>((resolve) => {
-        const req = request(
-          `${cluster.server}/readyz`,
-          {
-            ca: cluster.caPem,
-            cert: admin.certPem,
-            key: admin.keyPem,
-            timeout: 2_000,
-            signal: this.#abort,
-          },
-          (res) => {
-            res.resume();
-            resolve(res.statusCode ?? 0);
-          },
-        );
-        req.on("timeout", () => req.destroy(new Error("timeout")));
-        req.on("error", (error) => resolve(error.message));
-        req.end();
-      });
-      if (status === 200) return;
-      last = String(status);
-      this.#abort.throwIfAborted();
-      if (!process.running) throw new Error(`${process.name} exited during start-up; see ${process.logPath}`);
-      if (Date.now() > deadline) {
-        throw new Error(
-          `${process.name} not ready after ${this.readyTimeoutMs} ms (last: ${last}); see ${process.logPath}`,
-        );
-      }
-      await sleep(100);
-    }
+    await waitReady(
+      process,
+      async () => {
+        const status = await httpsStatus(`${cluster.server}/readyz`, {
+          ca: cluster.caPem,
+          cert: admin.certPem,
+          key: admin.keyPem,
+          signal: this.#abort,
+        });
+        return status === 200 || String(status);
+      },
+      { timeoutMs: this.readyTimeoutMs, signal: this.#abort },
+    );
   }
 }

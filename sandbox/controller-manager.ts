@@ -6,8 +6,9 @@
  * - it runs exactly `SANDBOX_CONTROLLERS`: EndpointSlice (slices for Services with a
  *   selector), EndpointSliceMirroring (slices for selector-less Services' Endpoints, which
  *   is what a mirror is), namespace (finishes namespace deletion) and garbage collector
- *   (owner references). Nothing else: no node, pod or token controllers, since the sandbox
- *   has no nodes and pods;
+ *   (owner references), and deployment and replicaset (a Deployment's Pods, for clusters
+ *   that run KWOK's fake Node, kwok.ts; idle elsewhere). Nothing else: no node, pod
+ *   lifecycle or token controllers, and no scheduler: a test's Pods name their Node;
  * - it authenticates as `system:kube-controller-manager` (a client certificate) and runs
  *   each controller under its own ServiceAccount in kube-system
  *   (`--use-service-account-credentials`), bound by the API server's bootstrap RBAC: the
@@ -18,9 +19,9 @@
  *   authentication or authorization kubeconfig is given (its log warns so): /healthz is
  *   always allowed, and nothing else on that port is used.
  */
-import { request } from "node:https";
+import { httpsStatus } from "./api-server.ts";
 import type { CertificateFiles } from "./pki.ts";
-import { ManagedProcess } from "./process.ts";
+import { ManagedProcess, waitReady } from "./process.ts";
 
 /** The controllers the sandbox runs, by their kube-controller-manager names. */
 export const SANDBOX_CONTROLLERS = [
@@ -28,6 +29,8 @@ export const SANDBOX_CONTROLLERS = [
   "endpointslice-mirroring-controller",
   "namespace-controller",
   "garbage-collector-controller",
+  "deployment-controller",
+  "replicaset-controller",
 ] as const;
 
 /** The user name kube-controller-manager's bootstrap ClusterRole and binding are for. */
@@ -79,34 +82,13 @@ export class ControllerManager {
    */
   async start(timeoutMs: number, signal: AbortSignal): Promise<void> {
     await this.process.start();
-    const deadline = Date.now() + timeoutMs;
-    let last = "no answer";
-    for (;;) {
-      const status = await this.#probe(signal);
-      if (status === 200) return;
-      last = String(status);
-      signal.throwIfAborted();
-      if (!this.process.running) {
-        throw new Error(`${this.process.name} exited during start-up; see ${this.process.logPath}`);
-      }
-      if (Date.now() > deadline) {
-        throw new Error(
-          `${this.process.name} not healthy after ${timeoutMs} ms (last: ${last}); see ${this.process.logPath}`,
-        );
-      }
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
-
-  #probe(signal: AbortSignal): Promise<number | string> {
-    return new Promise((resolve) => {
-      const req = request(this.#healthz, { ca: this.#caPem, timeout: 2_000, signal }, (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      });
-      req.on("timeout", () => req.destroy(new Error("timeout")));
-      req.on("error", (error) => resolve(error.message));
-      req.end();
-    });
+    await waitReady(
+      this.process,
+      async () => {
+        const status = await httpsStatus(this.#healthz, { ca: this.#caPem, signal });
+        return status === 200 || String(status);
+      },
+      { timeoutMs, signal, state: "healthy" },
+    );
   }
 }

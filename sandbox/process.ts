@@ -113,29 +113,58 @@ export class ManagedProcess {
   }
 }
 
+export interface WaitReadyOptions {
+  readonly timeoutMs: number;
+  readonly signal?: AbortSignal;
+  /** The word for the state waited for, in the timeout's message. Default "ready". */
+  readonly state?: string;
+  /** How often to probe. Default 100 ms. */
+  readonly intervalMs?: number;
+}
+
 /**
- * Resolves once `url` answers 2xx; polls every `intervalMs`. Rejects, naming the process's
- * log file and the last answer, when `process` exits first or `timeoutMs` passes.
+ * The start-up wait every sandbox process shares: resolves once `probe` returns true; any
+ * other answer is kept as the last one seen. Rejects, naming the process's log file and
+ * that answer, when `process` exits first, `signal` aborts or `timeoutMs` passes.
  */
+export async function waitReady(
+  process: ManagedProcess,
+  probe: () => Promise<true | string>,
+  options: WaitReadyOptions,
+): Promise<void> {
+  const deadline = Date.now() + options.timeoutMs;
+  let last = "no answer";
+  for (;;) {
+    const answer = await probe();
+    if (answer === true) return;
+    last = answer;
+    options.signal?.throwIfAborted();
+    if (!process.running) throw new Error(`${process.name} exited during start-up; see ${process.logPath}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `${process.name} not ${options.state ?? "ready"} after ${options.timeoutMs} ms (last: ${last}); see ${process.logPath}`,
+      );
+    await new Promise((resolve) => setTimeout(resolve, options.intervalMs ?? 100)); // polls an observable state
+  }
+}
+
+/** Resolves once `url` answers 2xx (see `waitReady`). */
 export async function waitForHttpOk(
   process: ManagedProcess,
   url: string,
   timeoutMs: number,
   intervalMs = 100,
 ): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let last = "no answer";
-  for (;;) {
-    try {
-      const response = await fetch(url, { signal: AbortSignal.timeout(2_000) });
-      if (response.ok) return;
-      last = `${response.status} ${(await response.text()).trim().slice(0, 200)}`;
-    } catch (error) {
-      last = (error as Error).message;
-    }
-    if (!process.running) throw new Error(`${process.name} exited during start-up; see ${process.logPath}`);
-    if (Date.now() > deadline)
-      throw new Error(`${process.name} not ready after ${timeoutMs} ms (last: ${last}); see ${process.logPath}`);
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
-  }
+  await waitReady(
+    process,
+    async () => {
+      try {
+        const response = await fetch(url, { signal: AbortSignal.timeout(2_000) });
+        return response.ok || `${response.status} ${(await response.text()).trim().slice(0, 200)}`;
+      } catch (error) {
+        return (error as Error).message;
+      }
+    },
+    { timeoutMs, intervalMs },
+  );
 }

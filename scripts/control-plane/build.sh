@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the pinned kube-apiserver, etcd, kubectl, kube-controller-manager, kube-proxy and
-# CoreDNS from Go modules, once per machine.
+# Builds the pinned kube-apiserver, etcd, kubectl, kube-controller-manager, kube-proxy,
+# CoreDNS and KWOK from Go modules, once per machine.
 #
 # Usage:  build.sh            everything; prints the directory holding `kube-apiserver`
 #                             and `etcd` on its last line.
@@ -21,6 +21,10 @@
 #         build.sh helm       helm (helm.sh/helm/v4) only; prints the directory holding
 #                             `helm`. The chart test renders and lints with it. Not part of
 #                             `all`: the sandbox does not need it.
+#         build.sh kwok       KWOK (sigs.k8s.io/kwok), the fake kubelet that makes the
+#                             sandbox's Pods Running with an IP without a container runtime,
+#                             and the module's own pod and node Stages it runs with; prints
+#                             the directory holding `kwok`.
 # Cache:  ${FLEET_MIRROR_CACHE:-$HOME/.cache/fleet-mirror}/control-plane/
 #           k8s-<k8s>_etcd-<etcd>/          kube-apiserver, etcd
 #           kubectl-<k8s>/                  kubectl
@@ -32,6 +36,8 @@
 #           promtool-<prometheus>/          promtool
 #           helm-<helm>/                    helm
 #           monitoring-crds-<operator>/     monitoring.coreos.com_{servicemonitors,prometheusrules}.yaml
+#           kwok-<kwok>/                    kwok
+#           kwok-stages-<kwok>/             node/fast/node-initialize.yaml, pod/fast/pod-{ready,complete,delete}.yaml
 #         Each binary added later got its own directory and stamp, so adding it left the
 #         existing caches valid: nothing already built is rebuilt.
 #         A directory is only used once a build finished completely (a `.complete`
@@ -48,8 +54,8 @@ source "$here/versions.env"
 log() { printf '[control-plane] %s\n' "$*" >&2; }
 
 case "${1:-all}" in
-  all | kubectl | kube-controller-manager | kube-proxy | coredns | mcs-crds | monitoring-crds | helm | promtool) what="${1:-all}" ;;
-  *) log "usage: build.sh [kubectl | kube-controller-manager | kube-proxy | coredns | mcs-crds | monitoring-crds | helm | promtool]"; exit 2 ;;
+  all | kubectl | kube-controller-manager | kube-proxy | coredns | mcs-crds | monitoring-crds | helm | promtool | kwok) what="${1:-all}" ;;
+  *) log "usage: build.sh [kubectl | kube-controller-manager | kube-proxy | coredns | mcs-crds | monitoring-crds | helm | promtool | kwok]"; exit 2 ;;
 esac
 
 cache_root="${FLEET_MIRROR_CACHE:-$HOME/.cache/fleet-mirror}/control-plane"
@@ -368,6 +374,7 @@ copy_module_files() {
   local file
   for file in "$@"; do
     [[ -f "$module_dir/$dir/$file" ]] || { log "error: ${module}@${version} has no $dir/$file"; exit 1; }
+    mkdir -p "$(dirname "$out.partial/$file")"
     cp "$module_dir/$dir/$file" "$out.partial/$file"
   done
   rm -rf "$out"
@@ -425,8 +432,24 @@ ensure_promtool() {
   promtool_dir="$out"
 }
 
+# Sets kwok_dir to a directory holding kwok at the pinned version, built from the module's
+# own command in a wrapper module (its go.mod has no replace directives), and copies the
+# module's "fast" node and pod Stages (kustomize/stage) into kwok-stages-<v>/, as `go mod
+# download` verified them: kwok runs no lifecycle without Stages, and these are the ones
+# kwokctl gives its clusters (a node Ready at once; a pod Running with an IP at once,
+# Succeeded when a Job owns it, gone once deleted). The sandbox starts it (sandbox/kwok.ts).
+ensure_kwok() {
+  local out="$cache_root/kwok-${KWOK_VERSION}"
+  build_go_command kwok sigs.k8s.io/kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok "$out" --version \
+    -ldflags "-s -w"
+  copy_module_files "$cache_root/kwok-stages-${KWOK_VERSION}" sigs.k8s.io/kwok "$KWOK_VERSION" kustomize/stage \
+    node/fast/node-initialize.yaml pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml
+  kwok_dir="$out"
+}
+
 control_plane_dir=""
 kubectl_dir=""
+kwok_dir=""
 monitoring_crds_dir=""
 helm_dir=""
 mcs_crds_dir=""
@@ -468,6 +491,10 @@ case "$what" in
     ensure_helm
     echo "$helm_dir"
     ;;
+  kwok)
+    ensure_kwok
+    echo "$kwok_dir"
+    ;;
   all)
     ensure_control_plane
     ensure_kubectl
@@ -475,6 +502,7 @@ case "$what" in
     ensure_kube_proxy
     ensure_coredns
     ensure_mcs_crds
+    ensure_kwok
     echo "$control_plane_dir"
     ;;
 esac

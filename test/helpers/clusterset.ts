@@ -7,6 +7,9 @@
  * `linkerd-multicluster`) with one ingress address, so a remote export has addresses.
  * Each cluster's `--cluster-name` is its own name, so a ServiceExport in any cluster
  * gives every cluster the same ServiceImport, its exporters listed by those names.
+ * With `{ pods: true }` every cluster also runs kube-controller-manager and KWOK's fake
+ * Node (sandbox/kwok.ts), so a Deployment's Pods become Running with an IP and a selector
+ * Service gets its EndpointSlices as in a real cluster (test/helpers/kwok-pods.ts).
  */
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { ControlPlane } from "../../sandbox/control-plane.ts";
@@ -18,7 +21,7 @@ import { CLUSTER_NAME, REMOTE_CLUSTER_DOMAIN, SECRET_TYPE } from "../../src/core
 import { silentLogger } from "../../src/log.ts";
 import { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { CONTROLLER_NAMESPACE, REMOTE_READER_NAMESPACE, REMOTE_READER_SERVICE_ACCOUNT } from "./fleet.ts";
-import { adminKubeConfig, statusCode } from "./kube.ts";
+import { adminKubeConfig, eventually, statusCode } from "./kube.ts";
 
 /** The default gateway of every cluster (SPEC §12): its address is `198.18.9.<index + 1>`. */
 export const CLUSTERSET_GATEWAY = { namespace: "linkerd-multicluster", name: "linkerd-gateway", port: 4143 };
@@ -34,8 +37,14 @@ export class Clusterset {
   }
 
   /** Starts the clusters, installs everything above, and each cluster's fleet-mirror. */
-  static async start(names: readonly string[] = ["c1", "c2", "c3"]): Promise<Clusterset> {
-    const plane = await ControlPlane.start({ clusters: [...names] });
+  static async start(
+    names: readonly string[] = ["c1", "c2", "c3"],
+    options: { readonly pods?: boolean } = {},
+  ): Promise<Clusterset> {
+    const plane = await ControlPlane.start({
+      clusters: [...names],
+      ...(options.pods ? { controllerManagers: names, kwok: names } : {}),
+    });
     const set = new Clusterset(plane, names);
     try {
       const tokens = new Map<string, { controller: string; reader: string }>();
@@ -77,6 +86,18 @@ export class Clusterset {
         supervisor.start();
         set.controllers.set(name, supervisor);
       }
+      // A conformance run meets a clusterset already running: every fleet-mirror has
+      // synced the other clusters and found the MCS API before a test exports anything.
+      for (const [name, supervisor] of set.controllers)
+        await eventually(
+          `${name}'s fleet-mirror synced with the other clusters, its MCS writer active`,
+          () => {
+            const status = supervisor.status();
+            const synced = status.clusters.filter((c) => c.state === "synced").length === names.length - 1;
+            return synced && status.writer?.mcs?.state === "active" ? true : undefined;
+          },
+          120_000,
+        );
     } catch (error) {
       await set.stop();
       throw error;

@@ -3,8 +3,13 @@
  * the other two (test/helpers/clusterset.ts): the Required specs of the MCS API's
  * conformance suite (sigs.k8s.io/mcs-api, `conformance/`), each restated here with the
  * suite's procedure, names, timeouts and assertions (a fresh namespace per spec, the
- * suite's `hello` Service, the first cluster exporting; a second exporter one second
- * later). The suite's own Go module is not served by the module proxy this project can
+ * suite's `hello` Service with a `hello` Deployment behind it, the first cluster
+ * exporting; a second exporter one second later). The Deployment's Pods are real Pods,
+ * Running and Ready with an IP on each cluster's KWOK Node (no container runtime; the
+ * suite's image is never pulled), and kube-controller-manager writes their
+ * EndpointSlices, so every export carries the endpoints a real cluster would, and the
+ * Optional EndpointSlice spec (an MCS EndpointSlice with endpoints in every cluster) can
+ * run too. The suite's own Go module is not served by the module proxy this project can
  * reach, so it cannot be built here; this restatement is the judge until it can.
  *
  * The report (test/conformance/mcs/report.yaml, written where MCS_CONFORMANCE_REPORT
@@ -13,10 +18,11 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { CustomObjectsApi } from "@kubernetes/client-node";
-import { MCS_GROUP } from "../../src/core/mcs.ts";
+import { CustomObjectsApi, DiscoveryV1Api } from "@kubernetes/client-node";
+import { MCS_GROUP, MCS_SERVICE_NAME_LABEL, MCS_SOURCE_CLUSTER_LABEL } from "../../src/core/mcs.ts";
 import { Clusterset } from "../helpers/clusterset.ts";
 import { eventually, statusCode } from "../helpers/kube.ts";
+import { createKwokDeployment } from "../helpers/kwok-pods.ts";
 import { HELLO, helloService, KEP, type SpecResult, writeReport } from "../helpers/mcs-conformance.ts";
 
 const VERSION = "v1beta1";
@@ -27,6 +33,8 @@ type Obj = {
 };
 
 const results: SpecResult[] = [];
+/** The Optional specs restated here: the EndpointSlice one, which needs the Pods KWOK gives. */
+const optional: SpecResult[] = [];
 
 describe("the MCS API's conformance, Required specs, on a clusterset of three (SPEC §16)", () => {
   let set: Clusterset;
@@ -36,17 +44,17 @@ describe("the MCS API's conformance, Required specs, on a clusterset of three (S
   const at = { group: MCS_GROUP, version: VERSION };
 
   before(async () => {
-    set = await Clusterset.start(["c1", "c2", "c3"]);
+    set = await Clusterset.start(["c1", "c2", "c3"], { pods: true });
     clusters = [...set.names];
   });
 
   after(async () => {
-    writeReport(results);
+    writeReport(results, optional);
     await set?.stop();
   });
 
   /** A spec of the suite: run in a fresh namespace of every cluster, its outcome recorded. */
-  const spec = (desc: string, ref: string, labels: string[], body: () => Promise<void>) =>
+  const spec = (desc: string, ref: string, labels: string[], body: () => Promise<void>, group = results) =>
     it(desc, async () => {
       ns = `mcs-conformance-${Math.floor(Math.random() * 2 ** 32)}`;
       await Promise.all(clusters.map((c) => set.ensureNamespace(c, ns)));
@@ -60,7 +68,7 @@ describe("the MCS API's conformance, Required specs, on a clusterset of three (S
         Conformant: true,
         Message: "",
       };
-      results.push(result);
+      group.push(result);
       try {
         await body();
         result.Passed = true;
@@ -71,8 +79,16 @@ describe("the MCS API's conformance, Required specs, on a clusterset of three (S
       }
     });
 
-  const deploy = (c: string, fields: Record<string, unknown> = {}) =>
-    set.api(c).createNamespacedService({ namespace: ns, body: helloService(fields) });
+  /** The suite's deployHelloService: the `hello` Deployment (its Pods on c's KWOK Node), then the Service. */
+  const deploy = async (c: string, fields: Record<string, unknown> = {}) => {
+    await createKwokDeployment(set.kubeConfig(c), c, {
+      namespace: ns,
+      name: HELLO,
+      labels: { app: HELLO },
+      replicas: 1,
+    });
+    await set.api(c).createNamespacedService({ namespace: ns, body: helloService(fields) });
+  };
   const exportOn = async (c: string): Promise<Obj> =>
     (await mcs(c).createNamespacedCustomObject({
       ...at,
@@ -344,6 +360,39 @@ describe("the MCS API's conformance, Required specs, on a clusterset of three (S
       await awaitCondition("c2", "Conflict", "True");
       for (const c of clusters) assert.equal((await awaitImport(c)).spec?.["type"], "ClusterSetIP");
     },
+  );
+
+  spec(
+    "Exporting a service should create an MCS EndpointSlice in the service's namespace in each cluster with the required MCS labels. Unexporting should delete the EndpointSlice.",
+    `${KEP}#using-endpointslice-objects-to-track-endpoints`,
+    ["EndpointSlice"],
+    async () => {
+      // The suite names the source cluster by its ClusterProperty id; the sandbox has no
+      // ClusterProperty, and fleet-mirror's name for a cluster is its --cluster-name.
+      await deploy("c1");
+      await exportOn("c1");
+      const slices = (c: string) =>
+        set
+          .kubeConfig(c)
+          .makeApiClient(DiscoveryV1Api)
+          .listNamespacedEndpointSlice({ namespace: ns, labelSelector: `${MCS_SERVICE_NAME_LABEL}=${HELLO}` });
+      for (const c of clusters) {
+        const slice = await eventually(
+          `an MCS EndpointSlice with endpoints on cluster ${c}`,
+          async () => (await slices(c)).items.find((s) => (s.endpoints ?? []).length > 0),
+          20_000,
+        );
+        assert.equal(slice.metadata?.labels?.[MCS_SOURCE_CLUSTER_LABEL], "c1", `source cluster on ${c}`);
+      }
+      await unexport("c1");
+      for (const c of clusters)
+        await eventually(
+          `no MCS EndpointSlice on cluster ${c}`,
+          async () => ((await slices(c)).items.length === 0 ? true : undefined),
+          20_000,
+        );
+    },
+    optional,
   );
 
   it("lists the Required spec that cannot run without a container runtime as not run, and why", () => {
