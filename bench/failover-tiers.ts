@@ -30,12 +30,9 @@
  *
  * Needs CAP_NET_ADMIN (the route); without it the scenario records null with the reason.
  */
-import type { V1ServicePort } from "@kubernetes/client-node";
-import { makeLocal } from "../sandbox/local-addresses.ts";
 import { FEDERATED_LABEL } from "../src/core/federated.ts";
-import { GATEWAY_NAME, GATEWAY_NS, GATEWAY_PORT_NAME } from "../src/core/labels.ts";
+import { GATEWAY_NAME, GATEWAY_NS } from "../src/core/labels.ts";
 import type { EndpointSlice, Service } from "../src/core/objects.ts";
-import { PROBE_PORT_NAME } from "../src/core/probe-spec.ts";
 import { PRIORITY_ANNOTATION } from "../src/core/tiers.ts";
 import { Watcher } from "../src/kube/watcher.ts";
 import type { Supervisor } from "../src/supervisor/supervisor.ts";
@@ -57,7 +54,7 @@ import {
   waitWriterIdle,
   writeResult,
 } from "./harness.ts";
-import { ProbeServers } from "./probe-servers.ts";
+import { localProbeRange, ProbeServers } from "./probe-servers.ts";
 import { TierServing } from "./tier-serving.ts";
 
 const NAMESPACE = "bench";
@@ -99,30 +96,22 @@ function clustersOf(perTier: number): Cluster[] {
 }
 
 async function shape(fleet: Fleet, clusters: readonly Cluster[], services: number): Promise<void> {
-  const ports: V1ServicePort[] = [
-    { name: GATEWAY_PORT_NAME, port: GATEWAY_PORT, protocol: "TCP" },
-    { name: PROBE_PORT_NAME, port: PROBE_PORT, protocol: "TCP" },
-  ];
-  for (const remote of fleet.remotes) {
-    await fleet.ensureNamespace(remote, GATEWAY_NAMESPACE);
-    await fleet.ensureNamespace(remote, NAMESPACE);
-    await fleet.remoteToken(remote);
-  }
+  for (const remote of fleet.remotes) await fleet.remoteToken(remote);
   await runPool(clusters, 8, async (c) => {
-    await fleet.api(c.remote).createNamespacedService({
+    await fleet.createGateway(c.remote, {
       namespace: GATEWAY_NAMESPACE,
-      body: { metadata: { name: c.gateway }, spec: { type: "LoadBalancer", ports } },
+      name: c.gateway,
+      ingress: [{ ip: c.address }],
+      port: GATEWAY_PORT,
+      probePort: PROBE_PORT,
     });
-    await fleet.setGatewayIngress(c.remote, [{ ip: c.address }], { namespace: GATEWAY_NAMESPACE, name: c.gateway });
   });
   const work = fleet.remotes.flatMap((remote) => Array.from({ length: services }, (_, i) => ({ remote, i })));
+  // Members through their cluster's default gateway (no §2 annotations).
   await runPool(work, 8, async ({ remote, i }) => {
-    await fleet.api(remote).createNamespacedService({
-      namespace: NAMESPACE,
-      body: {
-        metadata: { name: `svc-${i}`, labels: { [FEDERATED_LABEL]: "member" } },
-        spec: { ports: [{ name: "http", port: 80, targetPort: 8080, protocol: "TCP" }], selector: { app: "web" } },
-      },
+    await fleet.createService(remote, NAMESPACE, `svc-${i}`, {
+      gateway: false,
+      labels: { [FEDERATED_LABEL]: "member" },
     });
   });
   await runPool(clusters, 8, async (c) => {
@@ -163,15 +152,13 @@ export async function runFailoverTiers(opts: BenchOptions): Promise<ScenarioResu
   const clusters = clustersOf(perTier);
   const sizes = { services, tiers: TIERS.length, clustersPerTier: perTier, periodS: PERIOD_S, steadyWindowS: steadyS };
   const targetS = 3 * PERIOD_S + 2;
-  let route: Awaited<ReturnType<typeof makeLocal>>;
-  try {
-    route = await makeLocal("203.0.113.0/24");
-  } catch (error) {
-    const note = `not measured: ${(error as Error).message} (needs CAP_NET_ADMIN)`;
-    progress(`failover-tiers: ${note}`);
+  const local = await localProbeRange("failover-tiers");
+  if ("note" in local) {
+    const { note } = local;
     writeResult(opts.out, "failover-tiers", { smoke: opts.smoke, ...sizes, tierFailoverS: null, note });
     return { result: { note }, summary: opts.smoke ? {} : nullSummary() };
   }
+  const { route } = local;
   const cleanups: (() => Promise<unknown>)[] = [() => route.release()];
   try {
     const servers = await ProbeServers.start(clusters.map((c) => ({ address: c.address, port: PROBE_PORT })));
@@ -282,7 +269,8 @@ export async function runFailoverTiers(opts: BenchOptions): Promise<ScenarioResu
     const switchedMs = [...switched.values()].filter((at) => at !== undefined).map((at) => at - stoppedAt);
     await settled(fleet, controller);
     const switchWrites = diffCounts(await localWritesByKind(fleet), writesBefore);
-    // SPEC §14: every part outside the serving tier is annotated standby, none inside.
+    // SPEC §14: the serving tiers are a prefix, so after a failover the dead first tier
+    // still serves (its endpoints follow their health) and only the third stands by.
     const standbyAfterSwitch = {
       firstTier: serving.standbyParts(near),
       secondTier: serving.standbyParts(mid),

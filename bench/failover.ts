@@ -25,7 +25,6 @@
  * Needs CAP_NET_ADMIN (the route); without it the scenario records null with the reason.
  */
 import type { V1ServicePort } from "@kubernetes/client-node";
-import { makeLocal } from "../sandbox/local-addresses.ts";
 import { FEDERATED_LABEL } from "../src/core/federated.ts";
 import {
   GATEWAY_NAME,
@@ -53,7 +52,7 @@ import {
   waitWriterIdle,
   writeResult,
 } from "./harness.ts";
-import { ProbeServers } from "./probe-servers.ts";
+import { localProbeRange, ProbeServers } from "./probe-servers.ts";
 
 const NAMESPACE = "bench";
 const GATEWAY_NAMESPACE = "gateway";
@@ -164,15 +163,13 @@ export async function runFailover(opts: BenchOptions): Promise<ScenarioResult> {
   const failing = opts.smoke ? 2 : 10;
   const gateways = gatewaysOf(remotes, perRemote);
   const sizes = { gateways: gateways.length, clusters: remotes.length, failing, periodS: PERIOD_S };
-  let route: Awaited<ReturnType<typeof makeLocal>>;
-  try {
-    route = await makeLocal("203.0.113.0/24");
-  } catch (error) {
-    const note = `not measured: ${(error as Error).message} (needs CAP_NET_ADMIN)`;
-    progress(`failover: ${note}`);
+  const local = await localProbeRange("failover");
+  if ("note" in local) {
+    const { note } = local;
     writeResult(opts.out, "failover", { smoke: opts.smoke, ...sizes, failoverS: null, note });
     return { result: { note }, summary: opts.smoke ? {} : { failover_s: null } };
   }
+  const { route } = local;
   // Undone last first, whatever step failed.
   const cleanups: (() => Promise<unknown>)[] = [() => route.release()];
   try {
