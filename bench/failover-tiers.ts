@@ -38,6 +38,7 @@ import { Watcher } from "../src/kube/watcher.ts";
 import type { Supervisor } from "../src/supervisor/supervisor.ts";
 import { Fleet } from "../test/helpers/fleet.ts";
 import { eventually } from "../test/helpers/kube.ts";
+import { whenEach } from "./endpoint-readiness.ts";
 import {
   type BenchOptions,
   diffCounts,
@@ -208,22 +209,7 @@ export async function runFailoverTiers(opts: BenchOptions): Promise<ScenarioResu
     const [near, mid, far] = [inTier(0), inTier(1), inTier(2)];
     /** Resolves with when each Service first meets `ready`/`notReady` (undefined: not within the wait). */
     const whenServing = (ready: readonly string[], notReady: readonly string[], timeoutMs: number) =>
-      new Promise<Map<string, number | undefined>>((resolve) => {
-        const done = new Map<string, number | undefined>(names.map((n) => [n, undefined]));
-        const check = (): void => {
-          const now = Date.now();
-          for (const n of names) if (done.get(n) === undefined && serving.serves(n, ready, notReady)) done.set(n, now);
-          if ([...done.values()].every((at) => at !== undefined)) finish();
-        };
-        const timer = setTimeout(() => finish(), timeoutMs);
-        const finish = (): void => {
-          clearTimeout(timer);
-          slices.off("change", check);
-          resolve(done);
-        };
-        slices.on("change", check);
-        check();
-      });
+      whenEach(slices, names, (name) => serving.serves(name, ready, notReady), timeoutMs);
     const first = await whenServing(near, [...mid, ...far], 900_000);
     const missing = (done: Map<string, number | undefined>) => [...done].filter(([, at]) => at === undefined).length;
     if (missing(first) > 0) throw new Error(`${missing(first)} fleet-wide Services never served the first tier`);
