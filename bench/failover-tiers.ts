@@ -14,8 +14,9 @@
  * all. Every gateway is answered by a real HTTP server in a child process
  * (probe-servers.ts). The controller runs in-process in the default `endpointslices`
  * mode without a write limit (`--write-qps 0`, as steady-latency): a switch is a burst
- * of about S × (2 C + 1) writes, which the default 50 writes/s would stretch over
- * minutes; the JSON says what the default limit would make of it.
+ * of S × (C + 2) writes (the next tier's C parts, the last dead gateway's part, the
+ * Service), which the default 50 writes/s would stretch to most of a minute; the JSON
+ * says what the default limit would make of it.
  *
  * Once every Service serves `near` (its parts ready, the others' not): writes over a
  * steady window (target 0). Then every `near` gateway but one stops (connections
