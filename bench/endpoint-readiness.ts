@@ -5,7 +5,8 @@
  * not ready everywhere once every slice holding it marks it not ready, and ready
  * everywhere once every one marks it ready.
  */
-import type { SliceEndpoint } from "../src/core/objects.ts";
+import type { KubeObject, SliceEndpoint } from "../src/core/objects.ts";
+import type { Watcher } from "../src/kube/watcher.ts";
 import { percentile, round } from "./harness.ts";
 
 /** An endpoint is ready unless its `ready` condition says false (the API's reading of an absent condition). */
@@ -79,4 +80,34 @@ export function latencySummary(startedAt: number, doneAt: ReadonlyMap<string, nu
     p50S: p50 === null ? null : round(p50, 2),
     maxS: max === null ? null : round(max, 2),
   };
+}
+
+/**
+ * Resolves with the instant (Date.now()) each of `keys` first met `done`, checked at once
+ * and on every change `watcher` reports; a key that does not within `timeoutMs` maps to
+ * undefined. Register it after the scenario's own listener, so that what `done` reads is
+ * up to date when it runs.
+ */
+export function whenEach<T extends KubeObject>(
+  watcher: Watcher<T>,
+  keys: readonly string[],
+  done: (key: string) => boolean,
+  timeoutMs: number,
+): Promise<Map<string, number | undefined>> {
+  const at = new Map<string, number | undefined>(keys.map((key) => [key, undefined]));
+  return new Promise((resolve) => {
+    const check = (): void => {
+      const now = Date.now();
+      for (const key of keys) if (at.get(key) === undefined && done(key)) at.set(key, now);
+      if ([...at.values()].every((t) => t !== undefined)) finish();
+    };
+    const timer = setTimeout(() => finish(), timeoutMs);
+    const finish = (): void => {
+      clearTimeout(timer);
+      watcher.off("change", check);
+      resolve(at);
+    };
+    watcher.on("change", check);
+    check();
+  });
 }

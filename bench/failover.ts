@@ -25,7 +25,6 @@
  * Needs CAP_NET_ADMIN (the route); without it the scenario records null with the reason.
  */
 import type { V1ServicePort } from "@kubernetes/client-node";
-import { makeLocal } from "../sandbox/local-addresses.ts";
 import { FEDERATED_LABEL } from "../src/core/federated.ts";
 import {
   GATEWAY_NAME,
@@ -39,7 +38,7 @@ import { PROBE_PORT_NAME } from "../src/core/probe-spec.ts";
 import { Watcher } from "../src/kube/watcher.ts";
 import { Fleet } from "../test/helpers/fleet.ts";
 import { eventually } from "../test/helpers/kube.ts";
-import { EndpointReadiness, latencySummary } from "./endpoint-readiness.ts";
+import { EndpointReadiness, latencySummary, whenEach } from "./endpoint-readiness.ts";
 import {
   type BenchOptions,
   GATEWAY_PORT,
@@ -53,7 +52,7 @@ import {
   waitWriterIdle,
   writeResult,
 } from "./harness.ts";
-import { ProbeServers } from "./probe-servers.ts";
+import { localProbeRange, ProbeServers } from "./probe-servers.ts";
 
 const NAMESPACE = "bench";
 const GATEWAY_NAMESPACE = "gateway";
@@ -125,11 +124,7 @@ async function shape(fleet: Fleet, gateways: readonly Gateway[]): Promise<void> 
   for (const remote of fleet.remotes) await fleet.register(remote);
 }
 
-/**
- * Resolves with the instant (Date.now()) each address became ready or not ready in every
- * slice holding it (as many as it should have), checked on every watch event; an address
- * that never does within `timeoutMs` maps to undefined.
- */
+/** When each gateway's address became ready (or not ready) in every slice holding it (as many as it should have). */
 function whenEverywhere(
   watcher: Watcher<EndpointSlice>,
   readiness: EndpointReadiness,
@@ -137,25 +132,13 @@ function whenEverywhere(
   ready: boolean,
   timeoutMs: number,
 ): Promise<Map<string, number | undefined>> {
-  const done = new Map<string, number | undefined>(gateways.map((g) => [g.address, undefined]));
-  return new Promise((resolve) => {
-    const check = (): void => {
-      const now = Date.now();
-      for (const g of gateways)
-        if (done.get(g.address) === undefined && readiness.everywhere(g.address, ready, g.member ? 2 : 1))
-          done.set(g.address, now);
-      if ([...done.values()].every((at) => at !== undefined)) finish();
-    };
-    const timer = setTimeout(() => finish(), timeoutMs);
-    const finish = (): void => {
-      clearTimeout(timer);
-      watcher.off("change", check);
-      resolve(done);
-    };
-    // Registered after the scenario's own listener: readiness is up to date when it runs.
-    watcher.on("change", check);
-    check();
-  });
+  const holders = new Map(gateways.map((g) => [g.address, g.member ? 2 : 1]));
+  return whenEach(
+    watcher,
+    gateways.map((g) => g.address),
+    (address) => readiness.everywhere(address, ready, holders.get(address)),
+    timeoutMs,
+  );
 }
 
 export async function runFailover(opts: BenchOptions): Promise<ScenarioResult> {
@@ -164,15 +147,13 @@ export async function runFailover(opts: BenchOptions): Promise<ScenarioResult> {
   const failing = opts.smoke ? 2 : 10;
   const gateways = gatewaysOf(remotes, perRemote);
   const sizes = { gateways: gateways.length, clusters: remotes.length, failing, periodS: PERIOD_S };
-  let route: Awaited<ReturnType<typeof makeLocal>>;
-  try {
-    route = await makeLocal("203.0.113.0/24");
-  } catch (error) {
-    const note = `not measured: ${(error as Error).message} (needs CAP_NET_ADMIN)`;
-    progress(`failover: ${note}`);
+  const local = await localProbeRange("failover");
+  if ("note" in local) {
+    const { note } = local;
     writeResult(opts.out, "failover", { smoke: opts.smoke, ...sizes, failoverS: null, note });
     return { result: { note }, summary: opts.smoke ? {} : { failover_s: null } };
   }
+  const { route } = local;
   // Undone last first, whatever step failed.
   const cleanups: (() => Promise<unknown>)[] = [() => route.release()];
   try {

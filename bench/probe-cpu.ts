@@ -25,7 +25,6 @@
  * Needs CAP_NET_ADMIN (the route); without it the scenario records null with the reason.
  */
 import { fork } from "node:child_process";
-import { makeLocal } from "../sandbox/local-addresses.ts";
 import { GATEWAY_NAME, GATEWAY_NS, GATEWAY_PORT_NAME } from "../src/core/labels.ts";
 import { DEFAULT_PROBE_PATH, DEFAULT_PROBE_PERIOD_SECONDS, PROBE_PORT_NAME } from "../src/core/probe-spec.ts";
 import { Fleet } from "../test/helpers/fleet.ts";
@@ -42,7 +41,7 @@ import {
   writeResult,
 } from "./harness.ts";
 import { startController, waitStatus, writerSettled } from "./memory.ts";
-import { type ProbePair, ProbeServers } from "./probe-servers.ts";
+import { localProbeRange, type ProbePair, ProbeServers } from "./probe-servers.ts";
 import { processCpuSeconds, threadCpuSeconds } from "./process-cpu.ts";
 
 const NAMESPACE = "bench";
@@ -165,15 +164,13 @@ export async function runProbeCpu(opts: BenchOptions): Promise<ScenarioResult> {
   const pairs = addresses.flatMap((address) => PROBE_PORTS.map((port) => ({ address, port })));
   const seconds = opts.smoke ? 8 : 60;
   const sizes = { pairs: pairs.length, periodS: PERIOD_MS / 1000, windowS: seconds };
-  let route: Awaited<ReturnType<typeof makeLocal>>;
-  try {
-    route = await makeLocal("203.0.113.0/24");
-  } catch (error) {
-    const note = `not measured: ${(error as Error).message} (needs CAP_NET_ADMIN)`;
-    progress(`probe-cpu: ${note}`);
+  const local = await localProbeRange("probe-cpu");
+  if ("note" in local) {
+    const { note } = local;
     writeResult(opts.out, "probe-cpu", { smoke: opts.smoke, ...sizes, ratio: null, note });
     return { result: { note }, summary: opts.smoke ? {} : { probe_cpu_ratio: null } };
   }
+  const { route } = local;
   // Undone last first, whatever step failed.
   const cleanups: (() => Promise<unknown>)[] = [() => route.release()];
   try {

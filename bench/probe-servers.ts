@@ -9,6 +9,8 @@
  * to `ok`, and resolves once the child has done it.
  */
 import { type ChildProcess, fork } from "node:child_process";
+import { type LocalRoute, makeLocal } from "../sandbox/local-addresses.ts";
+import { progress } from "./harness.ts";
 
 export interface ProbePair {
   readonly address: string;
@@ -91,5 +93,19 @@ export class ProbeServers {
       this.#waiting.set(id, { resolve, reject });
       this.#child.send({ ...command, id });
     });
+  }
+}
+
+/**
+ * 203.0.113.0/24 made local for a scenario's probe servers; without the right to add the
+ * route (CAP_NET_ADMIN), the note the scenario records with its null figures instead.
+ */
+export async function localProbeRange(scenario: string): Promise<{ route: LocalRoute } | { note: string }> {
+  try {
+    return { route: await makeLocal("203.0.113.0/24") };
+  } catch (error) {
+    const note = `not measured: ${(error as Error).message} (needs CAP_NET_ADMIN)`;
+    progress(`${scenario}: ${note}`);
+    return { note };
   }
 }

@@ -33,6 +33,7 @@ import { runColdConvergence } from "./cold-convergence.ts";
 import { defaultConfigSummary, runDefaultConfig } from "./default-config.ts";
 import { runExportModes } from "./export-modes.ts";
 import { runFailover } from "./failover.ts";
+import { runFailoverTiers } from "./failover-tiers.ts";
 import { runGatewayFanout } from "./gateway-fanout.ts";
 import { type BenchOptions, machineString, type ScenarioResult } from "./harness.ts";
 import { runHeadless } from "./headless.ts";
@@ -58,6 +59,7 @@ const SCENARIOS: Readonly<Record<string, (opts: BenchOptions) => Promise<Scenari
   memory: runMemory,
   "remote-recovery": runRemoteRecovery,
   failover: runFailover,
+  "failover-tiers": runFailoverTiers,
   "probe-cpu": runProbeCpu,
   "default-config": runDefaultConfig,
   sharded: runSharded,
@@ -174,6 +176,9 @@ export function summaryFromResults(
     ...defaultConfigSummary(rows(full(read("default-config")))),
     remote_recovery_s: num(full(read("remote-recovery"))?.["remoteRecoveryS"]),
     failover_s: num(full(read("failover"))?.["failoverS"]),
+    tier_failover_s: num(full(read("failover-tiers"))?.["tierFailoverS"]),
+    tier_switch_writes_per_service: num(full(read("failover-tiers"))?.["tierSwitchWritesPerService"]),
+    tier_steady_writes: num(full(read("failover-tiers"))?.["tierSteadyWrites"]),
     probe_cpu_ratio: num(full(read("probe-cpu"))?.["ratio"]),
     ...shardedFigures(rows(full(read("sharded")))[0]),
     label_export_converge_ratio: num(full(read("export-modes"))?.["ratio"]),
@@ -237,16 +242,19 @@ async function main(): Promise<void> {
   });
   if (values.help) {
     process.stdout.write(
-      `usage: node --expose-gc bench/run.ts [--scenario <${Object.keys(SCENARIOS).join("|")}>]... [--smoke] [--out dir] [--note text] [--steady-rate mirror-changes-per-s] [--skip-packed] [--memory-clusters K,K...] | --summary-only [--out dir] | soak [--minutes N] [--smoke] [--out dir]\n`,
+      `usage: node --expose-gc bench/run.ts [[--scenario] <${Object.keys(SCENARIOS).join("|")}>]... [--smoke] [--out dir] [--note text] [--steady-rate mirror-changes-per-s] [--skip-packed] [--memory-clusters K,K...] | --summary-only [--out dir] | soak [--minutes N] [--smoke] [--out dir]\n`,
     );
     return;
   }
-  if (positionals.length > 0) {
-    if (positionals.length > 1 || positionals[0] !== "soak")
-      throw new Error(`unknown argument ${JSON.stringify(positionals.join(" "))}; the one command is \`soak\``);
+  if (positionals[0] === "soak") {
+    if (positionals.length > 1) throw new Error(`unknown argument ${JSON.stringify(positionals.slice(1).join(" "))}`);
     await soak(values.out, values.smoke, values.minutes, values.note);
     return;
   }
+  // A scenario's name alone (`npm run bench -- failover-tiers`) is the same as --scenario.
+  for (const name of positionals)
+    if (!SCENARIOS[name])
+      throw new Error(`unknown argument ${JSON.stringify(name)}; \`soak\` or a scenario: ${Object.keys(SCENARIOS)}`);
   if (values["summary-only"]) {
     const out = values.out ?? "bench/results";
     await drawCharts(out);
@@ -255,7 +263,8 @@ async function main(): Promise<void> {
     refreshDocs(out);
     return;
   }
-  const selected = values.scenario ?? Object.keys(SCENARIOS);
+  const named = [...(values.scenario ?? []), ...positionals];
+  const selected = named.length > 0 ? named : Object.keys(SCENARIOS);
   for (const name of selected) {
     if (!SCENARIOS[name]) throw new Error(`unknown scenario ${JSON.stringify(name)}; one of ${Object.keys(SCENARIOS)}`);
   }
@@ -294,7 +303,7 @@ async function main(): Promise<void> {
     }
   }
   await drawCharts(opts.out);
-  const full = !opts.smoke && values.scenario === undefined && steadyRate === undefined && !memoryClusters;
+  const full = !opts.smoke && named.length === 0 && steadyRate === undefined && !memoryClusters;
   if (full) {
     // The soak is run on its own (`soak`): its keys come from the soak.json already here.
     const onDisk = summaryFromResults(opts.out);

@@ -58,6 +58,12 @@ const FIGURES: Readonly<Partial<Record<SummaryKey, { readonly label: string; rea
   gateway_fanout_ratio: { label: "a gateway change rewriting 2 000 mirrors, against a bare client", unit: "×" },
   remote_recovery_s: { label: "a remote API server back after 20 s down → a new Service mirrored", unit: "s" },
   failover_s: { label: "a gateway stops answering → its endpoints not ready everywhere (200 gateways)", unit: "s" },
+  tier_failover_s: {
+    label: "priority tiers: the serving tier's last gateway dies → 200 fleet-wide Services serve the next tier",
+    unit: "s",
+  },
+  tier_switch_writes_per_service: { label: "… writes per fleet-wide Service for that switch", unit: "writes" },
+  tier_steady_writes: { label: "… writes over 60 s with nothing changing", unit: "" },
   probe_cpu_ratio: { label: "CPU of probing 1 000 gateways every 3 s, against a bare Node HTTP client", unit: "×" },
   sharded_converge_ratio: { label: "3 replicas against 1, cold convergence, control plane on its own CPU", unit: "×" },
   sharded_converge_ratio_shared_cpus: { label: "… the same with every process on both CPUs", unit: "×" },

@@ -32,6 +32,9 @@ export const SUMMARY_KEYS = [
   "gateway_fanout_ratio_endpoints_mode",
   "remote_recovery_s",
   "failover_s",
+  "tier_failover_s",
+  "tier_switch_writes_per_service",
+  "tier_steady_writes",
   "probe_cpu_ratio",
   "sharded_converge_ratio",
   "sharded_converge_ratio_shared_cpus",
@@ -83,6 +86,13 @@ export const TARGETS: Readonly<Record<SummaryKey, readonly [">=" | "<=" | "==", 
   remote_recovery_s: ["<=", 5, "s"],
   // 3 × the default probe period (3 s) + 1 s.
   failover_s: ["<=", 3 * 3 + 1, "s"],
+  // SPEC §14, 200 fleet-wide Services over 3 tiers of 10 clusters: the serving tier's last
+  // ready gateway dies → every Service serves the next tier; 3 × the default probe period (3 s) + 2 s.
+  tier_failover_s: ["<=", 3 * 3 + 2, "s"],
+  // Reported, with no bound: the JSON holds the objects that changed per Service beside it.
+  tier_switch_writes_per_service: null,
+  // A converged tiered world with nothing changing, over 60 s.
+  tier_steady_writes: ["==", 0, "writes"],
   probe_cpu_ratio: ["<=", 1.5, "× bare client"],
   // One replica's cold-convergence time / three replicas' (--shards 12), same world, the
   // control plane on its own CPU and the replicas on the other(s), as in a real cluster.
