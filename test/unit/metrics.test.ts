@@ -222,6 +222,55 @@ describe("the metrics registry", () => {
   });
 });
 
+describe("priority tier metrics", () => {
+  it("give each fleet-wide Service with tiers its serving priority and its last tier's priority; one without tiers has neither", async () => {
+    const tiered = (key: string, serving: number, priorities: readonly number[]) => ({
+      key,
+      clusters: ["east", "west"],
+      kept: [],
+      ready: 1,
+      notReady: 1,
+      tiers: priorities.map((priority) => ({
+        priority,
+        ready: priority <= serving ? 1 : 0,
+        serving: priority <= serving,
+      })),
+      servingPriority: serving,
+      servingSince: "2026-01-01T00:00:00.000Z",
+    });
+    const fleet: FleetStatus = {
+      secretsListed: true,
+      writerRestarts: 0,
+      clusters: [],
+      writer: {
+        ready: true,
+        queueDepth: 0,
+        inFlight: 0,
+        writes: {},
+        retries: 0,
+        writeDuration: histogram(0),
+        clusters: {},
+        federated: [
+          tiered("shop/search-federated", 0, [0, 10, 20]),
+          tiered("shop/cart-federated", 20, [0, 20]),
+          { key: "shop/flat-federated", clusters: ["east"], kept: [], ready: 1, notReady: 0 },
+        ],
+      },
+    };
+    const text = await createMetrics({
+      fleet: () => fleet,
+      counters: () => undefined,
+      leadership: () => alwaysLeading("me", 0),
+      threadHeaps: async () => [],
+    }).metrics();
+    assert.match(text, /^fleet_mirror_federated_serving_priority\{namespace="shop",service="search-federated"\} 0$/m);
+    assert.match(text, /^fleet_mirror_federated_last_priority\{namespace="shop",service="search-federated"\} 20$/m);
+    assert.match(text, /^fleet_mirror_federated_serving_priority\{namespace="shop",service="cart-federated"\} 20$/m);
+    assert.match(text, /^fleet_mirror_federated_last_priority\{namespace="shop",service="cart-federated"\} 20$/m);
+    assert.doesNotMatch(text, /flat-federated/);
+  });
+});
+
 describe("sharding metrics", () => {
   it("report the shards held and each shard's holder when sharded; not sharded, the leader holds the one shard", async () => {
     const base = { fleet: () => undefined, counters: () => undefined, threadHeaps: async () => [] };
