@@ -33,5 +33,6 @@ export function remoteActorOptions(config: Config, o: ActorOptionOverrides): Rem
     ...(o.testHooks === true ? { testHooks: true } : {}),
     ...(o.gatewayDnsServers ? { gatewayDnsServers: [...o.gatewayDnsServers] } : {}),
     gatewayPolicy: gatewayPolicyOptions(config),
+    ...(config.staleAfterMs > 0 ? { staleAfterMs: config.staleAfterMs } : {}),
   };
 }

@@ -154,6 +154,7 @@ export class RemoteClusterActor {
         probed: () => this.#publish.markProbed(),
       },
       ...(init.options.gatewayPolicy ? { gatewayPolicy: init.options.gatewayPolicy } : {}),
+      staleAfterMs: init.options.staleAfterMs ?? 0,
       ...(init.localRanges ? { localRanges: init.localRanges } : {}),
       log: deps.logger,
       guard: (fn) => this.#guard(fn),
@@ -202,6 +203,7 @@ export class RemoteClusterActor {
       memberSelector: selector,
       lookupHostname: this.#gateways.lookupHostname,
       deadAddresses: (gatewayKey) => this.#gateways.health.deadAddresses(gatewayKey),
+      partitioned: () => this.#gateways.partitioned,
       addressPolicy: () => this.#gateways.policy,
       headlessHosts: (key) => this.#headless.hosts(key),
       hostClaimant: (namespace, hostname) => this.#headless.hostClaimant(namespace, hostname),
@@ -364,6 +366,7 @@ export class RemoteClusterActor {
   // Status
 
   #setState(state: ClusterSyncState): void {
+    if (state === "stale" || state === "synced") this.#gateways.reachability(state === "synced", Date.now());
     if (this.#sync.enter(state, Date.now()))
       this.#log.info({ state }, `cluster ${this.#init.cluster.name} is ${state}`);
     this.#publish.markDirty();
