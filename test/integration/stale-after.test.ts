@@ -8,11 +8,10 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { V1Endpoints } from "@kubernetes/client-node";
 import { startFaultProxyFor } from "../../sandbox/fault-proxy.ts";
-import { renderKubeconfig } from "../../sandbox/kubeconfig.ts";
 import { silentLogger } from "../../src/log.ts";
 import { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { adminConnection } from "../helpers/connection.ts";
-import { CONTROLLER_NAMESPACE, Fleet } from "../helpers/fleet.ts";
+import { Fleet } from "../helpers/fleet.ts";
 import { objectIdentity } from "../helpers/kube.ts";
 import { waitForClusterRow } from "../helpers/supervision.ts";
 
@@ -42,20 +41,7 @@ describe("the partition policy --stale-after (SPEC §14)", () => {
     await fleet.createGateway("east", { ingress: [{ ip: GATEWAY_IP }] });
     // "far" is east reached through a fault proxy, whose gateway is not probed.
     proxy = await startFaultProxyFor(fleet.plane, "east");
-    await fleet.local.createNamespacedSecret({
-      namespace: CONTROLLER_NAMESPACE,
-      body: fleet.secretBody({
-        secretName: "cluster-credentials-far",
-        clusterName: "far",
-        kubeconfig: renderKubeconfig({
-          cluster: "far",
-          server: proxy.url,
-          caPem: fleet.plane.cluster("east").caPem,
-          user: "fleet-mirror",
-          auth: { token: await fleet.remoteToken("east") },
-        }),
-      }),
-    });
+    await fleet.registerThrough("far", "east", proxy.url);
     // Exported and a fleet-wide member: a mirror web-far and a part of web-federated.
     await fleet.createService("east", "part", "web", { labels: { "mirror.linkerd.io/federated": "member" } });
     supervisor = new Supervisor({
