@@ -36,6 +36,8 @@ export const GatewayPolicyOptionsSchema = v.object({
   maxProbed: atLeastOne,
   /** Probes in flight per cluster at most. */
   maxProbesInFlight: atLeastOne,
+  /** `--stale-after` in ms (SPEC §14): unreachable this long, unprobed gateways' addresses are not ready; absent or 0: never. */
+  staleAfterMs: v.exactOptional(nonNegative),
 });
 export type GatewayPolicyOptions = DeepReadonly<v.InferOutput<typeof GatewayPolicyOptionsSchema>>;
 
@@ -59,8 +61,6 @@ export const RemoteActorOptionsSchema = v.object({
   mcsRecheckMs: v.exactOptional(v.pipe(finite, v.minValue(1, "must be >= 1"))),
   /** The gateway address policy and caps (SPEC §10); absent: the defaults (core/address-policy.ts, gateway-health.ts). */
   gatewayPolicy: v.exactOptional(GatewayPolicyOptionsSchema),
-  /** `--stale-after` in ms (SPEC §14): unreachable this long, unprobed gateways' addresses are not ready; absent or 0: never. */
-  staleAfterMs: v.exactOptional(nonNegative),
   /** Tests only: the DNS servers (`ip:port`) gateway hostnames are resolved with; absent: the system's. */
   gatewayDnsServers: v.exactOptional(v.array(v.string())),
   /**

@@ -103,7 +103,7 @@ export class RemoteClusterActor {
   #resolveTimer: NodeJS.Timeout | undefined;
   #statusTimer: NodeJS.Timeout | undefined;
   readonly #publish = new StatusThrottle(PROBE_COUNTERS_INTERVAL_MS);
-  readonly #sync = new SyncTracker(Date.now());
+  readonly #sync = new SyncTracker(Date.now(), (state, now) => this.#gateways.syncStateChanged(state, now));
   #stopped = false;
   /** The Services watch starts once the ServiceExport discovery has answered (see start). */
   #servicesStarted = false;
@@ -154,7 +154,6 @@ export class RemoteClusterActor {
         probed: () => this.#publish.markProbed(),
       },
       ...(init.options.gatewayPolicy ? { gatewayPolicy: init.options.gatewayPolicy } : {}),
-      staleAfterMs: init.options.staleAfterMs ?? 0,
       ...(init.localRanges ? { localRanges: init.localRanges } : {}),
       log: deps.logger,
       guard: (fn) => this.#guard(fn),
@@ -366,7 +365,6 @@ export class RemoteClusterActor {
   // Status
 
   #setState(state: ClusterSyncState): void {
-    if (state === "stale" || state === "synced") this.#gateways.reachability(state === "synced", Date.now());
     if (this.#sync.enter(state, Date.now()))
       this.#log.info({ state }, `cluster ${this.#init.cluster.name} is ${state}`);
     this.#publish.markDirty();

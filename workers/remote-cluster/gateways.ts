@@ -27,7 +27,7 @@ import type { MemberSelector } from "../../src/core/federated.ts";
 import type { Service } from "../../src/core/objects.ts";
 import { partitionState } from "../../src/core/partition.ts";
 import type { LineLogger } from "../../src/log/json-lines.ts";
-import type { GatewayPolicyOptions } from "../../src/protocol/messages.ts";
+import type { ClusterSyncState, GatewayPolicyOptions } from "../../src/protocol/messages.ts";
 import { GatewayHealth } from "./gateway-health.ts";
 import { clusterGatewayIndex, type GatewayIndex } from "./gateway-index.ts";
 import type { GatewayProberDeps } from "./gateway-prober.ts";
@@ -47,8 +47,6 @@ export interface ClusterGatewaysDeps {
   readonly gatewayPolicy?: GatewayPolicyOptions;
   /** The local cluster's ranges as known at start (`setLocalRanges` brings newer ones). */
   readonly localRanges?: LocalRanges;
-  /** `--stale-after` in ms (SPEC §14); 0: never partitioned. */
-  readonly staleAfterMs: number;
   readonly log: LineLogger;
   readonly guard: <A extends unknown[]>(fn: (...args: A) => void) => (...args: A) => void;
   readonly track: (promise: Promise<void>) => void;
@@ -166,10 +164,11 @@ export class ClusterGateways {
     return this.#partitioned;
   }
 
-  /** The remote API server failed (unreachable since the first failure) or answered, at `now`. */
-  reachability(reachable: boolean, now: number): void {
-    if (reachable) this.#unreachableSince = undefined;
-    else this.#unreachableSince ??= now;
+  /** The cluster entered `state` at `now`: unreachable from its first failure (`stale`) until `synced` again. */
+  syncStateChanged(state: ClusterSyncState, now: number): void {
+    if (state === "synced") this.#unreachableSince = undefined;
+    else if (state === "stale") this.#unreachableSince ??= now;
+    else return;
     this.#evaluatePartition(now);
   }
 
@@ -213,7 +212,11 @@ export class ClusterGateways {
   #evaluatePartition(now: number): void {
     clearTimeout(this.#partitionTimer);
     this.#partitionTimer = undefined;
-    const { partitioned, at } = partitionState(this.#deps.staleAfterMs, this.#unreachableSince, now);
+    const { partitioned, at } = partitionState(
+      this.#deps.gatewayPolicy?.staleAfterMs ?? 0,
+      this.#unreachableSince,
+      now,
+    );
     if (at !== undefined)
       this.#partitionTimer = setTimeout(
         this.#deps.guard(() => this.#evaluatePartition(Date.now())),
@@ -223,7 +226,7 @@ export class ClusterGateways {
     this.#partitioned = partitioned;
     if (partitioned)
       this.#deps.log.warn(
-        { staleAfterMs: this.#deps.staleAfterMs },
+        { staleAfterMs: this.#deps.gatewayPolicy?.staleAfterMs },
         "remote API server unreachable for --stale-after: endpoints of unprobed gateways turn not ready",
       );
     else this.#deps.log.info({}, "remote API server reachable again: endpoints follow their gateways again");

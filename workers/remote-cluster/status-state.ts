@@ -14,8 +14,12 @@ export class SyncTracker {
   #lastFailure: WatchFailure | undefined;
   readonly #failuresByReason: Record<string, number> = {};
 
-  constructor(now: number) {
+  readonly #onEnter: ((state: ClusterSyncState, now: number) => void) | undefined;
+
+  /** `onEnter` hears of every change of state (the partition policy's clock, SPEC §14). */
+  constructor(now: number, onEnter?: (state: ClusterSyncState, now: number) => void) {
     this.#since = now;
+    this.#onEnter = onEnter;
   }
 
   get state(): ClusterSyncState {
@@ -27,6 +31,7 @@ export class SyncTracker {
     if (this.#state === state) return false;
     this.#state = state;
     this.#since = now;
+    this.#onEnter?.(state, now);
     return true;
   }
 
