@@ -103,7 +103,7 @@ export class RemoteClusterActor {
   #resolveTimer: NodeJS.Timeout | undefined;
   #statusTimer: NodeJS.Timeout | undefined;
   readonly #publish = new StatusThrottle(PROBE_COUNTERS_INTERVAL_MS);
-  readonly #sync = new SyncTracker(Date.now(), (state, now) => this.#gateways.syncStateChanged(state, now));
+  readonly #sync = new SyncTracker(Date.now(), (reachable, now) => this.#gateways.reachability(reachable, now));
   #stopped = false;
   /** The Services watch starts once the ServiceExport discovery has answered (see start). */
   #servicesStarted = false;

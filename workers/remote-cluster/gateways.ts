@@ -27,7 +27,7 @@ import type { MemberSelector } from "../../src/core/federated.ts";
 import type { Service } from "../../src/core/objects.ts";
 import { partitionState } from "../../src/core/partition.ts";
 import type { LineLogger } from "../../src/log/json-lines.ts";
-import type { ClusterSyncState, GatewayPolicyOptions } from "../../src/protocol/messages.ts";
+import type { GatewayPolicyOptions } from "../../src/protocol/messages.ts";
 import { GatewayHealth } from "./gateway-health.ts";
 import { clusterGatewayIndex, type GatewayIndex } from "./gateway-index.ts";
 import type { GatewayProberDeps } from "./gateway-prober.ts";
@@ -164,11 +164,10 @@ export class ClusterGateways {
     return this.#partitioned;
   }
 
-  /** The cluster entered `state` at `now`: unreachable from its first failure (`stale`) until `synced` again. */
-  syncStateChanged(state: ClusterSyncState, now: number): void {
-    if (state === "synced") this.#unreachableSince = undefined;
-    else if (state === "stale") this.#unreachableSince ??= now;
-    else return;
+  /** The remote API server failed (unreachable since the first failure) or answered, at `now`. */
+  reachability(reachable: boolean, now: number): void {
+    if (reachable) this.#unreachableSince = undefined;
+    else this.#unreachableSince ??= now;
     this.#evaluatePartition(now);
   }
 

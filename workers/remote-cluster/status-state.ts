@@ -14,12 +14,15 @@ export class SyncTracker {
   #lastFailure: WatchFailure | undefined;
   readonly #failuresByReason: Record<string, number> = {};
 
-  readonly #onEnter: ((state: ClusterSyncState, now: number) => void) | undefined;
+  readonly #reachability: ((reachable: boolean, now: number) => void) | undefined;
 
-  /** `onEnter` hears of every change of state (the partition policy's clock, SPEC §14). */
-  constructor(now: number, onEnter?: (state: ClusterSyncState, now: number) => void) {
+  /**
+   * `reachability` hears when the remote turns unreachable (`stale`: a failure after it
+   * synced) and reachable again (`synced`): the partition policy's clock (SPEC §14).
+   */
+  constructor(now: number, reachability?: (reachable: boolean, now: number) => void) {
     this.#since = now;
-    this.#onEnter = onEnter;
+    this.#reachability = reachability;
   }
 
   get state(): ClusterSyncState {
@@ -31,7 +34,7 @@ export class SyncTracker {
     if (this.#state === state) return false;
     this.#state = state;
     this.#since = now;
-    this.#onEnter?.(state, now);
+    if (state === "stale" || state === "synced") this.#reachability?.(state === "synced", now);
     return true;
   }
 
