@@ -76,6 +76,8 @@ export interface Config extends GatewayConfig, LimitsConfig, LeaderConfig, LinkC
   readonly clusterName: string;
   /** How long a better tier of a fleet-wide Service must hold enough ready endpoints before traffic returns to it (SPEC §14). */
   readonly failbackDelayMs: number;
+  /** A remote cluster unreachable this long counts as partitioned (SPEC §14); 0: never. */
+  readonly staleAfterMs: number;
   /** Ready endpoints the serving tiers of a fleet-wide Service hold at least, when the tiers have them (SPEC §14). */
   readonly failoverMinReady: number;
   /** The priority of a fleet-wide Service's local member: the local cluster's own Service (SPEC §14). */
@@ -190,6 +192,12 @@ export const runFlags = {
     default: "30s",
     description:
       "how long a better tier of a fleet-wide Service holds enough ready endpoints without a break before traffic returns to it",
+  },
+  "stale-after": {
+    type: "string",
+    default: "0s",
+    description:
+      "a remote cluster's endpoints turn not ready once its API server has been unreachable this long, unless its gateway is probed and alive (0s: never)",
   },
   "failover-min-ready": {
     type: "string",
@@ -317,6 +325,7 @@ export function parseRunConfig(argv: readonly string[], env: NodeJS.ProcessEnv =
     endpointsApi: parseEndpointsApi(str("endpoints-api")),
     clusterName: str("cluster-name"),
     failbackDelayMs: parseNumericFlag("failback-delay", str("failback-delay")),
+    staleAfterMs: parseNumericFlag("stale-after", str("stale-after")),
     failoverMinReady: parseNumericFlag("failover-min-ready", str("failover-min-ready")),
     localPriority: parseNumericFlag("local-priority", str("local-priority")),
     federatedSelector: parseSelectorFlag("federated-selector", str("federated-selector"), DEFAULT_MEMBER_SELECTOR),

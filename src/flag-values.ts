@@ -39,6 +39,7 @@ export const numericFlags = {
   "mcs-recheck-period": { kind: "duration", minMs: 1_000, maxMs: DAY_MS },
   "headless-host-grace": { kind: "duration", minMs: 0, maxMs: DAY_MS },
   "failback-delay": { kind: "duration", minMs: 0, maxMs: DAY_MS },
+  "stale-after": { kind: "duration", minMs: 0, maxMs: DAY_MS },
   "failover-min-ready": { kind: "integer", min: 1, max: 100_000 },
   "local-priority": { kind: "integer", min: 0, max: 1_000 },
   "write-concurrency": { kind: "integer", min: 1, max: 256 },

@@ -1,7 +1,22 @@
 /** Metrics of the local writer: readiness, queue, conflicts, writes (or planned writes in a dry run), logging. */
 import { droppedLogLines } from "../log.ts";
-import type { MetricBuilders } from "./metric-builders.ts";
+import type { FederatedServiceStatus } from "../protocol/status.ts";
+import type { MetricBuilders, MetricsSource } from "./metric-builders.ts";
 import { countConflicts, plannedWriteSeries, SnapshotHistogram, writeLabels } from "./snapshot-series.ts";
+
+/** One series per fleet-wide Service with tiers (SPEC §14), labelled by its namespace and name. */
+function perFederated(
+  source: MetricsSource,
+  value: (f: FederatedServiceStatus) => number | undefined,
+  set: (labels: Record<"namespace" | "service", string>, value: number) => void,
+): void {
+  for (const f of source.fleet()?.writer?.federated ?? []) {
+    const v = value(f);
+    if (v === undefined) continue;
+    const [namespace = "", service = ""] = f.key.split("/");
+    set({ namespace, service }, v);
+  }
+}
 
 export function registerWriterMetrics(b: MetricBuilders): void {
   const { source, registry } = b;
@@ -52,13 +67,14 @@ export function registerWriterMetrics(b: MetricBuilders): void {
     "fleet_mirror_federated_serving_priority",
     "The worst priority whose members serve a fleet-wide Service with priority tiers (SPEC §14).",
     ["namespace", "service"],
-    (set) => {
-      for (const f of source.fleet()?.writer?.federated ?? []) {
-        if (f.servingPriority === undefined) continue;
-        const [namespace = "", service = ""] = f.key.split("/");
-        set({ namespace, service }, f.servingPriority);
-      }
-    },
+    (set) => perFederated(source, (f) => f.servingPriority, set),
+  );
+  b.labelled(
+    "gauge",
+    "fleet_mirror_federated_last_priority",
+    "The priority of the last (worst) tier of a fleet-wide Service with priority tiers (SPEC §14); fleet_mirror_federated_serving_priority equal to it: every tier serves.",
+    ["namespace", "service"],
+    (set) => perFederated(source, (f) => f.tiers?.at(-1)?.priority, set),
   );
   b.labelled(
     "counter",

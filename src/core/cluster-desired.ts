@@ -27,6 +27,7 @@ import { desiredMemberFor, type FederatedMember, type MemberSelector, memberGate
 import { type HeadlessHosts, headlessOutcome, isHeadless } from "./headless.ts";
 import { type McsExport, mcsExportFor, type ServiceExport } from "./mcs.ts";
 import { objectKey, type Service } from "./objects.ts";
+import { partitionedView } from "./partition.ts";
 
 /** What is observed of one remote cluster, as the desired computation reads it. */
 export interface ClusterObservation {
@@ -43,6 +44,8 @@ export interface ClusterObservation {
   deadAddresses(gatewayKey: string): ReadonlySet<string> | undefined;
   /** Which gateway addresses may be used (SPEC §10, core/address-policy.ts); absent: the built-in policy. */
   addressPolicy?(): AddressPolicy;
+  /** The cluster's API server has been unreachable for `--stale-after` (SPEC §14, partition.ts); absent: never. */
+  partitioned?(): boolean;
   /** The hostnames of exported headless Service `key` (SPEC §12). */
   headlessHosts(key: string): HeadlessHosts;
   /** The headless Service of `namespace` that keeps per-host name `<hostname>-<c>`. */
@@ -80,12 +83,9 @@ export function gatewayViewOf(
   const key = gw ? objectKey(gw) : "";
   let view = views.get(key);
   if (!view) {
-    view = viewGateway(
-      observed.service(key),
-      (h) => observed.lookupHostname(h),
-      observed.deadAddresses(key),
-      observed.addressPolicy?.(),
-    );
+    const dead = observed.deadAddresses(key);
+    view = viewGateway(observed.service(key), (h) => observed.lookupHostname(h), dead, observed.addressPolicy?.());
+    if (observed.partitioned?.() === true) view = partitionedView(view, dead !== undefined);
     views.set(key, view);
   }
   return view;

@@ -36,6 +36,8 @@ export const GatewayPolicyOptionsSchema = v.object({
   maxProbed: atLeastOne,
   /** Probes in flight per cluster at most. */
   maxProbesInFlight: atLeastOne,
+  /** `--stale-after` in ms (SPEC §14): unreachable this long, unprobed gateways' addresses are not ready; absent or 0: never. */
+  staleAfterMs: v.exactOptional(nonNegative),
 });
 export type GatewayPolicyOptions = DeepReadonly<v.InferOutput<typeof GatewayPolicyOptionsSchema>>;
 

@@ -32,6 +32,9 @@ export function remoteActorOptions(config: Config, o: ActorOptionOverrides): Rem
     maxResponseBytes: responseCapBytes(config),
     ...(o.testHooks === true ? { testHooks: true } : {}),
     ...(o.gatewayDnsServers ? { gatewayDnsServers: [...o.gatewayDnsServers] } : {}),
-    gatewayPolicy: gatewayPolicyOptions(config),
+    gatewayPolicy: {
+      ...gatewayPolicyOptions(config),
+      ...(config.staleAfterMs > 0 ? { staleAfterMs: config.staleAfterMs } : {}),
+    },
   };
 }

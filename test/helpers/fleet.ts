@@ -313,6 +313,29 @@ export class Fleet {
     });
   }
 
+  /**
+   * Registers cluster `clusterName`: `remote` reached at `server` (a fault proxy in front
+   * of it), with the reader token and `remote`'s CA. Returns the Secret's name.
+   */
+  async registerThrough(clusterName: string, remote: string, server: string): Promise<string> {
+    const secretName = `cluster-credentials-${clusterName}`;
+    await this.local.createNamespacedSecret({
+      namespace: CONTROLLER_NAMESPACE,
+      body: this.secretBody({
+        secretName,
+        clusterName,
+        kubeconfig: renderKubeconfig({
+          cluster: clusterName,
+          server,
+          caPem: this.plane.cluster(remote).caPem,
+          user: "fleet-mirror",
+          auth: { token: await this.remoteToken(remote) },
+        }),
+      }),
+    });
+    return secretName;
+  }
+
   secretBody(opts: {
     secretName: string;
     clusterName: string;

@@ -11,7 +11,6 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { startFaultProxyFor } from "../../sandbox/fault-proxy.ts";
-import { renderKubeconfig } from "../../sandbox/kubeconfig.ts";
 import type { Config } from "../../src/config.ts";
 import { silentLogger } from "../../src/log.ts";
 import { PROTOCOL_ERROR_LOG } from "../../src/protocol/guard.ts";
@@ -184,20 +183,7 @@ describe("isolation under faults", () => {
     const secretName = "cluster-credentials-far";
     const supervisors: Supervisor[] = [];
     try {
-      await fleet.local.createNamespacedSecret({
-        namespace: CONTROLLER_NAMESPACE,
-        body: fleet.secretBody({
-          secretName,
-          clusterName: "far",
-          kubeconfig: renderKubeconfig({
-            cluster: "far",
-            server: proxy.url,
-            caPem: fleet.plane.cluster("east").caPem,
-            user: "fleet-mirror",
-            auth: { token: await fleet.remoteToken("east") },
-          }),
-        }),
-      });
+      await fleet.registerThrough("far", "east", proxy.url);
       await fleet.createService("east", ns, "web");
       await fleet.createService("west", ns, "web");
       const supervisor = startSupervisor({ watchInactivityTimeoutMs: 2_000 });

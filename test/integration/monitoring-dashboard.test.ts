@@ -52,15 +52,20 @@ describe("the Grafana dashboard of deploy/monitoring", () => {
   const dir = mkdtempSync(join(tmpdir(), "fleet-mirror-dashboard-"));
   after(() => rmSync(dir, { recursive: true, force: true }));
 
-  it("covers the fleet, each cluster, the writer, latency, gateways and memory per thread", () => {
+  it("covers the fleet, each cluster, the writer, latency, gateways, failover and memory per thread", () => {
     const rows = dashboard.panels.filter((p) => p.type === "row").map((p) => p.title);
-    for (const topic of [/fleet/i, /cluster/i, /writer/i, /latency/i, /gateway/i, /memory/i])
+    for (const topic of [/fleet/i, /cluster/i, /writer/i, /latency/i, /gateway/i, /failover/i, /memory/i])
       assert.ok(
         rows.some((r) => topic.test(r)),
         `no row about ${topic}`,
       );
     assert.ok(queries.length >= 30, `${queries.length} queries`);
     assert.ok(queries.some((q) => q.expr.includes("fleet_mirror_thread_heap_used_bytes") && /thread/.test(q.panel)));
+    // The failover panels: serving priority per fleet-wide Service, and switches over time.
+    assert.ok(
+      queries.some((q) => q.expr.includes("fleet_mirror_federated_serving_priority") && /priority/i.test(q.panel)),
+    );
+    assert.ok(queries.some((q) => q.expr.includes("fleet_mirror_federated_switches_total") && /switch/i.test(q.panel)));
   });
 
   it("has queries that all parse in promtool once Grafana's variables are substituted", async () => {

@@ -36,6 +36,7 @@ const BAD_VALUES: Record<string, { readonly bad: readonly string[]; readonly all
   "mcs-recheck-period": { bad: ["0", "500ms", "never", "25h"], allowed: /1s to 24h/ },
   "headless-host-grace": { bad: ["-1s", "never", "", "25h", "1e3"], allowed: /0s to 24h/ },
   "failback-delay": { bad: ["-1s", "soon", "", "25h"], allowed: /0s to 24h/ },
+  "stale-after": { bad: ["-1s", "never", "", "25h"], allowed: /0s to 24h/ },
   "failover-min-ready": { bad: ["0", "-1", "1.5", "", "100001"], allowed: /whole number from 1 to 100000/ },
   "local-priority": { bad: ["-1", "1001", "1.5", "", "low"], allowed: /whole number from 0 to 1000/ },
   "write-concurrency": { bad: ["2.5", "0", "-1", "1e2", "0x10", "", " ", "eight", "257"], allowed: /1 to 256/ },
@@ -134,6 +135,8 @@ describe("run's numeric flags", () => {
       ["headless-host-grace", "24h"],
       ["failback-delay", "0"],
       ["failback-delay", "24h"],
+      ["stale-after", "0s"],
+      ["stale-after", "24h"],
       ["failover-min-ready", "1"],
       ["failover-min-ready", "100000"],
       ["local-priority", "0"],
@@ -174,6 +177,8 @@ describe("run's numeric flags", () => {
     assert.equal(mcs.mcsRecheckMs, 90_000);
     // The default: a host missing from a headless Service's slices keeps its mirror 5 min (SPEC §12).
     assert.equal(config.headlessHostGraceMs, 300_000);
+    // The partition policy is off unless asked for (SPEC §14).
+    assert.equal(config.staleAfterMs, 0);
     assert.equal(config.writeConcurrency, 3);
     assert.equal(config.writeQps, 2.5);
     assert.equal(config.blockedRecheckMs, 250);

@@ -39,6 +39,25 @@ const histogram = (count: number) => ({
   count,
 });
 
+/** A leader's fleet with no cluster and an idle writer, but for `writer`'s fields. */
+function fleetWithWriter(writer: Partial<NonNullable<FleetStatus["writer"]>>): FleetStatus {
+  return {
+    secretsListed: true,
+    writerRestarts: 0,
+    clusters: [],
+    writer: {
+      ready: true,
+      queueDepth: 0,
+      inFlight: 0,
+      writes: {},
+      retries: 0,
+      writeDuration: histogram(0),
+      clusters: {},
+      ...writer,
+    },
+  };
+}
+
 describe("counters across restarts", () => {
   it("never go down when an incarnation ends and the next one counts from zero", () => {
     // Two incarnations: the first reaches 3 lists then crashes; the second starts at 0.
@@ -137,25 +156,14 @@ describe("metric values", () => {
 
   it("count conflicts: mirrors blocked by a user's object or another cluster, members whose ports conflict, not a missing namespace", () => {
     const blocked = (reason: string) => ({ key: `ns/${reason}`, reason, message: reason });
-    const fleet: FleetStatus = {
-      secretsListed: true,
-      writerRestarts: 0,
-      clusters: [],
-      writer: {
-        ready: true,
-        queueDepth: 0,
-        inFlight: 0,
-        writes: {},
-        retries: 0,
-        writeDuration: histogram(0),
-        clusters: {
-          a: { mirrors: 3, complete: true, blocked: [blocked("user-owned"), blocked("namespace-missing")] },
-          b: { mirrors: 1, complete: true, blocked: [blocked("owned-by-other-cluster"), blocked("port-conflict")] },
-          // A mirror whose slice name a fleet-wide or import part holds (SPEC §11, §12).
-          c: { mirrors: 1, complete: true, blocked: [blocked("owned-by-other-service")] },
-        },
+    const fleet = fleetWithWriter({
+      clusters: {
+        a: { mirrors: 3, complete: true, blocked: [blocked("user-owned"), blocked("namespace-missing")] },
+        b: { mirrors: 1, complete: true, blocked: [blocked("owned-by-other-cluster"), blocked("port-conflict")] },
+        // A mirror whose slice name a fleet-wide or import part holds (SPEC §11, §12).
+        c: { mirrors: 1, complete: true, blocked: [blocked("owned-by-other-service")] },
       },
-    };
+    });
     assert.equal(countConflicts(fleet), 4);
     assert.equal(countConflicts(undefined), 0);
   });
@@ -219,6 +227,43 @@ describe("the metrics registry", () => {
     assert.match(text, /^fleet_mirror_leader 0$/m);
     assert.doesNotMatch(text, /cluster="east"/);
     assert.match(text, /^fleet_mirror_write_retries_total 0$/m);
+  });
+});
+
+describe("priority tier metrics", () => {
+  it("give each fleet-wide Service with tiers its serving priority and its last tier's priority; one without tiers has neither", async () => {
+    const tiered = (key: string, serving: number, priorities: readonly number[]) => ({
+      key,
+      clusters: ["east", "west"],
+      kept: [],
+      ready: 1,
+      notReady: 1,
+      tiers: priorities.map((priority) => ({
+        priority,
+        ready: priority <= serving ? 1 : 0,
+        serving: priority <= serving,
+      })),
+      servingPriority: serving,
+      servingSince: "2026-01-01T00:00:00.000Z",
+    });
+    const fleet = fleetWithWriter({
+      federated: [
+        tiered("shop/search-federated", 0, [0, 10, 20]),
+        tiered("shop/cart-federated", 20, [0, 20]),
+        { key: "shop/flat-federated", clusters: ["east"], kept: [], ready: 1, notReady: 0 },
+      ],
+    });
+    const text = await createMetrics({
+      fleet: () => fleet,
+      counters: () => undefined,
+      leadership: () => alwaysLeading("me", 0),
+      threadHeaps: async () => [],
+    }).metrics();
+    assert.match(text, /^fleet_mirror_federated_serving_priority\{namespace="shop",service="search-federated"\} 0$/m);
+    assert.match(text, /^fleet_mirror_federated_last_priority\{namespace="shop",service="search-federated"\} 20$/m);
+    assert.match(text, /^fleet_mirror_federated_serving_priority\{namespace="shop",service="cart-federated"\} 20$/m);
+    assert.match(text, /^fleet_mirror_federated_last_priority\{namespace="shop",service="cart-federated"\} 20$/m);
+    assert.doesNotMatch(text, /flat-federated/);
   });
 });
 

@@ -105,7 +105,7 @@ export class RemoteClusterActor {
   #resolveTimer: NodeJS.Timeout | undefined;
   #statusTimer: NodeJS.Timeout | undefined;
   readonly #publish = new StatusThrottle(PROBE_COUNTERS_INTERVAL_MS);
-  readonly #sync = new SyncTracker(Date.now());
+  readonly #sync = new SyncTracker(Date.now(), (reachable, now) => this.#gateways.reachability(reachable, now));
   #stopped = false;
   /** The Services watch starts once the ServiceExport discovery has answered (see start). */
   #servicesStarted = false;
@@ -207,6 +207,7 @@ export class RemoteClusterActor {
       memberSelector: selector,
       lookupHostname: this.#gateways.lookupHostname,
       deadAddresses: (gatewayKey) => this.#gateways.health.deadAddresses(gatewayKey),
+      partitioned: () => this.#gateways.partitioned,
       addressPolicy: () => this.#gateways.policy,
       headlessHosts: (key) => this.#headless.hosts(key),
       hostClaimant: (namespace, hostname) => this.#headless.hostClaimant(namespace, hostname),

@@ -97,6 +97,8 @@ export interface DesiredSenderDeps {
   readonly deadAddresses: (gatewayKey: string) => ReadonlySet<string> | undefined;
   /** Which gateway addresses may be used now (SPEC §10). Default: the built-in policy. */
   readonly addressPolicy?: () => AddressPolicy;
+  /** The cluster counts as partitioned (SPEC §14 `--stale-after`). */
+  readonly partitioned?: () => boolean;
   /** The hostnames of exported headless Service `key` (SPEC §12, headless-watches.ts). */
   readonly headlessHosts: (key: string) => HeadlessHosts;
   /** The headless Service of `namespace` that keeps per-host name `<hostname>-<c>` (HeadlessWatches). */
@@ -148,6 +150,7 @@ export class DesiredSender {
       serviceExport: (key) => deps.serviceExports.get(key),
       lookupHostname: deps.lookupHostname,
       deadAddresses: deps.deadAddresses,
+      partitioned: () => deps.partitioned?.() === true,
       addressPolicy: () => deps.addressPolicy?.() ?? DEFAULT_ADDRESS_POLICY,
       headlessHosts: deps.headlessHosts,
       hostClaimant: deps.hostClaimant,

@@ -25,6 +25,7 @@ import { ingressHostnames } from "../../src/core/desired.ts";
 import type { ExportSettings } from "../../src/core/export.ts";
 import type { MemberSelector } from "../../src/core/federated.ts";
 import type { Service } from "../../src/core/objects.ts";
+import { partitionState } from "../../src/core/partition.ts";
 import type { LineLogger } from "../../src/log/json-lines.ts";
 import type { GatewayPolicyOptions } from "../../src/protocol/messages.ts";
 import { GatewayHealth, type GatewayHealthDeps } from "./gateway-health.ts";
@@ -66,6 +67,10 @@ export class ClusterGateways {
   readonly #deps: ClusterGatewaysDeps;
   readonly #settings: AddressPolicySettings;
   #policy: AddressPolicy;
+  /** Since when the remote API server has been unreachable (ms); undefined: reachable. */
+  #unreachableSince: number | undefined;
+  #partitioned = false;
+  #partitionTimer: NodeJS.Timeout | undefined;
 
   constructor(deps: ClusterGatewaysDeps) {
     this.#deps = deps;
@@ -157,7 +162,20 @@ export class ClusterGateways {
     return this.#hostnames.refresh(new Set(gateways.flatMap((g) => (g ? ingressHostnames(g) : []))));
   }
 
+  /** Partitioned (SPEC §14 `--stale-after`): unprobed gateways' addresses are written not ready. */
+  get partitioned(): boolean {
+    return this.#partitioned;
+  }
+
+  /** The remote API server failed (unreachable since the first failure) or answered, at `now`. */
+  reachability(reachable: boolean, now: number): void {
+    if (reachable) this.#unreachableSince = undefined;
+    else this.#unreachableSince ??= now;
+    this.#evaluatePartition(now);
+  }
+
   stop(): void {
+    clearTimeout(this.#partitionTimer);
     this.#hostnames.stop();
     this.health.stop();
   }
@@ -190,6 +208,33 @@ export class ClusterGateways {
   /** Probes gateway `key` as it now stands while a Service uses it, not at all otherwise. */
   #syncProbe(key: string): void {
     this.health.sync(key, this.index.isGateway(key) ? this.#deps.services.get(key) : undefined);
+  }
+
+  /** Partitioned or not now; a change recomputes every key that uses a gateway. */
+  #evaluatePartition(now: number): void {
+    clearTimeout(this.#partitionTimer);
+    this.#partitionTimer = undefined;
+    const { partitioned, at } = partitionState(
+      this.#deps.gatewayPolicy?.staleAfterMs ?? 0,
+      this.#unreachableSince,
+      now,
+    );
+    if (at !== undefined)
+      this.#partitionTimer = setTimeout(
+        this.#deps.guard(() => this.#evaluatePartition(Date.now())),
+        at - now,
+      );
+    if (partitioned === this.#partitioned) return;
+    this.#partitioned = partitioned;
+    if (partitioned)
+      this.#deps.log.warn(
+        { staleAfterMs: this.#deps.gatewayPolicy?.staleAfterMs },
+        "remote API server unreachable for --stale-after: endpoints of unprobed gateways turn not ready",
+      );
+    else this.#deps.log.info({}, "remote API server reachable again: endpoints follow their gateways again");
+    for (const [, users] of this.index.entries()) for (const user of users) this.#deps.markDirty(user);
+    this.#deps.statusChanged();
+    this.#deps.flush();
   }
 
   /** An address of gateway `key` became dead or alive: the keys using it are recomputed. */

@@ -14,8 +14,15 @@ export class SyncTracker {
   #lastFailure: WatchFailure | undefined;
   readonly #failuresByReason: Record<string, number> = {};
 
-  constructor(now: number) {
+  readonly #reachability: ((reachable: boolean, now: number) => void) | undefined;
+
+  /**
+   * `reachability` hears when the remote turns unreachable (`stale`: a failure after it
+   * synced) and reachable again (`synced`): the partition policy's clock (SPEC §14).
+   */
+  constructor(now: number, reachability?: (reachable: boolean, now: number) => void) {
     this.#since = now;
+    this.#reachability = reachability;
   }
 
   get state(): ClusterSyncState {
@@ -27,6 +34,7 @@ export class SyncTracker {
     if (this.#state === state) return false;
     this.#state = state;
     this.#since = now;
+    if (state === "stale" || state === "synced") this.#reachability?.(state === "synced", now);
     return true;
   }
 
