@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { claimLocal, isDocumentationPrefix } from "../../sandbox/local-addresses.ts";
+import { claimLocal, isDocumentationPrefix, prefixesWithout } from "../../sandbox/local-addresses.ts";
 
 describe("local address prefixes", () => {
   it("accepts a documentation range and any prefix inside one", () => {
@@ -32,5 +32,27 @@ describe("local address prefixes", () => {
 
   it("claims nothing when one prefix of the list is outside the documentation ranges", async () => {
     await assert.rejects(claimLocal(["198.51.100.64/28", "192.0.2.0/28"]), /192\.0\.2\.0\/28: not inside/);
+  });
+});
+
+describe("prefixesWithout", () => {
+  it("covers a range minus the machine's addresses with the fewest prefixes, and the range itself when none is inside", () => {
+    assert.deepEqual(prefixesWithout("198.51.100.0/24", ["203.0.113.80", "10.255.255.53"]), ["198.51.100.0/24"]);
+    assert.deepEqual(prefixesWithout("203.0.113.0/24", ["203.0.113.80"]), [
+      "203.0.113.0/26",
+      "203.0.113.64/28",
+      "203.0.113.81/32",
+      "203.0.113.82/31",
+      "203.0.113.84/30",
+      "203.0.113.88/29",
+      "203.0.113.96/27",
+      "203.0.113.128/25",
+    ]);
+    assert.deepEqual(prefixesWithout("203.0.113.80/32", ["203.0.113.80"]), []);
+  });
+
+  it("refuses an IPv6 prefix holding an address the machine needs", () => {
+    assert.equal(prefixesWithout("2001:db8::/32", ["2001:db8::53"]), undefined);
+    assert.deepEqual(prefixesWithout("2001:db8::/32", ["203.0.113.80"]), ["2001:db8::/32"]);
   });
 });
