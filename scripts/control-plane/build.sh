@@ -18,6 +18,8 @@
 #                             CRD manifests (github.com/prometheus-operator/prometheus-operator,
 #                             example/prometheus-operator-crd); prints their directory.
 #                             Nothing is compiled.
+#         build.sh kubelet    kubelet only; prints the directory holding it. Not part of
+#                             `all`: only the real-node experiment (DESIGN §6) runs it.
 #         build.sh helm       helm (helm.sh/helm/v4) only; prints the directory holding
 #                             `helm`. The chart test renders and lints with it. Not part of
 #                             `all`: the sandbox does not need it.
@@ -30,6 +32,7 @@
 #           kubectl-<k8s>/                  kubectl
 #           kube-controller-manager-<k8s>/  kube-controller-manager
 #           kube-proxy-<k8s>/               kube-proxy
+#           kubelet-<k8s>/                  kubelet
 #           coredns-<coredns>+hosts/        coredns (only the plugins the sandbox uses; the
 #                                           directory before `hosts` joined was coredns-<coredns>/)
 #           mcs-api-<mcs>/                  multicluster.x-k8s.io_service{exports,imports}.yaml
@@ -54,8 +57,8 @@ source "$here/versions.env"
 log() { printf '[control-plane] %s\n' "$*" >&2; }
 
 case "${1:-all}" in
-  all | kubectl | kube-controller-manager | kube-proxy | coredns | mcs-crds | monitoring-crds | helm | promtool | kwok) what="${1:-all}" ;;
-  *) log "usage: build.sh [kubectl | kube-controller-manager | kube-proxy | coredns | mcs-crds | monitoring-crds | helm | promtool | kwok]"; exit 2 ;;
+  all | kubectl | kube-controller-manager | kube-proxy | kubelet | coredns | mcs-crds | monitoring-crds | helm | promtool | kwok) what="${1:-all}" ;;
+  *) log "usage: build.sh [kubectl | kube-controller-manager | kube-proxy | kubelet | coredns | mcs-crds | monitoring-crds | helm | promtool | kwok]"; exit 2 ;;
 esac
 
 cache_root="${FLEET_MIRROR_CACHE:-$HOME/.cache/fleet-mirror}/control-plane"
@@ -470,6 +473,10 @@ case "$what" in
   kube-proxy)
     ensure_kube_proxy
     echo "$kube_proxy_dir"
+    ;;
+  kubelet)
+    ensure_k8s_command kubelet
+    echo "$k8s_command_dir"
     ;;
   coredns)
     ensure_coredns
