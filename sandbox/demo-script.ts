@@ -4,7 +4,7 @@
  * Services), registers them through credentials Secrets holding least-privilege tokens,
  * and the scripted changes whose effect the demo then waits to see in the local cluster.
  */
-import { CoreV1Api, DiscoveryV1Api, KubeConfig, type V1Service } from "@kubernetes/client-node";
+import { CoreV1Api, DiscoveryV1Api, type V1Service } from "@kubernetes/client-node";
 import { EXPORTED_LABEL } from "../src/core/export.ts";
 import { FEDERATED_LABEL } from "../src/core/federated.ts";
 import { CLUSTER_NAME, GATEWAY_NAME, GATEWAY_NS, REMOTE_CLUSTER_DOMAIN, SECRET_TYPE } from "../src/core/labels.ts";
@@ -16,18 +16,12 @@ import { DEMO_PROBE_PERIOD_SECONDS, type DemoGateways, GATEWAY_PORT } from "./de
 import type { MirrorRow } from "./demo-mirrors.ts";
 import { HEADLESS_HOSTS, HEADLESS_KEY, MCS_IMPORT_KEY, REMOTE_READER_RULES, type WestExport } from "./demo-modes.ts";
 import type { DemoTraffic } from "./demo-traffic.ts";
-import { renderKubeconfig } from "./kubeconfig.ts";
+import { kubeConfig, renderKubeconfig } from "./kubeconfig.ts";
 
 export const NAMESPACE = "fleet-mirror";
 const REMOTES = ["east", "west"] as const;
 export type Remote = (typeof REMOTES)[number];
 export type Remotes = Readonly<Record<Remote, CoreV1Api>>;
-
-export function kubeConfig(text: string): KubeConfig {
-  const kc = new KubeConfig();
-  kc.loadFromString(text);
-  return kc;
-}
 
 export function coreApi(kubeconfigText: string): CoreV1Api {
   return kubeConfig(kubeconfigText).makeApiClient(CoreV1Api);

@@ -33,7 +33,6 @@ import {
   coreApi,
   demoSteps,
   discoveryApi,
-  kubeConfig,
   NAMESPACE,
   registerRemotes,
   resetForNextRound,
@@ -42,6 +41,7 @@ import {
 } from "./demo-script.ts";
 import { MirrorActivity, renderTable } from "./demo-table.ts";
 import { DemoTraffic } from "./demo-traffic.ts";
+import { kubeConfig } from "./kubeconfig.ts";
 import { startSandbox } from "./sandbox.ts";
 import { Screen } from "./screen.ts";
 

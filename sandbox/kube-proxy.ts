@@ -26,8 +26,7 @@ import { CoreV1Api } from "@kubernetes/client-node";
 import { freePort } from "./api-server.ts";
 import { ensureKubeProxy } from "./binaries.ts";
 import type { ControlPlane } from "./control-plane.ts";
-import { kubeConfig } from "./demo-script.ts";
-import { writeClientKubeconfig } from "./kubeconfig.ts";
+import { kubeConfig, writeClientKubeconfig } from "./kubeconfig.ts";
 import { ManagedProcess, waitForHttpOk } from "./process.ts";
 
 const run = promisify(execFile);

@@ -1,4 +1,5 @@
 import { writeFile } from "node:fs/promises";
+import { KubeConfig } from "@kubernetes/client-node";
 
 /**
  * Renders a single-context kubeconfig as YAML text. Credentials are always inline
@@ -67,4 +68,11 @@ export async function writeClientKubeconfig(
   const { name, server, caPem } = cluster;
   await writeFile(path, renderKubeconfig({ cluster: name, server, caPem, user, auth }), { mode: 0o600 });
   return path;
+}
+
+/** A client-node KubeConfig loaded from kubeconfig text. */
+export function kubeConfig(text: string): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromString(text);
+  return kc;
 }

@@ -23,7 +23,7 @@ import { linkGatewayRef } from "../core/link-gateway.ts";
 import { objectKey } from "../core/objects.ts";
 import { DEFAULT_PRIORITY } from "../core/tiers.ts";
 import type { StoredCredentials, StoredLink } from "./link-stored.ts";
-import type { RegisteredCluster } from "./registry.ts";
+import type { RegisteredCluster } from "./registration.ts";
 
 /** The key reports and status rows name a Link by. */
 export const linkSourceKey = (namespace: string, name: string): string => `Link ${namespace}/${name}`;

@@ -53,6 +53,12 @@ export interface Registration {
   readonly fingerprint: string;
 }
 
+/** A registration as the registry holds it: with the key and uid of what registered it (a Secret, or a Link). */
+export interface RegisteredCluster extends Registration {
+  readonly secretKey: string;
+  readonly secretUid: string;
+}
+
 export type InvalidReason =
   | "missing-cluster-name"
   | "invalid-cluster-name"

@@ -15,7 +15,7 @@
  */
 import { type KubeObject, objectKey } from "../core/objects.ts";
 import type { LinkInvalidReason, LinkRegistry } from "./link-registry.ts";
-import type { InvalidReason, ParsedSecret, Registration } from "./registration.ts";
+import type { InvalidReason, ParsedSecret, RegisteredCluster, Registration } from "./registration.ts";
 
 export interface SecretEntry {
   /** The Secret (its metadata is all the registry reads) and the parse of its data. */
@@ -23,10 +23,7 @@ export interface SecretEntry {
   readonly parsed: ParsedSecret;
 }
 
-export interface RegisteredCluster extends Registration {
-  readonly secretKey: string;
-  readonly secretUid: string;
-}
+export type { RegisteredCluster } from "./registration.ts";
 
 export interface RegistryState {
   readonly registered: ReadonlyMap<string, RegisteredCluster>;

@@ -11,7 +11,8 @@
  */
 import { DemoGateways } from "../../sandbox/demo-gateways.ts";
 import { shapeModes, type WestExport } from "../../sandbox/demo-modes.ts";
-import { kubeConfig, registerRemotes, shapeRemotes } from "../../sandbox/demo-script.ts";
+import { registerRemotes, shapeRemotes } from "../../sandbox/demo-script.ts";
+import { kubeConfig } from "../../sandbox/kubeconfig.ts";
 import { type Outcome, TrafficPath, trafficUnavailable } from "../../sandbox/traffic.ts";
 import type { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { Fleet } from "./fleet.ts";
