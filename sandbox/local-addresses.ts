@@ -170,7 +170,7 @@ export async function makeLocal(range: LocalRange): Promise<LocalRoute> {
       released = true;
       holder.stdin?.end();
       await new Promise<void>((resolve) =>
-        holder.exitCode !== null ? resolve() : holder.once("exit", () => resolve()),
+        holder.exitCode !== null || holder.signalCode !== null ? resolve() : holder.once("exit", () => resolve()),
       );
       const deletes = pieces
         .map((piece) => `ip ${familyOf(piece)} route del local ${piece} dev lo 2>/dev/null`)

@@ -175,7 +175,8 @@ export async function acquireTrafficHost(serviceCidr: string, waitMs: number): P
   const holder = await lock(waitMs);
   if (!holder) return undefined;
   const unlock = async (): Promise<void> => {
-    if (holder.exitCode !== null) return;
+    // Gone already (a signal to the process group ends it too): its exit event has fired.
+    if (holder.exitCode !== null || holder.signalCode !== null) return;
     const exited = new Promise((resolve) => holder.once("exit", resolve));
     holder.stdin?.end();
     await exited;
