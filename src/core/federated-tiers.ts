@@ -31,23 +31,26 @@ export function federatedTiers(
   kept: readonly string[],
   priorityOf: (cluster: string) => number,
   keptReady: (cluster: string) => number,
+  readyOf: (member: FederatedMember) => number = memberReady,
 ): Tier[] | undefined {
   const tiers = tiersOf([
-    ...parts.map((m) => ({ priority: priorityOf(m.cluster), ready: memberReady(m) })),
+    ...parts.map((m) => ({ priority: priorityOf(m.cluster), ready: readyOf(m) })),
     ...kept.map((cluster) => ({ priority: priorityOf(cluster), ready: keptReady(cluster) })),
   ]);
   return tiers.length >= 2 ? tiers : undefined;
 }
 
-/** A member outside the serving tiers: its endpoints all not ready, and marked standby. */
+/** A member outside the serving tiers: its endpoints all not ready, and marked standby with its true count. */
 function standby(member: FederatedMember): FederatedMember {
+  const standbyReady = memberReady(member);
   if (member.endpoints)
     return {
       ...member,
       standby: true,
+      standbyReady,
       endpoints: member.endpoints.map((e) => ({ ...e, conditions: { ...e.conditions, ready: false, serving: false } })),
     };
-  return { ...member, standby: true, notReadyAddresses: member.addresses };
+  return { ...member, standby: true, standbyReady, notReadyAddresses: member.addresses };
 }
 
 /** The parts as written while the members of priority at most `cutoff` serve. */

@@ -76,6 +76,11 @@ export interface FederatedMember {
   readonly endpoints?: readonly PartEndpoint[];
   /** Outside the serving tiers (SPEC §14): set by the writer (federated-tiers.ts), never sent by an actor. */
   readonly standby?: true;
+  /**
+   * With `standby`: the ready endpoints the member holds, which its part does not show
+   * (every endpoint written not ready); a sharded part states it (SPEC §14 "Sharded").
+   */
+  readonly standbyReady?: number;
 }
 
 /** One endpoint of a local part, as its EndpointSlice had it (local-part.ts). */

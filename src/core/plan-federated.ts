@@ -64,6 +64,7 @@ import {
 } from "./mirror-kinds.ts";
 import type { EndpointSlice, Endpoints, KubeObject, Service } from "./objects.ts";
 import { type NamespaceInput, namespaceGate, serviceBody, serviceMatches } from "./plan.ts";
+import { READY_ANNOTATION, statedReady } from "./sharded-tiers.ts";
 import { SERVING_PRIORITY_ANNOTATION, STANDBY_ANNOTATION } from "./tiers.ts";
 
 export { federatedSubsets } from "./federated-endpoints.ts";
@@ -191,14 +192,21 @@ function shape(input: FederatedPlanInput, fields: Partial<DesiredMirror>): Desir
 
 /**
  * One member cluster's part as a mirror-shaped value: its slices are named
- * `<name>-<cluster>-<family>`. Sharded, it also states the member's ports (read by the
- * replica owning the Service); `empty`: no endpoints (excluded, or announced before the
- * Service exists).
+ * `<name>-<cluster>-<family>`. Sharded, it states the member's ports and, standing by
+ * or `announced`, its ready endpoints (read by the owner); `empty`: no endpoints
+ * (excluded, or announced before the Service exists).
  */
-function partShape(input: FederatedPlanInput, member: FederatedMember, empty = false): DesiredMirror {
+function partShape(
+  input: FederatedPlanInput,
+  member: FederatedMember,
+  empty = false,
+  announced = false,
+): DesiredMirror {
   const annotations: Record<string, string> = member.identity ? { [REMOTE_GATEWAY_IDENTITY]: member.identity } : {};
-  if (member.standby) annotations[STANDBY_ANNOTATION] = "true";
+  if (member.standby && !empty) annotations[STANDBY_ANNOTATION] = "true";
   if (input.shard) annotations[FEDERATED_PORTS] = portsAnnotation(member.ports);
+  const ready = statedReady(member, empty, announced);
+  if (input.shard && ready !== undefined) annotations[READY_ANNOTATION] = String(ready);
   return shape(input, {
     cluster: member.cluster,
     name: `${input.name}-${member.cluster}`,
@@ -352,7 +360,7 @@ export function planFederated(input: FederatedPlanInput): FederatedPlan {
             reduction.excluded.find((e) => e.cluster === member.cluster)?.message ??
             `ports of ${member.remote} in cluster ${member.cluster} differ from those of the fleet-wide Service ${namespace}/${input.name}: left out of it`,
         });
-      const part = partShape(input, member, shard !== undefined && !agrees);
+      const part = partShape(input, member, shard !== undefined && !agrees, shard !== undefined && !authority);
       for (const content of partContents(part, member, shard !== undefined && !agrees)) {
         staying.add(`EndpointSlice/${content.name}`);
         // Written once the Service's uid is known, except by a host that does not own

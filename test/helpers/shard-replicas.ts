@@ -11,6 +11,24 @@ import { apiRequests } from "../actor/writer-harness.ts";
 import type { ControllerProcess, Fleet } from "./fleet.ts";
 import { eventually } from "./kube.ts";
 
+/**
+ * `run` flags of a sharded replica with short Leases (4 s, renew deadline 3 s, retry
+ * 500 ms), so that shards settle and move within seconds.
+ */
+export function shortLeaseArgs(shards: number): string[] {
+  return [
+    "--leader-elect",
+    "--shards",
+    String(shards),
+    "--leader-election-lease-duration",
+    "4s",
+    "--leader-election-renew-deadline",
+    "3s",
+    "--leader-election-retry-period",
+    "500ms",
+  ];
+}
+
 export interface ShardReplica {
   readonly identity: string;
   process: ControllerProcess;

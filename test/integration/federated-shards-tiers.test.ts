@@ -13,7 +13,7 @@ import { applyRbacYaml } from "../../sandbox/rbac.ts";
 import { federatedShardOf, shardOf } from "../../src/core/shards.ts";
 import { Fleet } from "../helpers/fleet.ts";
 import { eventually } from "../helpers/kube.ts";
-import { fleetWideWrites, ShardReplicas } from "../helpers/shard-replicas.ts";
+import { fleetWideWrites, ShardReplicas, shortLeaseArgs } from "../helpers/shard-replicas.ts";
 
 const TIMEOUT_MS = 90_000;
 const SHARDS = 2;
@@ -21,9 +21,7 @@ const NS = "tiers";
 const NAME = "web-federated";
 const FAILBACK_DELAY_MS = 4_000;
 const ARGS = [
-  "--leader-elect",
-  "--shards",
-  String(SHARDS),
+  ...shortLeaseArgs(SHARDS),
   "--expected-replicas",
   "2",
   "--endpoints-api",
@@ -32,12 +30,6 @@ const ARGS = [
   `${FAILBACK_DELAY_MS}ms`,
   "--max-threads",
   "1",
-  "--leader-election-lease-duration",
-  "4s",
-  "--leader-election-renew-deadline",
-  "3s",
-  "--leader-election-retry-period",
-  "500ms",
 ];
 const IDENTITIES = ["replica-a", "replica-b"];
 const GATEWAY = { namespace: "linkerd-multicluster", name: "linkerd-gateway" };

@@ -14,109 +14,27 @@ import { after, before, describe, it, type TestContext } from "node:test";
 import { fileURLToPath } from "node:url";
 import { DiscoveryV1Api, type V1EndpointSlice } from "@kubernetes/client-node";
 import { applyRbacYaml } from "../../sandbox/rbac.ts";
-import type { AdminStatus } from "../../src/admin/source.ts";
 import { federatedShardOf } from "../../src/core/shards.ts";
-import { apiRequests } from "../actor/writer-harness.ts";
-import { type ControllerProcess, Fleet } from "../helpers/fleet.ts";
+import { Fleet } from "../helpers/fleet.ts";
 import { eventually } from "../helpers/kube.ts";
+import { fleetWideWrites, type ShardReplica, ShardReplicas, shortLeaseArgs } from "../helpers/shard-replicas.ts";
 
 const TIMEOUT_MS = 90_000;
 const SHARDS = 6;
 const NS = "shop";
 const NAME = "fed-federated";
-const ARGS = [
-  "--leader-elect",
-  "--shards",
-  String(SHARDS),
-  "--endpoints-api",
-  "endpointslices",
-  "--max-threads",
-  "2",
-  "--leader-election-lease-duration",
-  "4s",
-  "--leader-election-renew-deadline",
-  "3s",
-  "--leader-election-retry-period",
-  "500ms",
-];
+const ARGS = [...shortLeaseArgs(SHARDS), "--endpoints-api", "endpointslices", "--max-threads", "2"];
 const CLUSTERS = Array.from({ length: 6 }, (_, i) => `m${i}`);
 const OWNING_SHARD = federatedShardOf(NS, NAME, SHARDS);
-
-interface Replica {
-  readonly identity: string;
-  process: ControllerProcess;
-}
 
 describe("a fleet-wide Service across three replicas and six shards", () => {
   let fleet: Fleet;
   let discovery: DiscoveryV1Api;
-  const replicas: Replica[] = [];
-
-  async function start(identity: string): Promise<Replica> {
-    const process = await fleet.startProcess([...ARGS, "--leader-election-identity", identity]);
-    const existing = replicas.find((r) => r.identity === identity);
-    if (existing) {
-      existing.process = process;
-      return existing;
-    }
-    const replica = { identity, process };
-    replicas.push(replica);
-    return replica;
-  }
-
-  async function status(replica: Replica): Promise<AdminStatus> {
-    const response = await fetch(`${await replica.process.adminUrl()}/status`);
-    assert.equal(response.status, 200);
-    return (await response.json()) as AdminStatus;
-  }
-
-  /**
-   * Waits until the live replicas hold every shard between them, each its fair share
-   * (⌊S/R⌋ or ⌈S/R⌉); returns shard → holder. Every shard held is not enough: a replica
-   * that starts alone takes every shard and gives the others' back as it sees them join,
-   * so "all held" is also true of a moment when shards are still moving (and the owner
-   * of the fleet-wide Service read then is not the one that keeps it).
-   */
-  async function settledHolders(identities: readonly string[]): Promise<string[]> {
-    const fewest = Math.floor(SHARDS / identities.length);
-    const most = Math.ceil(SHARDS / identities.length);
-    return eventually(
-      `every shard held by one of ${identities.join(", ")}, a fair share each`,
-      async () => {
-        const views = await Promise.all(
-          replicas.filter((r) => identities.includes(r.identity)).map(async (r) => ({ r, s: await status(r) })),
-        );
-        const holders: string[] = Array.from({ length: SHARDS }, () => "");
-        for (const { r, s } of views)
-          for (const shard of s.leadership.sharding?.held ?? []) holders[shard] = holders[shard] ? "!" : r.identity;
-        if (!holders.every((h) => identities.includes(h))) return undefined;
-        const fair = identities.every((id) => {
-          const held = holders.filter((h) => h === id).length;
-          return held >= fewest && held <= most;
-        });
-        return fair ? holders : undefined;
-      },
-      TIMEOUT_MS,
-      100,
-    );
-  }
-
-  /** Every replica's clusters synced and its writer idle. */
-  async function quiet(identities: readonly string[]): Promise<void> {
-    await eventually(
-      "every replica synced and idle",
-      async () => {
-        for (const r of replicas.filter((x) => identities.includes(x.identity))) {
-          const s = await status(r);
-          if (!s.writer?.ready || s.writer.queueDepth > 0 || s.writer.inFlight > 0) return undefined;
-          if ((s.clusters ?? []).some((c) => c.state !== "synced")) return undefined;
-        }
-        return true;
-      },
-      TIMEOUT_MS,
-      100,
-    );
-  }
+  let set: ShardReplicas;
+  const replicas = () => set.replicas;
+  const start = (identity: string) => set.start(identity);
+  const settledHolders = (identities: readonly string[]) => set.settledHolders(identities);
+  const quiet = (identities: readonly string[]) => set.quiet(identities);
 
   const parts = async (): Promise<V1EndpointSlice[]> =>
     (await discovery.listNamespacedEndpointSlice({ namespace: NS, labelSelector: "mirror.linkerd.io/federated=true" }))
@@ -147,12 +65,12 @@ describe("a fleet-wide Service across three replicas and six shards", () => {
   }
 
   /** Waits until `replica` reports the fleet-wide Service (its writer's status, published every second) if and only if it owns it. */
-  async function waitForReport(replica: Replica, owner: boolean): Promise<void> {
+  async function waitForReport(replica: ShardReplica, owner: boolean): Promise<void> {
     const expected = JSON.stringify(owner ? [`${NS}/${NAME}`] : []);
     await eventually(
       `${replica.identity} to report the fleet-wide Service only if it owns it (${owner})`,
       async () => {
-        const keys = ((await status(replica)).writer?.federated ?? []).map((f) => f.key);
+        const keys = ((await set.status(replica)).writer?.federated ?? []).map((f) => f.key);
         return JSON.stringify(keys) === expected ? true : undefined;
       },
       TIMEOUT_MS,
@@ -160,23 +78,8 @@ describe("a fleet-wide Service across three replicas and six shards", () => {
     );
   }
 
-  /** Writes the local API server has served on fleet-wide objects' kinds. */
-  async function writes(): Promise<number> {
-    let total = 0;
-    for (const verb of ["POST", "PUT", "DELETE"])
-      for (const resource of ["services", "endpointslices"]) total += await apiRequests(fleet, verb, resource);
-    return total;
-  }
-
-  async function scenario(t: TestContext, body: () => Promise<void>): Promise<void> {
-    try {
-      await body();
-    } catch (error) {
-      for (const r of replicas)
-        t.diagnostic(`--- ${r.identity} ---\n${r.process.output.trimEnd().split("\n").slice(-40).join("\n")}`);
-      throw error;
-    }
-  }
+  const writes = () => fleetWideWrites(fleet);
+  const scenario = (t: TestContext, body: () => Promise<void>) => set.scenario(t, body);
 
   before(async () => {
     fleet = await Fleet.start(["east"]);
@@ -198,9 +101,10 @@ describe("a fleet-wide Service across three replicas and six shards", () => {
       },
     });
     for (const cluster of CLUSTERS) await fleet.register("east", { clusterName: cluster });
+    set = new ShardReplicas(fleet, ARGS, SHARDS, TIMEOUT_MS);
   });
   after(async () => {
-    for (const r of replicas) await r.process.stop("SIGKILL");
+    await set?.killAll();
     await fleet?.stop();
   });
 
@@ -210,18 +114,22 @@ describe("a fleet-wide Service across three replicas and six shards", () => {
       const holders = await settledHolders(["replica-a", "replica-b", "replica-c"]);
       await waitForUnion(CLUSTERS);
       await quiet(["replica-a", "replica-b", "replica-c"]);
-      for (const replica of replicas) await waitForReport(replica, holders[OWNING_SHARD] === replica.identity);
+      for (const replica of replicas()) await waitForReport(replica, holders[OWNING_SHARD] === replica.identity);
     });
   });
 
   it("a rolling restart of a replica that does not own the Service writes nothing", async (t) => {
     await scenario(t, async () => {
       const holders = await settledHolders(["replica-a", "replica-b", "replica-c"]);
-      const other = replicas.find((r) => r.identity !== holders[OWNING_SHARD]);
+      const other = replicas().find((r) => r.identity !== holders[OWNING_SHARD]);
       assert.ok(other);
       const before = await writes();
       assert.equal(await other.process.stop("SIGTERM"), 0);
-      await settledHolders(replicas.filter((r) => r !== other).map((r) => r.identity));
+      await settledHolders(
+        replicas()
+          .filter((r) => r !== other)
+          .map((r) => r.identity),
+      );
       await start(other.identity);
       await settledHolders(["replica-a", "replica-b", "replica-c"]);
       await quiet(["replica-a", "replica-b", "replica-c"]);
@@ -233,16 +141,18 @@ describe("a fleet-wide Service across three replicas and six shards", () => {
   it("kill -9 of the owner moves its shards; a cluster registered afterwards joins the union", async (t) => {
     await scenario(t, async () => {
       const holders = await settledHolders(["replica-a", "replica-b", "replica-c"]);
-      const owner = replicas.find((r) => r.identity === holders[OWNING_SHARD]);
+      const owner = replicas().find((r) => r.identity === holders[OWNING_SHARD]);
       assert.ok(owner);
       await owner.process.stop("SIGKILL");
-      const survivors = replicas.filter((r) => r !== owner).map((r) => r.identity);
+      const survivors = replicas()
+        .filter((r) => r !== owner)
+        .map((r) => r.identity);
       const after = await settledHolders(survivors);
       assert.notEqual(after[OWNING_SHARD], owner.identity);
       await fleet.register("east", { clusterName: "m6" });
       await waitForUnion([...CLUSTERS, "m6"]);
       await quiet(survivors);
-      for (const replica of replicas.filter((r) => r !== owner))
+      for (const replica of replicas().filter((r) => r !== owner))
         await waitForReport(replica, after[OWNING_SHARD] === replica.identity);
     });
   });

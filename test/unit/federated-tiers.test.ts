@@ -97,14 +97,14 @@ describe("federated tiers", () => {
     );
   });
 
-  it("writes a standby member's addresses all not ready, and leaves a serving member's health as it is", () => {
+  it("writes a standby member's addresses all not ready, with its true ready count, and leaves a serving member's health as it is", () => {
     const parts = servingParts(
       [gatewayMember("east", ["a", "b"], ["b"]), gatewayMember("west", ["c", "d"])],
       10,
       priorityOf,
     );
     assert.deepEqual(parts[0], gatewayMember("east", ["a", "b"], ["b"]));
-    assert.deepEqual(parts[1], { ...gatewayMember("west", ["c", "d"], ["c", "d"]), standby: true });
+    assert.deepEqual(parts[1], { ...gatewayMember("west", ["c", "d"], ["c", "d"]), standby: true, standbyReady: 2 });
   });
 
   it("a switch of the serving tiers writes the parts whose standing changes and the Service's serving priority, and nothing once converged", () => {

@@ -8,8 +8,15 @@
 
 import { systemClock } from "../../src/core/clock.ts";
 import { sliceNames } from "../../src/core/endpoint-slices.ts";
-import { type ReductionSummary, reduceFederated, summarizeReduction } from "../../src/core/federated.ts";
+import {
+  type FederatedMember,
+  type Reduction,
+  type ReductionSummary,
+  reduceFederated,
+  summarizeReduction,
+} from "../../src/core/federated.ts";
 import { shardedFederatedProblem, shardedMembers } from "../../src/core/federated-shards.ts";
+import { federatedTiers } from "../../src/core/federated-tiers.ts";
 import { CLUSTER_NAME } from "../../src/core/labels.ts";
 import type { Blocked, ObservedObject, WriteAction } from "../../src/core/mirror-kinds.ts";
 import type { EndpointSlice, Endpoints, KubeObject, Service } from "../../src/core/objects.ts";
@@ -20,6 +27,7 @@ import {
   isFederatedObject,
   planFederated,
 } from "../../src/core/plan-federated.ts";
+import { hostedStanding, partReady, shardedTiers } from "../../src/core/sharded-tiers.ts";
 import { federatedShardOf, hostsCluster, ownsFederated, shardOf } from "../../src/core/shards.ts";
 import type { ReconcileResult } from "../../src/core/workqueue.ts";
 import type { FederatedServiceStatus } from "../../src/protocol/messages.ts";
@@ -32,7 +40,7 @@ import {
   type ReconcilerDeps,
   slicesOfService,
 } from "./reconcile-io.ts";
-import { TierBook } from "./tier-book.ts";
+import { TierBook, type TierOutcome } from "./tier-book.ts";
 
 /** A fleet-wide member not written because sharding and `--endpoints-api endpoints` do not go together. */
 const SHARDED_ENDPOINTS = "sharded-endpoints-api";
@@ -48,12 +56,19 @@ const FLEET_EVENT_REASONS: Readonly<Record<string, string>> = {
  * cluster's host writes it), the Service's and Endpoints' the owning shard's, a Namespace
  * create `namespaceShard` (the owning shard's, or the cluster's whose part needs it).
  */
-function federatedWriteShard(action: WriteAction, shards: number, fleetShard: number, namespaceShard: number): number {
+function federatedWriteShard(
+  action: WriteAction,
+  shards: number,
+  fleetShard: number,
+  namespaceShard: number,
+  localCluster: string | undefined,
+): number {
   if (action.kind === "Namespace") return namespaceShard;
   if (action.kind !== "EndpointSlice") return fleetShard;
   const cluster =
     action.verb === "delete" ? action.cluster : (action.body as KubeObject).metadata.labels?.[CLUSTER_NAME];
-  return cluster ? shardOf(cluster, shards) : fleetShard;
+  // The local member's part is the owner's (SPEC §14 "Sharded").
+  return cluster && cluster !== localCluster ? shardOf(cluster, shards) : fleetShard;
 }
 
 export class FederatedReconciler {
@@ -80,12 +95,22 @@ export class FederatedReconciler {
         failbackDelayMs: deps.options.failbackDelayMs ?? 30_000,
       },
       now: this.#now,
-      priorityOf: (cluster) =>
-        deps.localMembers?.cluster === cluster ? deps.localMembers.priority : deps.desired.priority(cluster),
+      priorityOf: (cluster) => this.#priorityOf(cluster),
       recordEvent: deps.recordEvent,
       log: deps.log,
       switched: (direction) => deps.tierSwitched?.(direction),
     });
+  }
+
+  /** The local cluster's name while it may be a member: no remote cluster is registered under it (SPEC §14). */
+  #localCluster(): string | undefined {
+    const local = this.#deps.localMembers;
+    return local && !this.#deps.desired.order().includes(local.cluster) ? local.cluster : undefined;
+  }
+
+  #priorityOf(cluster: string): number {
+    const local = this.#deps.localMembers;
+    return local && cluster === this.#localCluster() ? local.priority : this.#deps.desired.priority(cluster);
   }
 
   /** The problems of every fleet-wide key, by key then member cluster. */
@@ -186,17 +211,18 @@ export class FederatedReconciler {
     // holds its owning shard, and the parts of the clusters it hosts; it learns the
     // members of the clusters it does not host from their parts (the local API).
     const sharded = ownership.shards > 1;
-    const hosts = (cluster: string): boolean => !sharded || hostsCluster(ownership, cluster);
     const owner = !sharded || ownsFederated(ownership, namespace, name);
+    // The local cluster's own Service is a member too (SPEC §14), hosted by the owner;
+    // not while a remote cluster is registered under the local cluster's name.
+    const localCluster = this.#localCluster();
+    const hosts = (cluster: string): boolean =>
+      !sharded || (cluster === localCluster ? owner : hostsCluster(ownership, cluster));
     const unknown = new Set([...store.unknownClusters()].filter(hosts));
     const hosted = new Map([...store.members(key)].filter(([cluster]) => hosts(cluster)));
-    // Unsharded, the local cluster's own Service is a member too (SPEC §14); not while a
-    // remote cluster is registered under the local cluster's name.
-    const local = sharded ? undefined : this.#deps.localMembers;
-    if (local && !store.order().includes(local.cluster)) {
-      const answer = local.memberOf(key);
-      if (answer.kind === "member") hosted.set(local.cluster, answer.member);
-      else if (answer.kind === "unknown") unknown.add(local.cluster);
+    if (localCluster !== undefined && hosts(localCluster)) {
+      const answer = this.#deps.localMembers?.memberOf(key) ?? { kind: "none" };
+      if (answer.kind === "member") hosted.set(localCluster, answer.member);
+      else if (answer.kind === "unknown") unknown.add(localCluster);
     }
     const serviceSlices = slicesOfService(this.#deps, namespace, name);
     // A part that states no ports (written before sharding): its cluster is unknown
@@ -270,13 +296,17 @@ export class FederatedReconciler {
           : undefined);
       if (found) observed.push({ kind: "EndpointSlice", object: found });
     }
-    // Unsharded, the writer holds every member's state and so the tiers (SPEC §14).
+    // The tiers (SPEC §14): decided by the owner, followed by the other hosts.
     const federatedSlices = serviceSlices.filter((slice) => isFederatedObject("EndpointSlice", slice));
-    const tiered =
-      !sharded && reduction.kind === "write"
-        ? this.#tiers.observe(key, reduction, service, federatedSlices)
-        : undefined;
-    if (reduction.kind === "delete" || sharded) this.#tiers.forget(key);
+    const { tiered, standing, wakeMs } = this.#standing(key, {
+      reduction,
+      service,
+      slices: federatedSlices,
+      hosts,
+      hosted: hostedParts,
+      sharded,
+      owner,
+    });
     const plan = planFederated({
       namespace,
       name,
@@ -288,7 +318,7 @@ export class FederatedReconciler {
       createNamespaces: options.createNamespaces,
       excludedNamespaces: options.excludedNamespaces,
       namespaceQuota: this.#deps.namespaceQuota,
-      ...(sharded ? { shard: { owner, hosts, members: hostedParts } } : {}),
+      ...(sharded ? { shard: { owner, hosts, members: standing } } : {}),
     });
     if (!plan.blocked) {
       const problems = new Map<string, { reason: string; message: string }>();
@@ -309,8 +339,48 @@ export class FederatedReconciler {
       plan,
       observed,
       members: [...(sharded ? hosted : members).keys()].sort(),
-      shard: (action) => federatedWriteShard(action, ownership.shards, fleetShard, namespaceShard),
-      ...(tiered?.wakeMs !== undefined ? { wakeMs: tiered.wakeMs } : {}),
+      shard: (action) => federatedWriteShard(action, ownership.shards, fleetShard, namespaceShard, localCluster),
+      ...(wakeMs !== undefined ? { wakeMs } : {}),
+    };
+  }
+
+  /**
+   * The serving tiers of `key` (SPEC §14): unsharded, or on the Service's owner, the
+   * TierBook decides from every member (sharded: hosted members count their own state,
+   * the others what their parts state); a host that does not own the Service follows
+   * the cutoff the Service states (TierBook.follow). `standing`: the hosted parts as
+   * written (sharded).
+   */
+  #standing(
+    key: string,
+    input: {
+      reduction: Reduction;
+      service: Service | undefined;
+      slices: readonly EndpointSlice[];
+      hosts: (cluster: string) => boolean;
+      hosted: readonly FederatedMember[];
+      sharded: boolean;
+      owner: boolean;
+    },
+  ): { tiered?: TierOutcome; standing: readonly FederatedMember[]; wakeMs?: number } {
+    const { reduction, service, slices, hosts, hosted, sharded, owner } = input;
+    if (reduction.kind !== "write") {
+      if (reduction.kind === "delete") this.#tiers.forget(key);
+      return { standing: hosted };
+    }
+    const priorityOf = (cluster: string) => this.#priorityOf(cluster);
+    const tiers = sharded
+      ? shardedTiers({ parts: reduction.parts, kept: reduction.kept, slices, hosts, priorityOf })
+      : federatedTiers(reduction.parts, reduction.kept, priorityOf, (c) => partReady(slices, c));
+    if (owner) {
+      const tiered = this.#tiers.observe(key, reduction, tiers, service);
+      const standing = hostedStanding(hosted, tiered.servingPriority, priorityOf);
+      return { tiered, standing, ...(tiered.wakeMs !== undefined ? { wakeMs: tiered.wakeMs } : {}) };
+    }
+    const followed = this.#tiers.follow(key, tiers, service);
+    return {
+      standing: hostedStanding(hosted, followed.servingPriority, priorityOf),
+      ...(followed.wakeMs !== undefined ? { wakeMs: followed.wakeMs } : {}),
     };
   }
 

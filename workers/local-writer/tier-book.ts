@@ -4,19 +4,21 @@
  * observed objects say, and its effects carried out: an Event and a counted switch per
  * change of the serving tiers, a wake-up when a better tier will have waited long enough.
  *
+ * Sharded, the owner of a Service decides and states it; a replica that only hosts
+ * members follows the statement (`follow`, SPEC §14 "Sharded").
+ *
  * The state is memory only. After a writer start a key's first observation takes the
  * cutoff its Service states (`mirror.linkerd.io/federated-serving-priority`), so a
  * restart over a converged world serves what it served and writes nothing; a better
  * tier then waits the whole delay again.
  */
 import type { FederatedMember, Reduction } from "../../src/core/federated.ts";
-import { federatedTiers, servingParts } from "../../src/core/federated-tiers.ts";
-import { CLUSTER_NAME } from "../../src/core/labels.ts";
-import type { EndpointSlice, Service } from "../../src/core/objects.ts";
+import { servingParts } from "../../src/core/federated-tiers.ts";
+import type { Service } from "../../src/core/objects.ts";
 import { splitKey } from "../../src/core/objects.ts";
+import { type FollowedTiers, followTiers } from "../../src/core/sharded-tiers.ts";
 import {
   SERVING_PRIORITY_ANNOTATION,
-  STANDBY_ANNOTATION,
   stepTiers,
   type Tier,
   type TierSettings,
@@ -54,34 +56,28 @@ export interface TierSummary {
   readonly tiers: readonly Tier[];
 }
 
-/** Ready endpoints of a kept cluster's observed part: its slices' endpoints not written not ready. */
-function observedReady(slices: readonly EndpointSlice[], cluster: string): number {
-  let ready = 0;
-  for (const slice of slices) {
-    if (slice.metadata.labels?.[CLUSTER_NAME] !== cluster) continue;
-    if (slice.metadata.annotations?.[STANDBY_ANNOTATION] === "true") continue;
-    for (const e of slice.endpoints ?? []) if (e.conditions?.ready !== false) ready += 1;
-  }
-  return ready;
-}
-
 export class TierBook {
   readonly #deps: TierBookDeps;
   readonly #states = new Map<string, { state: TierState; tiers: readonly Tier[] }>();
+  /** Sharded: the keys whose Service another replica owns, as followed (see `follow`). */
+  readonly #followed = new Map<string, FollowedTiers>();
 
   constructor(deps: TierBookDeps) {
     this.#deps = deps;
   }
 
-  /** The tiers of `key` given its reduction (to write) and its observed Service and slices. */
+  /**
+   * The serving tiers of `key` given its reduction (to write), its `tiers` as observed
+   * (federatedTiers, or shardedTiers; undefined: fewer than two) and its observed Service.
+   */
   observe(
     key: string,
     reduction: Extract<Reduction, { kind: "write" }>,
+    tiers: readonly Tier[] | undefined,
     service: Service | undefined,
-    slices: readonly EndpointSlice[],
   ): TierOutcome {
     const { priorityOf, settings, now } = this.#deps;
-    const tiers = federatedTiers(reduction.parts, reduction.kept, priorityOf, (c) => observedReady(slices, c));
+    this.#followed.delete(key);
     if (!tiers) {
       this.#states.delete(key);
       return { parts: reduction.parts };
@@ -121,9 +117,28 @@ export class TierBook {
     };
   }
 
+  /**
+   * Sharded, on a replica that does not own `key`'s Service: the cutoff to write its
+   * hosted parts for, following the one the Service states (followTiers; undefined:
+   * every member serves). Nothing is reported: the owner reports its decisions.
+   */
+  follow(key: string, tiers: readonly Tier[] | undefined, service: Service | undefined): Omit<TierOutcome, "parts"> {
+    this.#states.delete(key);
+    const now = this.#deps.now();
+    const stated = writtenCutoff(service?.metadata.annotations?.[SERVING_PRIORITY_ANNOTATION]);
+    const following = followTiers(this.#deps.settings, this.#followed.get(key), { now, tiers, stated });
+    if (following.followed) this.#followed.set(key, following.followed);
+    else this.#followed.delete(key);
+    return {
+      ...(following.cutoff !== undefined ? { servingPriority: following.cutoff } : {}),
+      ...(following.wake !== undefined ? { wakeMs: Math.max(1, following.wake - now) } : {}),
+    };
+  }
+
   /** Forgets `key` (its Service is deleted, or no longer this writer's). */
   forget(key: string): void {
     this.#states.delete(key);
+    this.#followed.delete(key);
   }
 
   summary(key: string): TierSummary | undefined {
