@@ -364,8 +364,9 @@ export class FederatedReconciler {
     },
   ): { tiered?: TierOutcome; standing: readonly FederatedMember[]; wakeMs?: number } {
     const { reduction, service, slices, hosts, hosted, sharded, owner } = input;
-    if (reduction.kind !== "write") {
-      if (reduction.kind === "delete") this.#tiers.forget(key);
+    // A replica that neither owns the Service nor hosts a member has nothing to follow.
+    if (reduction.kind !== "write" || (!owner && hosted.length === 0)) {
+      if (reduction.kind !== "wait") this.#tiers.forget(key);
       return { standing: hosted };
     }
     const priorityOf = (cluster: string) => this.#priorityOf(cluster);
