@@ -9,6 +9,9 @@
  * cluster's watch started from a complete list (a fixed clock time, not an age that
  * grows while events flow); LAST CHANGE is how long ago this cluster's mirrors last
  * changed in the local cluster, as seen by the demo.
+ *
+ * The fleet-wide Service's row has a line under it naming its priority tiers, which
+ * serve and since when (demo-tiers.ts, from the controller's status).
  */
 
 import type { GatewayStatus } from "../src/protocol/status.ts";
