@@ -5,7 +5,8 @@
  * server on it, and a traffic server on the gateway port (4143) answering with the name
  * of the cluster the gateway stands for (where the traffic path, traffic.ts, delivers a
  * mirror's connections). The script stops both and starts them again to show a gateway
- * dying and coming back.
+ * dying and coming back. One more server stands for the local cluster's own pod of
+ * `shop/search` (demo-tiers.ts), answering `local`.
  *
  * Without the right to add the route (not root, no CAP_NET_ADMIN) or with every candidate
  * /28 held by someone else, the demo runs unprobed: the same addresses, no probe servers,
@@ -18,6 +19,7 @@
  * its `exit` event. Only SIGKILL leaves the route; the next demo then claims another /28.
  */
 import { execFileSync } from "node:child_process";
+import { LOCAL_POD_PORT } from "./demo-tiers.ts";
 import { claimLocal, type LocalRoute } from "./local-addresses.ts";
 import { ProbeServer } from "./probe-server.ts";
 
@@ -34,8 +36,10 @@ export const DEMO_PREFIXES = ["198.51.100.64/28", "198.51.100.80/28", "198.51.10
 export const DEMO_PROBE_PERIOD_SECONDS = 1;
 
 /** Offsets in the /28: east starts at .1 and moves among its pool, west stays at .2. */
-const EAST_POOL = [1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14];
+const EAST_POOL = [1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13];
 const WEST_OFFSET = 2;
+/** The local cluster's own pod of `shop/search` (demo-tiers.ts), no gateway's. */
+const LOCAL_POD_OFFSET = 14;
 /** The sandbox node's address (.15, no gateway's): kube-proxy's node IP, where its CoreDNS listens too. */
 const NODE_OFFSET = 15;
 /** The gateway port (the gateways' `incoming-port`): mirrors' endpoints carry it. */
@@ -55,6 +59,8 @@ export class DemoGateways {
   readonly #servers = new Map<GatewayCluster, ProbeServer>();
   /** The traffic server on each gateway's current address and GATEWAY_PORT (probed only). */
   readonly #traffic = new Map<GatewayCluster, ProbeServer>();
+  /** The local pod's server (probed only): it answers `local` on LOCAL_POD_PORT. */
+  #localPod: ProbeServer | undefined;
   /** Servers of addresses a gateway left: stopped at its next move, once no probe can still reach them. */
   readonly #retired: ProbeServer[] = [];
   #eastMoves = 0;
@@ -109,6 +115,7 @@ export class DemoGateways {
         gateways.#servers.set(cluster, await ProbeServer.start(gateways.#addresses[cluster]));
         gateways.#traffic.set(cluster, await ProbeServer.start(gateways.#addresses[cluster], GATEWAY_PORT, cluster));
       }
+      gateways.#localPod = await ProbeServer.start(gateways.localPodAddress, LOCAL_POD_PORT, "local");
     } catch (error) {
       await gateways.stop();
       throw error;
@@ -133,6 +140,11 @@ export class DemoGateways {
   /** The address the sandbox's node stands at (local while the route is held); no gateway's. */
   get nodeAddress(): string {
     return addressIn(this.#prefix, NODE_OFFSET);
+  }
+
+  /** The address of the local cluster's own pod of `shop/search` (local while the route is held); no gateway's. */
+  get localPodAddress(): string {
+    return addressIn(this.#prefix, LOCAL_POD_OFFSET);
   }
 
   /** The gateway's `mc-probe` port; undefined when not probed. */
@@ -178,9 +190,15 @@ export class DemoGateways {
    * A route that cannot be removed is said, not thrown: the stop goes on.
    */
   async stop(): Promise<string> {
-    const servers = [...this.#servers.values(), ...this.#traffic.values(), ...this.#retired.splice(0)];
+    const servers = [
+      ...this.#servers.values(),
+      ...this.#traffic.values(),
+      ...this.#retired.splice(0),
+      ...(this.#localPod ? [this.#localPod] : []),
+    ];
     this.#servers.clear();
     this.#traffic.clear();
+    this.#localPod = undefined;
     await Promise.all(servers.map((s) => s.stop()));
     if (!this.#route) return "";
     if (this.#onExit) process.removeListener("exit", this.#onExit);

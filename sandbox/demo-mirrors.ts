@@ -3,7 +3,8 @@
  * a user exported, read from one list each of the local cluster's mirror Services, their
  * Endpoints, fleet-mirror's EndpointSlices and its ServiceImports.
  *
- * - A mirror (any mode) or a fleet-wide Service (SPEC §11, cluster `fleet`): its row.
+ * - A mirror (any mode) or a fleet-wide Service (SPEC §11, cluster `fleet`): its row; a
+ *   fleet-wide part that stands by (SPEC §14) shows its addresses as `(standby)`.
  * - A headless mirror (SPEC §12): one row naming its hosts, whose addresses are those of
  *   its per-host mirrors (the gateway each host is reached through); the per-host mirrors
  *   have no row of their own (3 hosts, or 300, are one row).
@@ -30,11 +31,14 @@ import {
   SERVICE_NAME_LABEL,
 } from "../src/core/labels.ts";
 import { derivedServiceName, MCS_GROUP, MCS_VERSION, SERVICE_IMPORTS } from "../src/core/mcs.ts";
+import { STANDBY_ANNOTATION } from "../src/core/tiers.ts";
 
 /** One address of a mirror's endpoints, `ip:port`, and whether it is ready (its gateway alive, SPEC §10). */
 export interface MirrorAddress {
   readonly address: string;
   readonly ready: boolean;
+  /** A fleet-wide part outside the serving tiers (SPEC §14): not ready because it stands by. */
+  readonly standby?: true;
 }
 
 export interface MirrorRow {
@@ -71,7 +75,7 @@ const keyOf = (namespace: string | undefined, name: string | undefined) => `${na
 
 function cell(addresses: readonly MirrorAddress[]): string {
   return addresses.length > 0
-    ? addresses.map((a) => (a.ready ? a.address : `${a.address} (not ready)`)).join(",")
+    ? addresses.map((a) => (a.ready ? a.address : `${a.address} (${a.standby ? "standby" : "not ready"})`)).join(",")
     : "<none>";
 }
 
@@ -83,8 +87,9 @@ export function mirrorRows(lists: LocalLists): MirrorRow[] {
   for (const slice of lists.slices) {
     const key = keyOf(slice.metadata?.namespace, slice.metadata?.labels?.[SERVICE_NAME_LABEL]);
     const port = slice.ports?.[0]?.port ?? "?";
+    const standby = slice.metadata?.annotations?.[STANDBY_ANNOTATION] === "true" ? { standby: true as const } : {};
     const addrs = (slice.endpoints ?? []).flatMap((e) =>
-      e.addresses.map((ip) => ({ address: `${ip}:${port}`, ready: e.conditions?.ready !== false })),
+      e.addresses.map((ip) => ({ address: `${ip}:${port}`, ready: e.conditions?.ready !== false, ...standby })),
     );
     sliceAddrs.set(key, [...(sliceAddrs.get(key) ?? []), ...addrs]);
     const hosts = (slice.endpoints ?? []).flatMap((e) => (e.hostname ? [e.hostname] : []));

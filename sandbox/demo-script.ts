@@ -9,12 +9,21 @@ import { EXPORTED_LABEL } from "../src/core/export.ts";
 import { FEDERATED_LABEL } from "../src/core/federated.ts";
 import { CLUSTER_NAME, GATEWAY_NAME, GATEWAY_NS, REMOTE_CLUSTER_DOMAIN, SECRET_TYPE } from "../src/core/labels.ts";
 import { PROBE_PERIOD, PROBE_PORT_NAME } from "../src/core/probe-spec.ts";
+import { PRIORITY_ANNOTATION } from "../src/core/tiers.ts";
 import { mintServiceAccountToken } from "../src/kube/service-account.ts";
 import type { FleetStatus } from "../src/status/fleet-view.ts";
 import type { ControlPlane } from "./control-plane.ts";
 import { DEMO_PROBE_PERIOD_SECONDS, type DemoGateways, GATEWAY_PORT } from "./demo-gateways.ts";
 import type { MirrorRow } from "./demo-mirrors.ts";
 import { HEADLESS_HOSTS, HEADLESS_KEY, MCS_IMPORT_KEY, REMOTE_READER_RULES, type WestExport } from "./demo-modes.ts";
+import {
+  DEMO_TIER_SETTINGS,
+  FLEET_WIDE_KEY,
+  searchStatus,
+  servingPriority,
+  TIER_PRIORITIES,
+  tierReady,
+} from "./demo-tiers.ts";
 import type { DemoTraffic } from "./demo-traffic.ts";
 import { kubeConfig, renderKubeconfig } from "./kubeconfig.ts";
 
@@ -38,9 +47,6 @@ async function ensureNamespace(core: CoreV1Api, name: string): Promise<void> {
     if ((error as { code?: number }).code !== 409) throw error;
   }
 }
-
-/** The local row of the fleet-wide Service the demo shows (SPEC §11): `shop/search` of both remotes. */
-export const FLEET_WIDE_KEY = "shop/search-federated";
 
 /**
  * Exports a Service: by the §2 annotations naming the demo's gateway, or (`mode: "label"`)
@@ -122,8 +128,9 @@ export async function shapeRemotes(remotes: Remotes, gateways: DemoGateways): Pr
   await exportService(remotes.west, "shop", "web", 80);
   // Exported as linkerd's link does it: a label, through the cluster's default gateway.
   await exportService(remotes.west, "billing", "invoices", 443, { mode: "label" });
-  // One name for shop/search in every cluster: its endpoints are both gateways, and
-  // traffic fails over when one of them dies.
+  // One name for shop/search in every cluster: its endpoints are both gateways (and the
+  // local cluster's own pod: demo-tiers.ts), by priority tier; traffic fails over when a
+  // serving gateway dies.
   await exportService(remotes.east, "shop", "search", 80, { member: true });
   await exportService(remotes.west, "shop", "search", 80, { member: true });
 }
@@ -131,9 +138,14 @@ export async function shapeRemotes(remotes: Remotes, gateways: DemoGateways): Pr
 /**
  * A least-privilege token per remote, in a credentials Secret in the local cluster: the
  * role of deploy/rbac/remote.yaml, get/list/watch on Services, EndpointSlices and
- * ServiceExports (what the export modes read), nothing else.
+ * ServiceExports (what the export modes read), nothing else. With `priorities`, each
+ * Secret carries its cluster's priority (SPEC §14).
  */
-export async function registerRemotes(plane: ControlPlane, local: CoreV1Api): Promise<void> {
+export async function registerRemotes(
+  plane: ControlPlane,
+  local: CoreV1Api,
+  priorities?: Readonly<Record<Remote, number>>,
+): Promise<void> {
   await ensureNamespace(local, NAMESPACE);
   for (const name of REMOTES) {
     const c = plane.cluster(name);
@@ -164,6 +176,7 @@ export async function registerRemotes(plane: ControlPlane, local: CoreV1Api): Pr
             // The cluster's default gateway (SPEC §12): label exports and fleet-wide members use it.
             [GATEWAY_NAME]: "gateway",
             [GATEWAY_NS]: "gateway",
+            ...(priorities ? { [PRIORITY_ANNOTATION]: String(priorities[name]) } : {}),
           },
         },
         type: SECRET_TYPE,
@@ -201,16 +214,24 @@ export function demoSteps(
     const rows = (await mirrorsNow()).filter((m) => m.cluster === cluster);
     return rows.length > 0 && rows.every((m) => m.addresses.length > 0 && m.addresses.every((a) => a.ready === ready));
   };
-  /** True when the fleet-wide row has both gateways, `cluster`'s with readiness `ready` and the other's ready. */
-  const fleetWide = async (cluster: Remote, ready: boolean) => {
+  /**
+   * True when the fleet-wide row has the local pod and both gateways, each gateway's
+   * address ready as `ready` says (a standby's is not), the local pod's ready.
+   */
+  const fleetWide = async (ready: Readonly<Record<Remote, boolean>>) => {
     const row = (await mirrorsNow()).find((m) => m.key === FLEET_WIDE_KEY);
-    const own = gateways.address(cluster);
+    const expected = (address: string) =>
+      REMOTES.map((c) => (address.startsWith(`${gateways.address(c)}:`) ? ready[c] : undefined)).find(
+        (r) => r !== undefined,
+      ) ?? true;
     return (
       row !== undefined &&
-      row.addresses.length === REMOTES.length &&
-      row.addresses.every((a) => a.ready === (a.address.startsWith(`${own}:`) ? ready : true))
+      row.addresses.length === REMOTES.length + 1 &&
+      row.addresses.every((a) => a.ready === expected(a.address))
     );
   };
+  /** True when the controller's status says tiers up to `priority` serve shop/search-federated. */
+  const serving = (priority: number) => servingPriority(statusNow()) === priority;
   /** True when the controller's status says the cluster's probed gateway has `dead` dead addresses. */
   const probedDead = (cluster: Remote, dead: number) =>
     statusNow()
@@ -219,24 +240,51 @@ export function demoSteps(
   let westPort = 80;
   /** With the traffic line: the fleet-wide name answered by exactly `clusters` over the line's window. */
   const answeredBy = (clusters: string) => !traffic || traffic.answeredBy().join(",") === clusters;
+  /** With the traffic line: `cluster` among those that answered over the line's window. */
+  const answeredAlsoBy = (cluster: string) => !traffic || traffic.answeredBy().includes(cluster);
+  const delay = `--failback-delay ${DEMO_TIER_SETTINGS.failbackDelayMs / 1000}s`;
+  let revivedAt: number | undefined;
+  let failedBackAfterMs: number | undefined;
   const failover: Step[] = [
     {
-      title: "west's gateway dies (its probe and traffic servers stop)",
+      title: `west's gateway dies (its probe and traffic servers stop); shop/search fails over to east (priority ${TIER_PRIORITIES.east}) at once`,
       run: () => gateways.stopAnswering("west"),
       visible: async () =>
         probedDead("west", 1) &&
         (await allReady("west", false)) &&
-        (await fleetWide("west", false)) &&
-        answeredBy("east"),
+        serving(TIER_PRIORITIES.east) &&
+        (await fleetWide({ west: false, east: true })) &&
+        answeredBy("east,local"),
     },
     {
-      title: "west's gateway comes back",
-      run: () => gateways.answerAgain("west"),
+      title: `west's gateway comes back; shop/search stays on east until west has been ready for ${delay}`,
+      run: async () => {
+        await gateways.answerAgain("west");
+        revivedAt = Date.now();
+        failedBackAfterMs = undefined;
+      },
       visible: async () =>
         probedDead("west", 0) &&
         (await allReady("west", true)) &&
-        (await fleetWide("west", true)) &&
-        answeredBy("east,west"),
+        tierReady(statusNow(), "west") === 1 &&
+        (await fleetWide({ west: true, east: true })) &&
+        answeredAlsoBy("west"),
+    },
+    {
+      // Nothing to do: the controller fails back on its own once the delay has passed.
+      get title() {
+        return failedBackAfterMs === undefined
+          ? `shop/search fails back to west after ${delay}`
+          : `shop/search fails back to west ${(failedBackAfterMs / 1000).toFixed(1)} s after its gateway came back (${delay})`;
+      },
+      run: async () => {},
+      visible: async () => {
+        const ok =
+          serving(TIER_PRIORITIES.west) && (await fleetWide({ west: true, east: false })) && answeredBy("local,west");
+        const since = searchStatus(statusNow())?.servingSince;
+        if (ok && since !== undefined && revivedAt !== undefined) failedBackAfterMs = Date.parse(since) - revivedAt;
+        return ok;
+      },
     },
   ];
   return [
@@ -247,7 +295,12 @@ export function demoSteps(
         (await has("shop/web-east")) &&
         (await has("billing/invoices-west")) &&
         (await has("shop/cart-east")) &&
-        (await has(FLEET_WIDE_KEY, (m) => m.addresses.length === REMOTES.length)) &&
+        // The best tiers serve: local and west, east standing by. The first reduction may
+        // come while only east's member is known (east's tier then serves with the local
+        // pod's), and traffic returns to west only after --failback-delay: the first step
+        // takes that long more.
+        serving(TIER_PRIORITIES.west) &&
+        (await fleetWide({ west: true, east: false })) &&
         (await has(
           MCS_IMPORT_KEY,
           (m) => m.clusters?.length === REMOTES.length && m.addresses.length === REMOTES.length,

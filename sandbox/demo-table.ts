@@ -9,11 +9,15 @@
  * cluster's watch started from a complete list (a fixed clock time, not an age that
  * grows while events flow); LAST CHANGE is how long ago this cluster's mirrors last
  * changed in the local cluster, as seen by the demo.
+ *
+ * The fleet-wide Service's row has a line under it naming its priority tiers, which
+ * serve and since when (demo-tiers.ts, from the controller's status).
  */
 
 import type { GatewayStatus } from "../src/protocol/status.ts";
 import type { FleetStatus } from "../src/status/fleet-view.ts";
 import type { MirrorRow } from "./demo-mirrors.ts";
+import { FLEET_WIDE_KEY, searchStatus, tierLine } from "./demo-tiers.ts";
 import type { Frame } from "./screen.ts";
 
 export type { MirrorAddress, MirrorRow } from "./demo-mirrors.ts";
@@ -87,7 +91,12 @@ function render(input: TableInput, withClock: boolean): string {
     }),
     "",
     `${"MIRROR (local namespace/name)".padEnd(32)} ${"CLUSTER".padEnd(8)} ${"PORTS".padEnd(14)} ENDPOINTS`,
-    ...mirrors.map((m) => `${m.key.padEnd(32)} ${m.cluster.padEnd(8)} ${m.ports.padEnd(14)} ${m.endpoints}`),
+    ...mirrors.flatMap((m) => {
+      const row = `${m.key.padEnd(32)} ${m.cluster.padEnd(8)} ${m.ports.padEnd(14)} ${m.endpoints}`;
+      // The fleet-wide Service's tiers (SPEC §14) on a line of their own, under its row.
+      const tiers = m.key === FLEET_WIDE_KEY ? tierLine(searchStatus(status)) : undefined;
+      return tiers === undefined ? [row] : [row, tiers];
+    }),
     "",
     `last change on a remote: ${input.lastStep}`,
     ...(input.traffic ? [input.traffic.line(withClock, now)] : []),

@@ -4,10 +4,11 @@
  * fleet-wide Service `search-federated` a few times a second, and the table shows who
  * answered over the last few seconds, e.g.
  *
- *   traffic: search-federated, last 3 s: east 6, west 6 (4 requests/s from a client Pod via CoreDNS and kube-proxy)
+ *   traffic: search-federated, last 3 s: local 6, west 6 (4 requests/s from a client Pod via CoreDNS and kube-proxy)
  *
  * so a person watches west's share drop to zero when its gateway dies (after a few
- * refusals) and come back with it.
+ * refusals) while east, the next priority tier (demo-tiers.ts), takes over, and west's
+ * come back after the failback delay.
  *
  * Without root, without probed gateways, or while another sandbox's traffic path holds
  * this machine (traffic-host.ts's lock; the demo does not wait for it), the demo runs

@@ -40,6 +40,7 @@ import {
   shapeRemotes,
 } from "./demo-script.ts";
 import { MirrorActivity, renderTable } from "./demo-table.ts";
+import { DEMO_TIER_SETTINGS, shapeLocalMember, TIER_PRIORITIES, TIERS_NOTE } from "./demo-tiers.ts";
 import { DemoTraffic } from "./demo-traffic.ts";
 import { kubeConfig } from "./kubeconfig.ts";
 import { startSandbox } from "./sandbox.ts";
@@ -52,7 +53,9 @@ registers east and west with least-privilege credentials Secrets, mirrors their
 exported Services into "local" (one in each way to export: annotations, label,
 fleet-wide, MCS ServiceExport, headless), and shows a live table while it changes
 things on the remotes (export, port change, gateway IP change, a gateway dying and
-coming back, a ServiceExport deleted, unexport). The gateways' addresses are made local (ip route add local 198.51.100.64/28
+coming back, a ServiceExport deleted, unexport). The fleet-wide shop/search has
+priority tiers (local 0, west 10, east 20; --failover-min-ready 2, --failback-delay
+${DEMO_TIER_SETTINGS.failbackDelayMs / 1000}s): its row shows which tier serves as west's gateway dies and comes back. The gateways' addresses are made local (ip route add local 198.51.100.64/28
 dev lo, removed on exit; needs root or CAP_NET_ADMIN, else no probes and no failover)
 and each has a real HTTP probe server. Ctrl-C stops it all.
 
@@ -210,15 +213,24 @@ async function runDemo(
   );
   const westExport = await shapeModes(plane, kubeConfig);
   signal.throwIfAborted();
+  const discovery = discoveryApi(plane.cluster("local").adminKubeconfig);
+  await shapeLocalMember(local, discovery, gateways.localPodAddress);
+  screen.write(`${TIERS_NOTE}\n`);
   screen.write(
     "Registering east and west with least-privilege tokens (get/list/watch services, endpointslices, serviceexports)...\n",
   );
-  await registerRemotes(plane, local);
+  await registerRemotes(plane, local, TIER_PRIORITIES);
   signal.throwIfAborted();
 
   const logFile = join(plane.dir, "fleet-mirror.log");
   screen.write(`Starting fleet-mirror (logs: ${logFile})...\n`);
-  const config = defaultConfig({ namespace: NAMESPACE, logFile, logLevel: "info", gatewayResolvePeriodMs: 10_000 });
+  const config = defaultConfig({
+    namespace: NAMESPACE,
+    logFile,
+    logLevel: "info",
+    gatewayResolvePeriodMs: 10_000,
+    ...DEMO_TIER_SETTINGS,
+  });
   const supervisor = new Supervisor({
     config,
     localConnection: connectionFromKubeconfig(plane.cluster("local").adminKubeconfig, { allowFilePaths: false }),
@@ -227,7 +239,6 @@ async function runDemo(
   started(supervisor);
   supervisor.start();
 
-  const discovery = discoveryApi(plane.cluster("local").adminKubeconfig);
   const objects = kubeConfig(plane.cluster("local").adminKubeconfig).makeApiClient(CustomObjectsApi);
   const mirrorsNow = () => localMirrors(local, discovery, objects);
   const steps = demoSteps(remotes, mirrorsNow, () => supervisor.status(), gateways, westExport, traffic);

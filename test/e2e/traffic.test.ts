@@ -9,16 +9,9 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import {
-  allAnsweredBy,
-  describeTally,
-  judgeFailover,
-  type Round,
-  sendRounds,
-  tally,
-} from "../../sandbox/traffic-rounds.ts";
+import { describeTally, judgeFailover, type Round, sendRounds, tally } from "../../sandbox/traffic-rounds.ts";
 import { eventually } from "../helpers/kube.ts";
-import { startTrafficWorld, type TrafficWorld, trafficSkipReason } from "../helpers/traffic-world.ts";
+import { countedAnswers, startTrafficWorld, type TrafficWorld, trafficSkipReason } from "../helpers/traffic-world.ts";
 
 /** Requests in each counted batch. */
 const N = 40;
@@ -40,23 +33,8 @@ describe("real traffic through the mirrors", { skip: skip ?? false }, () => {
   });
 
   /** Waits until a round of 10 requests is answered by exactly `clusters` (each at least once), then counts N. */
-  async function counted(host: string, port: number, clusters: readonly string[]) {
-    let last = "nothing yet";
-    await eventually(
-      () => `${host} answered by ${clusters.join(" and ")} (last round: ${last})`,
-      async () => {
-        const outcomes = await world.send(host, port, 10);
-        const t = tally(outcomes);
-        last = describeTally(t);
-        return allAnsweredBy(outcomes, clusters) && clusters.every((c) => (t.answers[c] ?? 0) > 0) ? true : undefined;
-      },
-      60_000,
-      200,
-    );
-    const t = tally(await world.send(host, port, N));
-    assert.equal(t.total, N, "one outcome per request");
-    return t;
-  }
+  const counted = (host: string, port: number, clusters: readonly string[]) =>
+    countedAnswers(world, host, port, clusters, N);
 
   it("the client Pod has no route beyond the Service CIDR and the gateways' local prefix: a request elsewhere fails in the Pod, unsent", async () => {
     // 203.0.113.0/24 (TEST-NET-3) is in neither; the Pod has no default route, so the

@@ -11,9 +11,11 @@
  */
 import { DemoGateways } from "../../sandbox/demo-gateways.ts";
 import { shapeModes, type WestExport } from "../../sandbox/demo-modes.ts";
-import { registerRemotes, shapeRemotes } from "../../sandbox/demo-script.ts";
+import { discoveryApi, registerRemotes, shapeRemotes } from "../../sandbox/demo-script.ts";
+import { DEMO_TIER_SETTINGS, shapeLocalMember, TIER_PRIORITIES } from "../../sandbox/demo-tiers.ts";
 import { kubeConfig } from "../../sandbox/kubeconfig.ts";
 import { type Outcome, TrafficPath, trafficUnavailable } from "../../sandbox/traffic.ts";
+import { allAnsweredBy, describeTally, type Tally, tally } from "../../sandbox/traffic-rounds.ts";
 import type { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { Fleet } from "./fleet.ts";
 import { eventually } from "./kube.ts";
@@ -44,8 +46,13 @@ export interface TrafficWorld {
   stop(): Promise<void>;
 }
 
-/** Starts the world; on failure, whatever started is stopped before the error is thrown. */
-export async function startTrafficWorld(): Promise<TrafficWorld> {
+/**
+ * Starts the world; on failure, whatever started is stopped before the error is thrown.
+ * `tiers`: the demo's priority tiers of `search-federated` too (sandbox/demo-tiers.ts: the
+ * local cluster's own `shop/search` at priority 0, west 10, east 20, and the controller's
+ * tier settings); without it every member serves (SPEC §11).
+ */
+export async function startTrafficWorld(options: { readonly tiers?: boolean } = {}): Promise<TrafficWorld> {
   const undo: Array<() => Promise<unknown>> = [];
   const stop = async (): Promise<void> => {
     const errors: unknown[] = [];
@@ -61,7 +68,13 @@ export async function startTrafficWorld(): Promise<TrafficWorld> {
     if (localPrefix === undefined) throw new Error(`the gateways are not local: ${gateways.note}`);
     await shapeRemotes({ east: fleet.api("east"), west: fleet.api("west") }, gateways);
     const westExport = await shapeModes(fleet.plane, kubeConfig);
-    await registerRemotes(fleet.plane, fleet.local);
+    if (options.tiers)
+      await shapeLocalMember(
+        fleet.local,
+        discoveryApi(fleet.plane.cluster("local").adminKubeconfig),
+        gateways.localPodAddress,
+      );
+    await registerRemotes(fleet.plane, fleet.local, options.tiers ? TIER_PRIORITIES : undefined);
     const traffic = await TrafficPath.start({
       plane: fleet.plane,
       nodeAddress: gateways.nodeAddress,
@@ -71,7 +84,10 @@ export async function startTrafficWorld(): Promise<TrafficWorld> {
     });
     if (!traffic) throw new Error(`another traffic path held this machine for ${LOCK_WAIT_MS / 60_000} minutes`);
     undo.push(() => traffic.stop());
-    const controller = fleet.startInProcess({ endpointsApi: "endpointslices" });
+    const controller = fleet.startInProcess({
+      endpointsApi: "endpointslices",
+      ...(options.tiers ? DEMO_TIER_SETTINGS : {}),
+    });
     undo.push(() => controller.stop());
     await eventually("east and west synced", () => {
       const states = controller.status().clusters.map((c) => c.state);
@@ -90,4 +106,33 @@ export async function startTrafficWorld(): Promise<TrafficWorld> {
     await stop().catch(() => undefined);
     throw error;
   }
+}
+
+/**
+ * Waits until a round of 10 requests to `host:port` is answered by exactly `clusters`
+ * (each at least once, none by another and no error), then sends `n` more and returns
+ * their tally.
+ */
+export async function countedAnswers(
+  world: TrafficWorld,
+  host: string,
+  port: number,
+  clusters: readonly string[],
+  n: number,
+): Promise<Tally> {
+  let last = "nothing yet";
+  await eventually(
+    () => `${host} answered by ${clusters.join(" and ")} (last round: ${last})`,
+    async () => {
+      const outcomes = await world.send(host, port, 10);
+      const t = tally(outcomes);
+      last = describeTally(t);
+      return allAnsweredBy(outcomes, clusters) && clusters.every((c) => (t.answers[c] ?? 0) > 0) ? true : undefined;
+    },
+    60_000,
+    200,
+  );
+  const t = tally(await world.send(host, port, n));
+  if (t.total !== n) throw new Error(`${n} requests to ${host} gave ${t.total} outcomes, not one each`);
+  return t;
 }

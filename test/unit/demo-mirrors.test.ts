@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { V1EndpointSlice, V1Service } from "@kubernetes/client-node";
 import { type LocalLists, mirrorRows } from "../../sandbox/demo-mirrors.ts";
+import { FEDERATED_LABEL } from "../../src/core/federated.ts";
 import { HEADLESS_MIRROR_LABEL } from "../../src/core/headless.ts";
 import {
   CLUSTER_NAME,
@@ -12,6 +13,7 @@ import {
   SERVICE_NAME_LABEL,
 } from "../../src/core/labels.ts";
 import { derivedServiceName, MCS_SOURCE_CLUSTER_LABEL } from "../../src/core/mcs.ts";
+import { STANDBY_ANNOTATION } from "../../src/core/tiers.ts";
 
 const service = (name: string, labels: Record<string, string>, headless = false): V1Service => ({
   metadata: { namespace: "shop", name, labels: { [MIRRORED_SERVICE]: "true", ...labels } },
@@ -62,6 +64,22 @@ function headlessLists(): LocalLists {
 }
 
 describe("the demo's MIRROR rows", () => {
+  it("shows a fleet-wide part that stands by (SPEC §14) as (standby), one that is not ready as (not ready)", () => {
+    const fleet = { [FEDERATED_LABEL]: "true" };
+    const part = (cluster: string, ip: string, ready: boolean, standby = false): V1EndpointSlice => {
+      const s = slice("search-federated", [{ ip, ready }], { [CLUSTER_NAME]: cluster });
+      return standby ? { ...s, metadata: { ...s.metadata, annotations: { [STANDBY_ANNOTATION]: "true" } } } : s;
+    };
+    const [row] = mirrorRows({
+      services: [service("search-federated", fleet)],
+      endpoints: [],
+      slices: [part("east", "198.51.100.65", false, true), part("west", "198.51.100.66", false)],
+      imports: [],
+    });
+    assert.equal(row?.cluster, "fleet");
+    assert.equal(row?.endpoints, "198.51.100.65:4143 (standby),198.51.100.66:4143 (not ready)");
+  });
+
   it("shows a headless mirror as one row naming its hosts, reached through its per-host mirrors' gateway", () => {
     const rows = mirrorRows(headlessLists());
     assert.deepEqual(

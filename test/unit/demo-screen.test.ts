@@ -117,6 +117,31 @@ describe("the demo's table", () => {
     assert.match(content, /1\/1 dead/, "a gateway dying is content: a pipe gets a new table");
   });
 
+  it("shows the fleet-wide Service's tiers on a line under its row, and a switch is content", () => {
+    const fleet = mirror("shop/search-federated", "fleet");
+    const withTiers = (servingPriority: number) => {
+      const tiers = [0, 10, 20].map((priority) => ({ priority, ready: 1, serving: priority <= servingPriority }));
+      const federated = [
+        { key: "shop/search-federated", clusters: [], kept: [], ready: 0, notReady: 0, tiers, servingPriority },
+      ];
+      const base = input({ clusters: [row("east", 1)], mirrors: [fleet] });
+      return renderTable({
+        ...base,
+        status: {
+          ...base.status,
+          writer: { ready: true, queueDepth: 0, writes: {}, federated },
+        } as unknown as FleetStatus,
+      });
+    };
+    const lines = withTiers(10).text.split("\n");
+    const at = lines.findIndex((l) => l.startsWith("shop/search-federated "));
+    assert.equal(
+      lines[at + 1],
+      "  tiers: 0 local serving (1 ready), 10 west serving (1 ready), 20 east standby (1 ready)",
+    );
+    assert.notEqual(withTiers(20).content, withTiers(10).content);
+  });
+
   it("keeps ages out of its content, so the same table a second later is no change", () => {
     const activity = new MirrorActivity();
     const mirrors = [mirror("shop/web-east", "east")];
