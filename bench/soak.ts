@@ -1,7 +1,7 @@
 /**
  * The soak: `npm run bench -- soak [--minutes 30] [--smoke] [--out dir]` (never part of
  * the default run). 200 clusters (5 remote API servers behind fault proxies, 40 cluster
- * names each), the default placement and settings, 50 mirror changes per second over the
+ * names each), the default placement and settings sized for the chart's Pod (1 GiB memory limit), 50 mirror changes per second over the
  * fleet (as steady-latency counts them: one remote change is a change of each of its
  * remote's cluster names), and a fault every minute from the chaos repertoire (a watch
  * cut, a remote API server killed and restarted, a gateway losing its address for 20 s,
@@ -22,6 +22,7 @@
  * soak_fd_growth, soak_wrongful_deletes. bench/chart-soak.ts draws the samples.
  */
 import { readdirSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { createMetrics } from "../src/admin/metrics.ts";
 import { runAdminSource } from "../src/admin/run-source.ts";
 import { startAdminServer } from "../src/admin/server.ts";
@@ -42,6 +43,9 @@ import {
 } from "./harness.ts";
 import { soakOracleDiff, stableUids } from "./soak-oracle.ts";
 import { applyFault, offerSoakLoad, type SoakFault, type SoakShape, shapeSoak } from "./soak-world.ts";
+
+/** The Helm chart's default memory limit (charts/fleet-mirror/values.yaml, resources.limits). */
+const CHART_MEMORY_LIMIT_BYTES = 2 ** 30;
 
 const FULL: SoakShape = {
   remotes: 5,
@@ -84,6 +88,11 @@ export async function runSoak(opts: BenchOptions & { readonly minutes?: number |
       localConnection: fleet.controllerConnection(),
       logger: silentLogger(),
       testHooks: true,
+      // As the chart's Pod runs (its memory limit, 1 GiB): the default placement and the
+      // packed threads' heap cap are sized from it, as in a cluster. Without it, an
+      // injected leak may grow a packed thread to the 1 GiB no-limit cap before V8
+      // stops it, which the RSS series would show as growth.
+      hostLimits: { cpus: availableParallelism(), memoryLimitBytes: CHART_MEMORY_LIMIT_BYTES },
     });
     const source = runAdminSource(
       () => supervisor,

@@ -54,6 +54,8 @@ export interface Config extends GatewayConfig, LimitsConfig, LeaderConfig, LinkC
    * evenly over N threads.
    */
   readonly maxThreads: number | "auto";
+  /** The cap of a packed actor thread's heap, MB, or "auto" (supervisor/thread-heap.ts). */
+  readonly packedThreadMaxOldGenerationMb: number | "auto";
   readonly allowKubeconfigFilePaths: boolean;
   /** Accept Secrets whose kubeconfig names an http:// server or sets insecure-skip-tls-verify. */
   readonly allowInsecureRemotes: boolean;
@@ -142,6 +144,12 @@ export const runFlags = {
     type: "string",
     default: "96",
     description: "heap limit of each remote-cluster actor thread",
+  },
+  "packed-thread-max-old-space-mb": {
+    type: "string",
+    default: "auto",
+    description:
+      "heap limit of a shared (packed) actor thread at most: the actor limit times its clusters, never above this (auto: half of what the memory limit leaves, split among the packed threads; 1024 without a limit)",
   },
   "max-threads": {
     type: "string",
@@ -260,11 +268,11 @@ function defaultNamespace(env: NodeJS.ProcessEnv): string {
   }
 }
 
-/** `auto` (the default placement) or a whole number of threads (0: one per cluster). */
-function parseMaxThreads(text: string): number | "auto" {
+/** `auto` (the default) or the flag's number (--max-threads, --packed-thread-max-old-space-mb). */
+function parseAutoOrNumber(flag: NumericFlag, text: string): number | "auto" {
   if (text === "auto") return "auto";
   try {
-    return parseNumericFlag("max-threads", text);
+    return parseNumericFlag(flag, text);
   } catch (error) {
     if (error instanceof ConfigError) throw new ConfigError(`${error.message}, or auto (the default)`);
     throw error;
@@ -316,7 +324,11 @@ export function parseRunConfig(argv: readonly string[], env: NodeJS.ProcessEnv =
     logFile: typeof values["log-file"] === "string" ? values["log-file"] : undefined,
     maxConcurrentStarts: parseNumericFlag("max-concurrent-starts", str("max-concurrent-starts")),
     actorMaxOldGenerationMb: parseNumericFlag("actor-max-old-space-mb", str("actor-max-old-space-mb")),
-    maxThreads: parseMaxThreads(str("max-threads")),
+    maxThreads: parseAutoOrNumber("max-threads", str("max-threads")),
+    packedThreadMaxOldGenerationMb: parseAutoOrNumber(
+      "packed-thread-max-old-space-mb",
+      str("packed-thread-max-old-space-mb"),
+    ),
     allowKubeconfigFilePaths: values["allow-kubeconfig-file-paths"] === true,
     allowInsecureRemotes: values["allow-insecure-remotes"] === true,
     blockedRecheckMs: parseNumericFlag("blocked-recheck-period", str("blocked-recheck-period")),

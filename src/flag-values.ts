@@ -48,6 +48,7 @@ export const numericFlags = {
   "max-concurrent-starts": { kind: "integer", min: 1, max: 256 },
   "actor-max-old-space-mb": { kind: "integer", min: 16, max: 65_536 },
   "max-threads": { kind: "integer", min: 0, max: 1_024, note: "one per cluster" },
+  "packed-thread-max-old-space-mb": { kind: "integer", min: 16, max: 65_536 },
   "leader-election-lease-duration": { kind: "duration", minMs: 1_000, maxMs: DAY_MS },
   "leader-election-renew-deadline": { kind: "duration", minMs: 100, maxMs: DAY_MS },
   "leader-election-retry-period": { kind: "duration", minMs: 100, maxMs: DAY_MS },

@@ -25,6 +25,7 @@ import {
   type LifecycleSettings,
   type LifecycleState,
 } from "./actor-lifecycle-state.ts";
+import { threadHeapLimitMb } from "./thread-heap.ts";
 import { spawnWorker } from "./worker-entry.ts";
 
 /**
@@ -42,6 +43,8 @@ export interface ActorRunnerOptions {
   readonly config: Config;
   readonly settings: LifecycleSettings;
   readonly logger: Logger;
+  /** A packed thread's old generation at most, MB (thread-heap.ts); absent: no cap. */
+  readonly packedHeapCapMb?: number;
   /** Options every actor's init carries (all but the per-cluster ones). */
   readonly actorOptions: RemoteActorOptions;
   /** A new incarnation was posted its init: give it a channel to the writer (`port`, or close it). */
@@ -192,7 +195,11 @@ export class ActorRunner {
 
   #spawn(id: number, name: string, actorsExpected: number): void {
     const worker = spawnWorker("remote-cluster", `remote-cluster/${name}`, this.#o.config.logFile, {
-      maxOldGenerationSizeMb: this.#o.config.actorMaxOldGenerationMb * actorsExpected,
+      maxOldGenerationSizeMb: threadHeapLimitMb(
+        this.#o.config.actorMaxOldGenerationMb,
+        actorsExpected,
+        this.#o.packedHeapCapMb ?? Number.POSITIVE_INFINITY,
+      ),
       maxYoungGenerationSizeMb: Math.min(ACTOR_YOUNG_GENERATION_MB * actorsExpected, MAX_YOUNG_GENERATION_MB),
     });
     this.#workers.set(id, worker);

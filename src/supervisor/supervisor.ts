@@ -48,6 +48,7 @@ import { LocalRangesWatch } from "./local-ranges.ts";
 import { RegistrationSources } from "./registration-sources.ts";
 import type { RegisteredCluster, RegistryState } from "./registry.ts";
 import { DEFAULT_RESTART_POLICY, type RestartPolicy } from "./restart-policy.ts";
+import { packedHeapCapMb } from "./thread-heap.ts";
 import { threadHeaps } from "./thread-heaps.ts";
 import { WriterRunner } from "./writer-runner.ts";
 
@@ -139,8 +140,11 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
           }
         : {}),
     });
-    this.#autoBudget =
-      config.maxThreads === "auto" ? autoBudget(options.hostLimits ?? readHostLimits(logger)) : undefined;
+    // Read once, when the default placement or the packed threads' heap cap needs it.
+    const host = [config.maxThreads, config.packedThreadMaxOldGenerationMb].includes("auto")
+      ? (options.hostLimits ?? readHostLimits(logger))
+      : undefined;
+    this.#autoBudget = config.maxThreads === "auto" && host ? autoBudget(host) : undefined;
     if (this.#autoBudget)
       logger.info(
         { isolatedUpTo: this.#autoBudget.isolatedUpTo, threads: this.#autoBudget.threads },
@@ -157,6 +161,7 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
         stopTimeoutMs: STOP_TIMEOUT_MS,
       },
       actorOptions: remoteActorOptions(config, options),
+      packedHeapCapMb: packedHeapCapMb(config, host, this.#autoBudget),
       onIncarnation: (cluster, epoch, port) => {
         this.#book.incarnationStarted(cluster, epoch);
         // Without a ready writer: re-attached with a fresh channel when it is ready.

@@ -45,6 +45,7 @@ const BAD_VALUES: Record<string, { readonly bad: readonly string[]; readonly all
   "max-concurrent-starts": { bad: ["0", "1.5", "", "257"], allowed: /1 to 256/ },
   "actor-max-old-space-mb": { bad: ["15", "96.5", "96MB", "", "65537"], allowed: /16 to 65536/ },
   "max-threads": { bad: ["-1", "1.5", "", "1025", "Auto"], allowed: /0 \(one per cluster\) to 1024, or auto/ },
+  "packed-thread-max-old-space-mb": { bad: ["15", "1.5", "", "65537", "Auto"], allowed: /16 to 65536, or auto/ },
   shards: { bad: ["0", "-1", "2.5", "", "1025"], allowed: /1 \(not sharded\) to 1024/ },
   "expected-replicas": { bad: ["-1", "2.5", "", "three", "1025"], allowed: /0 \(unknown\) to 1024/ },
   "admin-addr": { bad: [":65536", ":99999", "127.0.0.1:-1", "127.0.0.1", ":http"], allowed: /port 0 to 65535/ },
@@ -127,6 +128,8 @@ describe("run's numeric flags", () => {
       ["shards", "1"],
       ["expected-replicas", "0"],
       ["max-threads", "auto"],
+      ["packed-thread-max-old-space-mb", "auto"],
+      ["packed-thread-max-old-space-mb", "16"],
       ["blocked-recheck-period", "100ms"],
       ["blocked-recheck-period", "24h"],
       ["mcs-recheck-period", "1s"],
@@ -207,6 +210,18 @@ describe("--max-threads", () => {
     assert.equal(parse(["--max-threads", "auto"]), "auto");
     assert.equal(parse(["--max-threads", "0"]), 0);
     assert.equal(parse(["--max-threads", "8"]), 8);
+  });
+});
+
+describe("--packed-thread-max-old-space-mb", () => {
+  it("defaults to auto (sized from the memory limit); a number is MB", () => {
+    const parse = (argv: string[]) => {
+      const config = parseRunConfig(argv, {});
+      assert.ok(config !== "help");
+      return config.packedThreadMaxOldGenerationMb;
+    };
+    assert.equal(parse([]), "auto");
+    assert.equal(parse(["--packed-thread-max-old-space-mb", "512"]), 512);
   });
 });
 
