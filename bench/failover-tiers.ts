@@ -29,6 +29,12 @@
  * with the objects that changed (watch events on the parts and the fleet-wide Services)
  * per Service beside it. Then a second steady window in the switched world.
  *
+ * Where the switch's time goes (tier-switch-timeline.ts, `switchTimeline` in the JSON):
+ * the controller logs at its default level into a file of its own, whose lines time the
+ * actor's "dead" verdict and the writer's plan of each Service's failover; the local
+ * watch times the writes; the writer's status gives its write latency, queue and writes
+ * in flight. `loadAverage` is the machine's at the end of the switch.
+ *
  * Needs CAP_NET_ADMIN (the route); without it the scenario records null with the reason.
  */
 import { mkdtempSync, readFileSync, statSync } from "node:fs";
