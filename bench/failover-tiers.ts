@@ -29,22 +29,29 @@
  * with the objects that changed (watch events on the parts and the fleet-wide Services)
  * per Service beside it. Then a second steady window in the switched world.
  *
+ * Where the switch's time goes (tier-switch-timeline.ts, `switchTimeline` in the JSON):
+ * the controller logs at its default level into a file of its own, whose lines time the
+ * actor's "dead" verdict and the writer's plan of each Service's failover; the local
+ * watch times the writes; the writer's status gives its write latency, queue and writes
+ * in flight. `loadAverage` is the machine's at the end of the switch.
+ *
  * Needs CAP_NET_ADMIN (the route); without it the scenario records null with the reason.
  */
+import { mkdtempSync, readFileSync, statSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
 import { FEDERATED_LABEL } from "../src/core/federated.ts";
 import { GATEWAY_NAME, GATEWAY_NS } from "../src/core/labels.ts";
 import type { EndpointSlice, Service } from "../src/core/objects.ts";
 import { PRIORITY_ANNOTATION } from "../src/core/tiers.ts";
-import { Watcher } from "../src/kube/watcher.ts";
 import type { Supervisor } from "../src/supervisor/supervisor.ts";
-import { Fleet } from "../test/helpers/fleet.ts";
+import type { Fleet } from "../test/helpers/fleet.ts";
 import { eventually } from "../test/helpers/kube.ts";
 import { whenEach } from "./endpoint-readiness.ts";
 import {
   type BenchOptions,
   diffCounts,
   GATEWAY_PORT,
-  localAdminClient,
   localWritesByKind,
   printTable,
   progress,
@@ -56,8 +63,9 @@ import {
   waitWriterIdle,
   writeResult,
 } from "./harness.ts";
-import { localProbeRange, ProbeServers } from "./probe-servers.ts";
+import { ProbeWorld } from "./probe-world.ts";
 import { TierServing } from "./tier-serving.ts";
+import { tierSwitchTimeline } from "./tier-switch-timeline.ts";
 
 const NAMESPACE = "bench";
 const GATEWAY_NAMESPACE = "gateway";
@@ -154,53 +162,41 @@ export async function runFailoverTiers(opts: BenchOptions): Promise<ScenarioResu
   const clusters = clustersOf(perTier);
   const sizes = { services, tiers: TIERS.length, clustersPerTier: perTier, periodS: PERIOD_S, steadyWindowS: steadyS };
   const targetS = 3 * PERIOD_S + 2;
-  const local = await localProbeRange("failover-tiers");
-  if ("note" in local) {
-    const { note } = local;
+  const logDir = mkdtempSync(join(tmpdir(), "failover-tiers-"));
+  const logFile = join(logDir, "controller.log");
+  const world = await ProbeWorld.open("failover-tiers", {
+    pairs: clusters.map((c) => ({ address: c.address, port: PROBE_PORT })),
+    remotes: TIERS.map((t) => t.remote),
+    // The default log level, into a file: its lines time the actor's and the writer's steps.
+    controller: { endpointsApi: "endpointslices", writeQps: 0, logLevel: "info", logFile },
+  });
+  if ("note" in world) {
+    const { note } = world;
     writeResult(opts.out, "failover-tiers", { smoke: opts.smoke, ...sizes, tierFailoverS: null, note });
     return { result: { note }, summary: opts.smoke ? {} : nullSummary() };
   }
-  const { route } = local;
-  const cleanups: (() => Promise<unknown>)[] = [() => route.release()];
   try {
-    const servers = await ProbeServers.start(clusters.map((c) => ({ address: c.address, port: PROBE_PORT })));
-    cleanups.push(() => servers.stop());
-    const fleet = await Fleet.start(TIERS.map((t) => t.remote));
-    cleanups.push(() => fleet.stop());
-    const controller = fleet.startInProcess({ endpointsApi: "endpointslices", writeQps: 0 });
-    cleanups.push(() => controller.stop());
-    const client = localAdminClient(fleet);
-    const slices = new Watcher<EndpointSlice>({
-      client,
-      path: `/apis/discovery.k8s.io/v1/namespaces/${NAMESPACE}/endpointslices`,
-      labelSelector: `${FEDERATED_LABEL}=true`,
-      pageSize: 5000,
-    });
-    const fleetServices = new Watcher<Service>({
-      client,
-      path: `/api/v1/namespaces/${NAMESPACE}/services`,
-      labelSelector: `${FEDERATED_LABEL}=true`,
-      pageSize: 5000,
-    });
-    cleanups.push(
-      () => slices.stop(),
-      () => fleetServices.stop(),
-    );
+    const { fleet, controller, servers } = world;
     const serving = new TierServing();
-    /** Objects (parts and fleet-wide Services) that changed while set. */
+    /** Objects (parts and fleet-wide Services) that changed while set, and when the watch saw each change. */
     let changed: Set<string> | undefined;
-    slices.on("change", (key, previous, current) => {
-      serving.update(key, current);
-      if (previous && current) changed?.add(`slice ${key}`);
+    let changedAt: number[] = [];
+    const noteChange = (what: string) => {
+      if (!changed) return;
+      changed.add(what);
+      changedAt.push(Date.now());
+    };
+    const slices = await world.watch<EndpointSlice>(
+      `/apis/discovery.k8s.io/v1/namespaces/${NAMESPACE}/endpointslices`,
+      `${FEDERATED_LABEL}=true`,
+      (key, previous, current) => {
+        serving.update(key, current);
+        if (previous && current) noteChange(`slice ${key}`);
+      },
+    );
+    await world.watch<Service>(`/api/v1/namespaces/${NAMESPACE}/services`, `${FEDERATED_LABEL}=true`, (key, p, c) => {
+      if (p && c) noteChange(`service ${key}`);
     });
-    fleetServices.on("change", (key, previous, current) => {
-      if (previous && current) changed?.add(`service ${key}`);
-    });
-    for (const watcher of [slices, fleetServices]) {
-      const listed = new Promise<void>((resolve) => watcher.once("listed", () => resolve()));
-      watcher.start();
-      await listed;
-    }
     progress(`failover-tiers: ${services} fleet-wide Services over ${TIERS.length} tiers × ${perTier} clusters`);
     const startedAt = Date.now();
     await shape(fleet, clusters, services);
@@ -215,12 +211,7 @@ export async function runFailoverTiers(opts: BenchOptions): Promise<ScenarioResu
     const missing = (done: Map<string, number | undefined>) => [...done].filter(([, at]) => at === undefined).length;
     if (missing(first) > 0) throw new Error(`${missing(first)} fleet-wide Services never served the first tier`);
     const convergedS = round((Math.max(...[...first.values()].map(Number)) - startedAt) / 1000, 1);
-    await eventually(
-      "every gateway probed",
-      async () => ((await servers.probed()).pairs === clusters.length ? true : undefined),
-      60_000,
-      500,
-    );
+    await world.allProbed();
     await settled(fleet, controller);
     const steady = async (label: string) => {
       progress(`failover-tiers: ${steadyS} s with nothing changing (${label})`);
@@ -248,14 +239,33 @@ export async function runFailoverTiers(opts: BenchOptions): Promise<ScenarioResu
 
     progress(`failover-tiers: the last first-tier gateway (${last.name}) stops`);
     const writesBefore = await localWritesByKind(fleet);
+    const latencyBefore = controller.status().writer?.writeDuration;
     changed = new Set();
+    changedAt = [];
+    const logBefore = fileSize(logFile);
     const switchWait = whenServing(mid, [...near, ...far], WAIT_MS);
+    const samples: { queueDepth: number; inFlight: number }[] = [];
+    const sampler = setInterval(() => {
+      const w = controller.status().writer;
+      if (w) samples.push({ queueDepth: w.queueDepth, inFlight: w.inFlight });
+    }, 250);
     const stoppedAt = Date.now();
     await servers.setMode([last.address], "stopped");
     const switched = await switchWait;
     const switchedMs = [...switched.values()].filter((at) => at !== undefined).map((at) => at - stoppedAt);
     await settled(fleet, controller);
+    clearInterval(sampler);
     const switchWrites = diffCounts(await localWritesByKind(fleet), writesBefore);
+    const timeline = tierSwitchTimeline({
+      stoppedAt,
+      address: last.address,
+      logLines: readFrom(logFile, logBefore).split("\n"),
+      served: switched,
+      writesSeenAt: changedAt,
+      latencyBefore,
+      latencyAfter: controller.status().writer?.writeDuration,
+      samples,
+    });
     // SPEC §14: the serving tiers are a prefix, so after a failover the dead first tier
     // still serves (its endpoints follow their health) and only the third stands by.
     const standbyAfterSwitch = {
@@ -284,6 +294,28 @@ export async function runFailoverTiers(opts: BenchOptions): Promise<ScenarioResu
           unit: "s",
         },
         { figure: "… p50 over the Services", value: p50S, unit: "s" },
+        { figure: "… the gateway found dead (its actor's log)", value: timeline.detectedS, unit: "s" },
+        {
+          figure: "… the writer plans the first / last Service's switch",
+          value: `${timeline.plannedS.first} / ${timeline.plannedS.last}`,
+          unit: "s",
+        },
+        {
+          figure: "… the first / last switch write seen",
+          value: `${timeline.writesS.first} / ${timeline.writesS.last}`,
+          unit: "s",
+        },
+        { figure: "switch writes seen per second", value: timeline.writesPerS, unit: "writes/s" },
+        {
+          figure: "one Service's writes, planned → serving (p50 / max)",
+          value: `${timeline.keyWriteS.p50} / ${timeline.keyWriteS.last}`,
+          unit: "s",
+        },
+        {
+          figure: "write request latency (mean; p50, p99 bucket)",
+          value: `${timeline.writeLatencyMs.mean}; ${timeline.writeLatencyMs.p50}, ${timeline.writeLatencyMs.p99}`,
+          unit: "ms",
+        },
         { figure: "switch writes per Service", value: writesPerService, unit: "writes" },
         {
           figure: "objects that changed per Service (parts + Service)",
@@ -309,6 +341,9 @@ export async function runFailoverTiers(opts: BenchOptions): Promise<ScenarioResu
       // What a switch of this size takes at the default write limit, written one after another.
       switchAtDefaultWriteQpsS: round(sum(switchWrites) / DEFAULT_WRITE_QPS, 1),
       switchWrites,
+      // Seconds from the stop: detection, planning, the writes as the watch saw them (tier-switch-timeline.ts).
+      switchTimeline: timeline,
+      loadAverage: loadavg().map((l) => round(l, 2)),
       standbyAfterSwitch,
       steadyWritesFirstTier: steadyBefore,
       steadyWritesSecondTier: steadyAfter,
@@ -327,7 +362,25 @@ export async function runFailoverTiers(opts: BenchOptions): Promise<ScenarioResu
           },
     };
   } finally {
-    for (const cleanup of cleanups.reverse()) await cleanup();
+    await world.close();
+    progress(`failover-tiers: the controller's log is ${logFile}`);
+  }
+}
+
+function fileSize(path: string): number {
+  try {
+    return statSync(path).size;
+  } catch {
+    return 0;
+  }
+}
+
+/** The text of `path` from byte `offset` on ("" when it cannot be read). */
+function readFrom(path: string, offset: number): string {
+  try {
+    return readFileSync(path).subarray(offset).toString("utf8");
+  } catch {
+    return "";
   }
 }
 

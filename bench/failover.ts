@@ -35,14 +35,12 @@ import {
 } from "../src/core/labels.ts";
 import type { EndpointSlice } from "../src/core/objects.ts";
 import { PROBE_PORT_NAME } from "../src/core/probe-spec.ts";
-import { Watcher } from "../src/kube/watcher.ts";
-import { Fleet } from "../test/helpers/fleet.ts";
-import { eventually } from "../test/helpers/kube.ts";
+import type { Watcher } from "../src/kube/watcher.ts";
+import type { Fleet } from "../test/helpers/fleet.ts";
 import { EndpointReadiness, latencySummary, whenEach } from "./endpoint-readiness.ts";
 import {
   type BenchOptions,
   GATEWAY_PORT,
-  localAdminClient,
   MIRROR_SELECTOR,
   printTable,
   progress,
@@ -52,7 +50,7 @@ import {
   waitWriterIdle,
   writeResult,
 } from "./harness.ts";
-import { localProbeRange, ProbeServers } from "./probe-servers.ts";
+import { ProbeWorld } from "./probe-world.ts";
 
 const NAMESPACE = "bench";
 const GATEWAY_NAMESPACE = "gateway";
@@ -147,53 +145,38 @@ export async function runFailover(opts: BenchOptions): Promise<ScenarioResult> {
   const failing = opts.smoke ? 2 : 10;
   const gateways = gatewaysOf(remotes, perRemote);
   const sizes = { gateways: gateways.length, clusters: remotes.length, failing, periodS: PERIOD_S };
-  const local = await localProbeRange("failover");
-  if ("note" in local) {
-    const { note } = local;
+  const world = await ProbeWorld.open("failover", {
+    pairs: gateways.map((g) => ({ address: g.address, port: PROBE_PORT })),
+    remotes,
+    // 100 probed gateways per cluster: above the default cap (--gateway-max-probed 64).
+    controller: { endpointsApi: "endpointslices", gatewayMaxProbed: perRemote },
+  });
+  if ("note" in world) {
+    const { note } = world;
     writeResult(opts.out, "failover", { smoke: opts.smoke, ...sizes, failoverS: null, note });
     return { result: { note }, summary: opts.smoke ? {} : { failover_s: null } };
   }
-  const { route } = local;
-  // Undone last first, whatever step failed.
-  const cleanups: (() => Promise<unknown>)[] = [() => route.release()];
   try {
-    const servers = await ProbeServers.start(gateways.map((g) => ({ address: g.address, port: PROBE_PORT })));
-    cleanups.push(() => servers.stop());
-    const fleet = await Fleet.start(remotes);
-    cleanups.push(() => fleet.stop());
-    // 100 probed gateways per cluster: above the default cap (--gateway-max-probed 64).
-    const controller = fleet.startInProcess({ endpointsApi: "endpointslices", gatewayMaxProbed: perRemote });
-    cleanups.push(() => controller.stop());
-    const watcher = new Watcher<EndpointSlice>({
-      client: localAdminClient(fleet),
-      path: `/apis/discovery.k8s.io/v1/namespaces/${NAMESPACE}/endpointslices`,
-      labelSelector: `${MIRROR_SELECTOR},${MANAGED_BY_LABEL}=${MANAGED_BY_FLEET_MIRROR}`,
-      pageSize: 5000,
-    });
-    cleanups.push(() => watcher.stop());
+    const { fleet, controller, servers } = world;
     progress(`failover: ${gateways.length} probed gateways over ${remotes.length} clusters`);
     await shape(fleet, gateways);
     const readiness = new EndpointReadiness();
     const down = new Set<string>();
     let healthyTurnedNotReady = 0;
-    watcher.on("change", (key, _previous, current) => {
-      for (const address of readiness.update(key, current ? (current.endpoints ?? null) : undefined))
-        if (!down.has(address)) healthyTurnedNotReady += 1;
-    });
-    const listed = new Promise<void>((resolve) => watcher.once("listed", () => resolve()));
-    watcher.start();
-    await listed;
+    const watcher = await world.watch<EndpointSlice>(
+      `/apis/discovery.k8s.io/v1/namespaces/${NAMESPACE}/endpointslices`,
+      `${MIRROR_SELECTOR},${MANAGED_BY_LABEL}=${MANAGED_BY_FLEET_MIRROR}`,
+      (key, _previous, current) => {
+        for (const address of readiness.update(key, current ? (current.endpoints ?? null) : undefined))
+          if (!down.has(address)) healthyTurnedNotReady += 1;
+      },
+    );
     await waitAllSynced(controller, remotes.length);
     await waitWriterIdle(controller);
     const ready = await whenEverywhere(watcher, readiness, gateways, true, 300_000);
     const unready = gateways.filter((g) => ready.get(g.address) === undefined).map((g) => g.address);
     if (unready.length > 0) throw new Error(`never ready everywhere: ${unready.join(", ")}`);
-    await eventually(
-      "every gateway probed",
-      async () => ((await servers.probed()).pairs === gateways.length ? true : undefined),
-      60_000,
-      500,
-    );
+    await world.allProbed();
     const slices = watcher.size;
     const spreadOut = spread(gateways, remotes, 2 * failing);
     /** `victims` stop answering the way `mode` says, then answer again; both timed from a local watch. */
@@ -253,6 +236,6 @@ export async function runFailover(opts: BenchOptions): Promise<ScenarioResult> {
     writeResult(opts.out, "failover", result);
     return { result, summary: opts.smoke ? {} : { failover_s: failoverS } };
   } finally {
-    for (const cleanup of cleanups.reverse()) await cleanup();
+    await world.close();
   }
 }

@@ -134,7 +134,11 @@ export const runFlags = {
     default: "kube-system,kube-public,kube-node-lease",
     description: "namespaces never mirrored into",
   },
-  "write-concurrency": { type: "string", default: "8", description: "mirrors written in parallel" },
+  "write-concurrency": {
+    type: "string",
+    default: "8",
+    description: "mirrors written in parallel, and slice writes of one mirror at once",
+  },
   "write-qps": { type: "string", default: "50", description: "client-side write rate limit (0: none)" },
   "write-burst": { type: "string", default: "100", description: "write burst above the rate limit" },
   "log-level": { type: "string", default: "info", description: LOG_LEVELS.join("|") },

@@ -15,6 +15,7 @@ import type { EndpointSlice, Endpoints, KubeObject, Namespace, Service } from ".
 import { objectKey, splitKey } from "../../src/core/objects.ts";
 import { allShards, type ShardOwnership } from "../../src/core/shards.ts";
 import type { ReconcileResult } from "../../src/core/workqueue.ts";
+import { writeStages } from "../../src/core/write-stages.ts";
 import { KubeApiError, type KubeClient } from "../../src/kube/client.ts";
 import type { Logger } from "../../src/log.ts";
 import type { EventRequest, WriterOptions } from "../../src/protocol/messages.ts";
@@ -68,7 +69,8 @@ export interface ReconcilerDeps {
     | "endpointsApi"
     | "failbackDelayMs"
     | "failoverMinReady"
-  >;
+  > &
+    Partial<Pick<WriterOptions, "concurrency">>;
   readonly log: Logger;
   readonly recordEvent: (event: EventRequest) => void;
   /** Why creating a namespace for a cluster would pass its quota (namespace-quota.ts); absent: no quota. */
@@ -94,6 +96,12 @@ export function deletesServiceLast(actions: readonly WriteAction[]): readonly Wr
 /**
  * Applies a plan's actions in order (deletes of the Service last); the first outcome that
  * ends the pass, if any. `shard`: the shard whose fence every write passes, or one per action.
+ *
+ * Stage by stage (core/write-stages.ts): the slice writes a plan lists together go out
+ * together, at most `options.concurrency` at once (the writer's `--write-concurrency`;
+ * absent: one at a time), and the next stage starts once every write of this one is
+ * answered. A stage ends the pass with the first outcome in plan order, after all of its
+ * writes are answered: nothing of a key is in flight once its reconcile returns.
  */
 export async function applyActions(
   deps: ReconcilerDeps,
@@ -103,16 +111,41 @@ export async function applyActions(
   observed: readonly ObservedObject[],
   shard: number | ((action: WriteAction) => number),
 ): Promise<ReconcileResult | undefined> {
-  for (const action of deletesServiceLast(actions)) {
+  // A throw is this write's failure (a retry, as runWorkers makes of one), never a stage
+  // left with writes in flight.
+  const apply = async (action: WriteAction): Promise<ReconcileResult | undefined> => {
     const target =
       action.kind === "Namespace"
         ? undefined
         : observed.find((o) => o.kind === action.kind && o.object.metadata.name === action.name)?.object;
-    const fence = typeof shard === "number" ? shard : shard(action);
-    const outcome = await deps.executor.apply(key, action, desired, target, fence);
+    try {
+      const fence = typeof shard === "number" ? shard : shard(action);
+      return await deps.executor.apply(key, action, desired, target, fence);
+    } catch (error) {
+      return { kind: "retry", error };
+    }
+  };
+  const width = Math.max(1, deps.options.concurrency ?? 1);
+  for (const stage of writeStages(deletesServiceLast(actions))) {
+    const outcomes = await inPool(stage, width, apply);
+    const outcome = outcomes.find((o) => o !== undefined);
     if (outcome) return outcome;
   }
   return undefined;
+}
+
+/** `run` over `items`, at most `width` at once, started in order; the results in `items`' order. */
+async function inPool<T, R>(items: readonly T[], width: number, run: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  const lane = async (): Promise<void> => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await run(items[i] as T);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(width, items.length) }, lane));
+  return results;
 }
 
 /** A Service was just created and slices are written: they need its uid, so plan again at once. */
