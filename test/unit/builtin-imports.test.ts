@@ -29,8 +29,7 @@ export function valueImportsOfHttp(text: string): string[] {
     if (clause.startsWith("type ")) continue;
     // `{ type A, type B }` binds no value either.
     const named = /^\{([^}]*)\}$/.exec(clause.trim())?.[1];
-    if (named !== undefined && named.split(",").every((part) => part.trim() === "" || part.trim().startsWith("type ")))
-      continue;
+    if (named?.split(",").every((part) => part.trim() === "" || part.trim().startsWith("type "))) continue;
     found.push(m[0]);
   }
   return found;
