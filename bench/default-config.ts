@@ -15,9 +15,18 @@
  * - restart: on that intact world, the process is stopped (SIGTERM) and a new one started:
  *   its CPU-seconds (user + system, every thread, /proc/<pid>/stat) from spawn until every
  *   cluster is synced and the writer idle (`restart_cpu_s_50_clusters_default`), with its
- *   peak RSS too.
+ *   peak RSS too. After each restart, with the controller stopped, the bare restart client
+ *   (bare-restart.ts: a plain Node process listing the same remote Services for every
+ *   cluster and the local mirrors, and comparing them with the same pure functions) on the
+ *   same world: `restart_cpu_ratio` = the median restart CPU / the bare client's median.
+ * - idle: the converged process, once settled, over `IDLE_MS` with nothing changing and the
+ *   Helm chart's probes answered (GET /healthz every 10 s, /readyz every 5 s): its CPU as
+ *   percent of one core (`idle_cpu_pct`), split by thread. The world's gateway has no
+ *   `mc-probe` port, so no gateway is probed (a probed gateway needs an address that
+ *   answers; probe-cpu.ts measures probing).
  */
 import { Fleet } from "../test/helpers/fleet.ts";
+import { bareRestartCpu } from "./bare-restart-run.ts";
 import {
   BENCH_MODES,
   type BenchMode,
@@ -33,9 +42,17 @@ import {
   writeResult,
 } from "./harness.ts";
 import { adminStatus, allSynced, freePort, processRss, waitStatus, writerSettled } from "./memory.ts";
-import { busiestThreads, processCpuSeconds } from "./process-cpu.ts";
+import { busiestThreads, processCpuSeconds, threadCpuSeconds } from "./process-cpu.ts";
 
 const SETTLE_MS = 3_000;
+/** The idle window, and the quiet before it (the settle of the threads' heaps after a burst runs within seconds). */
+const IDLE_MS = 60_000;
+const IDLE_QUIET_MS = 10_000;
+/** The Helm chart's liveness and readiness probes (charts/fleet-mirror/templates/deployment.yaml). */
+const CHART_PROBES = [
+  { path: "/healthz", everyMs: 10_000 },
+  { path: "/readyz", everyMs: 5_000 },
+] as const;
 
 type Row = {
   readonly phase: "sync" | "converge" | "restart";
@@ -57,7 +74,42 @@ type Row = {
   readonly peakRssMb: number;
   /** V8 heap used per thread once idle (the process's /metrics), MB: where the RSS above the isolates goes. */
   readonly heapUsedMb: string;
+  /** Converge only: CPU over the idle window, percent of one core, and by thread name. */
+  readonly idleCpuPct?: number;
+  readonly idleCpuByThread?: string;
+  /** Restart only: the bare restart client run right after, on the same world (bare-restart.ts). */
+  readonly bareCpuSeconds?: number;
+  readonly bareMirrorsCompared?: number;
+  readonly bareMirrorsDiffering?: number;
 };
+
+/**
+ * CPU of process `pid` over `IDLE_MS` while the chart's probes hit its admin server: percent
+ * of one core, and `thread pct, …` by thread name (live threads), the busiest first.
+ */
+async function idleCpu(pid: number, admin: string, windowMs: number): Promise<{ pct: number; byThread: string }> {
+  const before = processCpuSeconds(pid);
+  const threadsBefore = threadCpuSeconds(pid);
+  const started = Date.now();
+  const timers = CHART_PROBES.map(({ path, everyMs }) =>
+    setInterval(() => {
+      fetch(`${admin}${path}`, { signal: AbortSignal.timeout(5_000) })
+        .then((res) => res.arrayBuffer())
+        .catch((error: unknown) => progress(`idle: probe ${path} failed: ${String(error)}`));
+    }, everyMs),
+  );
+  await sleep(windowMs);
+  for (const timer of timers) clearInterval(timer);
+  const seconds = (Date.now() - started) / 1000;
+  const pct = (cpu: number) => round((cpu / seconds) * 100, 2);
+  const byThread = [...threadCpuSeconds(pid)]
+    .map(([name, cpu]): [string, number] => [name, cpu - (threadsBefore.get(name) ?? 0)])
+    .filter(([, cpu]) => cpu > 0)
+    .sort(([, a], [, b]) => b - a)
+    .map(([name, cpu]) => `${name} ${pct(cpu)}`)
+    .join(", ");
+  return { pct: pct(processCpuSeconds(pid) - before), byThread };
+}
 
 /** `thread MB, …` from the process's fleet_mirror_thread_heap_used_bytes. */
 async function heapsByThread(admin: string): Promise<string> {
@@ -81,6 +133,8 @@ async function runOnce(
   endpointsApi: BenchMode,
   size: { clusters: number; services: number },
   extraArgs: readonly string[],
+  /** The idle window measured after the row's figures; 0: none. */
+  idleMs = 0,
 ): Promise<Row> {
   progress(`default-config: ${phase}, ${endpointsApi}, ${size.clusters} × ${size.services}`);
   const port = await freePort();
@@ -104,6 +158,11 @@ async function runOnce(
     const { rss, peak } = processRss(pid);
     const placement = (await adminStatus(admin))?.placement;
     const heapUsedMb = await heapsByThread(admin);
+    let idle: { pct: number; byThread: string } | undefined;
+    if (idleMs > 0) {
+      await sleep(IDLE_QUIET_MS);
+      idle = await idleCpu(pid, admin, idleMs);
+    }
     return {
       phase,
       endpointsApi,
@@ -121,6 +180,7 @@ async function runOnce(
       rssMb: mb(rss),
       peakRssMb: mb(peak),
       heapUsedMb,
+      ...(idle ? { idleCpuPct: idle.pct, idleCpuByThread: idle.byThread } : {}),
     };
   } finally {
     await proc.stop();
@@ -146,15 +206,34 @@ export async function sync200(endpointsApi: BenchMode, clusters: number, extraAr
  */
 const RESTARTS = 5;
 
-/** 50 × 50 converged in the default configuration (peak RSS), then restarts on the intact world (CPU). */
-export async function convergeAndRestart(size: { clusters: number; services: number }, extraArgs: readonly string[]) {
+/**
+ * 50 × 50 converged in the default configuration (peak RSS, then its idle minute), then
+ * restarts on the intact world (CPU), each followed by the bare restart client.
+ */
+export async function convergeAndRestart(
+  size: { clusters: number; services: number },
+  extraArgs: readonly string[],
+  idleMs = IDLE_MS,
+) {
   const fleet = await Fleet.start(["remote"]);
   try {
-    await shapeRemote(fleet, "remote", { services: size.services, clusters: size.clusters, gatewayIp: "198.18.0.31" });
-    const converge = await runOnce(fleet, "converge", "endpointslices", size, extraArgs);
+    const clusters = await shapeRemote(fleet, "remote", {
+      services: size.services,
+      clusters: size.clusters,
+      gatewayIp: "198.18.0.31",
+    });
+    const converge = await runOnce(fleet, "converge", "endpointslices", size, extraArgs, idleMs);
     const restarts: Row[] = [];
-    for (let i = 0; i < RESTARTS; i++)
-      restarts.push(await runOnce(fleet, "restart", "endpointslices", size, extraArgs));
+    for (let i = 0; i < RESTARTS; i++) {
+      const row = await runOnce(fleet, "restart", "endpointslices", size, extraArgs);
+      const bare = await bareRestartCpu(fleet, "remote", clusters);
+      restarts.push({
+        ...row,
+        bareCpuSeconds: round(bare.cpuSeconds, 3),
+        bareMirrorsCompared: bare.mirrorsCompared,
+        bareMirrorsDiffering: bare.mirrorsDiffering,
+      });
+    }
     return [converge, ...restarts] as const;
   } finally {
     await fleet.stop();
@@ -177,6 +256,7 @@ export async function runDefaultConfig(opts: BenchOptions, extraArgs: readonly s
     ...(await convergeAndRestart(
       opts.smoke ? { clusters: 10, services: 5 } : { clusters: 50, services: 50 },
       extraArgs,
+      opts.smoke ? 10_000 : IDLE_MS,
     )),
   );
   save();
@@ -194,10 +274,12 @@ export function defaultConfigSummary(
   const num = (value: unknown): number | null => (typeof value === "number" ? value : null);
   const find = (phase: string, mode: BenchMode, clusters: number) =>
     rows.find((r) => r["phase"] === phase && r["endpointsApi"] === mode && r["clusters"] === clusters);
-  const restartCpu = rows
-    .filter((r) => r["phase"] === "restart" && r["endpointsApi"] === "endpointslices" && r["clusters"] === 50)
-    .map((r) => num(r["cpuSecondsToIdle"]))
-    .filter((v): v is number => v !== null);
+  const restarts = rows.filter(
+    (r) => r["phase"] === "restart" && r["endpointsApi"] === "endpointslices" && r["clusters"] === 50,
+  );
+  const values = (field: string) => restarts.map((r) => num(r[field])).filter((v): v is number => v !== null);
+  const restartMedian = percentile(values("cpuSecondsToIdle"), 50);
+  const bareMedian = percentile(values("bareCpuSeconds"), 50);
   const seconds = (row: Readonly<Record<string, unknown>> | undefined) => {
     const ms = num(row?.["allSyncedMs"]);
     return ms === null ? null : round(ms / 1000, 2);
@@ -207,6 +289,9 @@ export function defaultConfigSummary(
     sync_200_clusters_s_endpoints_mode: seconds(find("sync", "endpoints", 200)),
     rss_mb_50_clusters_default: num(find("converge", "endpointslices", 50)?.["peakRssMb"]),
     // The median of the restarts (one in runs before there were three).
-    restart_cpu_s_50_clusters_default: percentile(restartCpu, 50),
+    restart_cpu_s_50_clusters_default: restartMedian,
+    // The restarts' median over the bare restart client's median, same world, same run.
+    restart_cpu_ratio: restartMedian !== null && bareMedian ? round(restartMedian / bareMedian, 2) : null,
+    idle_cpu_pct: num(find("converge", "endpointslices", 50)?.["idleCpuPct"]),
   };
 }

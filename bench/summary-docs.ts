@@ -52,6 +52,11 @@ const FIGURES: Readonly<Partial<Record<SummaryKey, { readonly label: string; rea
     label: "restart CPU until synced and idle, 50 × 50, default placement",
     unit: "CPU-s",
   },
+  restart_cpu_ratio: {
+    label: "… that restart CPU against a bare Node client listing and comparing the same",
+    unit: "×",
+  },
+  idle_cpu_pct: { label: "idle CPU, 50 × 50 converged, nothing changing, probes answered", unit: "% of a core" },
   restart_writes: { label: "writes after a restart over 2 500 intact mirrors", unit: "" },
   steady_p99_ms: { label: "change latency p99, 50 mirror changes/s over 50 clusters", unit: "ms" },
   steady_p99_ratio: { label: "… that p99 against a bare watch-then-write client's", unit: "×" },

@@ -9,14 +9,15 @@
  *     [--variant "name=--node-flag --other"]... [--args "--controller-flags"]
  *
  * A variant is a name and the Node flags it adds after the process's own
- * (src/cli/process-flags.ts): `maglev=--maglev`; a bare name adds none. Prints one JSON
+ * (src/cli/process-flags.ts): `maglev=--maglev`; a bare name adds none. `name@/abs/dist/src/main.js`
+ * runs another build (a copy of an earlier dist/), so two builds alternate on one world. Prints one JSON
  * line per restart: CPU-seconds to synced and to the writer idle, by thread, and what
  * the process spends in the `AFTER_IDLE_MS` after it (`cpuAfter`).
  */
 import { parseArgs } from "node:util";
 import { Fleet } from "../../test/helpers/fleet.ts";
-import { progress, round, shapeRemote, sleep } from "../harness.ts";
-import { allSynced, freePort, waitStatus, writerSettled } from "../memory.ts";
+import { mb, progress, round, shapeRemote, sleep } from "../harness.ts";
+import { allSynced, freePort, processRss, waitStatus, writerSettled } from "../memory.ts";
 import { busiestThreads, processCpuSeconds } from "../process-cpu.ts";
 
 const AFTER_IDLE_MS = 3_000;
@@ -31,13 +32,15 @@ const { values } = parseArgs({
   },
 });
 const clusters = Number(values.clusters);
-const variants = (values.variant ?? ["default"]).map((text): [string, string[]] => {
+const variants = (values.variant ?? ["default"]).map((text): [string, string[], string | undefined] => {
   const at = text.indexOf("=");
-  return at < 0 ? [text, []] : [text.slice(0, at), text.slice(at + 1).split(" ")];
+  const [head, flags] = at < 0 ? [text, []] : [text.slice(0, at), text.slice(at + 1).split(" ")];
+  const build = head.indexOf("@");
+  return build < 0 ? [head, flags, undefined] : [head.slice(0, build), flags, head.slice(build + 1)];
 });
 const extra = values.args === "" ? [] : (values.args ?? "").split(" ");
 
-async function once(fleet: Fleet, execArgv: readonly string[]) {
+async function once(fleet: Fleet, execArgv: readonly string[], main?: string) {
   const port = await freePort();
   const admin = `http://127.0.0.1:${port}`;
   const started = Date.now();
@@ -46,6 +49,7 @@ async function once(fleet: Fleet, execArgv: readonly string[]) {
     {
       entry: "dist",
       execArgv,
+      ...(main ? { main } : {}),
     },
   );
   try {
@@ -61,7 +65,18 @@ async function once(fleet: Fleet, execArgv: readonly string[]) {
     // whether the row's window caught it depends on when the writer was seen idle.
     await sleep(AFTER_IDLE_MS);
     const cpuAfter = round(processCpuSeconds(pid) - cpu, 2);
-    return { syncedMs, idleMs, cpuSynced, cpu, byThread, cpuAfter, byThreadAfter: busiestThreads(pid, 4) };
+    const { rss, peak } = processRss(pid);
+    return {
+      syncedMs,
+      idleMs,
+      cpuSynced,
+      cpu,
+      byThread,
+      cpuAfter,
+      byThreadAfter: busiestThreads(pid, 4),
+      rssMb: mb(rss),
+      peakRssMb: mb(peak),
+    };
   } finally {
     await proc.stop();
   }
@@ -73,8 +88,8 @@ try {
   progress("converging");
   process.stdout.write(`${JSON.stringify({ run: 0, variant: "converge", ...(await once(fleet, [])) })}\n`);
   for (let run = 0; run < Number(values.runs); run++) {
-    const [name, execArgv] = variants[run % variants.length] ?? ["default", []];
-    const result = await once(fleet, execArgv);
+    const [name, execArgv, main] = variants[run % variants.length] ?? ["default", [], undefined];
+    const result = await once(fleet, execArgv, main);
     process.stdout.write(`${JSON.stringify({ run: run + 1, variant: name, ...result })}\n`);
   }
 } finally {

@@ -183,7 +183,7 @@ export class LocalWriterActor {
         // A complete batch allows GC: re-check local mirrors of this cluster it no longer wants (SPEC §6).
         // It may also make the cluster known: the shared keys that depend on it (SPEC §11, §12).
         if (batch.complete) {
-          for (const { key, owner } of this.#stores.observedMirrors()) if (owner === batch.cluster) this.#enqueue(key);
+          for (const key of this.#stores.observedMirrorsOf(batch.cluster)) this.#enqueue(key);
           // Exports turning known or unknown change how the cluster counts in every import
           // it is seen in, held or only observed (reconcile-imports.ts): re-reduce those too.
           const unchanged = wasKnown && exportsWereKnown === this.#desired.exportsKnownOf(batch.cluster);

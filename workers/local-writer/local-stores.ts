@@ -266,6 +266,25 @@ export class LocalStores {
     }
   }
 
+  /**
+   * The keys of the observed mirrors `cluster` owns: `observedMirrors` filtered, but the
+   * owner is compared before a key is built. Asked once per complete batch, so a start of K
+   * clusters over M mirrors reads K × M labels and builds M keys, not K × M.
+   */
+  *observedMirrorsOf(cluster: string): Generator<string> {
+    for (const watcher of [this.services, this.endpoints] as const) {
+      for (const object of watcher.values()) {
+        if (ownerCluster(object.metadata.labels) === cluster)
+          yield objectKey({ namespace: object.metadata.namespace, name: object.metadata.name });
+      }
+    }
+    for (const slice of this.slices.values()) {
+      if (sliceOwner(slice.metadata.labels) !== cluster || isSharedPart(slice)) continue;
+      const key = sliceMirrorKey(slice);
+      if (key) yield key;
+    }
+  }
+
   /** The slice store with its index by Service, as the reconcilers read it. */
   get indexedSlices(): Pick<Watcher<EndpointSlice>, "get" | "values"> & { ofService(key: string): EndpointSlice[] } {
     return {
