@@ -224,6 +224,7 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
   }
 
   status(): FleetStatus {
+    const links = this.#registry.links();
     return {
       secretsListed: this.#registry.listed,
       writer: this.#writer.status,
@@ -235,6 +236,7 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
         this.#actors.state,
       ),
       localRanges: this.#localRanges.status(),
+      ...(links ? { links: links.rows, ...(links.problem ? { linksProblem: links.problem } : {}) } : {}),
     };
   }
 
