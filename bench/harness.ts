@@ -188,6 +188,8 @@ export async function shapeRemote(
     namespace?: string;
     prefix?: string;
     exportBy?: "annotation" | "label";
+    /** false: no credentials Secret (the caller registers the clusters otherwise, e.g. by Links); default true. */
+    register?: boolean;
   },
 ): Promise<string[]> {
   const namespace = opts.namespace ?? "bench";
@@ -204,6 +206,7 @@ export async function shapeRemote(
     );
   });
   const clusters = Array.from({ length: opts.clusters }, (_, k) => `${opts.prefix ?? "c"}${k}`);
+  if (opts.register === false) return clusters;
   await fleet.remoteToken(remote);
   await runPool(clusters, 8, async (clusterName) => {
     await fleet.register(

@@ -39,6 +39,7 @@ import { type BenchOptions, machineString, type ScenarioResult } from "./harness
 import { runHeadless } from "./headless.ts";
 import { runHostileBody } from "./hostile-body.ts";
 import { runImage } from "./image.ts";
+import { runLinks } from "./links.ts";
 import { runMemory } from "./memory.ts";
 import { runNoisyNeighbour } from "./noisy-neighbour.ts";
 import { runProbeCpu } from "./probe-cpu.ts";
@@ -64,6 +65,7 @@ const SCENARIOS: Readonly<Record<string, (opts: BenchOptions) => Promise<Scenari
   "default-config": runDefaultConfig,
   sharded: runSharded,
   "export-modes": runExportModes,
+  links: runLinks,
   headless: runHeadless,
   image: runImage,
   "hostile-body": runHostileBody,
@@ -182,6 +184,8 @@ export function summaryFromResults(
     probe_cpu_ratio: num(full(read("probe-cpu"))?.["ratio"]),
     ...shardedFigures(rows(full(read("sharded")))[0]),
     label_export_converge_ratio: num(full(read("export-modes"))?.["ratio"]),
+    links_converge_ratio: num(full(read("links"))?.["convergeRatio"]),
+    links_rss_ratio: num(full(read("links"))?.["rssRatio"]),
     headless_writes_per_host_mirror: num(
       (full(read("headless"))?.["convergence"] as Record<string, unknown> | undefined)?.["writesPerHostMirror"],
     ),
