@@ -35,6 +35,8 @@ export interface BenchOptions {
   readonly skipPacked?: boolean | undefined;
   /** Thread-mode sizes of the memory scenario instead of 50 and 200 (ad hoc runs; no summary). */
   readonly memoryClusters?: readonly number[] | undefined;
+  /** Pairs of runs of the links scenario (default 3, smoke 1; ad hoc: fewer when time is short, recorded in links.json). */
+  readonly linksPairs?: number | undefined;
 }
 
 /** What a scenario hands back to `run.ts`: its full result, and the summary keys it measured. */

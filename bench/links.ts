@@ -157,7 +157,8 @@ async function run(
 export async function runLinks(opts: BenchOptions): Promise<ScenarioResult> {
   const size = opts.smoke ? { clusters: 4, services: 3 } : { clusters: 100, services: 20 };
   const rows: Record<string, unknown>[] = [];
-  for (const by of (opts.smoke ? PAIRS.slice(0, 1) : PAIRS).flat())
+  const pairs = PAIRS.slice(0, opts.linksPairs ?? (opts.smoke ? 1 : PAIRS.length));
+  for (const by of pairs.flat())
     rows.push(await run(by, size.clusters, size.services, opts.smoke ? 120_000 : 1_800_000));
   const of = (by: RegisteredBy, key: string): number[] =>
     rows.filter((r) => r["registeredBy"] === by).map((r) => Number(r[key]));
@@ -177,6 +178,7 @@ export async function runLinks(opts: BenchOptions): Promise<ScenarioResult> {
     smoke: opts.smoke,
     endpointsApi: "endpointslices",
     writeQps: "unlimited",
+    pairs: pairs.length,
     order: rows.map((r) => r["registeredBy"]),
     convergeRatios,
     rssRatios,

@@ -238,6 +238,7 @@ async function main(): Promise<void> {
       "summary-only": { type: "boolean", default: false },
       "skip-packed": { type: "boolean", default: false },
       "memory-clusters": { type: "string" },
+      "links-pairs": { type: "string" },
       minutes: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
@@ -246,7 +247,7 @@ async function main(): Promise<void> {
   });
   if (values.help) {
     process.stdout.write(
-      `usage: node --expose-gc bench/run.ts [[--scenario] <${Object.keys(SCENARIOS).join("|")}>]... [--smoke] [--out dir] [--note text] [--steady-rate mirror-changes-per-s] [--skip-packed] [--memory-clusters K,K...] | --summary-only [--out dir] | soak [--minutes N] [--smoke] [--out dir]\n`,
+      `usage: node --expose-gc bench/run.ts [[--scenario] <${Object.keys(SCENARIOS).join("|")}>]... [--smoke] [--out dir] [--note text] [--steady-rate mirror-changes-per-s] [--skip-packed] [--memory-clusters K,K...] [--links-pairs 1-3] | --summary-only [--out dir] | soak [--minutes N] [--smoke] [--out dir]\n`,
     );
     return;
   }
@@ -277,6 +278,8 @@ async function main(): Promise<void> {
   const out = values.out ?? (values.smoke ? join(tmpdir(), "fleet-mirror-bench-smoke") : "bench/results");
   const steadyRate = values["steady-rate"] === undefined ? undefined : Number(values["steady-rate"]);
   if (steadyRate !== undefined && !(steadyRate > 0)) throw new Error("--steady-rate: must be a number > 0");
+  const linksPairs = values["links-pairs"] === undefined ? undefined : Number(values["links-pairs"]);
+  if (linksPairs !== undefined && ![1, 2, 3].includes(linksPairs)) throw new Error("--links-pairs: 1, 2 or 3");
   const memoryClusters = values["memory-clusters"]?.split(",").map(Number);
   if (memoryClusters?.some((k) => !Number.isInteger(k) || k < 1))
     throw new Error("--memory-clusters: a comma-separated list of whole numbers >= 1");
@@ -286,6 +289,7 @@ async function main(): Promise<void> {
     steadyRate,
     skipPacked: values["skip-packed"],
     memoryClusters,
+    linksPairs,
   };
   mkdirSync(opts.out, { recursive: true });
   process.stdout.write(`fleet-mirror bench on ${machineString()}${opts.smoke ? " (smoke: tiny sizes)" : ""}\n`);
@@ -307,7 +311,8 @@ async function main(): Promise<void> {
     }
   }
   await drawCharts(opts.out);
-  const full = !opts.smoke && named.length === 0 && steadyRate === undefined && !memoryClusters;
+  const full =
+    !opts.smoke && named.length === 0 && steadyRate === undefined && !memoryClusters && linksPairs === undefined;
   if (full) {
     // The soak is run on its own (`soak`): its keys come from the soak.json already here.
     const onDisk = summaryFromResults(opts.out);
