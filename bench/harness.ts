@@ -35,6 +35,8 @@ export interface BenchOptions {
   readonly skipPacked?: boolean | undefined;
   /** Thread-mode sizes of the memory scenario instead of 50 and 200 (ad hoc runs; no summary). */
   readonly memoryClusters?: readonly number[] | undefined;
+  /** Pairs of runs of the links scenario (default 3, smoke 1; ad hoc: fewer when time is short, recorded in links.json). */
+  readonly linksPairs?: number | undefined;
 }
 
 /** What a scenario hands back to `run.ts`: its full result, and the summary keys it measured. */
@@ -188,6 +190,8 @@ export async function shapeRemote(
     namespace?: string;
     prefix?: string;
     exportBy?: "annotation" | "label";
+    /** false: no credentials Secret (the caller registers the clusters otherwise, e.g. by Links); default true. */
+    register?: boolean;
   },
 ): Promise<string[]> {
   const namespace = opts.namespace ?? "bench";
@@ -204,6 +208,7 @@ export async function shapeRemote(
     );
   });
   const clusters = Array.from({ length: opts.clusters }, (_, k) => `${opts.prefix ?? "c"}${k}`);
+  if (opts.register === false) return clusters;
   await fleet.remoteToken(remote);
   await runPool(clusters, 8, async (clusterName) => {
     await fleet.register(

@@ -39,6 +39,7 @@ import { type BenchOptions, machineString, type ScenarioResult } from "./harness
 import { runHeadless } from "./headless.ts";
 import { runHostileBody } from "./hostile-body.ts";
 import { runImage } from "./image.ts";
+import { runLinks } from "./links.ts";
 import { runMemory } from "./memory.ts";
 import { runNoisyNeighbour } from "./noisy-neighbour.ts";
 import { runProbeCpu } from "./probe-cpu.ts";
@@ -64,6 +65,7 @@ const SCENARIOS: Readonly<Record<string, (opts: BenchOptions) => Promise<Scenari
   "default-config": runDefaultConfig,
   sharded: runSharded,
   "export-modes": runExportModes,
+  links: runLinks,
   headless: runHeadless,
   image: runImage,
   "hostile-body": runHostileBody,
@@ -182,6 +184,8 @@ export function summaryFromResults(
     probe_cpu_ratio: num(full(read("probe-cpu"))?.["ratio"]),
     ...shardedFigures(rows(full(read("sharded")))[0]),
     label_export_converge_ratio: num(full(read("export-modes"))?.["ratio"]),
+    links_converge_ratio: num(full(read("links"))?.["convergeRatio"]),
+    links_rss_ratio: num(full(read("links"))?.["rssRatio"]),
     headless_writes_per_host_mirror: num(
       (full(read("headless"))?.["convergence"] as Record<string, unknown> | undefined)?.["writesPerHostMirror"],
     ),
@@ -234,6 +238,7 @@ async function main(): Promise<void> {
       "summary-only": { type: "boolean", default: false },
       "skip-packed": { type: "boolean", default: false },
       "memory-clusters": { type: "string" },
+      "links-pairs": { type: "string" },
       minutes: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
@@ -242,7 +247,7 @@ async function main(): Promise<void> {
   });
   if (values.help) {
     process.stdout.write(
-      `usage: node --expose-gc bench/run.ts [[--scenario] <${Object.keys(SCENARIOS).join("|")}>]... [--smoke] [--out dir] [--note text] [--steady-rate mirror-changes-per-s] [--skip-packed] [--memory-clusters K,K...] | --summary-only [--out dir] | soak [--minutes N] [--smoke] [--out dir]\n`,
+      `usage: node --expose-gc bench/run.ts [[--scenario] <${Object.keys(SCENARIOS).join("|")}>]... [--smoke] [--out dir] [--note text] [--steady-rate mirror-changes-per-s] [--skip-packed] [--memory-clusters K,K...] [--links-pairs 1-3] | --summary-only [--out dir] | soak [--minutes N] [--smoke] [--out dir]\n`,
     );
     return;
   }
@@ -273,6 +278,8 @@ async function main(): Promise<void> {
   const out = values.out ?? (values.smoke ? join(tmpdir(), "fleet-mirror-bench-smoke") : "bench/results");
   const steadyRate = values["steady-rate"] === undefined ? undefined : Number(values["steady-rate"]);
   if (steadyRate !== undefined && !(steadyRate > 0)) throw new Error("--steady-rate: must be a number > 0");
+  const linksPairs = values["links-pairs"] === undefined ? undefined : Number(values["links-pairs"]);
+  if (linksPairs !== undefined && ![1, 2, 3].includes(linksPairs)) throw new Error("--links-pairs: 1, 2 or 3");
   const memoryClusters = values["memory-clusters"]?.split(",").map(Number);
   if (memoryClusters?.some((k) => !Number.isInteger(k) || k < 1))
     throw new Error("--memory-clusters: a comma-separated list of whole numbers >= 1");
@@ -282,6 +289,7 @@ async function main(): Promise<void> {
     steadyRate,
     skipPacked: values["skip-packed"],
     memoryClusters,
+    linksPairs,
   };
   mkdirSync(opts.out, { recursive: true });
   process.stdout.write(`fleet-mirror bench on ${machineString()}${opts.smoke ? " (smoke: tiny sizes)" : ""}\n`);
@@ -303,7 +311,8 @@ async function main(): Promise<void> {
     }
   }
   await drawCharts(opts.out);
-  const full = !opts.smoke && named.length === 0 && steadyRate === undefined && !memoryClusters;
+  const full =
+    !opts.smoke && named.length === 0 && steadyRate === undefined && !memoryClusters && linksPairs === undefined;
   if (full) {
     // The soak is run on its own (`soak`): its keys come from the soak.json already here.
     const onDisk = summaryFromResults(opts.out);

@@ -74,6 +74,11 @@ const FIGURES: Readonly<Partial<Record<SummaryKey, { readonly label: string; rea
   sharded_converge_ratio_shared_cpus: { label: "… the same with every process on both CPUs", unit: "×" },
   shard_failover_s: { label: "kill -9 of 1 of 3 replicas → its clusters' new Service mirrored", unit: "s" },
   label_export_converge_ratio: { label: "cold convergence exported by label against by annotation", unit: "×" },
+  links_converge_ratio: {
+    label: "100 clusters × 20 Services registered by Links: cold convergence against annotated Secrets",
+    unit: "×",
+  },
+  links_rss_ratio: { label: "… RSS of the controller with Links against with annotated Secrets", unit: "×" },
   headless_writes_per_host_mirror: { label: "writes per per-host mirror of a headless Service", unit: "" },
   headless_actor_heap_kb_per_service: {
     label: "remote actor heap per watched headless Service of 50 hosts",

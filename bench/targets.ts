@@ -42,6 +42,8 @@ export const SUMMARY_KEYS = [
   "sharded_converge_ratio_shared_cpus",
   "shard_failover_s",
   "label_export_converge_ratio",
+  "links_converge_ratio",
+  "links_rss_ratio",
   "headless_writes_per_host_mirror",
   "headless_actor_heap_kb_per_service",
   "image_app_mb",
@@ -110,6 +112,9 @@ export const TARGETS: Readonly<Record<SummaryKey, readonly [">=" | "<=" | "==", 
   shard_failover_s: ["<=", 10 + 10, "s"],
   // Cold convergence of one world exported by annotation / by label (SPEC §12), alternating runs.
   label_export_converge_ratio: [">=", 0.95, "× annotation export"],
+  // The same world registered by annotated Secrets / by Links (SPEC §15), alternating runs: time, then RSS.
+  links_converge_ratio: [">=", 0.95, "× annotated Secrets"],
+  links_rss_ratio: ["<=", 1.05, "× annotated Secrets"],
   // 20 clusters × 5 headless Services × 50 hosts: a per-host mirror's Service and its slice.
   headless_writes_per_host_mirror: ["<=", 2, "writes"],
   // Reported, with no bound: the remote actor's heap per watched headless Service of 50 hosts.

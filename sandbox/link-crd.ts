@@ -5,29 +5,20 @@
  * its NOTICE names them) rendered by the pinned helm, then a server-side apply through
  * the API. Nothing is fetched: the chart is in the repository, helm is the sandbox's.
  *
- * Guarantees: idempotent; when it resolves the CRD is Established and its storage
- * version (v1alpha3) is served, so a client that asks right after sees Links. Nothing
- * but the CRD is created.
+ * Guarantees (crd-apply.ts): idempotent; when it resolves the CRD is Established and
+ * every version it serves (v1alpha3, its storage version, among them) is listed by
+ * discovery, so a client that asks right after sees Links. Nothing but the CRD is created.
  */
 import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import {
-  ApiextensionsV1Api,
-  CustomObjectsApi,
-  type KubeConfig,
-  type KubernetesObject,
-  KubernetesObjectApi,
-  loadAllYaml,
-  PatchStrategy,
-  type V1CustomResourceDefinition,
-} from "@kubernetes/client-node";
+import { type KubeConfig, loadAllYaml, type V1CustomResourceDefinition } from "@kubernetes/client-node";
 import { ensureHelm } from "./binaries.ts";
+import { applyCrds } from "./crd-apply.ts";
 
 /** The chart holding linkerd's Link CRD template, and the release it renders as. */
 export const LINK_CRD_CHART = fileURLToPath(new URL("../test/fixtures/linkerd/chart", import.meta.url));
 export const LINKERD_RELEASE = "version-2.20";
-const ESTABLISHED_TIMEOUT_MS = 30_000;
 
 let rendered: Promise<V1CustomResourceDefinition> | undefined;
 
@@ -60,36 +51,7 @@ async function renderLinkCrd(): Promise<V1CustomResourceDefinition> {
   throw new Error(`helm rendered no Link CRD from ${LINK_CRD_CHART}`);
 }
 
-/** Applies the Link CRD to the cluster of `kc` and waits until Links of v1alpha3 can be listed. */
+/** Applies the Link CRD to the cluster of `kc` and waits until Links of v1alpha3 are served. */
 export async function installLinkCrd(kc: KubeConfig): Promise<void> {
-  const crd = await linkCrd();
-  await KubernetesObjectApi.makeApiClient(kc).patch(
-    crd as KubernetesObject,
-    undefined,
-    undefined,
-    "fleet-mirror-sandbox",
-    true,
-    PatchStrategy.ServerSideApply,
-  );
-  const extensions = kc.makeApiClient(ApiextensionsV1Api);
-  const objects = kc.makeApiClient(CustomObjectsApi);
-  const deadline = Date.now() + ESTABLISHED_TIMEOUT_MS;
-  for (;;) {
-    const current = await extensions.readCustomResourceDefinition({ name: "links.multicluster.linkerd.io" });
-    const established = current.status?.conditions?.some((c) => c.type === "Established" && c.status === "True");
-    if (established) {
-      try {
-        await objects.listClusterCustomObject({
-          group: "multicluster.linkerd.io",
-          version: "v1alpha3",
-          plural: "links",
-        });
-        return;
-      } catch {
-        // not served yet
-      }
-    }
-    if (Date.now() > deadline) throw new Error(`the Link CRD is not served within ${ESTABLISHED_TIMEOUT_MS} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 100)); // polls an observable state
-  }
+  await applyCrds(kc, [await linkCrd()]);
 }

@@ -12,25 +12,19 @@
  *   extends `deploy/rbac/remote.yaml`).
  */
 import { readFileSync } from "node:fs";
-import { type RequestOptions, request } from "node:https";
 import {
   ApiextensionsV1Api,
   type KubeConfig,
-  type KubernetesObject,
-  KubernetesObjectApi,
   loadAllYaml,
-  PatchStrategy,
   type V1CustomResourceDefinition,
 } from "@kubernetes/client-node";
 import { ensureMcsCrds } from "./binaries.ts";
+import { applyCrds, ESTABLISHED_TIMEOUT_MS, servedByDiscovery } from "./crd-apply.ts";
 
 /** The MCS API's group. */
 export const MCS_GROUP = "multicluster.x-k8s.io";
 export const MCS_RESOURCES = ["serviceexports", "serviceimports"] as const;
 export type McsResource = (typeof MCS_RESOURCES)[number];
-
-const FIELD_MANAGER = "fleet-mirror-sandbox";
-const ESTABLISHED_TIMEOUT_MS = 30_000;
 
 /** The CRD objects of the pinned manifests, by resource. */
 async function manifests(): Promise<Map<McsResource, V1CustomResourceDefinition>> {
@@ -51,64 +45,16 @@ async function manifests(): Promise<Map<McsResource, V1CustomResourceDefinition>
   return byResource;
 }
 
-/** Whether the group-version's discovery document lists `resource`. */
-async function served(kc: KubeConfig, version: string, resource: string): Promise<boolean> {
-  const cluster = kc.getCurrentCluster();
-  if (!cluster) throw new Error("kubeconfig has no current cluster");
-  const options: RequestOptions = { headers: {} };
-  await kc.applyToHTTPSOptions(options);
-  return new Promise((resolve, reject) => {
-    const req = request(`${cluster.server}/apis/${MCS_GROUP}/${version}`, { ...options, method: "GET" }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () => {
-        if (res.statusCode === 404) return resolve(false);
-        if (res.statusCode !== 200) return reject(new Error(`discovery of ${MCS_GROUP}/${version}: ${res.statusCode}`));
-        const list = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { resources?: { name: string }[] };
-        resolve((list.resources ?? []).some((r) => r.name === resource));
-      });
-      res.on("error", reject);
-    });
-    req.on("error", reject);
-    req.end();
-  });
-}
-
 /**
  * Applies the pinned CRDs of `resources` (default: both) to the cluster of `kc` and
  * waits until each is Established and served at every version it declares served.
  */
 export async function installMcsCrds(kc: KubeConfig, resources: readonly McsResource[] = MCS_RESOURCES): Promise<void> {
   const crds = await manifests();
-  const objects = KubernetesObjectApi.makeApiClient(kc);
-  const extensions = kc.makeApiClient(ApiextensionsV1Api);
-  for (const resource of resources) {
-    const crd = crds.get(resource) as V1CustomResourceDefinition;
-    await objects.patch(
-      crd as KubernetesObject,
-      undefined,
-      undefined,
-      FIELD_MANAGER,
-      true,
-      PatchStrategy.ServerSideApply,
-    );
-  }
-  const deadline = Date.now() + ESTABLISHED_TIMEOUT_MS;
-  for (const resource of resources) {
-    const crd = crds.get(resource) as V1CustomResourceDefinition;
-    const name = crd.metadata?.name ?? "";
-    const versions = crd.spec.versions.filter((v) => v.served).map((v) => v.name);
-    for (;;) {
-      const current = await extensions.readCustomResourceDefinition({ name });
-      const established = current.status?.conditions?.some((c) => c.type === "Established" && c.status === "True");
-      const everywhere =
-        established && (await Promise.all(versions.map((v) => served(kc, v, resource)))).every(Boolean);
-      if (everywhere) break;
-      if (Date.now() > deadline)
-        throw new Error(`CRD ${name} not established and served within ${ESTABLISHED_TIMEOUT_MS} ms`);
-      await new Promise((resolve) => setTimeout(resolve, 100)); // polls an observable state
-    }
-  }
+  await applyCrds(
+    kc,
+    resources.map((r) => crds.get(r) as V1CustomResourceDefinition),
+  );
 }
 
 /** Deletes the MCS CRDs of `resources` (and so every object of them) and waits until they are gone. */
@@ -122,7 +68,7 @@ export async function removeMcsCrds(kc: KubeConfig, resources: readonly McsResou
     } catch (error) {
       if ((error as { code?: number }).code !== 404) throw error;
     }
-    while (await served(kc, "v1alpha1", resource)) {
+    while (await servedByDiscovery(kc, MCS_GROUP, "v1alpha1", resource)) {
       if (Date.now() > deadline)
         throw new Error(`CRD ${name} still served ${ESTABLISHED_TIMEOUT_MS} ms after its deletion`);
       await new Promise((resolve) => setTimeout(resolve, 100)); // polls an observable state

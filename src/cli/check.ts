@@ -25,6 +25,7 @@ import { type KubeObject, objectKey, type Secret, type Service } from "../core/o
 import type { KubeClient } from "../kube/client.ts";
 import { parseCredentialsSecret } from "../supervisor/registration.ts";
 import { computeRegistry, type RegisteredCluster } from "../supervisor/registry.ts";
+import { checkLinks } from "./check-links.ts";
 import {
   type CheckResult,
   credentialChecks,
@@ -72,6 +73,10 @@ const flags = {
     default: DEFAULT_EXPORT_SELECTOR,
     description: "label export's label, as the controller's flag of the same name (empty: off)",
   },
+  links: {
+    type: "string",
+    description: "as `run --links`: check the Links of this namespace (SPEC §15) and the clusters they register",
+  },
   "allow-kubeconfig-file-paths": {
     type: "boolean",
     description: "validate Secrets as a controller started with the same flag does",
@@ -99,7 +104,9 @@ const help = commandHelp(
   fleet-wide names    no local Service/Endpoints/EndpointSlice that holds a name of a
                       fleet-wide Service <svc>-federated (of the members the remotes
                       show, by --federated-selector) without being fleet-mirror's
-  orphans             no mirror labelled with a cluster that no Secret registers`,
+  links (--links NS)  each Link of NS registers its cluster (its Secret there and
+                      valid, no other Link naming the cluster), whose remote is reachable
+  orphans             no mirror labelled with a cluster that no Secret or Link registers`,
   flags,
 );
 
@@ -283,15 +290,18 @@ async function runChecks(
       });
       return results;
     }
+    const parseOptions = {
+      allowFilePaths: values["allow-kubeconfig-file-paths"] === true,
+      allowInsecure: values["allow-insecure-remotes"] === true,
+    };
+    const linksNamespace = stringFlag(values, "links");
+    const links =
+      linksNamespace === undefined ? undefined : await checkLinks(client, linksNamespace, parseOptions, timeoutMs);
+    const linkRegistry = links?.registry;
     const registry = computeRegistry(
-      secrets.map((secret) => ({
-        secret,
-        parsed: parseCredentialsSecret(secret, {
-          allowFilePaths: values["allow-kubeconfig-file-paths"] === true,
-          allowInsecure: values["allow-insecure-remotes"] === true,
-        }),
-      })),
+      secrets.map((secret) => ({ secret, parsed: parseCredentialsSecret(secret, parseOptions) })),
       new Map(),
+      linkRegistry ? { clusters: linkRegistry.claimed, secrets: linkRegistry.claimedSecrets } : undefined,
     );
     if (secrets.length === 0)
       results.push({
@@ -300,6 +310,7 @@ async function runChecks(
         message: `no credentials Secret in ${namespace} (no remote cluster linked yet)`,
       });
     results.push(...credentialChecks(registry));
+    if (links) results.push(...links.results);
 
     progress.update(`remote clusters (${registry.registered.size})`);
     const remotes = await Promise.all(
@@ -346,7 +357,7 @@ async function runChecks(
         ? fleetWide
         : [{ section: "fleet-wide names", ok: true, message: "no local object holds a fleet-wide Service's name" }]),
     );
-    const orphans = unknownClusterMirrors(new Set(registry.keep), local);
+    const orphans = unknownClusterMirrors(new Set([...registry.keep, ...(linkRegistry?.keep ?? [])]), local);
     results.push(
       ...(orphans.length > 0
         ? orphans

@@ -29,6 +29,7 @@ import {
   EXIT_OK,
   type FlagValues,
   formatData,
+  isNotFound,
   listAll,
   localConnection,
   localFlags,
@@ -41,6 +42,16 @@ import {
   writeOut,
 } from "./common.ts";
 import { ensureRemoteIdentity, remoteIdentity, requestToken, secretToken } from "./link-identity.ts";
+import {
+  applyLink,
+  checkLinkFlagUse,
+  LINK_DEFAULTS,
+  type LinkObjects,
+  linkGateway,
+  linkObjects,
+  linkRefusal,
+  linkResourceFlags,
+} from "./link-resource.ts";
 import { applySecret, credentialsSecret, remoteKubeconfigText } from "./link-secret.ts";
 import { PROGRAM } from "./program.ts";
 import { DEFAULT_ADMIN_URL, fetchAdminStatus } from "./status.ts";
@@ -93,6 +104,7 @@ const flags = {
   wait: { type: "boolean", description: "with --apply: wait until the controller has registered the cluster" },
   timeout: { type: "string", default: "60s", description: "limit of --wait and of a token Secret being filled in" },
   "admin-url": { type: "string", description: `controller admin endpoint for --wait (default ${DEFAULT_ADMIN_URL})` },
+  ...linkResourceFlags,
   ...localFlags,
   output: { type: "string", short: "o", description: "format of the printed Secret: yaml (default) | json" },
 } as const;
@@ -113,7 +125,14 @@ Tokens (--token-source):
                      run link again before then. link prints the expiry on stderr.
   secret             a kubernetes.io/service-account-token Secret: never expires, but it
                      is filled in by the remote's token controller (kube-controller-manager);
-                     without one, link fails after --timeout.`,
+                     without one, link fails after --timeout.
+
+With --links NS: a linkerd Link (multicluster.linkerd.io/v1alpha3) named after the
+cluster and its Secret cluster-credentials-<C> (no annotations), both in NS, as
+linkerd's own \`multicluster link\` writes them, for \`run --links NS\`. The Link's gateway
+(address, port, identity, probe) is read from the remote gateway Service
+(--gateway-name/--gateway-namespace, default linkerd-gateway in linkerd-multicluster)
+unless --gateway-addresses, --gateway-port and --gateway-identity say it.`,
   flags,
 );
 
@@ -170,6 +189,8 @@ export const linkDefinition: CommandDefinition = {
       throw new UsageError(`--token-source: ${JSON.stringify(tokenSource)} must be request or secret`);
     const format = stringFlag(values, "output") ?? "yaml";
     if (format !== "yaml" && format !== "json") throw new UsageError(`-o/--output: must be yaml or json`);
+    checkLinkFlagUse(values);
+    const linksNamespace = stringFlag(values, "links");
     const apply = values["apply"] === true;
     if (values["wait"] === true && !apply) throw new UsageError("--wait goes with --apply");
     const tokenSeconds = Math.round(durationFlag(values, "token-duration", DEFAULT_TOKEN_DURATION) / 1000);
@@ -185,28 +206,60 @@ export const linkDefinition: CommandDefinition = {
 
     const remote = cliClient(remoteConnection);
     let token: string;
+    let gateway: Awaited<ReturnType<typeof linkGateway>> | undefined;
     try {
       await ensureRemoteIdentity(remote, identity);
       token =
         tokenSource === "request"
           ? await requestToken(remote, identity, tokenSeconds)
           : await secretToken(remote, identity, timeoutMs);
+      if (linksNamespace !== undefined)
+        gateway = await linkGateway(
+          remote,
+          values,
+          {
+            name: stringFlag(values, "gateway-name") ?? LINK_DEFAULTS.gatewayName,
+            namespace: stringFlag(values, "gateway-namespace") ?? LINK_DEFAULTS.gatewayNamespace,
+          },
+          writeErr,
+        );
     } finally {
       remote.close();
     }
+    const secretName = stringFlag(values, "secret-name") ?? `cluster-credentials-${cluster}`;
+    const domain = stringFlag(values, "cluster-domain") ?? "cluster.local";
+    const kubeconfig = remoteKubeconfigText(cluster, remoteConnection, token);
+    const parseOptions = { allowFilePaths: false, allowInsecure: values["allow-insecure-remotes"] === true };
+    if (linksNamespace !== undefined && gateway !== undefined) {
+      const objects = linkObjects({
+        values,
+        namespace: linksNamespace,
+        cluster,
+        domain,
+        kubeconfig,
+        secretName,
+        gateway,
+      });
+      // The controller's own parsers: never hand out a Link or Secret `run --links` would refuse.
+      const refusal = linkRefusal(objects, parseOptions);
+      if (refusal) throw new CommandError(refusal);
+      if (!apply) {
+        writeOut(formatLinkObjects(objects, format));
+        return EXIT_OK;
+      }
+      await applyLinkObjects(values, objects);
+      return values["wait"] === true ? waitRegistered(values, cluster, timeoutMs) : EXIT_OK;
+    }
     const secret = credentialsSecret({
-      secretName: stringFlag(values, "secret-name") ?? `cluster-credentials-${cluster}`,
+      secretName,
       namespace,
       cluster,
-      domain: stringFlag(values, "cluster-domain") ?? "cluster.local",
-      kubeconfig: remoteKubeconfigText(cluster, remoteConnection, token),
+      domain,
+      kubeconfig,
       defaultGateway: defaultGatewayFlags(values),
     });
     // The controller's own parser: never hand out a Secret the controller would refuse.
-    const parsed = parseCredentialsSecret(secret, {
-      allowFilePaths: false,
-      allowInsecure: values["allow-insecure-remotes"] === true,
-    });
+    const parsed = parseCredentialsSecret(secret, parseOptions);
     if (parsed.kind !== "valid")
       throw new CommandError(
         `the credentials Secret would be refused by the controller: ${parsed.kind === "invalid" ? parsed.message : "ignored"}`,
@@ -236,6 +289,36 @@ export const linkDefinition: CommandDefinition = {
     return values["wait"] === true ? waitRegistered(values, cluster, timeoutMs) : EXIT_OK;
   },
 };
+
+/** The Secret then the Link: two YAML documents, or a JSON `List`. */
+function formatLinkObjects(objects: LinkObjects, format: "yaml" | "json"): string {
+  if (format === "json")
+    return formatData({ apiVersion: "v1", kind: "List", items: [objects.secret, objects.link] }, "json");
+  return `${formatData(objects.secret, "yaml")}---\n${formatData(objects.link, "yaml")}`;
+}
+
+/** Applies the Secret, then the Link (so the Link never names a Secret that is not there yet). */
+async function applyLinkObjects(values: FlagValues, objects: LinkObjects): Promise<void> {
+  const local = cliClient(localConnection(values));
+  const namespace = objects.link.metadata.namespace ?? "";
+  try {
+    const secretOutcome = await applySecret(local, objects.secret);
+    writeOut(`secret/${objects.secret.metadata.name} ${secretOutcome} in namespace ${namespace}\n`);
+    let linkOutcome: string;
+    try {
+      linkOutcome = await applyLink(local, objects.link);
+    } catch (error) {
+      if (isNotFound(error))
+        throw new CommandError(
+          `the local cluster does not serve Links: install linkerd's Link CRD (links.multicluster.linkerd.io, v1alpha3) first, and the namespace ${namespace}`,
+        );
+      throw error;
+    }
+    writeOut(`link.multicluster.linkerd.io/${objects.link.metadata.name} ${linkOutcome} in namespace ${namespace}\n`);
+  } finally {
+    local.close();
+  }
+}
 
 export function linkCommand(argv: readonly string[]): Promise<number> {
   return runCli(linkDefinition, argv);

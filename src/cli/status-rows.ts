@@ -13,9 +13,11 @@ import { shardOf } from "../core/shards.ts";
 import type { ShardingView } from "../leader/leadership.ts";
 import type { GatewayProbeStatus } from "../protocol/messages.ts";
 import type { ClusterRow } from "../status/fleet-view.ts";
+import type { LinkRow, LinksProblem } from "../status/link-row.ts";
 import type { PlacementStatus } from "../status/placement-status.ts";
+import type { LinkRegistry } from "../supervisor/link-registry.ts";
 import { parseCredentialsSecret } from "../supervisor/registration.ts";
-import { computeRegistry } from "../supervisor/registry.ts";
+import { computeRegistry, withLinks } from "../supervisor/registry.ts";
 import type { DryRunView } from "./dry-run-rows.ts";
 
 /** One line of `status`, as printed and as emitted with `-o json|yaml`. */
@@ -93,6 +95,10 @@ export interface StatusReport {
   readonly placement?: PlacementStatus;
   /** A controller run with `--dry-run`: its plan (source "controller" only). */
   readonly dryRun?: DryRunView;
+  /** With `--links` (SPEC §15): one row per Link, registered or why not. */
+  readonly links?: readonly LinkRow[];
+  /** Why the Links could not be read (the Link CRD not installed). */
+  readonly linksProblem?: LinksProblem;
 }
 
 const clustersOfShard = (clusters: readonly string[], shard: number, shards: number): string[] =>
@@ -220,6 +226,7 @@ export function rowsFromObjects(
   secrets: readonly Secret[],
   mirrors: readonly Service[],
   options: { readonly allowFilePaths: boolean; readonly allowInsecure?: boolean },
+  links?: LinkRegistry,
 ): StatusRow[] {
   const counts = new Map<string, number>();
   for (const mirror of mirrors) {
@@ -228,10 +235,13 @@ export function rowsFromObjects(
     if (labels?.[MIRRORED_SERVICE] !== "true" || !cluster) continue;
     counts.set(cluster, (counts.get(cluster) ?? 0) + 1);
   }
-  const registry = computeRegistry(
+  // As the controller merges them (SPEC §15): a Link wins over a Secret naming its cluster.
+  const fromSecrets = computeRegistry(
     secrets.map((secret) => ({ secret, parsed: parseCredentialsSecret(secret, options) })),
     new Map(),
+    links ? { clusters: links.claimed, secrets: links.claimedSecrets } : undefined,
   );
+  const registry = links ? withLinks(fromSecrets, links) : fromSecrets;
   const rows: StatusRow[] = [];
   const named = new Set<string>();
   for (const [cluster, reg] of registry.registered) {

@@ -5,6 +5,7 @@
 import type { PlacementStatus } from "../status/placement-status.ts";
 import { formatAge, formatTable } from "./common.ts";
 import { formatDryRun } from "./dry-run-rows.ts";
+import { formatLinksTable } from "./link-view.ts";
 import type { FederatedRow, ShardRow, StatusReport, StatusRow } from "./status-rows.ts";
 
 /** The shard table: which replica holds which shard. */
@@ -138,8 +139,13 @@ export function formatStatusTable(report: StatusReport, now: number): string {
   const shards =
     (report.shards && report.shards.length > 0 ? `\n${formatShardTable(report.shards, now)}` : "") +
     (report.shardsNote ? `\nshards: ${report.shardsNote}\n` : "");
+  const links =
+    (report.links && report.links.length > 0 ? `\n${formatLinksTable(report.links)}` : "") +
+    (report.linksProblem
+      ? `\nlinks: ${report.linksProblem.message} (namespace ${report.linksProblem.namespace})\n`
+      : "");
   if (report.clusters.length === 0)
-    return `${header}No remote clusters registered.\n${federated ? `\n${federated}` : ""}${shards}${report.dryRun ? `\n${formatDryRun(report.dryRun)}` : ""}`;
+    return `${header}No remote clusters registered.\n${links}${federated ? `\n${federated}` : ""}${shards}${report.dryRun ? `\n${formatDryRun(report.dryRun)}` : ""}`;
   const rows = report.clusters.map((r) => [
     r.cluster || "(none)",
     stateCell(r, now),
@@ -160,5 +166,5 @@ export function formatStatusTable(report: StatusReport, now: number): string {
   );
   const placement = report.placement ? `\n${placementLine(report.placement)}` : "";
   const dryRun = report.dryRun ? `\n${formatDryRun(report.dryRun)}` : "";
-  return header + clusters + placement + (federated ? `\n${federated}` : "") + shards + dryRun;
+  return header + clusters + placement + links + (federated ? `\n${federated}` : "") + shards + dryRun;
 }

@@ -33,6 +33,7 @@ import {
   writeOut,
 } from "./common.ts";
 import { dryRunViewFromAdmin } from "./dry-run-rows.ts";
+import { readLinkView } from "./link-view.ts";
 import {
   federatedRowsFromAdmin,
   federatedRowsFromObjects,
@@ -62,6 +63,11 @@ const flags = {
     type: "boolean",
     description:
       "validate Secrets as a controller started with the same flag does (http:// servers, insecure-skip-tls-verify)",
+  },
+  links: {
+    type: "string",
+    description:
+      "as `run --links`: when no controller answers, also read the Links of this namespace (SPEC §15) and the clusters they register",
   },
   "leader-election-id": {
     type: "string",
@@ -99,7 +105,11 @@ Reads the running controller's admin endpoint (--admin-url). When it does not an
 the rows are built from the cluster objects (credentials Secrets, mirror Services) and
 the output says "controller not reachable; from cluster objects": the state is then only
 valid/invalid/duplicate, and sync times, restarts and gateways are unknown; fleet-wide
-Services show the members their annotation names, addresses and conflicts unknown.`,
+Services show the members their annotation names, addresses and conflicts unknown.
+
+With Links (run --links, SPEC §15): one row per Link: its cluster, the Secret it names,
+and registered or why not (InvalidLink, InvalidCredentials, DuplicateCluster,
+CredentialsKept). From the cluster objects, give --links NS to read them.`,
   flags,
 );
 
@@ -169,6 +179,8 @@ export async function statusReport(
           : {}),
         ...(admin.status.placement ? { placement: admin.status.placement } : {}),
         ...(dryRun ? { dryRun } : {}),
+        ...(admin.status.links ? { links: admin.status.links } : {}),
+        ...(admin.status.linksProblem ? { linksProblem: admin.status.linksProblem } : {}),
       };
     }
     // A standby replica has no fleet status: the objects are the next best thing.
@@ -188,10 +200,13 @@ async function fromObjects(
   try {
     const namespace = credentialsNamespace(values);
     const { secrets, mirrors } = await readClusterObjects(client, namespace);
-    const clusters = rowsFromObjects(secrets, mirrors, {
+    const options = {
       allowFilePaths: values["allow-kubeconfig-file-paths"] === true,
       allowInsecure: values["allow-insecure-remotes"] === true,
-    });
+    };
+    const linksNamespace = stringFlag(values, "links");
+    const view = linksNamespace === undefined ? undefined : await readLinkView(client, linksNamespace, options);
+    const clusters = rowsFromObjects(secrets, mirrors, options, view && "rows" in view ? view.registry : undefined);
     const shards = await readShards(client, values, namespace, clusters);
     return {
       source: "cluster-objects",
@@ -199,6 +214,10 @@ async function fromObjects(
       clusters,
       federated: federatedRowsFromObjects(mirrors),
       ...shards,
+      ...(view && "rows" in view ? { links: view.rows } : {}),
+      ...(view && "problem" in view && linksNamespace
+        ? { linksProblem: { namespace: linksNamespace, message: view.problem } }
+        : {}),
     };
   } finally {
     client.close();

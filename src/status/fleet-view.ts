@@ -6,6 +6,7 @@
 import { getHeapStatistics } from "node:v8";
 import type { ClusterStatus, WriterStatus } from "../protocol/messages.ts";
 import type { ClusterCounters, WriterCounters } from "./counters.ts";
+import type { LinkRow, LinksProblem } from "./link-row.ts";
 import type { PlacementStatus } from "./placement-status.ts";
 
 /** What the supervisor read of the local cluster's own address ranges (SPEC §10). */
@@ -59,6 +60,10 @@ export interface FleetStatus {
   readonly placement?: PlacementStatus;
   /** The local cluster's own ranges, in which gateway addresses are refused (SPEC §10; supervisor/local-ranges.ts). */
   readonly localRanges?: LocalRangesStatus;
+  /** With `--links` (SPEC §15): one row per Link, registered or why not. */
+  readonly links?: readonly LinkRow[];
+  /** With `--links`: why the Links cannot be listed now (the Link CRD not installed). */
+  readonly linksProblem?: LinksProblem;
 }
 
 /** Heap of one thread of this process (bytes). */

@@ -5,11 +5,12 @@
  * computes the Link registry (link-registry.ts), reports its changes as log lines and
  * Events on the Links (link-reports.ts), and hands each new registry to `onRegistry`.
  *
- * Level-triggered like registry-controller.ts: events only mark the registry dirty, and
- * one pass runs per turn of the event loop. `listed` once both watches listed: the keep
- * set is sent only then (SPEC §6). A Link CRD that is not installed fails the list; the
- * watch retries with its backoff and logs each failure, and nothing is collected
- * meanwhile.
+ * Level-triggered like registry-controller.ts (once-per-turn.ts): events only mark the
+ * registry dirty, and one pass runs per turn of the event loop. `listed` once both
+ * watches listed: the keep set is sent only then (SPEC §6). A Link CRD that is not
+ * installed fails the list: reported once (a log line naming the CRD, and `problem` for
+ * /status) until the Links list again; the watch retries with its backoff meanwhile, so
+ * a CRD installed later is picked up without a restart.
  */
 import type { Config } from "../config.ts";
 import { SECRET_TYPE } from "../core/labels.ts";
@@ -18,9 +19,15 @@ import type { KubeClient } from "../kube/client.ts";
 import { Watcher } from "../kube/watcher.ts";
 import type { Logger } from "../log.ts";
 import type { EventRequest } from "../protocol/messages.ts";
+import type { LinkRow, LinksProblem } from "../status/link-row.ts";
 import { computeLinkRegistry, isLinkSourceKey, type LinkRegistry, NO_LINKS } from "./link-registry.ts";
 import { linkReports, NOTHING_REPORTED_OF_LINKS, type ReportedLinks } from "./link-reports.ts";
+import { linkRows } from "./link-rows.ts";
 import { type StoredCredentials, type StoredLink, storedCredentials, storedLink } from "./link-stored.ts";
+import { credentialsParseOptions, OncePerTurn } from "./once-per-turn.ts";
+
+/** The CRD a `--links` namespace needs (SPEC §15). */
+export const LINK_CRD = "links.multicluster.linkerd.io";
 
 export interface LinkControllerOptions {
   readonly config: Config;
@@ -41,15 +48,15 @@ export class LinkController {
   #registry: LinkRegistry = NO_LINKS;
   readonly #winners = new Map<string, string>();
   #reported: ReportedLinks = NOTHING_REPORTED_OF_LINKS;
-  #scheduled = false;
-  #stopped = false;
+  readonly #pass = new OncePerTurn(() => {
+    if (this.listed) this.#reconcile();
+  });
+  /** Why the Links cannot be listed now (reported once per episode); undefined once they list. */
+  #problem: LinksProblem | undefined;
 
   constructor(options: LinkControllerOptions) {
     this.#o = options;
-    const parseOptions = {
-      allowFilePaths: options.config.allowKubeconfigFilePaths,
-      allowInsecure: options.config.allowInsecureRemotes,
-    };
+    const parseOptions = credentialsParseOptions(options.config);
     this.#links = new Watcher<StoredLink>({
       client: options.client,
       path: linksPath(options.namespace),
@@ -63,19 +70,53 @@ export class LinkController {
       fieldSelector: `type=${SECRET_TYPE}`,
       keep: (secret, current) => storedCredentials(secret, current, parseOptions),
     });
-    for (const [what, watcher] of [
-      ["Links", this.#links],
-      ["the Links' credentials Secrets", this.#secrets],
-    ] as const) {
-      watcher.on("change", () => this.#schedule());
-      watcher.on("listed", () => this.#schedule());
-      watcher.on("failure", (f) =>
-        options.logger.warn(
-          { failure: f, namespace: options.namespace },
-          `listing ${what} in ${options.namespace} failed: ${f.message}`,
-        ),
-      );
+    this.#secrets.on("failure", (f) =>
+      options.logger.warn(
+        { failure: f, namespace: options.namespace },
+        `listing the Links' credentials Secrets in ${options.namespace} failed: ${f.message}`,
+      ),
+    );
+    this.#links.on("failure", (f) => this.#linksFailed(f.reason, f.message));
+    this.#links.on("listed", () => this.#linksListed());
+    for (const watcher of [this.#links, this.#secrets]) {
+      watcher.on("change", () => this.#pass.schedule());
+      watcher.on("listed", () => this.#pass.schedule());
     }
+  }
+
+  /**
+   * A failed Links list or watch. The CRD missing (404) is said once per episode, at
+   * error level, naming the CRD; another failure is logged as every watch failure is.
+   */
+  #linksFailed(reason: string, message: string): void {
+    const { logger, namespace } = this.#o;
+    if (reason !== "http-404") {
+      logger.warn({ namespace, reason }, `listing Links in ${namespace} failed: ${message}`);
+      return;
+    }
+    const text = `the Link CRD ${LINK_CRD} (v1alpha3) is not installed in the local cluster: the Links of ${namespace} are not read (annotated Secrets keep working; mirrors are not collected until Links list); install linkerd's multicluster CRDs and they are read without a restart`;
+    if (this.#problem?.message === text) return;
+    this.#problem = { namespace, message: text };
+    logger.error({ namespace, crd: LINK_CRD }, text);
+  }
+
+  #linksListed(): void {
+    if (this.#problem === undefined) return;
+    this.#problem = undefined;
+    this.#o.logger.info(
+      { namespace: this.#o.namespace, crd: LINK_CRD },
+      `Links of ${this.#o.namespace} listed: the Link CRD is served`,
+    );
+  }
+
+  /** Why the Links cannot be listed now, or undefined. */
+  get problem(): LinksProblem | undefined {
+    return this.#problem;
+  }
+
+  /** One row per Link listed (SPEC §15): registered, or why not. */
+  rows(): LinkRow[] {
+    return linkRows(this.#links.values(), this.#registry);
   }
 
   get registry(): LinkRegistry {
@@ -93,13 +134,13 @@ export class LinkController {
   }
 
   async stop(): Promise<void> {
-    this.#stopped = true;
+    this.#pass.stop();
     await Promise.all([this.#links.stop(), this.#secrets.stop()]);
   }
 
   /** Computes the registry again (the clusters this replica reports changed). */
   refresh(): void {
-    if (this.listed) this.#schedule();
+    if (this.listed) this.#pass.schedule();
   }
 
   /** The Link of `sourceKey` (`Link <namespace>/<name>`), while it exists. */
@@ -123,15 +164,6 @@ export class LinkController {
       type,
       reason,
       message,
-    });
-  }
-
-  #schedule(): void {
-    if (this.#scheduled) return;
-    this.#scheduled = true;
-    setImmediate(() => {
-      this.#scheduled = false;
-      if (!this.#stopped && this.listed) this.#reconcile();
     });
   }
 

@@ -58,10 +58,11 @@ export function storedCredentials(
 ): StoredCredentials {
   if (current && sameVersion(current, object)) return current;
   const secret = object as Secret;
-  return { metadata: lean(secret.metadata), parsed: parseCredentials(secret, options) };
+  return { metadata: lean(secret.metadata), parsed: parseLinkCredentials(secret, options) };
 }
 
-function parseCredentials(secret: Secret, options: ParseOptions): ParsedCredentials {
+/** The credentials of a Secret a Link names (also `link`'s check of the Secret it writes). */
+export function parseLinkCredentials(secret: Secret, options: ParseOptions): ParsedCredentials {
   const encoded = secret.data?.[KUBECONFIG_KEY];
   if (!encoded)
     return { kind: "invalid", reason: "missing-kubeconfig", message: `data key ${KUBECONFIG_KEY} is missing or empty` };

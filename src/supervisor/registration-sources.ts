@@ -13,6 +13,7 @@
  */
 
 import type { ClusterStatus, ToWriter } from "../protocol/messages.ts";
+import type { LinkRow, LinksProblem } from "../status/link-row.ts";
 import { LinkController } from "./link-controller.ts";
 import { isLinkSourceKey } from "./link-registry.ts";
 import { type RegistryState, withLinks } from "./registry.ts";
@@ -91,6 +92,13 @@ export class RegistrationSources {
   refresh(): void {
     this.#links?.refresh();
     this.#secrets.refresh();
+  }
+
+  /** With `--links`: one row per Link (SPEC §15), and why the Links cannot be listed when they cannot. */
+  links(): { readonly rows: LinkRow[]; readonly problem?: LinksProblem } | undefined {
+    if (!this.#links) return undefined;
+    const problem = this.#links.problem;
+    return { rows: this.#links.rows(), ...(problem ? { problem } : {}) };
   }
 
   /** An Event on the object registering by `key`: a Secret's key, or a Link's (`Link <ns>/<name>`). */

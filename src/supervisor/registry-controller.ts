@@ -17,6 +17,7 @@ import type { KubeClient } from "../kube/client.ts";
 import { Watcher } from "../kube/watcher.ts";
 import type { Logger } from "../log.ts";
 import type { EventRequest } from "../protocol/messages.ts";
+import { credentialsParseOptions, OncePerTurn } from "./once-per-turn.ts";
 import { computeRegistry, type LinkClaims, type RegistryState, type SecretEntry } from "./registry.ts";
 import { NOTHING_REPORTED, type ReportedRegistry, registryReports } from "./registry-reports.ts";
 import { type StoredSecret, storedSecret } from "./stored-secret.ts";
@@ -51,15 +52,12 @@ export class RegistryController {
   };
   readonly #winners = new Map<string, string>();
   #reported: ReportedRegistry = NOTHING_REPORTED;
-  #scheduled = false;
-  #stopped = false;
+  /** One pass per turn of the event loop (once-per-turn.ts says why). */
+  readonly #pass = new OncePerTurn(() => this.#reconcile());
 
   constructor(options: RegistryControllerOptions) {
     this.#o = options;
-    const parseOptions = {
-      allowFilePaths: options.config.allowKubeconfigFilePaths,
-      allowInsecure: options.config.allowInsecureRemotes,
-    };
+    const parseOptions = credentialsParseOptions(options.config);
     this.#secrets = new Watcher<StoredSecret>({
       client: options.client,
       path: `/api/v1/namespaces/${options.config.namespace}/secrets`,
@@ -68,8 +66,8 @@ export class RegistryController {
       // A kubeconfig is YAML (≈ 0.1–1 ms to parse): parsed once per version, as it arrives.
       keep: (secret, current) => storedSecret(secret, current, parseOptions),
     });
-    this.#secrets.on("change", () => this.#schedule());
-    this.#secrets.on("listed", () => this.#schedule());
+    this.#secrets.on("change", () => this.#pass.schedule());
+    this.#secrets.on("listed", () => this.#pass.schedule());
     this.#secrets.on("failure", (f) =>
       options.logger.warn({ failure: f }, `listing credentials Secrets failed: ${f.message}`),
     );
@@ -89,13 +87,13 @@ export class RegistryController {
   }
 
   async stop(): Promise<void> {
-    this.#stopped = true;
+    this.#pass.stop();
     await this.#secrets.stop();
   }
 
   /** Computes the registry again (e.g. the clusters this replica reports changed). */
   refresh(): void {
-    if (this.#secrets.hasSynced) this.#schedule();
+    if (this.#secrets.hasSynced) this.#pass.schedule();
   }
 
   /** An Event on the credentials Secret `secretKey`; nothing when the Secret is gone. */
@@ -113,21 +111,6 @@ export class RegistryController {
       type,
       reason,
       message,
-    });
-  }
-
-  /**
-   * Level-triggered: a list delivers one `change` per Secret, so recomputing the
-   * registry per event would cost O(K²) kubeconfig parses at start-up (K = 1000: minutes
-   * of main-thread CPU). Events only mark the registry dirty; one pass runs per turn of
-   * the event loop over whatever the store holds then.
-   */
-  #schedule(): void {
-    if (this.#scheduled) return;
-    this.#scheduled = true;
-    setImmediate(() => {
-      this.#scheduled = false;
-      if (!this.#stopped) this.#reconcile();
     });
   }
 

@@ -229,6 +229,7 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
   }
 
   status(): FleetStatus {
+    const links = this.#registry.links();
     return {
       secretsListed: this.#registry.listed,
       writer: this.#writer.status,
@@ -240,6 +241,7 @@ export class Supervisor extends EventEmitter<{ status: []; "writer-ready": [] }>
         this.#actors.state,
       ),
       localRanges: this.#localRanges.status(),
+      ...(links ? { links: links.rows, ...(links.problem ? { linksProblem: links.problem } : {}) } : {}),
     };
   }
 

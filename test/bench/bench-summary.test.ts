@@ -106,6 +106,7 @@ const sideBySide = {
   "probe-cpu": { smoke: false, ratio: 1.01 },
   sharded: { smoke: false, runs: [{ ratio: 0.71, splitRatio: 0.93, failoverMovedMs: 14_567, failoverAllMs: 15_000 }] },
   "export-modes": { smoke: false, ratio: 0.98, runs: [] },
+  links: { smoke: false, convergeRatio: 1.01, rssRatio: 0.99, runs: [] },
   headless: { smoke: false, convergence: { writesPerHostMirror: 2 }, actorHeapKbPerHeadlessService: 61.5 },
   image: { smoke: false, imageAppMb: 13.3, imageTotalMb: 237.8, containerReadyS: 4.42 },
   "hostile-body": { smoke: false, hostileBodyRssMb: 98.5 },
@@ -156,6 +157,8 @@ describe("summaryFromResults", () => {
           // The moved clusters' figure, in seconds: the others never stopped.
           shard_failover_s: 14.57,
           label_export_converge_ratio: 0.98,
+          links_converge_ratio: 1.01,
+          links_rss_ratio: 0.99,
           headless_writes_per_host_mirror: 2,
           headless_actor_heap_kb_per_service: 61.5,
           image_app_mb: 13.3,

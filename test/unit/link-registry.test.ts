@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { computeLinkRegistry, type LinkRegistry } from "../../src/supervisor/link-registry.ts";
 import { linkReports, NOTHING_REPORTED_OF_LINKS } from "../../src/supervisor/link-reports.ts";
+import { linkRows } from "../../src/supervisor/link-rows.ts";
 import { type StoredCredentials, type StoredLink, storedLink } from "../../src/supervisor/link-stored.ts";
 import type { ParsedSecret } from "../../src/supervisor/registration.ts";
 import { computeRegistry, type SecretEntry, withLinks } from "../../src/supervisor/registry.ts";
@@ -144,5 +145,36 @@ describe("Link registry (SPEC §15)", () => {
       linkReports(first.reported, r2, uids).reports.map((r) => r.reason),
       ["CredentialsKept"],
     );
+  });
+});
+
+describe("Link rows of /status and `status` (SPEC §15)", () => {
+  it("gives every Link one row: registered, or InvalidLink, InvalidCredentials, DuplicateCluster, CredentialsKept with why", () => {
+    const secrets = {
+      [`${NS}/cluster-credentials-east`]: creds("https://east"),
+      [`${NS}/cluster-credentials-west`]: creds("https://west"),
+    };
+    const links = [
+      link("east", "east"),
+      link("east-again", "east", {}, "2026-02-01T00:00:00Z"),
+      link("north", "north"),
+      link("bad", "Not_A_Label"),
+      link("west", "west"),
+    ];
+    const first = registry(links, secrets);
+    const { [`${NS}/cluster-credentials-west`]: _west, ...withoutWest } = secrets;
+    const now = registry(links, withoutWest, first);
+    const rows = linkRows(links, now);
+    assert.deepEqual(
+      rows.map((r) => [r.link, r.cluster ?? "-", r.secret ?? "-", r.state, r.reason ?? "-"]),
+      [
+        [`${NS}/bad`, "-", "-", "InvalidLink", "invalid-cluster-name"],
+        [`${NS}/east`, "east", `${NS}/cluster-credentials-east`, "registered", "-"],
+        [`${NS}/east-again`, "east", `${NS}/cluster-credentials-east`, "DuplicateCluster", "-"],
+        [`${NS}/north`, "north", `${NS}/cluster-credentials-north`, "InvalidCredentials", "credentials-missing"],
+        [`${NS}/west`, "west", `${NS}/cluster-credentials-west`, "CredentialsKept", "-"],
+      ],
+    );
+    assert.match(rows[2]?.message ?? "", /already registered by Link linkerd-multicluster\/east/);
   });
 });

@@ -211,9 +211,9 @@ export class LocalWriterActor {
       fenced: (seq) => this.#ports.supervisor({ type: "writer.shards-fenced", seq }),
     });
 
-    const [reconciler, services, stats] = [this.#reconciler, this.#stores.services, this.#stats];
+    const [reconciler, services, stats, queue] = [this.#reconciler, this.#stores.services, this.#stats, this.#queue];
     const parts = { client: this.#client, clock, log: this.#log, desired: this.#desired, fence: this.#fence };
-    this.links = linkStatusWriter({ ...parts, dryRun: options.dryRun === true, reconciler, services, stats });
+    this.links = linkStatusWriter({ ...parts, dryRun: options.dryRun === true, reconciler, services, stats, queue });
     this.#stores.routeChanges({
       watched: (kind, key, current) => this.#cache.watched(kind, key, current),
       enqueue: (key) => this.#enqueue(key),

@@ -12,6 +12,12 @@
  * - never more than one patch per Link in flight, and the same content is not sent
  *   again before the watch shows it (or 30 s pass): a status is written at most as often
  *   as its content changes; a converged Link is never written;
+ * - mirrors first: while the writer has mirror writes queued (`busy`), a Link's status,
+ *   which lists its mirrors and so changes with each one written, waits; a Link whose
+ *   status has waited BUSY_DEFER_MS is written anyway (a writer that is never idle still
+ *   keeps every status at most that old). A cold start of K Links × S Services so makes
+ *   about one status patch per Link, not one per Link and second of convergence (which
+ *   took write capacity from the mirrors themselves);
  * - a patch is sent only for a Link whose cluster this replica hosts, while its fence
  *   is open; a dry run sends none (it logs what it would write).
  */
@@ -53,10 +59,14 @@ export interface LinkStatusDeps {
   /** Whether a write of `cluster`'s may be sent now (hosted, fence open). */
   readonly writable: (cluster: string) => boolean;
   readonly count: (verb: string, kind: string, result: string) => void;
+  /** Whether mirror writes are queued now (the mirrors go first). */
+  readonly busy: () => boolean;
 }
 
 /** How long a patch sent counts as "on its way" when the watch does not show it. */
 const SENT_TTL_MS = 30_000;
+/** The longest a differing Link status waits for the writer's mirror writes. */
+export const BUSY_DEFER_MS = 30_000;
 const HEADLESS_HOST_LABEL = "mirror.linkerd.io/headless-mirror-svc-name";
 /** Actor problems that are the MCS API's, not a Service's mirror (SPEC §12): not in a Link's status. */
 const NOT_MIRRORS = new Set(["service-export-without-service", "export-mode-forbidden"]);
@@ -69,6 +79,8 @@ export class LinkStatusWriter {
   /** By Link uid: the status JSON last sent, and when, until the watch shows it. */
   readonly #sent = new Map<string, { readonly json: string; readonly at: number }>();
   readonly #inFlight = new Set<string>();
+  /** By Link uid: since when its differing status has waited for a busy writer. */
+  readonly #waiting = new Map<string, number>();
   #stopped = false;
 
   constructor(deps: LinkStatusDeps) {
@@ -107,8 +119,15 @@ export class LinkStatusWriter {
       const { changed, patch } = desiredLinkStatus(this.#input(entry, blocked), observed.status, Date.now());
       if (!changed) {
         this.#sent.delete(entry.uid);
+        this.#waiting.delete(entry.uid);
         continue;
       }
+      if (this.#deps.busy()) {
+        const since = this.#waiting.get(entry.uid) ?? now;
+        this.#waiting.set(entry.uid, since);
+        if (now - since < BUSY_DEFER_MS) continue;
+      }
+      this.#waiting.delete(entry.uid);
       const json = JSON.stringify(patch);
       const sent = this.#sent.get(entry.uid);
       if (sent?.json === json && now - sent.at < SENT_TTL_MS) continue;
@@ -207,6 +226,8 @@ export interface LinkStatusParts {
   readonly services: { get(key: string): Service | undefined };
   readonly fence: { readonly ownership: ShardOwnership; writableFor(shard: number): boolean };
   readonly stats: { count(verb: string, kind: string, result: string): void };
+  /** Keys waiting in the writer's work queue. */
+  readonly queue: { readonly len: number };
 }
 
 /** A LinkStatusWriter over the writer's parts: a Link's status is its cluster's, so its shard's fence applies. */
@@ -224,5 +245,6 @@ export function linkStatusWriter(p: LinkStatusParts): LinkStatusWriter {
     writable: (cluster) =>
       hostsCluster(p.fence.ownership, cluster) && p.fence.writableFor(shardOf(cluster, p.fence.ownership.shards)),
     count: (verb, kind, result) => p.stats.count(verb, kind, result),
+    busy: () => p.queue.len > 0,
   });
 }

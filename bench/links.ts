@@ -1,0 +1,193 @@
+/**
+ * Links cost nothing (SPEC §15): cold convergence and memory of one world, K clusters ×
+ * S Services (one remote API server, K cluster names pointing at it), registered once
+ * by K annotated Secrets (SPEC §1) and once by K linkerd Links with their Secrets
+ * (`run --links`). The remote Services carry the export label; the Secrets' clusters
+ * export them by it through their default gateway (SPEC §12), the Links select them by
+ * it and name the same gateway address and port, so both worlds ask for the same
+ * mirrors. The runs come in pairs alternating which goes first (secrets, links; links,
+ * secrets; secrets, links), each on a fresh world, so a drift of the machine's load
+ * weighs on both alike.
+ *
+ * Each run is `fleet-mirror run` from dist/ (as memory.ts: the process's RSS is the
+ * kernel's), default `--endpoints-api`, no write limit. Convergence: process start →
+ * every cluster synced and the writer idle with every cluster's complete desired set
+ * (/status every 500 ms), then every mirror checked right once. RSS: VmRSS once settled.
+ * `links_converge_ratio` = the median over the pairs of Secrets' time / Links' time
+ * (≥ 0.95: Links are no slower); `links_rss_ratio` = the median of Links' RSS /
+ * Secrets' RSS (≤ 1.05).
+ */
+import { installLinkCrd } from "../sandbox/link-crd.ts";
+import { applyRbacYaml } from "../sandbox/rbac.ts";
+import { EXPORTED_LABEL } from "../src/core/export.ts";
+import type { KubeObject, Service } from "../src/core/objects.ts";
+import { Fleet } from "../test/helpers/fleet.ts";
+import { createLink, createLinkSecret, LINKS_NAMESPACE, LINKS_RBAC, linkSpec } from "../test/helpers/links.ts";
+import {
+  type BenchOptions,
+  GATEWAY_PORT,
+  listAll,
+  localAdminClient,
+  MIRROR_SELECTOR,
+  mb,
+  percentile,
+  printTable,
+  progress,
+  round,
+  runPool,
+  type ScenarioResult,
+  shapeRemote,
+  sleep,
+  writeResult,
+} from "./harness.ts";
+import { allSynced, processRss, startController, waitStatus, writerSettled } from "./memory.ts";
+import { addressesPath, addressesPointAt, serviceHasPort } from "./mirror-objects.ts";
+
+type RegisteredBy = "secrets" | "links";
+const PAIRS: readonly (readonly [RegisteredBy, RegisteredBy])[] = [
+  ["secrets", "links"],
+  ["links", "secrets"],
+  ["secrets", "links"],
+];
+const GATEWAY_IP = "198.18.0.40";
+const SETTLE_MS = 3_000;
+
+/** K Links and their Secrets, each naming the remote's gateway by address, selecting the export label. */
+async function registerByLinks(fleet: Fleet, clusters: readonly string[]): Promise<void> {
+  await fleet.ensureNamespace("local", LINKS_NAMESPACE);
+  await installLinkCrd(fleet.kubeConfig("local"));
+  await applyRbacYaml(fleet.kubeConfig("local"), LINKS_RBAC);
+  await fleet.remoteToken("remote");
+  await runPool(clusters, 8, async (cluster) => {
+    await createLinkSecret(fleet, "remote", `cluster-credentials-${cluster}`);
+    await createLink(
+      fleet,
+      cluster,
+      linkSpec(cluster, {
+        gatewayAddress: GATEWAY_IP,
+        gatewayPort: String(GATEWAY_PORT),
+        selector: { matchLabels: { [EXPORTED_LABEL]: "true" } },
+      }),
+    );
+  });
+}
+
+/** Polls the local mirrors (every 500 ms, as memory.ts polls /status) until `mirrors` are right; resolves with that instant. */
+async function everyMirrorRight(fleet: Fleet, mirrors: number, timeoutMs: number): Promise<number> {
+  const client = localAdminClient(fleet);
+  const deadline = Date.now() + timeoutMs;
+  try {
+    for (;;) {
+      const [svcs, slices] = await Promise.all([
+        listAll<Service>(client, "/api/v1/services", MIRROR_SELECTOR),
+        listAll<KubeObject>(client, addressesPath("endpointslices"), MIRROR_SELECTOR),
+      ]);
+      const okServices = svcs.filter((s) => serviceHasPort(s, 80)).length;
+      const okSlices = slices.filter((a) => addressesPointAt("endpointslices", a, GATEWAY_IP)).length;
+      if (okServices === mirrors && okSlices === mirrors) return Date.now();
+      if (Date.now() > deadline)
+        throw new Error(
+          `${okServices} Services and ${okSlices} slices right of ${mirrors} (${svcs.length}, ${slices.length} listed; a slice: ${JSON.stringify(slices[0] ?? null).slice(0, 1500)})`,
+        );
+      await sleep(500);
+    }
+  } finally {
+    client.close();
+  }
+}
+
+async function run(
+  by: RegisteredBy,
+  clusters: number,
+  services: number,
+  timeoutMs: number,
+): Promise<Record<string, unknown>> {
+  const fleet = await Fleet.start(["remote"]);
+  try {
+    const names = await shapeRemote(fleet, "remote", {
+      services,
+      clusters,
+      gatewayIp: GATEWAY_IP,
+      exportBy: "label",
+      register: by === "secrets",
+    });
+    if (by === "links") await registerByLinks(fleet, names);
+    progress(`links: ${clusters} clusters × ${services} Services registered by ${by}, controller starting`);
+    const started = Date.now();
+    const [proc, admin] = await startController(fleet, [
+      // The test fleet's processes default to `endpoints`: the default mode is asked for by name.
+      "--endpoints-api",
+      "endpointslices",
+      ...(by === "links" ? ["--links", LINKS_NAMESPACE] : []),
+    ]);
+    const right = everyMirrorRight(fleet, clusters * services, timeoutMs);
+    right.catch(() => undefined); // awaited below; a failure before then is not unhandled
+    try {
+      await waitStatus(proc, admin, `${clusters} clusters synced`, allSynced(clusters), timeoutMs);
+      const syncedMs = Date.now() - started;
+      const convergeMs = (await right) - started;
+      await waitStatus(proc, admin, "the writer settled", writerSettled(clusters));
+      await sleep(SETTLE_MS);
+      const { rss, peak } = processRss(proc.child.pid ?? 0);
+      // The controller logs at warn: anything it said is a failure worth seeing beside the figures.
+      const logged = proc.output.split("\n").filter((l) => l.trim() !== "");
+      if (logged.length > 0)
+        progress(
+          `${by}: the controller logged ${logged.length} line(s): ${logged.slice(0, 5).join(" | ").slice(0, 1500)}`,
+        );
+      return {
+        registeredBy: by,
+        clusters,
+        servicesPerCluster: services,
+        mirrors: clusters * services,
+        syncedMs,
+        convergeMs,
+        rssMb: mb(rss),
+        peakRssMb: mb(peak),
+        loggedLines: logged.length,
+      };
+    } finally {
+      await proc.stop();
+    }
+  } finally {
+    await fleet.stop();
+  }
+}
+
+export async function runLinks(opts: BenchOptions): Promise<ScenarioResult> {
+  const size = opts.smoke ? { clusters: 4, services: 3 } : { clusters: 100, services: 20 };
+  const rows: Record<string, unknown>[] = [];
+  const pairs = PAIRS.slice(0, opts.linksPairs ?? (opts.smoke ? 1 : PAIRS.length));
+  for (const by of pairs.flat())
+    rows.push(await run(by, size.clusters, size.services, opts.smoke ? 120_000 : 1_800_000));
+  const of = (by: RegisteredBy, key: string): number[] =>
+    rows.filter((r) => r["registeredBy"] === by).map((r) => Number(r[key]));
+  // Pair i is one run of each: Secrets' time over Links' time; Links' RSS over Secrets'.
+  const convergeRatios = of("secrets", "convergeMs").map((s, i) =>
+    round(s / (of("links", "convergeMs")[i] ?? Number.NaN), 3),
+  );
+  const rssRatios = of("links", "rssMb").map((l, i) => round(l / (of("secrets", "rssMb")[i] ?? Number.NaN), 3));
+  // An odd number of pairs: the nearest-rank 50th percentile is their median.
+  const convergeRatio = percentile(convergeRatios, 50) ?? Number.NaN;
+  const rssRatio = percentile(rssRatios, 50) ?? Number.NaN;
+  printTable(
+    `Links against annotated Secrets (converge ratio = median of Secrets' / Links' time: ${convergeRatio}; RSS ratio = median of Links' / Secrets' RSS: ${rssRatio})`,
+    rows,
+  );
+  writeResult(opts.out, "links", {
+    smoke: opts.smoke,
+    endpointsApi: "endpointslices",
+    writeQps: "unlimited",
+    pairs: pairs.length,
+    order: rows.map((r) => r["registeredBy"]),
+    convergeRatios,
+    rssRatios,
+    convergeRatio,
+    rssRatio,
+    runs: rows,
+  });
+  return {
+    result: { runs: rows, convergeRatio, rssRatio },
+    summary: opts.smoke ? {} : { links_converge_ratio: convergeRatio, links_rss_ratio: rssRatio },
+  };
+}
