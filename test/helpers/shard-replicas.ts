@@ -16,18 +16,18 @@ import { eventually } from "./kube.ts";
  * 500 ms), so that shards settle and move within seconds.
  */
 export function shortLeaseArgs(shards: number): string[] {
-  return [
-    "--leader-elect",
-    "--shards",
-    String(shards),
-    "--leader-election-lease-duration",
-    "4s",
-    "--leader-election-renew-deadline",
-    "3s",
-    "--leader-election-retry-period",
-    "500ms",
-  ];
+  return ["--leader-elect", "--shards", String(shards), ...SHORT_LEASE_TIMINGS];
 }
+
+/** The short Lease timings alone (leader election and sharding tests). */
+export const SHORT_LEASE_TIMINGS: readonly string[] = [
+  "--leader-election-lease-duration",
+  "4s",
+  "--leader-election-renew-deadline",
+  "3s",
+  "--leader-election-retry-period",
+  "500ms",
+];
 
 export interface ShardReplica {
   readonly identity: string;

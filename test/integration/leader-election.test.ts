@@ -21,17 +21,11 @@ import type { Leadership } from "../../src/leader/leadership.ts";
 import { hasLog, type Replica, tail, waitForLog } from "../helpers/elected-replica.ts";
 import { CONTROLLER_NAMESPACE, Fleet } from "../helpers/fleet.ts";
 import { eventually, statusCode } from "../helpers/kube.ts";
+import { SHORT_LEASE_TIMINGS } from "../helpers/shard-replicas.ts";
 
 const TIMEOUT_MS = 60_000;
 const LEASE = "fleet-mirror";
-const SHORT_TIMINGS = [
-  "--leader-election-lease-duration",
-  "4s",
-  "--leader-election-renew-deadline",
-  "3s",
-  "--leader-election-retry-period",
-  "500ms",
-];
+const SHORT_TIMINGS = SHORT_LEASE_TIMINGS;
 
 /** Signs, in a replica's log, that it ran the controller (the writer or any remote actor). */
 const CONTROLLER_LOGS = /writer ready|cluster east|acquired Lease/;

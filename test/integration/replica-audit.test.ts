@@ -18,19 +18,12 @@ import { AuditLog, describeWrites, MIRROR_RESOURCES } from "../helpers/audit.ts"
 import { CONTROLLER_NAMESPACE, Fleet } from "../helpers/fleet.ts";
 import { eventually, sleep, statusCode } from "../helpers/kube.ts";
 import { type Replica, Replicas } from "../helpers/replicas.ts";
+import { SHORT_LEASE_TIMINGS } from "../helpers/shard-replicas.ts";
 
 const LEASE = "fleet-mirror";
 const LEASE_DURATION_MS = 4_000;
 const RENEW_DEADLINE_MS = 3_000;
-const ELECTING = [
-  "--leader-elect",
-  "--leader-election-lease-duration",
-  "4s",
-  "--leader-election-renew-deadline",
-  "3s",
-  "--leader-election-retry-period",
-  "500ms",
-];
+const ELECTING = ["--leader-elect", ...SHORT_LEASE_TIMINGS];
 
 /** The Lease's renewTime as epoch ms (client-node may hand MicroTime over as a Date or a string). */
 function renewTimeMs(lease: V1Lease | undefined): number {

@@ -21,25 +21,14 @@ import { shardOf } from "../../src/core/shards.ts";
 import type { ShardingView } from "../../src/leader/leadership.ts";
 import { CONTROLLER_NAMESPACE, type ControllerProcess, Fleet } from "../helpers/fleet.ts";
 import { eventually, statusCode } from "../helpers/kube.ts";
+import { SHORT_LEASE_TIMINGS } from "../helpers/shard-replicas.ts";
 
 const TIMEOUT_MS = 90_000;
 const SHARDS = 6;
 const LEASE_DURATION_MS = 4_000;
 const CLUSTERS = Array.from({ length: 8 }, (_, i) => `c${i}`);
 const NS = "shop";
-const ARGS = [
-  "--leader-elect",
-  "--shards",
-  String(SHARDS),
-  "--max-threads",
-  "2",
-  "--leader-election-lease-duration",
-  "4s",
-  "--leader-election-renew-deadline",
-  "3s",
-  "--leader-election-retry-period",
-  "500ms",
-];
+const ARGS = ["--leader-elect", "--shards", String(SHARDS), "--max-threads", "2", ...SHORT_LEASE_TIMINGS];
 
 interface Replica {
   readonly identity: string;
