@@ -1,0 +1,133 @@
+/**
+ * The noisy neighbour of bench/noisy-neighbour.ts as another machine would be: the
+ * noisy remote's API server and the client that churns it run in processes of their
+ * own (noisy-churn-child.ts for the client), kept to one CPU at a lower priority
+ * (nice 10). On a real fleet the noisy cluster's API server runs on that cluster's
+ * machines and takes no CPU from the controller's node; on the bench's machine every
+ * API server shares the controller's CPUs, and without this the figure would weigh the
+ * machine's cost of the neighbour's own API server rather than what the controller
+ * lets one cluster do to the others. The shared etcd stays as it is (every cluster's
+ * API server writes there).
+ */
+import { type ChildProcess, execFileSync, fork } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
+import { setPriority } from "node:os";
+import { cpuSplit, descendants, pin } from "./cpu-affinity.ts";
+
+export type ChurnCommand =
+  | { readonly id: number; readonly op: "connect"; readonly kubeconfig: string }
+  | {
+      readonly id: number;
+      readonly op: "churn";
+      readonly namespace: string;
+      readonly services: number;
+      readonly perS: number;
+      readonly durationMs: number;
+    };
+
+export interface ChurnReply {
+  readonly id: number;
+  readonly ok: boolean;
+  readonly touches: number;
+  readonly error?: string;
+}
+
+type Unsent<C> = C extends { readonly id: number } ? Omit<C, "id"> : never;
+
+/** The CPU the noisy side may use, and its nice value. */
+export const NOISY_CPU = "0";
+export const NOISY_NICE = 10;
+
+export class ChurnProcess {
+  readonly #child: ChildProcess;
+  #nextId = 1;
+  readonly #waiting = new Map<number, { resolve: (r: ChurnReply) => void; reject: (e: Error) => void }>();
+
+  private constructor(child: ChildProcess) {
+    this.#child = child;
+    child.on("message", (reply: ChurnReply) => {
+      const waiter = this.#waiting.get(reply.id);
+      this.#waiting.delete(reply.id);
+      if (!waiter) return;
+      if (reply.ok) waiter.resolve(reply);
+      else waiter.reject(new Error(`noisy churn: ${reply.error}`));
+    });
+    child.on("exit", (code, signal) => {
+      for (const waiter of this.#waiting.values())
+        waiter.reject(new Error(`noisy churn exited (${code ?? signal}) before answering`));
+      this.#waiting.clear();
+    });
+  }
+
+  /** Forks the churn process, connected to the API server of `kubeconfig` (admin, inline credentials). */
+  static async start(kubeconfig: string): Promise<ChurnProcess> {
+    const child = fork(new URL("./noisy-churn-child.ts", import.meta.url).pathname, [], {
+      stdio: ["ignore", "inherit", "inherit", "ipc"],
+    });
+    const churn = new ChurnProcess(child);
+    try {
+      await churn.#send({ op: "connect", kubeconfig });
+    } catch (error) {
+      await churn.stop();
+      throw error;
+    }
+    return churn;
+  }
+
+  get pid(): number | undefined {
+    return this.#child.pid;
+  }
+
+  /** Touches for `durationMs`; resolves with the touches made. */
+  async churn(namespace: string, services: number, perS: number, durationMs: number): Promise<number> {
+    return (await this.#send({ op: "churn", namespace, services, perS, durationMs })).touches;
+  }
+
+  async stop(): Promise<void> {
+    if (this.#child.exitCode !== null || this.#child.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => this.#child.once("exit", () => resolve()));
+    this.#child.disconnect();
+    await exited;
+  }
+
+  #send(command: Unsent<ChurnCommand>): Promise<ChurnReply> {
+    const id = this.#nextId++;
+    return new Promise<ChurnReply>((resolve, reject) => {
+      this.#waiting.set(id, { resolve, reject });
+      this.#child.send({ ...command, id });
+    });
+  }
+}
+
+/** The pid of the sandbox's API server for `cluster` (a descendant of this process started with its etcd prefix). */
+export function apiServerPid(cluster: string): number | undefined {
+  const flag = `--etcd-prefix=/clusters/${cluster}`;
+  return descendants(process.pid).find((pid) => {
+    try {
+      const args = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+      return (args[0] ?? "").endsWith("kube-apiserver") && args.includes(flag);
+    } catch {
+      // Gone between the listing and the read: not the API server, which runs all along.
+      return false;
+    }
+  });
+}
+
+/**
+ * Keeps every thread of `pids` to NOISY_CPU at nice NOISY_NICE (threads made later
+ * inherit both). False, with nothing changed, when the machine has one CPU or `taskset`
+ * is missing: the caller records that the noisy side shared the CPUs.
+ */
+export function confineNoisySide(pids: readonly number[]): boolean {
+  if (cpuSplit() === undefined) return false;
+  try {
+    execFileSync("taskset", ["--version"], { stdio: "ignore" });
+  } catch {
+    return false;
+  }
+  pin(pids, NOISY_CPU);
+  for (const pid of pids) {
+    for (const task of readdirSync(`/proc/${pid}/task`)) setPriority(Number(task), NOISY_NICE);
+  }
+  return true;
+}
