@@ -62,6 +62,7 @@ export class WorkQueue<K extends PropertyKey = string> {
   #timer: { readonly handle: TimerHandle; readonly due: number } | undefined;
 
   #shuttingDown = false;
+  #completed = 0;
 
   /** @throws RangeError when the backoff or bucket options are inconsistent. */
   constructor(options: WorkQueueOptions<K> = {}) {
@@ -74,6 +75,11 @@ export class WorkQueue<K extends PropertyKey = string> {
   /** Number of keys waiting to be handed out (not counting delayed or in-flight keys). */
   get len(): number {
     return this.#queue.length;
+  }
+
+  /** Keys processed so far (`done` calls for keys handed out): a stamp that moves with every reconcile. */
+  get completed(): number {
+    return this.#completed;
   }
 
   /** Number of keys handed out by `get` and not yet `done`. */
@@ -159,6 +165,7 @@ export class WorkQueue<K extends PropertyKey = string> {
   /** Ends processing of the key; if it was added meanwhile it is queued again. A no-op for a key not in flight. */
   done(key: K): void {
     if (!this.#processing.delete(key)) return;
+    this.#completed += 1;
     if (this.#shuttingDown || !this.#dirty.has(key)) return;
     this.#queue.push(this.#laneOf(key), key);
     this.#dispatch();

@@ -86,6 +86,20 @@ describe("ManualClock", () => {
 });
 
 describe("WorkQueue", () => {
+  it("counts the keys processed (`completed`), and nothing else: not an add, not a done for a key never handed out", async () => {
+    const { queue } = newQueue();
+    queue.add("a");
+    queue.add("b");
+    assert.equal(queue.completed, 0);
+    const first = await queue.get();
+    assert.equal(queue.completed, 0, "handed out, not done");
+    queue.done(first ?? "");
+    queue.done("never-handed-out");
+    assert.equal(queue.completed, 1);
+    queue.done((await queue.get()) ?? "");
+    assert.equal(queue.completed, 2);
+  });
+
   it("hands out keys first in, first out", async () => {
     const { queue } = newQueue();
     queue.add("a");

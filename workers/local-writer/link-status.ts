@@ -19,7 +19,14 @@
  *   about one status patch per Link, not one per Link and second of convergence (which
  *   took write capacity from the mirrors themselves);
  * - a patch is sent only for a Link whose cluster this replica hosts, while its fence
- *   is open; a dry run sends none (it logs what it would write).
+ *   is open; a dry run sends none (it logs what it would write);
+ * - a pass computes the statuses only when one of their inputs may have moved since the
+ *   last (the Links named, a Link observed, a desired set absorbed, a key reconciled: the
+ *   writer's `stamp`), while a patch waits to be seen or a Link waits for a busy writer,
+ *   and at least every FULL_PASS_MS (what no stamp covers: a fence opening). A converged,
+ *   idle writer so computes nothing each second: a pass over K Links × S Services built
+ *   their whole statuses again, and that garbage alone kept the writer's young
+ *   generation, and the process's RSS, grown.
  */
 import type { Clock } from "../../src/core/clock.ts";
 import type { DesiredMirror } from "../../src/core/desired.ts";
@@ -61,12 +68,16 @@ export interface LinkStatusDeps {
   readonly count: (verb: string, kind: string, result: string) => void;
   /** Whether mirror writes are queued now (the mirrors go first). */
   readonly busy: () => boolean;
+  /** A number that moves whenever a desired set is absorbed or a key is reconciled. */
+  readonly stamp: () => number;
 }
 
 /** How long a patch sent counts as "on its way" when the watch does not show it. */
 const SENT_TTL_MS = 30_000;
 /** The longest a differing Link status waits for the writer's mirror writes. */
 export const BUSY_DEFER_MS = 30_000;
+/** The longest a pass is skipped for want of a changed input. */
+const FULL_PASS_MS = 30_000;
 const HEADLESS_HOST_LABEL = "mirror.linkerd.io/headless-mirror-svc-name";
 /** Actor problems that are the MCS API's, not a Service's mirror (SPEC §12): not in a Link's status. */
 const NOT_MIRRORS = new Set(["service-export-without-service", "export-mode-forbidden"]);
@@ -82,6 +93,10 @@ export class LinkStatusWriter {
   /** By Link uid: since when its differing status has waited for a busy writer. */
   readonly #waiting = new Map<string, number>();
   #stopped = false;
+  /** Something a pass reads changed (the Links named or observed, a patch failed) since the last pass. */
+  #dirty = true;
+  #lastStamp = Number.NaN;
+  #lastPassAt = Number.NEGATIVE_INFINITY;
 
   constructor(deps: LinkStatusDeps) {
     this.#deps = deps;
@@ -92,6 +107,7 @@ export class LinkStatusWriter {
     if (this.#message && message.seq <= this.#message.seq) return;
     const namespaceChanged = this.#message?.namespace !== message.namespace;
     this.#message = message;
+    this.#dirty = true;
     if (namespaceChanged) {
       void this.#watcher?.stop();
       this.#watcher = new Watcher<ObservedLink>({
@@ -101,6 +117,12 @@ export class LinkStatusWriter {
         keep: (link) => ({ metadata: link.metadata, status: (link as ObservedLink).status ?? {} }),
       });
       this.#watcher.on("failure", (f) => this.#deps.log.warn({ failure: f }, `watching Links failed: ${f.message}`));
+      this.#watcher.on("change", () => {
+        this.#dirty = true;
+      });
+      this.#watcher.on("listed", () => {
+        this.#dirty = true;
+      });
       if (!this.#stopped) this.#watcher.start();
     }
   }
@@ -110,8 +132,14 @@ export class LinkStatusWriter {
     const message = this.#message;
     const watcher = this.#watcher;
     if (this.#stopped || !message || !watcher?.hasSynced) return;
-    const blocked = this.#deps.blocked();
     const now = this.#deps.clock.now();
+    const stamp = this.#deps.stamp();
+    const pending = this.#sent.size > 0 || this.#waiting.size > 0 || this.#inFlight.size > 0;
+    if (!this.#dirty && !pending && stamp === this.#lastStamp && now - this.#lastPassAt < FULL_PASS_MS) return;
+    this.#dirty = false;
+    this.#lastStamp = stamp;
+    this.#lastPassAt = now;
+    const blocked = this.#deps.blocked();
     for (const entry of message.links) {
       const observed = watcher.get(`${message.namespace}/${entry.name}`);
       if (!observed || observed.metadata.uid !== entry.uid || this.#inFlight.has(entry.uid)) continue;
@@ -160,6 +188,7 @@ export class LinkStatusWriter {
         },
         (error: unknown) => {
           this.#sent.delete(entry.uid); // tried again at the next pass
+          this.#dirty = true;
           const status = (error as { status?: number }).status;
           this.#deps.count("patch", "Link", status ? String(status) : "error");
           this.#deps.log.warn({ link: entry.name, err: error }, `writing the status of ${what} failed`);
@@ -216,6 +245,7 @@ export interface LinkStatusParts {
   readonly log: Logger;
   readonly dryRun: boolean;
   readonly desired: {
+    readonly version: number;
     mirrorsOf(cluster: string): Iterable<DesiredMirror>;
     membersOf(cluster: string): Iterable<FederatedMember>;
     known(cluster: string): boolean;
@@ -226,8 +256,8 @@ export interface LinkStatusParts {
   readonly services: { get(key: string): Service | undefined };
   readonly fence: { readonly ownership: ShardOwnership; writableFor(shard: number): boolean };
   readonly stats: { count(verb: string, kind: string, result: string): void };
-  /** Keys waiting in the writer's work queue. */
-  readonly queue: { readonly len: number };
+  /** Keys waiting in the writer's work queue, and keys reconciled so far. */
+  readonly queue: { readonly len: number; readonly completed: number };
 }
 
 /** A LinkStatusWriter over the writer's parts: a Link's status is its cluster's, so its shard's fence applies. */
@@ -246,5 +276,7 @@ export function linkStatusWriter(p: LinkStatusParts): LinkStatusWriter {
       hostsCluster(p.fence.ownership, cluster) && p.fence.writableFor(shardOf(cluster, p.fence.ownership.shards)),
     count: (verb, kind, result) => p.stats.count(verb, kind, result),
     busy: () => p.queue.len > 0,
+    // Both counters only grow: their sum moves whenever either does.
+    stamp: () => p.desired.version + p.queue.completed,
   });
 }
