@@ -62,6 +62,16 @@ case "${1:-all}" in
 esac
 
 cache_root="${FLEET_MIRROR_CACHE:-$HOME/.cache/fleet-mirror}/control-plane"
+# One build of a target at a time per cache: a second caller (`.ci/run` builds helm and
+# promtool in the background while `npm test` builds the rest, then asks for them too)
+# waits for the first, then finds its stamp. Targets are disjoint, so builds of two
+# targets run side by side.
+mkdir -p "$cache_root"
+exec 8>"$cache_root/.build-$what.lock"
+if ! flock -n 8; then
+  log "waiting for another build of $what (lock $cache_root/.build-$what.lock)"
+  flock 8
+fi
 work=""
 cleanup() { if [[ -n "$work" ]]; then rm -rf "$work"; fi; }
 trap cleanup EXIT
