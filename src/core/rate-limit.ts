@@ -39,12 +39,15 @@ export class TokenBucket {
     return this.#interval === 0;
   }
 
-  /** Takes a token if one is free right now (not owed to a waiting caller); never waits. */
-  tryTake(): boolean {
+  /**
+   * Takes a token if one is free right now (not owed to a waiting caller) and at least
+   * `keep` more stay in the bucket after it; never waits.
+   */
+  tryTake(keep = 0): boolean {
     if (this.unlimited) return true;
     const now = this.#clock.now();
     const next = Math.max(this.#tat, now) + this.#interval;
-    if (next - this.#tolerance > now) return false;
+    if (next + keep * this.#interval - this.#tolerance > now) return false;
     this.#tat = next;
     return true;
   }
@@ -61,11 +64,11 @@ export class TokenBucket {
     return Math.max(0, this.#tat - this.#tolerance - now);
   }
 
-  /** ms until `tryTake` would succeed, without claiming anything (0 when a token is free now). */
-  delayUntilNextToken(): number {
+  /** ms until `tryTake(keep)` would succeed, without claiming anything (0 when it would now). */
+  delayUntilNextToken(keep = 0): number {
     if (this.unlimited) return 0;
     const now = this.#clock.now();
-    return Math.max(0, Math.max(this.#tat, now) + this.#interval - this.#tolerance - now);
+    return Math.max(0, Math.max(this.#tat, now) + (1 + keep) * this.#interval - this.#tolerance - now);
   }
 
   /**

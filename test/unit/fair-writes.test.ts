@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ManualClock } from "../../src/core/clock.ts";
-import { FairTokenBucket } from "../../src/core/fair-bucket.ts";
+import { FairTokenBucket, HEAVY_MAX_WAIT_MS } from "../../src/core/fair-bucket.ts";
 import { LanedFifo } from "../../src/core/fifo.ts";
 import { WorkQueue } from "../../src/core/workqueue.ts";
 
@@ -145,6 +145,66 @@ describe("WorkQueue with lanes", () => {
 });
 
 describe("FairTokenBucket", () => {
+  it("keeps the last half of the burst for light lanes: a busy lane waits, a quiet lane's token comes at once", async () => {
+    const clock = new ManualClock();
+    const bucket = new FairTokenBucket(100, 100, clock); // reserve 50; heavy from 25 tokens a second
+    let noisy = 0;
+    for (let i = 0; i < 200; i++) void bucket.take("noisy").then(() => noisy++);
+    await settle();
+    assert.equal(noisy, 50, "the busy lane took the burst down to the reserve, no further");
+    assert.equal(bucket.isHeavy("noisy"), true);
+    let quiet = 0;
+    for (let lane = 0; lane < 7; lane++) void bucket.take(`quiet-${lane}`).then(() => quiet++);
+    await settle();
+    assert.equal(quiet, 7, "seven quiet clusters' writes went out at once, from the reserve");
+    assert.equal(bucket.isHeavy("quiet-0"), false);
+  });
+
+  it("gives a heavy lane alone the whole rate, above the reserve", async () => {
+    const clock = new ManualClock();
+    const bucket = new FairTokenBucket(100, 100, clock);
+    let served = 0;
+    for (let i = 0; i < 1_000; i++) void bucket.take("converging").then(() => served++);
+    await settle();
+    assert.equal(served, 50);
+    for (let t = 0; t < 100; t++) {
+      clock.advance(10);
+      await settle();
+    }
+    assert.ok(served >= 149 && served <= 151, `100 tokens a second after the first 50 (got ${served})`);
+  });
+
+  it("delays a heavy lane's caller behind light lanes that take every token, never past HEAVY_MAX_WAIT_MS", async () => {
+    const clock = new ManualClock();
+    const bucket = new FairTokenBucket(10, 2, clock); // one token per 100 ms; reserve 1; heavy from 3 a second
+    for (let i = 0; i < 3; i++) {
+      void bucket.take("busy");
+      clock.advance(100);
+      await settle();
+    }
+    assert.equal(bucket.isHeavy("busy"), true);
+    void bucket.take("light-a");
+    void bucket.take("light-b");
+    await settle();
+    assert.equal(bucket.waiting, 0, "two light lanes took the bucket's two tokens");
+    let busyServedAt: number | undefined;
+    const start = clock.now();
+    void bucket.take("busy").then(() => {
+      busyServedAt = clock.now() - start;
+    });
+    // A new light lane every 100 ms takes each token as it falls due.
+    for (let i = 0; i < 15 && busyServedAt === undefined; i++) {
+      void bucket.take(`light-${i}`);
+      clock.advance(100);
+      await settle();
+    }
+    assert.ok(busyServedAt !== undefined, "the heavy lane's caller was served");
+    assert.ok(
+      busyServedAt >= HEAVY_MAX_WAIT_MS - 100 && busyServedAt <= HEAVY_MAX_WAIT_MS + 200,
+      `served after about ${HEAVY_MAX_WAIT_MS} ms (got ${busyServedAt})`,
+    );
+  });
+
   it("gives a token at once while tokens are free and nobody waits", async () => {
     const bucket = new FairTokenBucket(10, 2, new ManualClock());
     const log: string[] = [];
