@@ -7,6 +7,7 @@ export function mirrorName(service: string, cluster: string): string {
 
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const DNS1035_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
+const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 /** Why `name` is not a DNS-1123 label (Kubernetes' rule for cluster and namespace names), or undefined. */
 export function validateDns1123Label(name: string): string | undefined {
@@ -14,6 +15,19 @@ export function validateDns1123Label(name: string): string | undefined {
   if (name.length > 63) return `must be at most 63 characters (is ${name.length})`;
   if (!DNS1123_LABEL.test(name)) {
     return "must consist of lower case alphanumeric characters or '-', and start and end with an alphanumeric character";
+  }
+  return undefined;
+}
+
+/**
+ * Why `name` is not a DNS-1123 subdomain (Kubernetes' rule for the names of most objects,
+ * Secrets and ServiceAccounts among them; also a cluster's DNS domain), or undefined.
+ */
+export function validateDns1123Subdomain(name: string): string | undefined {
+  if (name.length === 0) return "must not be empty";
+  if (name.length > 253) return `must be at most 253 characters (is ${name.length})`;
+  if (!DNS1123_SUBDOMAIN.test(name)) {
+    return "must consist of lower case alphanumeric characters, '-' or '.', and start and end with an alphanumeric character";
   }
   return undefined;
 }
