@@ -15,12 +15,15 @@
  *   remote, before writing anything there;
  * - with `--apply`, the local cluster without the Link CRD, and a Link or Secret of that
  *   name that belongs to another cluster or another tool (exit 1): checked before
- *   writing anything on either cluster.
+ *   writing anything on either cluster; and a Secret created between that check and the
+ *   write is not replaced (the write fails).
  * The tests run in order on one fleet: the Link CRD is installed after the first.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { isNotFound } from "../../src/cli/common.ts";
+import { CommandError, isNotFound } from "../../src/cli/common.ts";
+import { readLinkTargets, writeLinkObjects } from "../../src/cli/link-apply.ts";
+import { linkObjects } from "../../src/cli/link-resource.ts";
 import { CLUSTER_NAME, SECRET_TYPE } from "../../src/core/labels.ts";
 import { linksPath } from "../../src/core/link.ts";
 import type { KubeObject } from "../../src/core/objects.ts";
@@ -58,7 +61,8 @@ const REMOTE_PATHS = [
   "/apis/rbac.authorization.k8s.io/v1/clusterroles",
   "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
 ];
-const LOCAL_PATHS = [linksPath(LINKS_NAMESPACE), `/api/v1/namespaces/${LINKS_NAMESPACE}/secrets`];
+const SECRETS = `/api/v1/namespaces/${LINKS_NAMESPACE}/secrets`;
+const LOCAL_PATHS = [linksPath(LINKS_NAMESPACE), SECRETS];
 
 /** The refusal's output: exactly one line on stderr (the usage help follows a usage error), nothing on stdout. */
 function assertOneLine(r: CliResult, code: number, line: RegExp): void {
@@ -78,7 +82,14 @@ describe("link --links refuses with one line and writes nothing on either cluste
   let localAdmin: string;
   let accounts = 0;
 
-  /** `link --links` for east with --apply, its own ServiceAccount, and `more`. */
+  /** Deletes what a test made (whatever of it is there). */
+  const removeAll = async (paths: readonly string[]): Promise<void> => {
+    for (const path of paths)
+      await local.request("DELETE", path).catch((error: unknown) => {
+        if (!isNotFound(error)) throw error;
+      });
+  };
+  /** `link --links` for east, with the local kubeconfig, its own ServiceAccount, and `more`. */
   const link = (more: readonly string[]): Promise<CliResult> =>
     cli([
       "link",
@@ -208,8 +219,10 @@ describe("link --links refuses with one line and writes nothing on either cluste
     );
   });
 
-  it("with --apply, refuses a Secret of that name that another tool or cluster owns, and a Link of that name for another cluster", async () => {
-    const secretPath = `/api/v1/namespaces/${LINKS_NAMESPACE}/secrets`;
+  it("with --apply, refuses a Secret of that name that another tool or cluster owns, and a Link of that name for another cluster", async (t) => {
+    t.after(() => removeAll([linksPath(LINKS_NAMESPACE, "east"), linksPath(LINKS_NAMESPACE, "north")]));
+    t.after(() => removeAll(["other-tool", "creds-west", "cluster-credentials-north"].map((n) => `${SECRETS}/${n}`)));
+    const secretPath = SECRETS;
     // Another tool's Secret (another type) under the name the Link would use.
     await local.request("POST", secretPath, {
       body: { metadata: { name: "other-tool" }, type: "Opaque", data: { token: "eA==" } },
@@ -252,7 +265,6 @@ describe("link --links refuses with one line and writes nothing on either cluste
   });
 
   it("writes the Link and its Secret once nothing conflicts, and a second run replaces its own without refusing", async () => {
-    await local.request("DELETE", linksPath(LINKS_NAMESPACE, "east"));
     const first = await link(["--apply"]);
     assert.equal(first.code, 0, show(first));
     assert.match(first.stdout, /secret\/cluster-credentials-east created in namespace linkerd-multicluster\n/);
@@ -261,5 +273,40 @@ describe("link --links refuses with one line and writes nothing on either cluste
     assert.equal(second.code, 0, show(second));
     assert.match(second.stdout, /secret\/cluster-credentials-east updated in namespace linkerd-multicluster\n/);
     assert.match(second.stdout, /link\.multicluster\.linkerd\.io\/east updated in namespace linkerd-multicluster\n/);
+  });
+
+  it("with --apply, a Secret created between the check and the write is not replaced: the write fails and says to run link again", async () => {
+    const objects = linkObjects({
+      resource: {
+        namespace: LINKS_NAMESPACE,
+        selectors: { selector: {}, remoteDiscoverySelector: {}, federatedServiceSelector: {} },
+        excludedLabels: [],
+        excludedAnnotations: [],
+        given: {},
+      },
+      cluster: "racer",
+      domain: "cluster.local",
+      kubeconfig: "apiVersion: v1\n",
+      secretName: "cluster-credentials-racer",
+      gateway: { gatewayAddress: "198.51.100.42", gatewayPort: "4143", gatewayIdentity: IDENTITY },
+    });
+    const targets = await readLinkTargets(local, objects, []);
+    assert.deepEqual(targets, {});
+    // Another writer, in between: its Secret must stay as it wrote it.
+    const theirs = await local.request<KubeObject>("POST", SECRETS, {
+      body: { metadata: { name: "cluster-credentials-racer" }, type: "Opaque", data: { token: "eA==" } },
+    });
+    await assert.rejects(writeLinkObjects(local, objects, targets), (error: unknown) => {
+      assert.ok(error instanceof CommandError, String(error));
+      assert.equal(
+        error.message,
+        `secret/cluster-credentials-racer in namespace ${LINKS_NAMESPACE} was created or changed while link ran: run link again`,
+      );
+      return true;
+    });
+    const after = await local.request<KubeObject & { type?: string }>("GET", `${SECRETS}/cluster-credentials-racer`);
+    assert.equal(after.metadata.resourceVersion, theirs.metadata.resourceVersion);
+    assert.equal(after.type, "Opaque");
+    assert.equal((await snapshot(local, [linksPath(LINKS_NAMESPACE)])).filter((r) => r.includes("/racer@")).length, 0);
   });
 });
