@@ -292,9 +292,13 @@ describe("link --links refuses with one line and writes nothing on either cluste
     });
     const targets = await readLinkTargets(local, objects, []);
     assert.deepEqual(targets, {});
-    // Another writer, in between: its Secret must stay as it wrote it.
+    // Another writer, in between, with a Secret of the same type for another cluster: it must stay as it wrote it.
     const theirs = await local.request<KubeObject>("POST", SECRETS, {
-      body: { metadata: { name: "cluster-credentials-racer" }, type: "Opaque", data: { token: "eA==" } },
+      body: {
+        metadata: { name: "cluster-credentials-racer", annotations: { [CLUSTER_NAME]: "west" } },
+        type: SECRET_TYPE,
+        data: { kubeconfig: "eA==" },
+      },
     });
     await assert.rejects(writeLinkObjects(local, objects, targets), (error: unknown) => {
       assert.ok(error instanceof CommandError, String(error));
@@ -304,9 +308,9 @@ describe("link --links refuses with one line and writes nothing on either cluste
       );
       return true;
     });
-    const after = await local.request<KubeObject & { type?: string }>("GET", `${SECRETS}/cluster-credentials-racer`);
+    const after = await local.request<KubeObject>("GET", `${SECRETS}/cluster-credentials-racer`);
     assert.equal(after.metadata.resourceVersion, theirs.metadata.resourceVersion);
-    assert.equal(after.type, "Opaque");
+    assert.equal(after.metadata.annotations?.[CLUSTER_NAME], "west");
     assert.equal((await snapshot(local, [linksPath(LINKS_NAMESPACE)])).filter((r) => r.includes("/racer@")).length, 0);
   });
 });
