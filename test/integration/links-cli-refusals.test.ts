@@ -219,6 +219,25 @@ describe("link --links refuses with one line and writes nothing on either cluste
     );
   });
 
+  it("--token-source secret without a token controller fails naming it, and deletes the token Secret it made (no token appears later)", async () => {
+    const r = await link(["--token-source", "secret", "--timeout", "2s"]);
+    assert.equal(r.code, 1, show(r));
+    assert.equal(r.stdout, "", show(r));
+    const account = `refusal-${accounts}`;
+    const left = await snapshot(remote, ["/api/v1/secrets"]);
+    assert.deepEqual(
+      left.filter((row) => row.includes(`/${account}-token@`)),
+      [],
+    );
+    assert.match(
+      r.stderr,
+      new RegExp(
+        `\\nfleet-mirror link: secret/${account}-token in fleet-mirror-remote on the remote cluster got no token within 2s: the remote cluster's token controller \\(kube-controller-manager\\) does not fill it in \\(the Secret is deleted again\\)\\. Use --token-source request \\(the default\\), or a longer --timeout\\n$`,
+      ),
+      show(r),
+    );
+  });
+
   it("with --apply, refuses a Secret of that name that another tool or cluster owns, and a Link of that name for another cluster", async (t) => {
     t.after(() => removeAll([linksPath(LINKS_NAMESPACE, "east"), linksPath(LINKS_NAMESPACE, "north")]));
     t.after(() => removeAll(["other-tool", "creds-west", "cluster-credentials-north"].map((n) => `${SECRETS}/${n}`)));
