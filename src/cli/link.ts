@@ -209,7 +209,7 @@ export const linkDefinition: CommandDefinition = {
           (warning) => warnings.push(warning),
         );
       const common = { cluster, domain: options.domain, secretName: options.secretName };
-      const write = (token: string): Written => {
+      const objectsFor = (token: string): Written => {
         const kubeconfig = remoteKubeconfigText(cluster, remoteConnection, token);
         if (links && gateway) {
           const objects = linkObjects({ ...common, resource: links, kubeconfig, gateway });
@@ -232,7 +232,7 @@ export const linkDefinition: CommandDefinition = {
           );
         return { secret };
       };
-      const planned = write(UNMINTED_TOKEN);
+      const planned = objectsFor(UNMINTED_TOKEN);
       const targets = local && planned.links ? await readLinkTargets(local, planned.links, warnings) : undefined;
       for (const warning of warnings) writeErr(warning);
       await ensureRemoteIdentity(remote, identity);
@@ -240,7 +240,7 @@ export const linkDefinition: CommandDefinition = {
         options.tokenSource === "request"
           ? await requestToken(remote, identity, options.tokenSeconds)
           : await secretToken(remote, identity, options.timeoutMs);
-      const written = write(token);
+      const written = objectsFor(token);
       if (written.links) {
         if (!local || !targets) {
           writeOut(formatLinkObjects(written.links, options.format));

@@ -90,21 +90,10 @@ describe("link --links refuses with one line and writes nothing on either cluste
       });
   };
   /** `link --links` for east, with the local kubeconfig, its own ServiceAccount, and `more`. */
-  const link = (more: readonly string[]): Promise<CliResult> =>
-    cli([
-      "link",
-      "--cluster-name",
-      "east",
-      "--remote-kubeconfig",
-      eastAdmin,
-      "--links",
-      LINKS_NAMESPACE,
-      "--kubeconfig",
-      localAdmin,
-      "--service-account",
-      `refusal-${++accounts}`,
-      ...more,
-    ]);
+  const link = (more: readonly string[]): Promise<CliResult> => {
+    const target = ["--cluster-name", "east", "--remote-kubeconfig", eastAdmin, "--links", LINKS_NAMESPACE];
+    return cli(["link", ...target, "--kubeconfig", localAdmin, "--service-account", `refusal-${++accounts}`, ...more]);
+  };
   /** Runs `link` with `more`, asserts one line matching `line` and exit `code`, and no write on either cluster. */
   const refused = async (more: readonly string[], code: number, line: RegExp): Promise<void> => {
     const remoteBefore = await snapshot(remote, REMOTE_PATHS);
