@@ -154,6 +154,15 @@ describe("link --links refuses with one line and writes nothing on either cluste
     assertOneLine(stray, 2, /^fleet-mirror link: --selector goes with --links$/);
   });
 
+  it("refuses a local kubeconfig that is not there, or a remote context that is not, with exit 1 before writing", async () => {
+    await refused(
+      ["--apply", "--kubeconfig", "/nonexistent/kubeconfig"],
+      1,
+      /^fleet-mirror link: local cluster: --kubeconfig \/nonexistent\/kubeconfig does not exist$/,
+    );
+    await refused(["--remote-context", "nope"], 1, /^fleet-mirror link: --remote-kubeconfig: kubeconfig .*nope/);
+  });
+
   it("with --apply and no Link CRD or no namespace NS in the local cluster: exit 1 naming it, and not even the Secret is written", async () => {
     try {
       await refused(
