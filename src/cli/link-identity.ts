@@ -62,6 +62,14 @@ export async function createIfMissing(
   }
 }
 
+async function deleteIfPresent(client: KubeClient, path: string): Promise<void> {
+  try {
+    await client.request("DELETE", path);
+  } catch (error) {
+    if (!isNotFound(error)) throw error;
+  }
+}
+
 interface ClusterRoleBinding {
   metadata: { name: string; resourceVersion?: string };
   roleRef: { apiGroup: string; kind: string; name: string };
@@ -149,12 +157,12 @@ export async function requestToken(client: KubeClient, id: RemoteIdentity, expir
 /**
  * A long-lived token from a `kubernetes.io/service-account-token` Secret, which the
  * remote's token controller fills in. Without a controller-manager it never is: fail
- * after `timeoutMs` with what to do instead.
+ * after `timeoutMs` with what to do instead, and delete the Secret if this run made it.
  */
 export async function secretToken(client: KubeClient, id: RemoteIdentity, timeoutMs: number): Promise<string> {
   const path = `/api/v1/namespaces/${encodeURIComponent(id.namespace)}/secrets`;
   const name = `${id.serviceAccount}-token`;
-  await createIfMissing(client, path, name, {
+  const outcome = await createIfMissing(client, path, name, {
     metadata: {
       name,
       namespace: id.namespace,
@@ -170,8 +178,16 @@ export async function secretToken(client: KubeClient, id: RemoteIdentity, timeou
       const token = secret.data?.["token"];
       if (token) return Buffer.from(token, "base64").toString("utf8");
       if (Date.now() > deadline) {
+        // Left behind, the Secret would become a token that never expires the day a
+        // token controller runs, handed to no one: delete the one this run made.
+        let cleanup = "";
+        if (outcome === "created")
+          cleanup = await deleteIfPresent(client, `${path}/${encodeURIComponent(name)}`).then(
+            () => " (the Secret is deleted again)",
+            (error: unknown) => ` (the Secret could not be deleted again, delete it: ${(error as Error).message})`,
+          );
         throw new CommandError(
-          `secret/${name} in ${id.namespace} on the remote cluster got no token within ${Math.round(timeoutMs / 1000)}s: the remote cluster's token controller (kube-controller-manager) does not fill it in. Use --token-source request (the default), or a longer --timeout`,
+          `secret/${name} in ${id.namespace} on the remote cluster got no token within ${Math.round(timeoutMs / 1000)}s: the remote cluster's token controller (kube-controller-manager) does not fill it in${cleanup}. Use --token-source request (the default), or a longer --timeout`,
         );
       }
       await sleep(500);

@@ -12,7 +12,8 @@
 
 import { parseSelectorText } from "../core/label-selector.ts";
 import { KUBECONFIG_KEY, SECRET_TYPE } from "../core/labels.ts";
-import { LINK_API_VERSION, linksPath, parseLink } from "../core/link.ts";
+import { LINK_API_VERSION, parseLink, portOf } from "../core/link.ts";
+import { validateDns1123Label } from "../core/naming.ts";
 import type { KubeObject, Secret, Service } from "../core/objects.ts";
 import { PROBE_PATH, PROBE_PERIOD, PROBE_PORT_NAME } from "../core/probe-spec.ts";
 import type { KubeClient } from "../kube/client.ts";
@@ -70,11 +71,20 @@ export const linkResourceFlags = {
 
 const LINK_ONLY = Object.keys(linkResourceFlags).filter((f) => f !== "links");
 
-/** Refuses the Link flags without `--links` (they would be ignored silently). */
-export function checkLinkFlagUse(values: FlagValues): void {
-  if (stringFlag(values, "links") !== undefined) return;
-  const given = LINK_ONLY.filter((f) => values[f] !== undefined);
-  if (given.length > 0) throw new UsageError(`--${given[0]} goes with --links`);
+/** The `--links` flags, validated: everything of the Link but what the remote gateway Service gives. */
+export interface LinkResourceOptions {
+  /** The namespace of the Link and its Secret. */
+  readonly namespace: string;
+  /** The three selectors, as the Link stores them. */
+  readonly selectors: {
+    readonly selector: object;
+    readonly remoteDiscoverySelector: object;
+    readonly federatedServiceSelector: object;
+  };
+  readonly excludedLabels: readonly string[];
+  readonly excludedAnnotations: readonly string[];
+  /** The gateway fields given by flags; the others are read from the remote gateway Service. */
+  readonly given: { readonly address?: string; readonly port?: string; readonly identity?: string };
 }
 
 const list = (text: string | undefined): string[] =>
@@ -89,6 +99,51 @@ function selectorFlag(values: FlagValues, flag: string, fallback: string): objec
   const parsed = parseSelectorText(text);
   if (typeof parsed === "string") throw new UsageError(`--${flag} ${JSON.stringify(text)}: ${parsed}`);
   return parsed;
+}
+
+/**
+ * The `--links` flags (pure; undefined without `--links`). Every flag is judged here,
+ * before either cluster is reached, so a bad one writes nothing anywhere.
+ * @throws UsageError naming the flag: a Link flag without `--links` (it would be ignored
+ *   silently), a namespace that is not one, a selector that is not one, an empty or bad
+ *   gateway flag.
+ */
+export function linkResourceOptions(values: FlagValues): LinkResourceOptions | undefined {
+  const namespace = stringFlag(values, "links");
+  if (namespace === undefined) {
+    const given = LINK_ONLY.filter((f) => values[f] !== undefined);
+    if (given.length > 0) throw new UsageError(`--${given[0]} goes with --links`);
+    return undefined;
+  }
+  const namespaceProblem = validateDns1123Label(namespace);
+  if (namespaceProblem) throw new UsageError(`--links ${JSON.stringify(namespace)} ${namespaceProblem}`);
+  const address = stringFlag(values, "gateway-addresses");
+  if (address !== undefined && list(address).length === 0)
+    throw new UsageError("--gateway-addresses: names no address");
+  const port = stringFlag(values, "gateway-port");
+  if (port !== undefined && portOf(port) === undefined)
+    throw new UsageError(`--gateway-port ${JSON.stringify(port)} is not a port number (1-65535)`);
+  const identity = stringFlag(values, "gateway-identity");
+  if (identity === "") throw new UsageError("--gateway-identity: must not be empty");
+  return {
+    namespace,
+    selectors: {
+      selector: selectorFlag(values, "selector", LINK_DEFAULTS.selector),
+      remoteDiscoverySelector: selectorFlag(values, "remote-discovery-selector", LINK_DEFAULTS.remoteDiscoverySelector),
+      federatedServiceSelector: selectorFlag(
+        values,
+        "federated-service-selector",
+        LINK_DEFAULTS.federatedServiceSelector,
+      ),
+    },
+    excludedLabels: list(stringFlag(values, "excluded-labels")),
+    excludedAnnotations: list(stringFlag(values, "excluded-annotations")),
+    given: {
+      ...(address !== undefined ? { address: list(address).join(",") } : {}),
+      ...(port !== undefined ? { port: port.trim() } : {}),
+      ...(identity !== undefined ? { identity } : {}),
+    },
+  };
 }
 
 export interface LinkGatewaySpec {
@@ -106,15 +161,10 @@ export interface LinkGatewaySpec {
  */
 export async function linkGateway(
   remote: KubeClient,
-  values: FlagValues,
+  given: LinkResourceOptions["given"],
   gateway: { readonly name: string; readonly namespace: string },
   warn: (text: string) => void,
 ): Promise<LinkGatewaySpec> {
-  const given = {
-    address: stringFlag(values, "gateway-addresses"),
-    port: stringFlag(values, "gateway-port"),
-    identity: stringFlag(values, "gateway-identity"),
-  };
   const where = `service/${gateway.name} in namespace ${gateway.namespace} of the remote cluster`;
   let service: Service | undefined;
   try {
@@ -177,44 +227,37 @@ export interface LinkObjects {
   readonly secret: Secret & { type: string; data: Record<string, string> };
 }
 
-/** The Link and its Secret; throws a UsageError for a bad selector flag. */
+/** The Link and its Secret (pure). */
 export function linkObjects(opts: {
-  readonly values: FlagValues;
-  readonly namespace: string;
+  readonly resource: LinkResourceOptions;
   readonly cluster: string;
   readonly domain: string;
   readonly kubeconfig: string;
   readonly secretName: string;
   readonly gateway: LinkGatewaySpec;
 }): LinkObjects {
-  const { values } = opts;
+  const { resource } = opts;
   const spec: Record<string, unknown> = {
     targetClusterName: opts.cluster,
     targetClusterDomain: opts.domain,
     targetClusterLinkerdNamespace: LINK_DEFAULTS.linkerdNamespace,
     clusterCredentialsSecret: opts.secretName,
     ...opts.gateway,
-    selector: selectorFlag(values, "selector", LINK_DEFAULTS.selector),
-    remoteDiscoverySelector: selectorFlag(values, "remote-discovery-selector", LINK_DEFAULTS.remoteDiscoverySelector),
-    federatedServiceSelector: selectorFlag(
-      values,
-      "federated-service-selector",
-      LINK_DEFAULTS.federatedServiceSelector,
-    ),
-    excludedLabels: list(stringFlag(values, "excluded-labels")),
-    excludedAnnotations: list(stringFlag(values, "excluded-annotations")),
+    ...resource.selectors,
+    excludedLabels: [...resource.excludedLabels],
+    excludedAnnotations: [...resource.excludedAnnotations],
   };
   return {
     link: {
       apiVersion: LINK_API_VERSION,
       kind: "Link",
-      metadata: { name: opts.cluster, namespace: opts.namespace },
+      metadata: { name: opts.cluster, namespace: resource.namespace },
       spec,
     },
     secret: {
       apiVersion: "v1",
       kind: "Secret",
-      metadata: { name: opts.secretName, namespace: opts.namespace },
+      metadata: { name: opts.secretName, namespace: resource.namespace },
       type: SECRET_TYPE,
       data: { [KUBECONFIG_KEY]: Buffer.from(opts.kubeconfig).toString("base64") },
     },
@@ -228,21 +271,4 @@ export function linkRefusal(objects: LinkObjects, options: ParseOptions): string
   const secret = parseLinkCredentials(objects.secret, options);
   if (secret.kind === "invalid") return `the Link's Secret would be refused by the controller: ${secret.message}`;
   return undefined;
-}
-
-/** Creates the Link, or replaces the spec of the one of that name (its status stays). */
-export async function applyLink(client: KubeClient, link: LinkObjects["link"]): Promise<"created" | "updated"> {
-  const namespace = link.metadata.namespace ?? "";
-  const path = linksPath(namespace, link.metadata.name);
-  try {
-    const current = await client.request<KubeObject>("GET", path);
-    await client.request("PUT", path, {
-      body: { ...link, metadata: { ...link.metadata, resourceVersion: current.metadata.resourceVersion } },
-    });
-    return "updated";
-  } catch (error) {
-    if (!isNotFound(error)) throw error;
-  }
-  await client.request("POST", linksPath(namespace), { body: link });
-  return "created";
 }

@@ -10,12 +10,13 @@
  * `link` prints is exactly what the controller accepts.
  *
  * This file holds the command (flags, order of the steps, waiting for the controller);
- * link-identity.ts the remote side, link-secret.ts the Secret.
+ * link-options.ts judges the flags, link-identity.ts the remote side, link-secret.ts
+ * the Secret, link-resource.ts and link-apply.ts the linkerd Link.
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { CLUSTER_NAME, SECRET_TYPE } from "../core/labels.ts";
-import { validateDns1123Label } from "../core/naming.ts";
 import type { Secret } from "../core/objects.ts";
+import type { KubeClient } from "../kube/client.ts";
 import { parseCredentialsSecret } from "../supervisor/registration.ts";
 import {
   type CommandDefinition,
@@ -24,28 +25,25 @@ import {
   commandHelp,
   connectionFromFile,
   credentialsNamespace,
-  durationFlag,
   EXIT_FAILURE,
   EXIT_OK,
   type FlagValues,
   formatData,
-  isNotFound,
   listAll,
   localConnection,
   localFlags,
-  requiredFlag,
   runCli,
   startProgress,
   stringFlag,
-  UsageError,
   writeErr,
   writeOut,
 } from "./common.ts";
+import { readLinkTargets, writeLinkObjects } from "./link-apply.ts";
 import { ensureRemoteIdentity, remoteIdentity, requestToken, secretToken } from "./link-identity.ts";
+import { DEFAULT_TOKEN_DURATION, linkOptions } from "./link-options.ts";
 import {
-  applyLink,
-  checkLinkFlagUse,
   LINK_DEFAULTS,
+  type LinkGatewaySpec,
   type LinkObjects,
   linkGateway,
   linkObjects,
@@ -55,9 +53,6 @@ import {
 import { applySecret, credentialsSecret, remoteKubeconfigText } from "./link-secret.ts";
 import { PROGRAM } from "./program.ts";
 import { DEFAULT_ADMIN_URL, fetchAdminStatus } from "./status.ts";
-
-/** The token's default lifetime with `--token-source request`: one year. */
-const DEFAULT_TOKEN_DURATION = "8760h";
 
 const flags = {
   "cluster-name": {
@@ -175,149 +170,122 @@ async function waitRegistered(values: FlagValues, cluster: string, timeoutMs: nu
   return EXIT_FAILURE;
 }
 
+/** Stands for the token in the objects checked before the remote is written to (a token's text is never judged). */
+const UNMINTED_TOKEN = "token-not-minted-yet";
+
 export const linkDefinition: CommandDefinition = {
   name: "link",
   help,
   flags,
   async run({ values }) {
-    const cluster = requiredFlag(values, "cluster-name");
-    const nameProblem = validateDns1123Label(cluster);
-    if (nameProblem) throw new UsageError(`--cluster-name ${JSON.stringify(cluster)} ${nameProblem}`);
-    const remotePath = requiredFlag(values, "remote-kubeconfig");
-    const tokenSource = stringFlag(values, "token-source") ?? "request";
-    if (tokenSource !== "request" && tokenSource !== "secret")
-      throw new UsageError(`--token-source: ${JSON.stringify(tokenSource)} must be request or secret`);
-    const format = stringFlag(values, "output") ?? "yaml";
-    if (format !== "yaml" && format !== "json") throw new UsageError(`-o/--output: must be yaml or json`);
-    checkLinkFlagUse(values);
-    const linksNamespace = stringFlag(values, "links");
-    const apply = values["apply"] === true;
-    if (values["wait"] === true && !apply) throw new UsageError("--wait goes with --apply");
-    const tokenSeconds = Math.round(durationFlag(values, "token-duration", DEFAULT_TOKEN_DURATION) / 1000);
-    if (tokenSeconds < 600) throw new UsageError("--token-duration: must be at least 10m (the API server's minimum)");
-    const timeoutMs = durationFlag(values, "timeout", "60s");
+    // Every refusal comes before the first write on either cluster: the flags, the
+    // remote gateway (read), the objects as the controller's parsers judge them (with a
+    // stand-in token) and, with --apply, what the local cluster holds (read). Only then
+    // the remote identity and its token, the one write a refusal must not leave behind.
+    const options = linkOptions(values);
+    const { cluster, links } = options;
     const namespace = credentialsNamespace(values);
-    const identity = remoteIdentity(stringFlag(values, "service-account"));
+    const identity = remoteIdentity(options.serviceAccount);
     const remoteConnection = connectionFromFile(
-      remotePath,
+      options.remoteKubeconfig,
       stringFlag(values, "remote-context"),
       "--remote-kubeconfig",
     );
-
+    const local = options.apply ? cliClient(localConnection(values)) : undefined;
     const remote = cliClient(remoteConnection);
-    let token: string;
-    let gateway: Awaited<ReturnType<typeof linkGateway>> | undefined;
+    const parseOptions = { allowFilePaths: false, allowInsecure: values["allow-insecure-remotes"] === true };
+    // Warnings wait for the refusals: a refused run prints its one line only.
+    const warnings: string[] = [];
     try {
-      await ensureRemoteIdentity(remote, identity);
-      token =
-        tokenSource === "request"
-          ? await requestToken(remote, identity, tokenSeconds)
-          : await secretToken(remote, identity, timeoutMs);
-      if (linksNamespace !== undefined)
+      let gateway: LinkGatewaySpec | undefined;
+      if (links)
         gateway = await linkGateway(
           remote,
-          values,
+          links.given,
           {
             name: stringFlag(values, "gateway-name") ?? LINK_DEFAULTS.gatewayName,
             namespace: stringFlag(values, "gateway-namespace") ?? LINK_DEFAULTS.gatewayNamespace,
           },
-          writeErr,
+          (warning) => warnings.push(warning),
         );
+      const common = { cluster, domain: options.domain, secretName: options.secretName };
+      const objectsFor = (token: string): Written => {
+        const kubeconfig = remoteKubeconfigText(cluster, remoteConnection, token);
+        if (links && gateway) {
+          const objects = linkObjects({ ...common, resource: links, kubeconfig, gateway });
+          // The controller's own parsers: never hand out a Link or Secret `run --links` would refuse.
+          const refusal = linkRefusal(objects, parseOptions);
+          if (refusal) throw new CommandError(refusal);
+          return { links: objects };
+        }
+        const secret = credentialsSecret({
+          ...common,
+          namespace,
+          kubeconfig,
+          defaultGateway: defaultGatewayFlags(values),
+        });
+        // The controller's own parser: never hand out a Secret the controller would refuse.
+        const parsed = parseCredentialsSecret(secret, parseOptions);
+        if (parsed.kind !== "valid")
+          throw new CommandError(
+            `the credentials Secret would be refused by the controller: ${parsed.kind === "invalid" ? parsed.message : "ignored"}`,
+          );
+        return { secret };
+      };
+      const planned = objectsFor(UNMINTED_TOKEN);
+      const targets = local && planned.links ? await readLinkTargets(local, planned.links, warnings) : undefined;
+      for (const warning of warnings) writeErr(warning);
+      await ensureRemoteIdentity(remote, identity);
+      const token =
+        options.tokenSource === "request"
+          ? await requestToken(remote, identity, options.tokenSeconds)
+          : await secretToken(remote, identity, options.timeoutMs);
+      const written = objectsFor(token);
+      if (written.links) {
+        if (!local || !targets) {
+          writeOut(formatLinkObjects(written.links, options.format));
+          return EXIT_OK;
+        }
+        await writeLinkObjects(local, written.links, targets);
+      } else {
+        if (!local) {
+          writeOut(formatData(written.secret, options.format));
+          return EXIT_OK;
+        }
+        await applyCredentialsSecret(local, written.secret, namespace, cluster);
+      }
     } finally {
       remote.close();
+      local?.close();
     }
-    const secretName = stringFlag(values, "secret-name") ?? `cluster-credentials-${cluster}`;
-    const domain = stringFlag(values, "cluster-domain") ?? "cluster.local";
-    const kubeconfig = remoteKubeconfigText(cluster, remoteConnection, token);
-    const parseOptions = { allowFilePaths: false, allowInsecure: values["allow-insecure-remotes"] === true };
-    if (linksNamespace !== undefined && gateway !== undefined) {
-      const objects = linkObjects({
-        values,
-        namespace: linksNamespace,
-        cluster,
-        domain,
-        kubeconfig,
-        secretName,
-        gateway,
-      });
-      // The controller's own parsers: never hand out a Link or Secret `run --links` would refuse.
-      const refusal = linkRefusal(objects, parseOptions);
-      if (refusal) throw new CommandError(refusal);
-      if (!apply) {
-        writeOut(formatLinkObjects(objects, format));
-        return EXIT_OK;
-      }
-      await applyLinkObjects(values, objects);
-      return values["wait"] === true ? waitRegistered(values, cluster, timeoutMs) : EXIT_OK;
-    }
-    const secret = credentialsSecret({
-      secretName,
-      namespace,
-      cluster,
-      domain,
-      kubeconfig,
-      defaultGateway: defaultGatewayFlags(values),
-    });
-    // The controller's own parser: never hand out a Secret the controller would refuse.
-    const parsed = parseCredentialsSecret(secret, parseOptions);
-    if (parsed.kind !== "valid")
-      throw new CommandError(
-        `the credentials Secret would be refused by the controller: ${parsed.kind === "invalid" ? parsed.message : "ignored"}`,
-      );
-
-    if (!apply) {
-      writeOut(formatData(secret, format));
-      return EXIT_OK;
-    }
-    const local = cliClient(localConnection(values));
-    try {
-      // Another Secret naming the same cluster wins over this one (SPEC §1): say so now.
-      const others = (
-        await listAll<Secret>(local, `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets`, {
-          fieldSelector: `type=${SECRET_TYPE}`,
-        })
-      ).filter((s) => s.metadata.annotations?.[CLUSTER_NAME] === cluster && s.metadata.name !== secret.metadata.name);
-      for (const other of others)
-        writeErr(
-          `warning: secret/${other.metadata.name} already registers cluster ${cluster}; the controller reports this one as a duplicate until that one is deleted (${PROGRAM} unlink)\n`,
-        );
-      const outcome = await applySecret(local, secret);
-      writeOut(`secret/${secret.metadata.name} ${outcome} in namespace ${namespace}\n`);
-    } finally {
-      local.close();
-    }
-    return values["wait"] === true ? waitRegistered(values, cluster, timeoutMs) : EXIT_OK;
+    return options.wait ? waitRegistered(values, cluster, options.timeoutMs) : EXIT_OK;
   },
 };
+
+/** What `link` prints or applies: a linkerd Link and its Secret, or an annotated credentials Secret. */
+type Written = { links: LinkObjects; secret?: undefined } | { links?: undefined; secret: Secret };
+
+/** Writes the annotated credentials Secret; warns of another Secret registering the same cluster. */
+async function applyCredentialsSecret(local: KubeClient, secret: Secret, namespace: string, cluster: string) {
+  // Another Secret naming the same cluster wins over this one (SPEC §1): say so now.
+  const others = (
+    await listAll<Secret>(local, `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets`, {
+      fieldSelector: `type=${SECRET_TYPE}`,
+    })
+  ).filter((s) => s.metadata.annotations?.[CLUSTER_NAME] === cluster && s.metadata.name !== secret.metadata.name);
+  for (const other of others)
+    writeErr(
+      `warning: secret/${other.metadata.name} already registers cluster ${cluster}; the controller reports this one as a duplicate until that one is deleted (${PROGRAM} unlink)\n`,
+    );
+  const outcome = await applySecret(local, secret);
+  writeOut(`secret/${secret.metadata.name} ${outcome} in namespace ${namespace}\n`);
+}
 
 /** The Secret then the Link: two YAML documents, or a JSON `List`. */
 function formatLinkObjects(objects: LinkObjects, format: "yaml" | "json"): string {
   if (format === "json")
     return formatData({ apiVersion: "v1", kind: "List", items: [objects.secret, objects.link] }, "json");
   return `${formatData(objects.secret, "yaml")}---\n${formatData(objects.link, "yaml")}`;
-}
-
-/** Applies the Secret, then the Link (so the Link never names a Secret that is not there yet). */
-async function applyLinkObjects(values: FlagValues, objects: LinkObjects): Promise<void> {
-  const local = cliClient(localConnection(values));
-  const namespace = objects.link.metadata.namespace ?? "";
-  try {
-    const secretOutcome = await applySecret(local, objects.secret);
-    writeOut(`secret/${objects.secret.metadata.name} ${secretOutcome} in namespace ${namespace}\n`);
-    let linkOutcome: string;
-    try {
-      linkOutcome = await applyLink(local, objects.link);
-    } catch (error) {
-      if (isNotFound(error))
-        throw new CommandError(
-          `the local cluster does not serve Links: install linkerd's Link CRD (links.multicluster.linkerd.io, v1alpha3) first, and the namespace ${namespace}`,
-        );
-      throw error;
-    }
-    writeOut(`link.multicluster.linkerd.io/${objects.link.metadata.name} ${linkOutcome} in namespace ${namespace}\n`);
-  } finally {
-    local.close();
-  }
 }
 
 export function linkCommand(argv: readonly string[]): Promise<number> {

@@ -12,7 +12,7 @@
  */
 import { parseGoDuration } from "./go-duration.ts";
 import { type LabelSelector, parseLabelSelector } from "./label-selector.ts";
-import { validateDns1123Label } from "./naming.ts";
+import { validateDns1123Label, validateDns1123Subdomain } from "./naming.ts";
 import type { KubeObject } from "./objects.ts";
 import { DEFAULT_PROBE_PATH } from "./probe-spec.ts";
 
@@ -96,14 +96,12 @@ export type ParsedLink =
       readonly message: string;
     };
 
-const DOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-
 const text = (value: unknown): string => (typeof value === "string" ? value : "");
 const strings = (value: unknown): string[] =>
   Array.isArray(value) ? value.filter((v): v is string => typeof v === "string" && v !== "") : [];
 
 /** A port number written as text ("4143"), or undefined. */
-function portOf(value: unknown): number | undefined {
+export function portOf(value: unknown): number | undefined {
   const t = typeof value === "number" ? String(value) : text(value).trim();
   if (!/^\d{1,5}$/.test(t)) return undefined;
   const n = Number(t);
@@ -126,7 +124,7 @@ export function parseLink(link: KubeObject & { readonly spec?: unknown }): Parse
     return invalid("invalid-cluster-name", `spec.targetClusterName ${JSON.stringify(cluster)} ${nameProblem}`, "");
   const domain = text(spec["targetClusterDomain"]);
   if (!domain) return invalid("missing-cluster-domain", "spec.targetClusterDomain is missing");
-  if (!DOMAIN.test(domain) || domain.length > 253)
+  if (validateDns1123Subdomain(domain))
     return invalid("invalid-cluster-domain", `spec.targetClusterDomain ${JSON.stringify(domain)} is not a DNS name`);
   const secretName = text(spec["clusterCredentialsSecret"]);
   if (!secretName) return invalid("missing-credentials-secret", "spec.clusterCredentialsSecret is missing");

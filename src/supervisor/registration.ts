@@ -16,7 +16,7 @@ import {
   SECRET_TYPE,
 } from "../core/labels.ts";
 import type { LinkSettings } from "../core/link.ts";
-import { validateDns1123Label, validateMirrorName } from "../core/naming.ts";
+import { validateDns1123Label, validateDns1123Subdomain, validateMirrorName } from "../core/naming.ts";
 import type { Secret } from "../core/objects.ts";
 import { PRIORITY_ANNOTATION, parsePriority } from "../core/tiers.ts";
 import {
@@ -95,7 +95,7 @@ export function parseCredentialsSecret(secret: Secret, options: ParseOptions): P
     return invalid("invalid-cluster-name", `cluster name ${JSON.stringify(cluster)} ${nameProblem}`, undefined);
   const domain = annotations[REMOTE_CLUSTER_DOMAIN];
   if (!domain) return invalid("missing-cluster-domain", `annotation ${REMOTE_CLUSTER_DOMAIN} is missing`);
-  if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(domain) || domain.length > 253) {
+  if (validateDns1123Subdomain(domain)) {
     return invalid("invalid-cluster-domain", `cluster domain ${JSON.stringify(domain)} is not a DNS name`);
   }
   const defaultGateway = {

@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { mirrorName, validateDns1123Label, validateMirrorName } from "../../src/core/naming.ts";
+import {
+  mirrorName,
+  validateDns1123Label,
+  validateDns1123Subdomain,
+  validateMirrorName,
+} from "../../src/core/naming.ts";
 
 describe("mirrorName", () => {
   it("is the remote Service name, a dash, and the cluster name", () => {
@@ -46,5 +51,19 @@ describe("validateDns1123Label", () => {
     for (const name of ["East", "us.east", "us_east", "-east", "east-"]) {
       assert.notEqual(validateDns1123Label(name), undefined, name);
     }
+  });
+});
+
+describe("validateDns1123Subdomain", () => {
+  it("accepts dotted lower-case names of up to 253 characters", () => {
+    for (const name of ["cluster.local", "cluster-credentials-east", "a", `${"a".repeat(63)}.${"b".repeat(189)}`])
+      assert.equal(validateDns1123Subdomain(name), undefined, name);
+  });
+
+  it("rejects an empty, too long or badly spelled name and says why", () => {
+    assert.equal(validateDns1123Subdomain(""), "must not be empty");
+    assert.match(validateDns1123Subdomain("a".repeat(254)) ?? "", /at most 253 characters \(is 254\)/);
+    for (const name of ["Creds", "a_b", "-a", "a-", "a..b", ".a", "a."])
+      assert.match(validateDns1123Subdomain(name) ?? "", /lower case alphanumeric characters, '-' or '\.'/, name);
   });
 });
