@@ -13,10 +13,6 @@ export const HEAVY_MAX_WAIT_MS = 1_000;
 /** The window over which a lane's tokens are counted to tell whether it is heavy. */
 const WINDOW_MS = 1_000;
 
-interface Waiter {
-  readonly resolve: () => void;
-}
-
 /**
  * `qps` tokens per second, at most `burst` stored, the bucket starting full (TokenBucket's
  * rules; `qps <= 0`: unlimited).
@@ -46,8 +42,9 @@ export class FairTokenBucket {
   readonly #clock: Clock;
   readonly #reserve: number;
   readonly #heavyPerWindow: number;
-  readonly #light = new LanedFifo<Waiter>();
-  readonly #heavy = new LanedFifo<Waiter>();
+  /** Waiting callers, each resolved (and its token counted) when served. */
+  readonly #light = new LanedFifo<() => void>();
+  readonly #heavy = new LanedFifo<() => void>();
   /** Tokens taken by lane in the current window and the one before. */
   #current = new Map<string, number>();
   #previous = new Map<string, number>();
@@ -93,19 +90,17 @@ export class FairTokenBucket {
     }
     return new Promise<void>((resolve) => {
       if (heavy && this.#heavy.length === 0) this.#heavyWaitingSince = this.#clock.now();
-      queue.push(lane, { resolve: () => this.#served(lane, resolve) });
+      queue.push(lane, () => {
+        this.#count(lane);
+        resolve();
+      });
       this.#arm();
     });
   }
 
   #serveHeavy(): void {
-    this.#heavy.shift()?.resolve();
+    this.#heavy.shift()?.();
     this.#heavyWaitingSince = this.#clock.now();
-  }
-
-  #served(lane: string, resolve: () => void): void {
-    this.#count(lane);
-    resolve();
   }
 
   #count(lane: string): void {
@@ -148,7 +143,7 @@ export class FairTokenBucket {
   /** Hands every token due now to the waiting callers: a starved heavy lane's, light lanes', then heavy ones'. */
   #release(): void {
     if (this.#heavyStarved() && this.#bucket.tryTake()) this.#serveHeavy();
-    while (this.#light.length > 0 && this.#bucket.tryTake()) this.#light.shift()?.resolve();
+    while (this.#light.length > 0 && this.#bucket.tryTake()) this.#light.shift()?.();
     while (this.#light.length === 0 && this.#heavy.length > 0 && this.#bucket.tryTake(this.#reserve))
       this.#serveHeavy();
     this.#arm();

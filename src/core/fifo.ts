@@ -17,11 +17,6 @@ export class Fifo<T> {
     this.#items.push(item);
   }
 
-  /** The item `shift` would return, left in place. */
-  peek(): T | undefined {
-    return this.#head < this.#items.length ? this.#items[this.#head] : undefined;
-  }
-
   shift(): T | undefined {
     if (this.#head >= this.#items.length) return undefined;
     const item = this.#items[this.#head];
@@ -77,12 +72,6 @@ export class LanedFifo<T> {
     }
     fifo.push(item);
     this.#length++;
-  }
-
-  /** The item `shift` would return next, left in place. */
-  peek(): T | undefined {
-    const lane = this.#turns.peek();
-    return lane === undefined ? undefined : this.#lanes.get(lane)?.peek();
   }
 
   /** The next item of the lane whose turn it is; undefined when every lane is empty. */
