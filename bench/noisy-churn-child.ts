@@ -7,6 +7,7 @@
 
 import { KubeClient } from "../src/kube/client.ts";
 import { connectionFromKubeconfig } from "../src/kube/kubeconfig.ts";
+import { serveCommands } from "./child-rpc.ts";
 import type { ChurnCommand, ChurnReply } from "./noisy-churn.ts";
 
 const TOUCH = "bench.fleet-mirror/touch";
@@ -71,13 +72,4 @@ async function handle(command: ChurnCommand): Promise<ChurnReply> {
   }
 }
 
-process.on("message", (command: ChurnCommand) => {
-  handle(command).then(
-    (reply) => process.send?.(reply),
-    (error: unknown) => process.send?.({ id: command.id, ok: false, touches: 0, error: String(error) }),
-  );
-});
-process.on("disconnect", () => {
-  client?.close();
-  process.exit(0);
-});
+serveCommands(handle, () => client?.close());

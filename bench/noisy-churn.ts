@@ -9,9 +9,10 @@
  * lets one cluster do to the others. The shared etcd stays as it is (every cluster's
  * API server writes there).
  */
-import { type ChildProcess, execFileSync, fork } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { setPriority } from "node:os";
+import { ChildRpc } from "./child-rpc.ts";
 import { cpuSplit, descendants, pin } from "./cpu-affinity.ts";
 
 export type ChurnCommand =
@@ -25,77 +26,43 @@ export type ChurnCommand =
       readonly durationMs: number;
     };
 
-export interface ChurnReply {
-  readonly id: number;
-  readonly ok: boolean;
-  readonly touches: number;
-  readonly error?: string;
-}
-
-type Unsent<C> = C extends { readonly id: number } ? Omit<C, "id"> : never;
+export type ChurnReply =
+  | { readonly id: number; readonly ok: true; readonly touches: number }
+  | { readonly id: number; readonly ok: false; readonly error: string };
 
 /** The CPU the noisy side may use, and its nice value. */
 export const NOISY_CPU = "0";
 export const NOISY_NICE = 10;
 
 export class ChurnProcess {
-  readonly #child: ChildProcess;
-  #nextId = 1;
-  readonly #waiting = new Map<number, { resolve: (r: ChurnReply) => void; reject: (e: Error) => void }>();
+  readonly #rpc: ChildRpc<ChurnCommand, ChurnReply>;
 
-  private constructor(child: ChildProcess) {
-    this.#child = child;
-    child.on("message", (reply: ChurnReply) => {
-      const waiter = this.#waiting.get(reply.id);
-      this.#waiting.delete(reply.id);
-      if (!waiter) return;
-      if (reply.ok) waiter.resolve(reply);
-      else waiter.reject(new Error(`noisy churn: ${reply.error}`));
-    });
-    child.on("exit", (code, signal) => {
-      for (const waiter of this.#waiting.values())
-        waiter.reject(new Error(`noisy churn exited (${code ?? signal}) before answering`));
-      this.#waiting.clear();
-    });
+  private constructor(rpc: ChildRpc<ChurnCommand, ChurnReply>) {
+    this.#rpc = rpc;
   }
 
   /** Forks the churn process, connected to the API server of `kubeconfig` (admin, inline credentials). */
   static async start(kubeconfig: string): Promise<ChurnProcess> {
-    const child = fork(new URL("./noisy-churn-child.ts", import.meta.url).pathname, [], {
-      stdio: ["ignore", "inherit", "inherit", "ipc"],
-    });
-    const churn = new ChurnProcess(child);
-    try {
-      await churn.#send({ op: "connect", kubeconfig });
-    } catch (error) {
-      await churn.stop();
-      throw error;
-    }
-    return churn;
+    const rpc = await ChildRpc.open<ChurnCommand, ChurnReply>(
+      new URL("./noisy-churn-child.ts", import.meta.url).pathname,
+      "noisy churn",
+      { op: "connect", kubeconfig },
+    );
+    return new ChurnProcess(rpc);
   }
 
   get pid(): number | undefined {
-    return this.#child.pid;
+    return this.#rpc.pid;
   }
 
   /** Touches for `durationMs`; resolves with the touches made. */
   async churn(namespace: string, services: number, perS: number, durationMs: number): Promise<number> {
-    return (await this.#send({ op: "churn", namespace, services, perS, durationMs })).touches;
+    const reply = await this.#rpc.send({ op: "churn", namespace, services, perS, durationMs });
+    return reply.ok ? reply.touches : 0;
   }
 
   async stop(): Promise<void> {
-    if (this.#child.exitCode !== null || this.#child.signalCode !== null) return;
-    const exited = new Promise<void>((resolve) => this.#child.once("exit", () => resolve()));
-    this.#child.disconnect();
-    await exited;
-  }
-
-  #send(command: Unsent<ChurnCommand>): Promise<ChurnReply> {
-    const id = this.#nextId++;
-    return new Promise<ChurnReply>((resolve, reject) => {
-      this.#waiting.set(id, { resolve, reject });
-      this.#child.send({ ...command, id });
-    });
+    await this.#rpc.stop();
   }
 }
 

@@ -5,6 +5,7 @@
  * switched), so the parent's clock can start right after it.
  */
 import { ProbeServer } from "../sandbox/probe-server.ts";
+import { serveCommands } from "./child-rpc.ts";
 import type { ProbeServersCommand, ProbeServersReply } from "./probe-servers.ts";
 
 const servers: ProbeServer[] = [];
@@ -40,12 +41,4 @@ async function handle(command: ProbeServersCommand): Promise<ProbeServersReply> 
   }
 }
 
-process.on("message", (message: ProbeServersCommand) => {
-  handle(message).then(
-    (reply) => process.send?.(reply),
-    (error: unknown) =>
-      process.send?.({ id: message.id, ok: false, error: error instanceof Error ? error.message : String(error) }),
-  );
-});
-// The parent's exit closes the IPC channel: leave with it, never orphaned.
-process.on("disconnect", () => process.exit(0));
+serveCommands(handle);

@@ -8,8 +8,8 @@
  * (connections refused: the gateway is gone), `hang` (accepts, never answers) or back
  * to `ok`, and resolves once the child has done it.
  */
-import { type ChildProcess, fork } from "node:child_process";
 import { type LocalRoute, makeLocal } from "../sandbox/local-addresses.ts";
+import { ChildRpc } from "./child-rpc.ts";
 import { progress } from "./harness.ts";
 
 export interface ProbePair {
@@ -28,71 +28,36 @@ export type ProbeServersReply =
   | { readonly id: number; readonly ok: true; readonly probed?: number; readonly received?: number }
   | { readonly id: number; readonly ok: false; readonly error: string };
 
-/** A command before the handle numbers it. */
-type Unsent = {
-  [Op in ProbeServersCommand["op"]]: Omit<Extract<ProbeServersCommand, { op: Op }>, "id">;
-}[ProbeServersCommand["op"]];
-
 export class ProbeServers {
-  readonly #child: ChildProcess;
-  readonly #waiting = new Map<number, { resolve: (r: ProbeServersReply) => void; reject: (e: Error) => void }>();
-  #nextId = 1;
+  readonly #rpc: ChildRpc<ProbeServersCommand, ProbeServersReply>;
 
-  private constructor(child: ChildProcess) {
-    this.#child = child;
-    child.on("message", (reply: ProbeServersReply) => {
-      const waiter = this.#waiting.get(reply.id);
-      this.#waiting.delete(reply.id);
-      if (!waiter) return;
-      if (reply.ok) waiter.resolve(reply);
-      else waiter.reject(new Error(`probe servers: ${reply.error}`));
-    });
-    child.on("exit", (code, signal) => {
-      for (const waiter of this.#waiting.values())
-        waiter.reject(new Error(`probe servers exited (${code ?? signal}) before answering`));
-      this.#waiting.clear();
-    });
+  private constructor(rpc: ChildRpc<ProbeServersCommand, ProbeServersReply>) {
+    this.#rpc = rpc;
   }
 
   /** Forks the child and has every pair listening (answering 200) before resolving. */
   static async start(pairs: readonly ProbePair[]): Promise<ProbeServers> {
-    const child = fork(new URL("./probe-servers-child.ts", import.meta.url).pathname, [], {
-      stdio: ["ignore", "inherit", "inherit", "ipc"],
-    });
-    const servers = new ProbeServers(child);
-    try {
-      await servers.#send({ op: "listen", pairs });
-    } catch (error) {
-      await servers.stop();
-      throw error;
-    }
-    return servers;
+    const rpc = await ChildRpc.open<ProbeServersCommand, ProbeServersReply>(
+      new URL("./probe-servers-child.ts", import.meta.url).pathname,
+      "probe servers",
+      { op: "listen", pairs },
+    );
+    return new ProbeServers(rpc);
   }
 
   /** Switches every pair of `addresses`; resolves once done. */
   async setMode(addresses: readonly string[], mode: PairMode): Promise<void> {
-    await this.#send({ op: "mode", addresses, mode });
+    await this.#rpc.send({ op: "mode", addresses, mode });
   }
 
   /** How many pairs have received at least one probe, and how many requests all pairs received so far. */
   async probed(): Promise<{ pairs: number; requests: number }> {
-    const reply = await this.#send({ op: "probed" });
+    const reply = await this.#rpc.send({ op: "probed" });
     return reply.ok ? { pairs: reply.probed ?? 0, requests: reply.received ?? 0 } : { pairs: 0, requests: 0 };
   }
 
   async stop(): Promise<void> {
-    if (this.#child.exitCode !== null || this.#child.signalCode !== null) return;
-    const exited = new Promise<void>((resolve) => this.#child.once("exit", () => resolve()));
-    this.#child.kill();
-    await exited;
-  }
-
-  #send(command: Unsent): Promise<ProbeServersReply> {
-    const id = this.#nextId++;
-    return new Promise<ProbeServersReply>((resolve, reject) => {
-      this.#waiting.set(id, { resolve, reject });
-      this.#child.send({ ...command, id });
-    });
+    await this.#rpc.stop();
   }
 }
 
