@@ -13,7 +13,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { EXPORTED_LABEL } from "../../src/core/export.ts";
-import { GATEWAY_NAME, GATEWAY_NS } from "../../src/core/labels.ts";
+import { GATEWAY_NAME, GATEWAY_NS, REMOTE_GATEWAY_RESOURCE_VERSION } from "../../src/core/labels.ts";
 import type { ClusterRow } from "../../src/status/fleet-view.ts";
 import type { Supervisor } from "../../src/supervisor/supervisor.ts";
 import { CONTROLLER_NAMESPACE, Fleet } from "../helpers/fleet.ts";
@@ -155,8 +155,15 @@ describe("label export with each cluster's default gateway (SPEC §12)", () => {
     const endpoints = await fleet.local.readNamespacedEndpoints({ namespace: "shop", name: "pay-ghost" });
     assert.deepEqual(addressesOf(endpoints), []);
     // The gateway appearing later fills the endpoints: the actor watches it like any gateway.
-    await fleet.createGateway("west", { namespace: "mesh", name: "nowhere", ingress: [{ ip: "198.18.6.9" }] });
+    const gw = await fleet.createGateway("west", { namespace: "mesh", name: "nowhere", ingress: [{ ip: "198.18.6.9" }] });
     await fleet.waitForEndpoints("shop", "pay-ghost", (ep) => addressesOf(ep).join() === "198.18.6.9");
+    // The Service records the gateway's resourceVersion; it is a separate write from the
+    // Endpoints and may land after them, so the next test's "before" waits for it here.
+    await fleet.waitForMirror(
+      "shop",
+      "pay-ghost",
+      (svc) => svc.metadata?.annotations?.[REMOTE_GATEWAY_RESOURCE_VERSION] === gw.metadata?.resourceVersion,
+    );
   });
 
   it("a default gateway annotation that is not a name makes the Secret invalid and keeps its cluster's mirrors", async () => {
