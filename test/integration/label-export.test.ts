@@ -155,7 +155,11 @@ describe("label export with each cluster's default gateway (SPEC §12)", () => {
     const endpoints = await fleet.local.readNamespacedEndpoints({ namespace: "shop", name: "pay-ghost" });
     assert.deepEqual(addressesOf(endpoints), []);
     // The gateway appearing later fills the endpoints: the actor watches it like any gateway.
-    const gw = await fleet.createGateway("west", { namespace: "mesh", name: "nowhere", ingress: [{ ip: "198.18.6.9" }] });
+    const gw = await fleet.createGateway("west", {
+      namespace: "mesh",
+      name: "nowhere",
+      ingress: [{ ip: "198.18.6.9" }],
+    });
     await fleet.waitForEndpoints("shop", "pay-ghost", (ep) => addressesOf(ep).join() === "198.18.6.9");
     // The Service records the gateway's resourceVersion; it is a separate write from the
     // Endpoints and may land after them, so the next test's "before" waits for it here.
