@@ -229,6 +229,11 @@ async function startClient(netns: PodNetns, pending: Pending): Promise<ChildProc
   const program = new URL(`./traffic-client${self.pathname.endsWith(".ts") ? ".ts" : ".js"}`, self).pathname;
   const child = netns.spawn(process.execPath, [program]);
   let stderr = "";
+  // A write after the client has exited (a Ctrl-C reaches the whole process group, the
+  // client first) fails with EPIPE: that write's callback rejects its batch and the exit
+  // handler below settles the others, so the stream's own error event only needs a
+  // listener (without one it would end the demo with an unhandled 'error').
+  child.stdin?.on("error", () => undefined);
   child.stderr?.on("data", (chunk: Buffer) => {
     stderr = `${stderr}${chunk.toString()}`.slice(-2_000);
   });

@@ -162,7 +162,14 @@ export type McsEffect =
   | "stop-watch"
   /** Stop the watch and forget what it holds (not installed: no ServiceExport exists). */
   | "drop-watch"
-  | "schedule-recheck";
+  | "schedule-recheck"
+  /**
+   * Discovery failed and nothing is known (`unavailable`): try again soon, with backoff
+   * up to the recheck period. A transient failure (a 503 while the remote API server
+   * restarts) must not leave the cluster's exports unknown, and what it holds of imports
+   * kept, for a whole recheck period.
+   */
+  | "schedule-retry";
 
 export interface McsTransition {
   readonly availability: McsAvailability;
@@ -239,13 +246,18 @@ export function mcsTransition(
     case "discovery-failed":
       if (current.watching) return { availability: current, effects: [], changed: false };
       // Unknown, not absent: what was known stays known (a recheck of "not installed"
-      // that fails leaves it not installed), nothing becomes known.
-      return next(current.state === "unknown" ? "unavailable" : current.state, ["schedule-recheck"], {
-        message:
-          current.state === "unknown"
-            ? `discovery of ${resource.discoveryPath} failed: ${event.message}`
-            : (current.message ?? ""),
-      });
+      // that fails leaves it not installed), nothing becomes known. While nothing is
+      // known the next discovery comes soon (backoff); a known state waits its period.
+      return next(
+        current.state === "unknown" ? "unavailable" : current.state,
+        current.state === "unknown" || current.state === "unavailable" ? ["schedule-retry"] : ["schedule-recheck"],
+        {
+          message:
+            current.state === "unknown"
+              ? `discovery of ${resource.discoveryPath} failed: ${event.message}`
+              : (current.message ?? ""),
+        },
+      );
     case "listed":
       if (!current.watching) return { availability: current, effects: [], changed: false };
       return next("active", [], { known: true });

@@ -19,6 +19,8 @@
  * - `settled` turns true once, at the read's first answer of either kind (known, or a
  *   failure), so whoever waits for the objects waits no longer than one answer.
  */
+
+import { exponentialBackoff } from "../core/backoff.ts";
 import {
   INITIAL_MCS_AVAILABILITY,
   MCS_VERSIONS,
@@ -43,6 +45,9 @@ import { Watcher, type WatchFailure } from "./watcher.ts";
  * or a read granted later are picked up within 5 min.
  */
 export const DEFAULT_MCS_RECHECK_MS = 300_000;
+
+/** A discovery that failed with nothing known is retried after 1 s, 2 s, 4 s … up to the recheck period (±20 %). */
+const DISCOVERY_RETRY = { initialMs: 1_000 } as const;
 
 /** The log lines of a state change (a pino-like logger). */
 export interface OptionalWatchLog {
@@ -77,6 +82,8 @@ export class OptionalWatch<T extends KubeObject> {
   /** A stopped watch whose objects still count (a refused read): until a new watch lists. */
   #held: Watcher<T> | undefined;
   #recheck: NodeJS.Timeout | undefined;
+  /** Discoveries failed in a row (the retry's backoff step). */
+  #failedDiscoveries = 0;
   #stopped = false;
   #discoveries = 0;
 
@@ -163,6 +170,7 @@ export class OptionalWatch<T extends KubeObject> {
 
   #apply(event: McsEvent): void {
     if (this.#stopped) return;
+    this.#failedDiscoveries = event.kind === "discovery-failed" ? this.#failedDiscoveries + 1 : 0;
     const previous = this.#availability;
     const step = mcsTransition(previous, event, this.#deps.resource);
     this.#availability = step.availability;
@@ -178,12 +186,22 @@ export class OptionalWatch<T extends KubeObject> {
           this.#stopWatch(true);
           break;
         case "schedule-recheck":
+        case "schedule-retry": {
+          const period = this.#deps.recheckMs ?? DEFAULT_MCS_RECHECK_MS;
+          const delay =
+            effect === "schedule-retry"
+              ? exponentialBackoff(
+                  { initialMs: Math.min(DISCOVERY_RETRY.initialMs, period), maxMs: period },
+                  Math.max(0, this.#failedDiscoveries - 1),
+                )
+              : period;
           clearTimeout(this.#recheck);
           this.#recheck = setTimeout(
             this.#deps.guard(() => this.#discover()),
-            this.#deps.recheckMs ?? DEFAULT_MCS_RECHECK_MS,
+            delay,
           );
           break;
+        }
       }
     }
     // Said once per state and message: a recheck that finds the resource served again

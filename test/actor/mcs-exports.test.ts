@@ -101,8 +101,13 @@ describe("MCS export, remote side (SPEC §12)", () => {
   }
 
   /** An actor whose batches are acked as the writer acks them (each, once taken). */
-  function start(connection: ConnectionSpec, cluster: string, logger?: LineLogger): RunningActor {
-    const r = startActor(connection, { cluster, mcsRecheckMs: RECHECK_MS, ...(logger ? { logger } : {}) });
+  function start(
+    connection: ConnectionSpec,
+    cluster: string,
+    logger?: LineLogger,
+    recheckMs = RECHECK_MS,
+  ): RunningActor {
+    const r = startActor(connection, { cluster, mcsRecheckMs: recheckMs, ...(logger ? { logger } : {}) });
     const post = r.port.postMessage.bind(r.port);
     r.port.postMessage = (batch) => {
       post(batch);
@@ -349,6 +354,23 @@ describe("MCS export, remote side (SPEC §12)", () => {
     assert.deepEqual(first ? upsertsIn(first, "mcs-flaky") : [], ["annotated-flaky"], "annotation export not held up");
     assert.deepEqual(dropping(r, "mcs-flaky/web").map(summary), [], "no complete set says web is not exported");
     assert.deepEqual(r.faults, []);
+  });
+
+  it("retries a discovery that failed with nothing known within seconds, not after the recheck period (a remote API server restarting)", async () => {
+    const { proxy, connection } = await proxied();
+    await createService("mcs-blip", "web");
+    await createServiceExport("mcs-blip", "web");
+    let discoveries = 0;
+    proxy.setRules({
+      errorRate: 1,
+      errorStatus: 503,
+      match: (method, path) => method === "GET" && path === DISCOVERY_PATH && ++discoveries <= 2,
+    });
+    // A recheck period far longer than the wait below: only the retry's backoff (≈ 1 s, 2 s) can make it.
+    const r = start(connection, "blip", undefined, 10 * 60_000);
+    await r.waitForBatch("web's export", (b) => !!exportIn(b, "mcs-blip/web"));
+    assert.equal(proxy.stats.injectedErrors, 2, "the first two discoveries were answered 503");
+    await eventually("blip's MCS export active", () => (latest(r)?.mcs?.state === "active" ? true : undefined));
   });
 
   it("a ServiceExport list that keeps failing (500) holds back no other mode: annotation exports go on, the exports stay unknown", async () => {

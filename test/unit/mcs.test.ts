@@ -142,14 +142,18 @@ describe("availability of ServiceExports in a remote cluster (SPEC §12)", () =>
     assert.equal(steps[3]?.availability.message, undefined);
   });
 
-  it("reports a failed first discovery as unavailable: settled (the other modes are not held up) but unknown, never none; re-checks", () => {
+  it("reports a failed first discovery as unavailable: settled (the other modes are not held up) but unknown, never none; retries soon", () => {
     const steps = run([
       { kind: "discovery-failed", message: "ECONNRESET" },
       { kind: "discovered", served: true },
       { kind: "listed" },
     ]);
     assert.equal(steps[0]?.state, "unavailable");
-    assert.deepEqual(steps[0]?.effects, ["schedule-recheck"]);
+    assert.deepEqual(
+      steps[0]?.effects,
+      ["schedule-retry"],
+      "nothing known: retried with backoff, not after a whole period",
+    );
     assert.equal(steps[0]?.availability.settled, true);
     assert.equal(steps[0]?.availability.known, false, "a failed discovery says nothing of which exports exist");
     assert.equal(steps[1]?.state, "watching");
@@ -164,6 +168,7 @@ describe("availability of ServiceExports in a remote cluster (SPEC §12)", () =>
     ]);
     assert.equal(steps[1]?.state, "not-installed");
     assert.equal(steps[1]?.availability.known, true);
+    assert.deepEqual(steps[1]?.effects, ["schedule-recheck"], "a known state waits its period");
   });
 
   it("never starts a second watch, and ignores events that do not apply", () => {

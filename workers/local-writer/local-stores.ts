@@ -8,7 +8,6 @@
  * actor's queue; the reconciler reads them.
  */
 import { sliceMirrorName, sliceOwner } from "../../src/core/endpoint-slices.ts";
-import { HEADLESS_MIRROR_LABEL } from "../../src/core/headless.ts";
 import { MANAGED_BY_FLEET_MIRROR, MANAGED_BY_LABEL, MIRRORED_SERVICE, ownerCluster } from "../../src/core/labels.ts";
 import { importKey, SERVICE_IMPORTS } from "../../src/core/mcs.ts";
 import type { EndpointSlice, Endpoints, KubeObject, Namespace, Service } from "../../src/core/objects.ts";
@@ -21,6 +20,7 @@ import { Watcher } from "../../src/kube/watcher.ts";
 import { LocalExports } from "./local-exports.ts";
 import { LocalMembers } from "./local-members.ts";
 import type { MirrorKind } from "./mutation-cache.ts";
+import { headlessMirrorKey, PerHostIndex } from "./per-host-index.ts";
 import { isSharedPart, SharedIndex } from "./shared-index.ts";
 import type { SharedStrings } from "./shared-strings.ts";
 import { SliceIndex } from "./slice-index.ts";
@@ -37,16 +37,6 @@ const SLICE_SELECTOR = `${MIRRORED_SERVICE}=true,${MANAGED_BY_LABEL}=${MANAGED_B
 export function sliceMirrorKey(slice: KubeObject | undefined): string | undefined {
   const mirror = slice ? sliceMirrorName(slice) : undefined;
   return slice && mirror ? objectKey({ namespace: slice.metadata.namespace, name: mirror }) : undefined;
-}
-
-/**
- * The key of the headless mirror a per-host mirror Service belongs to (its
- * `headless-mirror-svc-name` label, SPEC §12): that mirror's addresses include this
- * Service's cluster IP. Undefined for any other Service.
- */
-export function headlessMirrorKey(service: Service | undefined): string | undefined {
-  const headless = service?.metadata.labels?.[HEADLESS_MIRROR_LABEL];
-  return service && headless ? objectKey({ namespace: service.metadata.namespace, name: headless }) : undefined;
 }
 
 /** How the ServiceImports' watch, and the local ServiceExports' (SPEC §16), report (SPEC §12). */
@@ -75,6 +65,8 @@ export class LocalStores {
   readonly localMembers: LocalMembers | undefined;
   /** fleet-mirror's slices by the Service they belong to, whatever their names. */
   readonly sliceIndex: SliceIndex;
+  /** fleet-mirror's per-host mirror Services by their headless mirror (SPEC §12). */
+  readonly perHostIndex: PerHostIndex;
   /** fleet-mirror's shared objects (fleet-wide, import) by key and by the clusters they name. */
   readonly sharedIndex: SharedIndex;
   /** Sharded: the shards the mirror watches' selectors were last set to admit. */
@@ -111,6 +103,7 @@ export class LocalStores {
       keep,
     });
     this.sliceIndex = new SliceIndex(this.slices);
+    this.perHostIndex = new PerHostIndex(this.services);
     this.sharedIndex = new SharedIndex(this.services, this.slices);
     this.namespaces = new Watcher<Namespace>({ client, path: "/api/v1/namespaces", expectedKind: "Namespace" });
     this.serviceImports = new OptionalWatch<KubeObject>({

@@ -1,0 +1,69 @@
+/**
+ * fleet-mirror's per-host mirror Services (SPEC §12) by the headless mirror they belong
+ * to (their `mirror.linkerd.io/headless-mirror-svc-name` label), kept from the Service
+ * store's change events.
+ *
+ * Why: whether a per-host mirror nobody wants is collected depends on its headless
+ * mirror's desired state (kept as observed while that cluster's hosts are unknown,
+ * collected once they are known without it). A change of the headless mirror's desired
+ * state therefore re-checks its observed per-host mirrors, and only this index finds
+ * them without scanning every held Service.
+ *
+ * Invariant: after every change event, `of(key)` holds exactly the held Services whose
+ * headless mirror's key is `key` (the store emits a change for every key a relist changed).
+ */
+import { HEADLESS_MIRROR_LABEL } from "../../src/core/headless.ts";
+import { objectKey, type Service } from "../../src/core/objects.ts";
+
+/**
+ * The key of the headless mirror a per-host mirror Service belongs to (its
+ * `headless-mirror-svc-name` label, SPEC §12): that mirror's addresses include this
+ * Service's cluster IP. Undefined for any other Service.
+ */
+export function headlessMirrorKey(service: Service | undefined): string | undefined {
+  const headless = service?.metadata.labels?.[HEADLESS_MIRROR_LABEL];
+  return service && headless ? objectKey({ namespace: service.metadata.namespace, name: headless }) : undefined;
+}
+
+/** The Service store as the index reads it. */
+export interface ServiceSource {
+  on(
+    event: "change",
+    listener: (key: string, previous: Service | undefined, current: Service | undefined) => void,
+  ): unknown;
+}
+
+export class PerHostIndex {
+  /** Headless mirror key → keys of its observed per-host Services. */
+  readonly #byHeadless = new Map<string, Set<string>>();
+
+  constructor(source: ServiceSource) {
+    source.on("change", (key, previous, current) => {
+      const before = headlessMirrorKey(previous);
+      const after = headlessMirrorKey(current);
+      if (before !== undefined && before !== after) this.#remove(before, key);
+      if (after !== undefined) this.#add(after, key);
+    });
+  }
+
+  /** The keys of the held per-host Services of headless mirror `headlessKey`. */
+  of(headlessKey: string): readonly string[] {
+    const keys = this.#byHeadless.get(headlessKey);
+    return keys ? [...keys] : [];
+  }
+
+  #add(headless: string, key: string): void {
+    let keys = this.#byHeadless.get(headless);
+    if (!keys) {
+      keys = new Set();
+      this.#byHeadless.set(headless, keys);
+    }
+    keys.add(key);
+  }
+
+  #remove(headless: string, key: string): void {
+    const keys = this.#byHeadless.get(headless);
+    keys?.delete(key);
+    if (keys?.size === 0) this.#byHeadless.delete(headless);
+  }
+}
