@@ -13,6 +13,7 @@
  * headless mirror's key is `key` (the store emits a change for every key a relist changed).
  */
 import { HEADLESS_MIRROR_LABEL } from "../../src/core/headless.ts";
+import { KeySets } from "../../src/core/key-sets.ts";
 import { objectKey, type Service } from "../../src/core/objects.ts";
 
 /**
@@ -35,35 +36,19 @@ export interface ServiceSource {
 
 export class PerHostIndex {
   /** Headless mirror key → keys of its observed per-host Services. */
-  readonly #byHeadless = new Map<string, Set<string>>();
+  readonly #byHeadless = new KeySets();
 
   constructor(source: ServiceSource) {
     source.on("change", (key, previous, current) => {
       const before = headlessMirrorKey(previous);
       const after = headlessMirrorKey(current);
-      if (before !== undefined && before !== after) this.#remove(before, key);
-      if (after !== undefined) this.#add(after, key);
+      if (before !== undefined && before !== after) this.#byHeadless.delete(before, key);
+      if (after !== undefined) this.#byHeadless.add(after, key);
     });
   }
 
   /** The keys of the held per-host Services of headless mirror `headlessKey`. */
   of(headlessKey: string): readonly string[] {
-    const keys = this.#byHeadless.get(headlessKey);
-    return keys ? [...keys] : [];
-  }
-
-  #add(headless: string, key: string): void {
-    let keys = this.#byHeadless.get(headless);
-    if (!keys) {
-      keys = new Set();
-      this.#byHeadless.set(headless, keys);
-    }
-    keys.add(key);
-  }
-
-  #remove(headless: string, key: string): void {
-    const keys = this.#byHeadless.get(headless);
-    keys?.delete(key);
-    if (keys?.size === 0) this.#byHeadless.delete(headless);
+    return [...this.#byHeadless.of(headlessKey)];
   }
 }

@@ -9,6 +9,7 @@
  * Service key is `key` (the store emits a change for every key a relist changed).
  */
 import { sliceMirrorName } from "../../src/core/endpoint-slices.ts";
+import { KeySets } from "../../src/core/key-sets.ts";
 import { type EndpointSlice, type KubeObject, objectKey } from "../../src/core/objects.ts";
 
 /** The key (`namespace/name`) of the Service a slice belongs to. */
@@ -28,38 +29,23 @@ export interface SliceSource {
 export class SliceIndex {
   readonly #source: SliceSource;
   /** Service key → keys of its slices. */
-  readonly #byService = new Map<string, Set<string>>();
+  readonly #byService = new KeySets();
 
   constructor(source: SliceSource) {
     this.#source = source;
     source.on("change", (key, previous, current) => {
-      if (previous) this.#remove(sliceServiceKey(previous), key);
-      if (current) this.#add(sliceServiceKey(current), key);
+      if (previous) this.#byService.delete(sliceServiceKey(previous), key);
+      if (current) this.#byService.add(sliceServiceKey(current), key);
     });
   }
 
   /** The held slices of Service `serviceKey`, as the store holds them. */
   of(serviceKey: string): EndpointSlice[] {
     const out: EndpointSlice[] = [];
-    for (const key of this.#byService.get(serviceKey) ?? []) {
+    for (const key of this.#byService.of(serviceKey)) {
       const slice = this.#source.get(key);
       if (slice) out.push(slice);
     }
     return out;
-  }
-
-  #add(service: string, key: string): void {
-    let keys = this.#byService.get(service);
-    if (!keys) {
-      keys = new Set();
-      this.#byService.set(service, keys);
-    }
-    keys.add(key);
-  }
-
-  #remove(service: string, key: string): void {
-    const keys = this.#byService.get(service);
-    keys?.delete(key);
-    if (keys?.size === 0) this.#byService.delete(service);
   }
 }
