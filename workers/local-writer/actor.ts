@@ -180,7 +180,10 @@ export class LocalWriterActor {
         const keys = this.#desired.applyBatch(batch);
         if (keys === undefined) return false;
         // A headless mirror's per-host mirrors are kept or collected by its desired state (SPEC §12).
-        for (const key of keys) for (const k of [key, ...this.#stores.perHostIndex.of(key)]) this.#enqueue(k);
+        for (const key of keys) {
+          this.#enqueue(key);
+          for (const host of this.#stores.perHostIndex.of(key)) this.#enqueue(host);
+        }
         // A complete batch allows GC: re-check local mirrors of this cluster it no longer wants (SPEC §6).
         // It may also make the cluster known: the shared keys that depend on it (SPEC §11, §12).
         if (batch.complete) {

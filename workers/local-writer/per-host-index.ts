@@ -48,7 +48,7 @@ export class PerHostIndex {
   }
 
   /** The keys of the held per-host Services of headless mirror `headlessKey`. */
-  of(headlessKey: string): readonly string[] {
-    return [...this.#byHeadless.of(headlessKey)];
+  of(headlessKey: string): ReadonlySet<string> {
+    return this.#byHeadless.of(headlessKey);
   }
 }
