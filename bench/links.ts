@@ -40,7 +40,15 @@ import {
   sleep,
   writeResult,
 } from "./harness.ts";
-import { allSynced, processRss, startController, waitStatus, writerSettled } from "./memory.ts";
+import {
+  allSynced,
+  processRss,
+  processRssByKind,
+  startController,
+  threadHeaps,
+  waitStatus,
+  writerSettled,
+} from "./memory.ts";
 import { addressesPath, addressesPointAt, serviceHasPort } from "./mirror-objects.ts";
 
 type RegisteredBy = "secrets" | "links";
@@ -129,6 +137,9 @@ async function run(
       await waitStatus(proc, admin, "the writer settled", writerSettled(clusters));
       await sleep(SETTLE_MS);
       const { rss, peak } = processRss(proc.child.pid ?? 0);
+      const kinds = processRssByKind(proc.child.pid ?? 0);
+      const heaps = await threadHeaps(admin);
+      const actorsHeap = [...heaps].filter(([t]) => t.startsWith("remote-cluster/")).reduce((sum, [, b]) => sum + b, 0);
       // The controller logs at warn: anything it said is a failure worth seeing beside the figures.
       const logged = proc.output.split("\n").filter((l) => l.trim() !== "");
       if (logged.length > 0)
@@ -144,6 +155,13 @@ async function run(
         convergeMs,
         rssMb: mb(rss),
         peakRssMb: mb(peak),
+        // Where the RSS is: anonymous against file-backed, and the V8 heaps in use by thread.
+        rssAnonMb: mb(kinds.anon),
+        rssFileMb: mb(kinds.file),
+        threads: kinds.threads,
+        heapMainMb: mb(heaps.get("main") ?? Number.NaN),
+        heapWriterMb: mb(heaps.get("local-writer") ?? Number.NaN),
+        heapActorsMb: mb(actorsHeap),
         loggedLines: logged.length,
       };
     } finally {

@@ -152,6 +152,24 @@ export async function actorHeaps(admin: string): Promise<number[]> {
   return used;
 }
 
+/** Used heap of every thread by its name (`main`, `local-writer`, `remote-cluster/…`), from the process's /metrics. */
+export async function threadHeaps(admin: string): Promise<Map<string, number>> {
+  const text = await getText(`${admin}/metrics`);
+  const used = new Map<string, number>();
+  for (const line of text.split("\n")) {
+    const m = /^fleet_mirror_thread_heap_used_bytes\{thread="([^"]*)"\} (\S+)$/.exec(line);
+    if (m?.[1] && m[2]) used.set(m[1], Number(m[2]));
+  }
+  return used;
+}
+
+/** The process's resident memory by kind (kernel's /proc status): anonymous (heaps, malloc) and file-backed (code). */
+export function processRssByKind(pid: number): { anon: number; file: number; threads: number } {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)`, "m").exec(status)?.[1] ?? Number.NaN);
+  return { anon: field("RssAnon") * 1024, file: field("RssFile") * 1024, threads: field("Threads") };
+}
+
 /** A free loopback port: the controllers log at warn, so the admin URL is not in their logs. */
 export async function freePort(): Promise<number> {
   const server = createServer();

@@ -76,6 +76,14 @@ export interface LinkStatusDeps {
 const SENT_TTL_MS = 30_000;
 /** The longest a differing Link status waits for the writer's mirror writes. */
 export const BUSY_DEFER_MS = 30_000;
+/**
+ * Status patches in flight at once. A cold start patches every Link in one pass: sent all
+ * at once, each would open a connection of its own beside the writer's idle ones (the
+ * agent has no socket limit), and the handshakes' buffers stay in the allocator's arenas
+ * after the burst. A few at a time reuse the idle connections; a status is small and
+ * its patch takes milliseconds.
+ */
+export const PATCHES_IN_FLIGHT = 4;
 /** The longest a pass is skipped for want of a changed input. */
 const FULL_PASS_MS = 30_000;
 const HEADLESS_HOST_LABEL = "mirror.linkerd.io/headless-mirror-svc-name";
@@ -89,7 +97,11 @@ export class LinkStatusWriter {
   #message: LinksMessage | undefined;
   /** By Link uid: the status JSON last sent, and when, until the watch shows it. */
   readonly #sent = new Map<string, { readonly json: string; readonly at: number }>();
+  /** Link uids with a patch sent or waiting for a slot (one at a time per Link). */
   readonly #inFlight = new Set<string>();
+  /** Patches waiting for one of the PATCHES_IN_FLIGHT slots, in the order the pass made them. */
+  readonly #backlog: { readonly namespace: string; readonly entry: LinkEntry; readonly patch: object }[] = [];
+  #sending = 0;
   /** By Link uid: since when its differing status has waited for a busy writer. */
   readonly #waiting = new Map<string, number>();
   #stopped = false;
@@ -170,12 +182,40 @@ export class LinkStatusWriter {
   }
 
   #patch(namespace: string, entry: LinkEntry, patch: object): void {
-    const what = `Link ${namespace}/${entry.name} (cluster ${entry.cluster})`;
     if (this.#deps.dryRun) {
-      this.#deps.log.info({ link: entry.name, cluster: entry.cluster }, `dry run: would patch the status of ${what}`);
+      this.#deps.log.info(
+        { link: entry.name, cluster: entry.cluster },
+        `dry run: would patch the status of Link ${namespace}/${entry.name} (cluster ${entry.cluster})`,
+      );
       return;
     }
     this.#inFlight.add(entry.uid);
+    this.#backlog.push({ namespace, entry, patch });
+    this.#drain();
+  }
+
+  /**
+   * Starts waiting patches while a slot is free. A patch whose cluster can no longer be
+   * written (its fence closed, its shard moved) while it waited is dropped and its Link
+   * left for a later pass; after stop nothing is sent.
+   */
+  #drain(): void {
+    while (this.#sending < PATCHES_IN_FLIGHT && this.#backlog.length > 0 && !this.#stopped) {
+      const next = this.#backlog.shift();
+      if (!next) return;
+      if (!this.#deps.writable(next.entry.cluster)) {
+        this.#inFlight.delete(next.entry.uid);
+        this.#sent.delete(next.entry.uid);
+        this.#dirty = true;
+        continue;
+      }
+      this.#sending++;
+      this.#send(next.namespace, next.entry, next.patch);
+    }
+  }
+
+  #send(namespace: string, entry: LinkEntry, patch: object): void {
+    const what = `Link ${namespace}/${entry.name} (cluster ${entry.cluster})`;
     this.#deps.client
       .request("PATCH", linksPath(namespace, entry.name, "status"), {
         body: patch,
@@ -194,7 +234,11 @@ export class LinkStatusWriter {
           this.#deps.log.warn({ link: entry.name, err: error }, `writing the status of ${what} failed`);
         },
       )
-      .finally(() => this.#inFlight.delete(entry.uid));
+      .finally(() => {
+        this.#inFlight.delete(entry.uid);
+        this.#sending--;
+        this.#drain();
+      });
   }
 
   /** What the writer knows of each remote Service of the Link's cluster. */
