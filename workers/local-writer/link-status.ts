@@ -13,8 +13,8 @@
  *   again before the watch shows it (or 30 s pass): a status is written at most as often
  *   as its content changes; a converged Link is never written;
  * - mirrors first: while the writer has mirror writes queued (`busy`), a Link's status,
- *   which lists its mirrors and so changes with each one written, waits; a Link whose
- *   status has waited BUSY_DEFER_MS is written anyway (a writer that is never idle still
+ *   which lists its mirrors and so changes with each one written, waits (it is not even
+ *   computed); a Link that has waited BUSY_DEFER_MS is computed and written anyway (a writer that is never idle still
  *   keeps every status at most that old). A cold start of K Links × S Services so makes
  *   about one status patch per Link, not one per Link and second of convergence (which
  *   took write capacity from the mirrors themselves);
@@ -156,18 +156,20 @@ export class LinkStatusWriter {
       const observed = watcher.get(`${message.namespace}/${entry.name}`);
       if (!observed || observed.metadata.uid !== entry.uid || this.#inFlight.has(entry.uid)) continue;
       if (!this.#deps.known(entry.cluster) || !this.#deps.writable(entry.cluster)) continue;
-      const { changed, patch } = desiredLinkStatus(this.#input(entry, blocked), observed.status, Date.now());
-      if (!changed) {
-        this.#sent.delete(entry.uid);
-        this.#waiting.delete(entry.uid);
-        continue;
-      }
+      // While mirror writes are queued the status is not even computed: at a cold start
+      // it changes with every mirror written, and computing it each second for nothing
+      // took the writer's time from the mirrors.
       if (this.#deps.busy()) {
         const since = this.#waiting.get(entry.uid) ?? now;
         this.#waiting.set(entry.uid, since);
         if (now - since < BUSY_DEFER_MS) continue;
       }
       this.#waiting.delete(entry.uid);
+      const { changed, patch } = desiredLinkStatus(this.#input(entry, blocked), observed.status, Date.now());
+      if (!changed) {
+        this.#sent.delete(entry.uid);
+        continue;
+      }
       const json = JSON.stringify(patch);
       const sent = this.#sent.get(entry.uid);
       if (sent?.json === json && now - sent.at < SENT_TTL_MS) continue;
