@@ -247,7 +247,7 @@ async function main(): Promise<void> {
   });
   if (values.help) {
     process.stdout.write(
-      `usage: node --expose-gc bench/run.ts [[--scenario] <${Object.keys(SCENARIOS).join("|")}>]... [--smoke] [--out dir] [--note text] [--steady-rate mirror-changes-per-s] [--skip-packed] [--memory-clusters K,K...] [--links-pairs 1-3] | --summary-only [--out dir] | soak [--minutes N] [--smoke] [--out dir]\n`,
+      `usage: node --expose-gc bench/run.ts [[--scenario] <${Object.keys(SCENARIOS).join("|")}>]... [--smoke] [--out dir] [--note text] [--steady-rate mirror-changes-per-s] [--skip-packed] [--memory-clusters K,K...] [--links-pairs 1-5] | --summary-only [--out dir] | soak [--minutes N] [--smoke] [--out dir]\n`,
     );
     return;
   }
@@ -279,7 +279,7 @@ async function main(): Promise<void> {
   const steadyRate = values["steady-rate"] === undefined ? undefined : Number(values["steady-rate"]);
   if (steadyRate !== undefined && !(steadyRate > 0)) throw new Error("--steady-rate: must be a number > 0");
   const linksPairs = values["links-pairs"] === undefined ? undefined : Number(values["links-pairs"]);
-  if (linksPairs !== undefined && ![1, 2, 3].includes(linksPairs)) throw new Error("--links-pairs: 1, 2 or 3");
+  if (linksPairs !== undefined && ![1, 2, 3, 4, 5].includes(linksPairs)) throw new Error("--links-pairs: 1 to 5");
   const memoryClusters = values["memory-clusters"]?.split(",").map(Number);
   if (memoryClusters?.some((k) => !Number.isInteger(k) || k < 1))
     throw new Error("--memory-clusters: a comma-separated list of whole numbers >= 1");
