@@ -16,6 +16,8 @@ import { type FakeApi, fakeApi, openStream, sendJson, until } from "../helpers/f
 
 const NAMESPACE = "linkerd-multicluster";
 const LINKS = 10;
+/** Generous: a loaded machine (the suite runs two files at once) may take seconds. */
+const WAIT_MS = 10_000;
 const link = (i: number) => ({
   apiVersion: "multicluster.linkerd.io/v1alpha3",
   kind: "Link",
@@ -32,24 +34,28 @@ async function world(): Promise<{
   const held: http.ServerResponse[] = [];
   const patched: string[] = [];
   let maxHeld = 0;
-  const api = await fakeApi((url, res, req) => {
-    if (req.method === "PATCH") {
-      patched.push(url.pathname);
-      held.push(res);
-      maxHeld = Math.max(maxHeld, held.filter((r) => !r.writableEnded).length);
-      return;
-    }
-    if (url.searchParams.get("watch") === "true") {
-      openStream(res); // no event: the Links stay as listed
-      return;
-    }
-    sendJson(res, 200, {
-      apiVersion: "multicluster.linkerd.io/v1alpha3",
-      kind: "LinkList",
-      metadata: { resourceVersion: "5" },
-      items: Array.from({ length: LINKS }, (_, i) => link(i)),
-    });
-  });
+  // A held patch must not time out on the client's side (it would be sent again).
+  const api = await fakeApi(
+    (url, res, req) => {
+      if (req.method === "PATCH") {
+        patched.push(url.pathname);
+        held.push(res);
+        maxHeld = Math.max(maxHeld, held.filter((r) => !r.writableEnded).length);
+        return;
+      }
+      if (url.searchParams.get("watch") === "true") {
+        openStream(res); // no event: the Links stay as listed
+        return;
+      }
+      sendJson(res, 200, {
+        apiVersion: "multicluster.linkerd.io/v1alpha3",
+        kind: "LinkList",
+        metadata: { resourceVersion: "5" },
+        items: Array.from({ length: LINKS }, (_, i) => link(i)),
+      });
+    },
+    { requestTimeoutMs: 60_000 },
+  );
   return { api, held, patched, maxHeld: () => maxHeld };
 }
 
@@ -97,7 +103,7 @@ async function firstPatches(writer: LinkStatusWriter, patched: readonly string[]
       writer.pass();
       return patched.length >= PATCHES_IN_FLIGHT;
     },
-    5_000,
+    WAIT_MS,
   );
 }
 
@@ -119,11 +125,11 @@ describe("LinkStatusWriter: status patches in flight", () => {
     // Answer the held patches one by one: each answer lets exactly one more through.
     let answered = 0;
     while (answered < LINKS) {
-      const next = await until(`patch ${answered + 1} held`, () => held[answered], 5_000);
+      const next = await until(`patch ${answered + 1} held`, () => held[answered], WAIT_MS);
       sendJson(next, 200, link(answered));
       answered++;
     }
-    await until("every Link patched", () => patched.length === LINKS);
+    await until("every Link patched", () => patched.length === LINKS, WAIT_MS);
     assert.equal(maxHeld(), PATCHES_IN_FLIGHT, "patches in flight at once");
     assert.equal(new Set(patched).size, LINKS, "one patch per Link");
     assert.ok(patched.every((p) => p.endsWith("/status")));
@@ -145,14 +151,18 @@ describe("LinkStatusWriter: status patches in flight", () => {
     writable = false; // the fence closes while the other Links' patches wait for a slot
     for (const res of held.slice(0, PATCHES_IN_FLIGHT)) sendJson(res, 200, link(0));
     // Each freed slot asks about a waiting patch's cluster, which is refused: nothing is sent.
-    await until("every waiting patch refused", () => refused.size === LINKS - PATCHES_IN_FLIGHT);
+    await until("every waiting patch refused", () => refused.size === LINKS - PATCHES_IN_FLIGHT, WAIT_MS);
     assert.equal(patched.length, PATCHES_IN_FLIGHT, "patches sent after the fence closed");
     writable = true;
-    await until("the refused Links patched at a later pass", () => {
-      writer.pass();
-      for (const res of held) if (!res.writableEnded) sendJson(res, 200, link(0));
-      return patched.length === LINKS;
-    });
+    await until(
+      "the refused Links patched at a later pass",
+      () => {
+        writer.pass();
+        for (const res of held) if (!res.writableEnded) sendJson(res, 200, link(0));
+        return patched.length === LINKS;
+      },
+      WAIT_MS,
+    );
     assert.equal(new Set(patched).size, LINKS, "one patch per Link");
   });
 });
