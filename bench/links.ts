@@ -13,7 +13,7 @@
  * kernel's), default `--endpoints-api`, no write limit. Convergence: process start →
  * every cluster synced and the writer idle with every cluster's complete desired set
  * (/status every 500 ms), then every mirror listed and found right (listed again each
- * 500 ms until it is). RSS: VmRSS 3 s after that, and in the Links world after every
+ * 500 ms until it is). RSS: VmRSS 35 s after that (3 s in a smoke run; see `settleMs`), and in the Links world after every
  * Link's status lists its mirrors too (its last work: the writer writes them once the
  * mirrors are written).
  * `links_converge_ratio` = the median over the pairs of Secrets' time / Links' time
@@ -23,6 +23,7 @@
 import { installLinkCrd } from "../sandbox/link-crd.ts";
 import { applyRbacYaml } from "../sandbox/rbac.ts";
 import { EXPORTED_LABEL } from "../src/core/export.ts";
+import { SETTLE_SPACING_MS } from "../src/heap-settle.ts";
 import { linksPath } from "../src/core/link.ts";
 import type { LinkStatus } from "../src/core/link-status.ts";
 import type { KubeObject, Service } from "../src/core/objects.ts";
@@ -69,7 +70,14 @@ const PAIRS: readonly (readonly [RegisteredBy, RegisteredBy])[] = [
   ["secrets", "links"],
 ];
 const GATEWAY_IP = "198.18.0.40";
-const SETTLE_MS = 3_000;
+/**
+ * From the end of the work to the RSS read: longer than a thread's spacing between two
+ * heap settles (heap-settle.ts), so that each world's threads have collected after their
+ * last burst. Read 3 s after it, the figure was a draw of which world's last settle had
+ * run: the Links world's last burst (its statuses) comes a few seconds after its mirrors',
+ * inside the spacing of the settle those caused (five pairs' RSS ratios 1.006–1.119).
+ */
+const settleMs = (smoke: boolean): number => (smoke ? 3_000 : SETTLE_SPACING_MS + 5_000);
 
 /** K Links and their Secrets, each naming the remote's gateway by address, selecting the export label. */
 async function registerByLinks(fleet: Fleet, clusters: readonly string[]): Promise<void> {
@@ -155,6 +163,7 @@ async function run(
   clusters: number,
   services: number,
   timeoutMs: number,
+  smoke: boolean,
 ): Promise<Record<string, unknown>> {
   const fleet = await Fleet.start(["remote"]);
   try {
@@ -186,7 +195,7 @@ async function run(
       // first); its memory is measured once they are, as the other world's is once its
       // work is done, not in the middle of that burst.
       if (by === "links") await everyLinkStatusRight(fleet, clusters, services, timeoutMs);
-      await sleep(SETTLE_MS);
+      await sleep(settleMs(smoke));
       const { rss, peak } = processRss(proc.child.pid ?? 0);
       const kinds = processRssByKind(proc.child.pid ?? 0);
       const heaps = await threadHeaps(admin);
@@ -230,7 +239,7 @@ export async function runLinks(opts: BenchOptions): Promise<ScenarioResult> {
   const rows: Record<string, unknown>[] = [];
   const pairs = PAIRS.slice(0, opts.linksPairs ?? (opts.smoke ? 1 : PAIRS.length));
   for (const by of pairs.flat())
-    rows.push(await run(by, size.clusters, size.services, opts.smoke ? 120_000 : 1_800_000));
+    rows.push(await run(by, size.clusters, size.services, opts.smoke ? 120_000 : 1_800_000, opts.smoke));
   const of = (by: RegisteredBy, key: string): number[] =>
     rows.filter((r) => r["registeredBy"] === by).map((r) => Number(r[key]));
   // Pair i is one run of each: Secrets' time over Links' time; Links' RSS over Secrets'.
