@@ -23,10 +23,10 @@
 import { installLinkCrd } from "../sandbox/link-crd.ts";
 import { applyRbacYaml } from "../sandbox/rbac.ts";
 import { EXPORTED_LABEL } from "../src/core/export.ts";
-import { SETTLE_SPACING_MS } from "../src/heap-settle.ts";
 import { linksPath } from "../src/core/link.ts";
 import type { LinkStatus } from "../src/core/link-status.ts";
 import type { KubeObject, Service } from "../src/core/objects.ts";
+import { SETTLE_SPACING_MS } from "../src/heap-settle.ts";
 import { Fleet } from "../test/helpers/fleet.ts";
 import { createLink, createLinkSecret, LINKS_NAMESPACE, LINKS_RBAC, linkSpec } from "../test/helpers/links.ts";
 import {
@@ -138,7 +138,12 @@ async function linkStatusPatches(admin: string): Promise<number> {
  * Polls the Links (every 500 ms) until each of `clusters` lists `services` mirrors, every
  * one `Mirrored`: the Links world's last work, its status patches, is done.
  */
-async function everyLinkStatusRight(fleet: Fleet, clusters: number, services: number, timeoutMs: number): Promise<void> {
+async function everyLinkStatusRight(
+  fleet: Fleet,
+  clusters: number,
+  services: number,
+  timeoutMs: number,
+): Promise<void> {
   const client = localAdminClient(fleet);
   const deadline = Date.now() + timeoutMs;
   type Listed = { items: { status?: LinkStatus }[] };
