@@ -14,12 +14,15 @@
  *   as its content changes; a converged Link is never written;
  * - mirrors first: while the writer has mirror writes queued (`busy`), a Link's status,
  *   which lists its mirrors and so changes with each one written, waits (it is not even
- *   computed); a Link that has waited BUSY_DEFER_MS is computed and written anyway (a writer that is never idle still
- *   keeps every status at most that old). A cold start of K Links × S Services so makes
- *   about one status patch per Link, not one per Link and second of convergence (which
- *   took write capacity from the mirrors themselves);
+ *   computed); a Link that has waited BUSY_DEFER_MS is computed and written anyway (a
+ *   writer that is never idle still keeps every status at most that old). A cold start
+ *   of K Links × S Services so makes about one status patch per Link, not one per Link
+ *   and second of convergence (which took write capacity from the mirrors themselves);
+ * - at most PATCHES_IN_FLIGHT patches are in flight, the others wait in the order the
+ *   pass made them;
  * - a patch is sent only for a Link whose cluster this replica hosts, while its fence
- *   is open; a dry run sends none (it logs what it would write);
+ *   is open (checked again when a waiting patch's turn comes); a dry run sends none (it
+ *   logs what it would write);
  * - a pass computes the statuses only when one of their inputs may have moved since the
  *   last (the Links named, a Link observed, a desired set absorbed, a key reconciled: the
  *   writer's `stamp`), while a patch waits to be seen or a Link waits for a busy writer,
