@@ -94,17 +94,19 @@ const HEADLESS_HOST_LABEL = "mirror.linkerd.io/headless-mirror-svc-name";
 const NOT_MIRRORS = new Set(["service-export-without-service", "export-mode-forbidden"]);
 const MEMBER_PREFIX = "fleet-wide member:";
 
+const describe = (namespace: string, entry: LinkEntry): string =>
+  `Link ${namespace}/${entry.name} (cluster ${entry.cluster})`;
+
 export class LinkStatusWriter {
   readonly #deps: LinkStatusDeps;
   #watcher: Watcher<ObservedLink> | undefined;
   #message: LinksMessage | undefined;
   /** By Link uid: the status JSON last sent, and when, until the watch shows it. */
   readonly #sent = new Map<string, { readonly json: string; readonly at: number }>();
-  /** Link uids with a patch sent or waiting for a slot (one at a time per Link). */
+  /** Link uids with a patch sent or waiting for a slot (one at a time per Link); every backlog entry's is here. */
   readonly #inFlight = new Set<string>();
   /** Patches waiting for one of the PATCHES_IN_FLIGHT slots, in the order the pass made them. */
   readonly #backlog: { readonly namespace: string; readonly entry: LinkEntry; readonly patch: object }[] = [];
-  #sending = 0;
   /** By Link uid: since when its differing status has waited for a busy writer. */
   readonly #waiting = new Map<string, number>();
   #stopped = false;
@@ -190,7 +192,7 @@ export class LinkStatusWriter {
     if (this.#deps.dryRun) {
       this.#deps.log.info(
         { link: entry.name, cluster: entry.cluster },
-        `dry run: would patch the status of Link ${namespace}/${entry.name} (cluster ${entry.cluster})`,
+        `dry run: would patch the status of ${describe(namespace, entry)}`,
       );
       return;
     }
@@ -205,7 +207,9 @@ export class LinkStatusWriter {
    * left for a later pass; after stop nothing is sent.
    */
   #drain(): void {
-    while (this.#sending < PATCHES_IN_FLIGHT && this.#backlog.length > 0 && !this.#stopped) {
+    // Patches sent and not yet answered: the Links in flight that are not waiting.
+    const sending = () => this.#inFlight.size - this.#backlog.length;
+    while (sending() < PATCHES_IN_FLIGHT && this.#backlog.length > 0 && !this.#stopped) {
       const next = this.#backlog.shift();
       if (!next) return;
       if (!this.#deps.writable(next.entry.cluster)) {
@@ -214,13 +218,12 @@ export class LinkStatusWriter {
         this.#dirty = true;
         continue;
       }
-      this.#sending++;
       this.#send(next.namespace, next.entry, next.patch);
     }
   }
 
   #send(namespace: string, entry: LinkEntry, patch: object): void {
-    const what = `Link ${namespace}/${entry.name} (cluster ${entry.cluster})`;
+    const what = describe(namespace, entry);
     this.#deps.client
       .request("PATCH", linksPath(namespace, entry.name, "status"), {
         body: patch,
@@ -241,7 +244,6 @@ export class LinkStatusWriter {
       )
       .finally(() => {
         this.#inFlight.delete(entry.uid);
-        this.#sending--;
         this.#drain();
       });
   }
