@@ -47,11 +47,11 @@ import {
   writeResult,
 } from "./harness.ts";
 import {
+  adminMetrics,
   allSynced,
   processRss,
-  processRssByKind,
   startController,
-  threadHeaps,
+  threadHeapsIn,
   waitStatus,
   writerSettled,
 } from "./memory.ts";
@@ -123,11 +123,10 @@ async function everyMirrorRight(fleet: Fleet, mirrors: number, timeoutMs: number
   }
 }
 
-/** Link status patches the controller sent so far (its /metrics). */
-async function linkStatusPatches(admin: string): Promise<number> {
-  const text = await (await fetch(`${admin}/metrics`, { signal: AbortSignal.timeout(30_000) })).text();
+/** Link status patches the controller sent so far, from its /metrics text. */
+function linkStatusPatchesIn(metrics: string): number {
   let sum = 0;
-  for (const line of text.split("\n")) {
+  for (const line of metrics.split("\n")) {
     const m = /^fleet_mirror_writes_total\{([^}]*)\} (\S+)$/.exec(line);
     if (m?.[1]?.includes('verb="patch"') && /resource="[^"]*link/i.test(m[1])) sum += Number(m[2]);
   }
@@ -201,10 +200,9 @@ async function run(
       // work is done, not in the middle of that burst.
       if (by === "links") await everyLinkStatusRight(fleet, clusters, services, timeoutMs);
       await sleep(settleMs(smoke));
-      const { rss, peak } = processRss(proc.child.pid ?? 0);
-      const kinds = processRssByKind(proc.child.pid ?? 0);
-      const heaps = await threadHeaps(admin);
-      const linkPatches = await linkStatusPatches(admin);
+      const memory = processRss(proc.child.pid ?? 0);
+      const metrics = await adminMetrics(admin);
+      const heaps = threadHeapsIn(metrics);
       const actorsHeap = [...heaps].filter(([t]) => t.startsWith("remote-cluster/")).reduce((sum, [, b]) => sum + b, 0);
       // The controller logs at warn: anything it said is a failure worth seeing beside the figures.
       const logged = proc.output.split("\n").filter((l) => l.trim() !== "");
@@ -219,16 +217,16 @@ async function run(
         mirrors: clusters * services,
         syncedMs,
         convergeMs,
-        rssMb: mb(rss),
-        peakRssMb: mb(peak),
+        rssMb: mb(memory.rss),
+        peakRssMb: mb(memory.peak),
         // Where the RSS is: anonymous against file-backed, and the V8 heaps in use by thread.
-        rssAnonMb: mb(kinds.anon),
-        rssFileMb: mb(kinds.file),
-        threads: kinds.threads,
+        rssAnonMb: mb(memory.anon),
+        rssFileMb: mb(memory.file),
+        threads: memory.threads,
         heapMainMb: mb(heaps.get("main") ?? Number.NaN),
         heapWriterMb: mb(heaps.get("local-writer") ?? Number.NaN),
         heapActorsMb: mb(actorsHeap),
-        linkPatches,
+        linkPatches: linkStatusPatchesIn(metrics),
         loggedLines: logged.length,
       };
     } finally {

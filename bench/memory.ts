@@ -71,10 +71,23 @@ type Row = {
 };
 
 /** VmRSS and VmHWM (peak) of a process, in bytes, from /proc. */
-export function processRss(pid: number): { rss: number; peak: number } {
+export function processRss(pid: number): {
+  rss: number;
+  peak: number;
+  /** Anonymous (heaps, malloc) and file-backed (code) resident bytes, and the thread count. */
+  anon: number;
+  file: number;
+  threads: number;
+} {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? Number.NaN);
-  return { rss: kb("VmRSS") * 1024, peak: kb("VmHWM") * 1024 };
+  const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)`, "m").exec(status)?.[1] ?? Number.NaN);
+  return {
+    rss: field("VmRSS") * 1024,
+    peak: field("VmHWM") * 1024,
+    anon: field("RssAnon") * 1024,
+    file: field("RssFile") * 1024,
+    threads: field("Threads"),
+  };
 }
 
 async function getText(url: string): Promise<string> {
@@ -141,33 +154,26 @@ export const writerSettled =
   (s: AdminStatus): boolean =>
     writerIdle(s) && Object.values(s.writer?.clusters ?? {}).filter((c) => c.complete).length >= clusters;
 
-/** Used heap of every remote-cluster thread, from the process's /metrics. */
-export async function actorHeaps(admin: string): Promise<number[]> {
-  const text = await getText(`${admin}/metrics`);
-  const used: number[] = [];
-  for (const line of text.split("\n")) {
-    const m = /^fleet_mirror_thread_heap_used_bytes\{thread="remote-cluster\/[^"]*"\} (\S+)$/.exec(line);
-    if (m?.[1]) used.push(Number(m[1]));
-  }
-  return used;
+/** The process's /metrics text. */
+export function adminMetrics(admin: string): Promise<string> {
+  return getText(`${admin}/metrics`);
 }
 
-/** Used heap of every thread by its name (`main`, `local-writer`, `remote-cluster/…`), from the process's /metrics. */
-export async function threadHeaps(admin: string): Promise<Map<string, number>> {
-  const text = await getText(`${admin}/metrics`);
+/** Used heap of every thread by its name (`main`, `local-writer`, `remote-cluster/…`), from a /metrics text. */
+export function threadHeapsIn(metrics: string): Map<string, number> {
   const used = new Map<string, number>();
-  for (const line of text.split("\n")) {
+  for (const line of metrics.split("\n")) {
     const m = /^fleet_mirror_thread_heap_used_bytes\{thread="([^"]*)"\} (\S+)$/.exec(line);
     if (m?.[1] && m[2]) used.set(m[1], Number(m[2]));
   }
   return used;
 }
 
-/** The process's resident memory by kind (kernel's /proc status): anonymous (heaps, malloc) and file-backed (code). */
-export function processRssByKind(pid: number): { anon: number; file: number; threads: number } {
-  const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)`, "m").exec(status)?.[1] ?? Number.NaN);
-  return { anon: field("RssAnon") * 1024, file: field("RssFile") * 1024, threads: field("Threads") };
+/** Used heap of every remote-cluster thread, from the process's /metrics. */
+export async function actorHeaps(admin: string): Promise<number[]> {
+  return [...threadHeapsIn(await adminMetrics(admin))]
+    .filter(([t]) => t.startsWith("remote-cluster/"))
+    .map(([, b]) => b);
 }
 
 /** A free loopback port: the controllers log at warn, so the admin URL is not in their logs. */
