@@ -6,8 +6,9 @@
  * machines and takes no CPU from the controller's node; on the bench's machine every
  * API server shares the controller's CPUs, and without this the figure would weigh the
  * machine's cost of the neighbour's own API server rather than what the controller
- * lets one cluster do to the others. The shared etcd stays as it is (every cluster's
- * API server writes there).
+ * lets one cluster do to the others. The noisy API server's etcd is one of its own
+ * (bench/noisy-neighbour.ts starts it so), confined with it: on the shared etcd its
+ * 200 writes a second would load the store every other cluster's API server uses.
  */
 import { execFileSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";

@@ -20,8 +20,9 @@
  * for p99(noisy) / p99(same-load), which leaves out what the noisy remote's API server
  * costs the machine (on a 2-CPU machine, a good part of the whole), and every round.
  *
- * The noisy side is another machine (noisy-churn.ts): the noisy remote's API server and
- * the client churning it run in processes of their own, kept to one CPU at nice 10, so
+ * The noisy side is another machine (noisy-churn.ts): the noisy remote's API server, its
+ * etcd (one of its own, not the sandbox's shared one) and the client churning it run in
+ * processes of their own, kept to one CPU at nice 10, so
  * the figure weighs what the controller lets one cluster do to the others, not the
  * machine's cost of the neighbour's own API server (on a real fleet it runs on that
  * cluster's nodes). Where that cannot be done (one CPU, no `taskset`) the result says so.
@@ -116,7 +117,8 @@ interface PhaseResult {
 export async function runNoisyNeighbour(opts: BenchOptions): Promise<ScenarioResult> {
   const shape = opts.smoke ? SMOKE : FULL;
   const quietRemotes = Array.from({ length: shape.quietRemotes }, (_, i) => `q${i + 1}`);
-  const fleet = await Fleet.start(["noisy", ...quietRemotes]);
+  // The noisy cluster's API server stores in an etcd of its own, confined with it below.
+  const fleet = await Fleet.start(["noisy", ...quietRemotes], { ownEtcd: ["noisy"] });
   const local = localAdminClient(fleet);
   const clients = remoteAdminClients(fleet);
   const clientFor = clients.get;
@@ -148,10 +150,12 @@ export async function runNoisyNeighbour(opts: BenchOptions): Promise<ScenarioRes
     });
 
     churn = await ChurnProcess.start(fleet.plane.cluster("noisy").adminKubeconfig);
-    const noisyPids = [apiServerPid("noisy"), churn.pid].filter((pid): pid is number => pid !== undefined);
-    const confined = noisyPids.length === 2 && confineNoisySide(noisyPids);
+    const noisyPids = [apiServerPid("noisy"), fleet.plane.ownEtcdPid("noisy"), churn.pid].filter(
+      (pid): pid is number => pid !== undefined,
+    );
+    const confined = noisyPids.length === 3 && confineNoisySide(noisyPids);
     const noisySide = confined
-      ? `its own processes on CPU ${NOISY_CPU} at nice ${NOISY_NICE}`
+      ? `its own processes (API server, etcd, client) on CPU ${NOISY_CPU} at nice ${NOISY_NICE}`
       : "its own processes, sharing every CPU (could not confine them)";
     progress(`noisy-neighbour: the noisy API server and client: ${noisySide}`);
     const clusters = quiet.length * shape.clustersPerRemote + 1;

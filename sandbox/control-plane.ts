@@ -1,7 +1,8 @@
 /**
  * A real Kubernetes control plane on loopback: one etcd and N kube-apiservers, each
  * API server a separate "cluster" with its own `--etcd-prefix`, so they share nothing
- * but the etcd process. Used by the tests, the benchmarks and `fleet-mirror demo`.
+ * but the etcd process (a cluster named in `ownEtcd` has an etcd of its own). Used by
+ * the tests, the benchmarks and `fleet-mirror demo`.
  *
  * Guarantees:
  * - every process listens on 127.0.0.1 only, on free ports chosen at start; an API
@@ -29,6 +30,7 @@ import {
   ensureKwok,
 } from "./binaries.ts";
 import { CONTROLLER_MANAGER_USER, ControllerManager } from "./controller-manager.ts";
+import { etcdProcess, type SandboxEtcd, waitForEtcd } from "./etcd.ts";
 import { type KubeconfigAuth, renderKubeconfig } from "./kubeconfig.ts";
 import { Kwok } from "./kwok.ts";
 import { type CertificateFiles, createCa, issueCertificate } from "./pki.ts";
@@ -63,6 +65,13 @@ export interface ControlPlaneOptions {
    * Deployment also need `controllerManagers` to name the cluster.
    */
   readonly kwok?: readonly string[];
+  /**
+   * Clusters (a subset of `clusters`) whose API server stores in an etcd of its own
+   * (process `etcd-<cluster>`, started before it and stopped after it), so that their
+   * writes load no process the others use: a benchmark's cluster on other machines.
+   * Default: none.
+   */
+  readonly ownEtcd?: readonly string[];
 }
 
 export { AUDIT_POLICY };
@@ -93,6 +102,8 @@ export class ControlPlane {
   readonly #runtimes = new Map<string, ClusterRuntime>();
   readonly #controllerManagers = new Map<string, ControllerManager>();
   readonly #kwoks = new Map<string, Kwok>();
+  /** The etcds of the clusters named in `ownEtcd`, by cluster. */
+  readonly #ownEtcds = new Map<string, SandboxEtcd>();
   #stopped = false;
   /** Aborts the waits of a start in progress: the caller's signal, or the first failure of a parallel start. */
   readonly #abort: AbortSignal;
@@ -143,6 +154,7 @@ export class ControlPlane {
     const managed = subset("controllerManagers", options.controllerManagers);
     const audited = subset("audit", options.audit);
     const faked = subset("kwok", options.kwok);
+    const ownEtcd = subset("ownEtcd", options.ownEtcd);
     const binaries = await ensureControlPlaneBinaries();
     const controllerManagerBinary = managed.size > 0 ? await ensureControllerManager() : undefined;
     const kwokFiles = faked.size > 0 ? await ensureKwok() : undefined;
@@ -152,7 +164,7 @@ export class ControlPlane {
     await mkdir(pki, { recursive: true });
     await mkdir(join(dir, "logs"), { recursive: true });
 
-    const [ca, etcdPort, etcdPeerPort] = await Promise.all([createCa(pki, "ca"), freePort(), freePort()]);
+    const [ca, shared] = await Promise.all([createCa(pki, "ca"), etcdProcess(binaries.etcd, dir, "etcd")]);
     const saKeys = generateKeyPairSync("ec", { namedCurve: "prime256v1" });
     const servingCert = await issueCertificate(ca, pki, "apiserver", {
       commonName: "kube-apiserver",
@@ -178,38 +190,19 @@ export class ControlPlane {
     const auditPolicyPath = join(dir, "audit-policy.yaml");
     if (audited.size > 0) await writeFile(auditPolicyPath, AUDIT_POLICY);
 
-    const etcdUrl = `http://127.0.0.1:${etcdPort}`;
-    const etcd = new ManagedProcess(
-      "etcd",
-      binaries.etcd,
-      [
-        "--name=sandbox",
-        `--data-dir=${join(dir, "etcd")}`,
-        `--listen-client-urls=${etcdUrl}`,
-        `--advertise-client-urls=${etcdUrl}`,
-        `--listen-peer-urls=http://127.0.0.1:${etcdPeerPort}`,
-        `--initial-advertise-peer-urls=http://127.0.0.1:${etcdPeerPort}`,
-        `--initial-cluster=sandbox=http://127.0.0.1:${etcdPeerPort}`,
-        // A test cluster's data is disposable: skipping fsync makes writes ~10x faster.
-        "--unsafe-no-fsync",
-        "--log-level=warn",
-      ],
-      join(dir, "logs", "etcd.log"),
-    );
-
     const startFailed = new AbortController();
     const plane = new ControlPlane({
       dir,
       binaries,
       ca,
-      etcd,
-      etcdUrl,
+      etcd: shared.process,
+      etcdUrl: shared.url,
       readyTimeoutMs: options.readyTimeoutMs ?? 120_000,
       ownsDir,
       abort: options.signal ? AbortSignal.any([options.signal, startFailed.signal]) : startFailed.signal,
     });
     try {
-      await etcd.start();
+      await shared.process.start();
       await plane.#waitForEtcd();
       // Every API server's start settles before the catch below stops the plane: a start
       // still under way then would launch its process after the stop, unowned.
@@ -224,13 +217,20 @@ export class ControlPlane {
             await writeFile(adminKubeconfigPath, adminKubeconfig, { mode: 0o600 });
             const etcdPrefix = `/clusters/${name}`;
             const auditLogPath = audited.has(name) ? join(dir, "logs", `audit-${name}.log`) : undefined;
+            const own = ownEtcd.has(name) ? await etcdProcess(binaries.etcd, dir, `etcd-${name}`) : undefined;
+            if (own) {
+              plane.#abort.throwIfAborted();
+              plane.#ownEtcds.set(name, own);
+              await own.process.start();
+              await waitForEtcd(own, { timeoutMs: plane.readyTimeoutMs, signal: plane.#abort });
+            }
             const process = new ManagedProcess(
               `kube-apiserver-${name}`,
               binaries.kubeApiserver,
               apiServerArgs({
                 name,
                 port,
-                etcdUrl,
+                etcdUrl: own?.url ?? shared.url,
                 etcdPrefix,
                 dir,
                 servingCert,
@@ -356,6 +356,11 @@ export class ControlPlane {
     await this.startApiServer(name);
   }
 
+  /** The pid of the etcd of its own that `cluster` runs (`ownEtcd`), if it runs one. */
+  ownEtcdPid(cluster: string): number | undefined {
+    return this.#ownEtcds.get(cluster)?.process.pid;
+  }
+
   async stopEtcd(options: { kill?: boolean } = {}): Promise<void> {
     if (options.kill) await this.etcd.kill();
     else await this.etcd.stop();
@@ -390,7 +395,7 @@ export class ControlPlane {
       [...this.#kwoks.values(), ...this.#controllerManagers.values()].map((c) => c.process.close(graceMs)),
     );
     await Promise.all([...this.#runtimes.values()].map((r) => r.process.close(graceMs)));
-    await this.etcd.close(graceMs);
+    await Promise.all([this.etcd, ...[...this.#ownEtcds.values()].map((e) => e.process)].map((e) => e.close(graceMs)));
     if (this.ownsDir) await rm(this.dir, { recursive: true, force: true });
   }
 
@@ -401,17 +406,9 @@ export class ControlPlane {
   }
 
   async #waitForEtcd(): Promise<void> {
-    await waitReady(
-      this.etcd,
-      async () => {
-        try {
-          const response = await fetch(`${this.etcdUrl}/health`);
-          return response.ok || String(response.status);
-        } catch (error) {
-          return (error as Error).message; // not listening yet
-        }
-      },
-      { timeoutMs: this.readyTimeoutMs, signal: this.#abort, state: "healthy" },
+    await waitForEtcd(
+      { process: this.etcd, url: this.etcdUrl },
+      { timeoutMs: this.readyTimeoutMs, signal: this.#abort },
     );
   }
 

@@ -84,6 +84,8 @@ export class Fleet {
       readonly installIdentity?: (plane: ControlPlane) => Promise<void>;
       /** The Service ClusterIP range of every API server (the local cluster's Service CIDR). Default `10.96.0.0/16`. */
       readonly serviceClusterIpRange?: string;
+      /** Remotes whose API server stores in an etcd of its own (ControlPlaneOptions.ownEtcd). Default: none. */
+      readonly ownEtcd?: readonly string[];
     } = {},
   ): Promise<Fleet> {
     // The local cluster runs the built-in controllers that act on mirrors (EndpointSlice
@@ -93,6 +95,7 @@ export class Fleet {
       controllerManagers: ["local"],
       ...(options.audit ? { audit: ["local"] } : {}),
       ...(options.serviceClusterIpRange ? { serviceClusterIpRange: options.serviceClusterIpRange } : {}),
+      ...(options.ownEtcd ? { ownEtcd: options.ownEtcd } : {}),
     });
     const fleet = new Fleet(plane, remotes);
     try {

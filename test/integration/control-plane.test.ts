@@ -14,7 +14,7 @@ describe("sandbox control plane", () => {
   let plane: ControlPlane;
 
   before(async () => {
-    plane = await ControlPlane.start({ clusters: ["local", "east"] });
+    plane = await ControlPlane.start({ clusters: ["local", "east"], ownEtcd: ["east"] });
   });
   after(async () => {
     await plane?.stop();
@@ -93,6 +93,31 @@ describe("sandbox control plane", () => {
     const localNames = (await local.listServiceForAllNamespaces()).items.map((s) => s.metadata?.name);
     assert.ok(!localNames.includes("only-in-east"));
     assert.notEqual(plane.cluster("local").etcdPrefix, plane.cluster("east").etcdPrefix);
+  });
+
+  it("stores a cluster named in ownEtcd in an etcd of its own, and nothing of it in the shared one", async () => {
+    const east = coreApi(adminKubeConfig(plane.cluster("east")));
+    await east.createNamespacedService({
+      namespace: "default",
+      body: { metadata: { name: "in-easts-etcd" }, spec: { ports: [{ port: 80 }] } },
+    });
+    const ownPid = plane.ownEtcdPid("east");
+    assert.ok(ownPid !== undefined && ownPid !== plane.etcd.pid, "east runs an etcd process of its own");
+    assert.equal(plane.ownEtcdPid("local"), undefined);
+    // The shared etcd's keys under each cluster's prefix (etcd's JSON gateway: base64 keys).
+    const keysIn = async (prefix: string): Promise<number> => {
+      const key = Buffer.from(prefix);
+      const end = Buffer.from(key);
+      end[end.length - 1] = (end[end.length - 1] ?? 0) + 1;
+      const response = await fetch(`${plane.etcdUrl}/v3/kv/range`, {
+        method: "POST",
+        body: JSON.stringify({ key: key.toString("base64"), range_end: end.toString("base64"), count_only: true }),
+      });
+      assert.equal(response.status, 200);
+      return Number(((await response.json()) as { count?: string }).count ?? 0);
+    };
+    assert.equal(await keysIn(`${plane.cluster("east").etcdPrefix}/`), 0);
+    assert.ok((await keysIn(`${plane.cluster("local").etcdPrefix}/`)) > 0);
   });
 
   it("restarts one API server on the same port with its data intact", async () => {
