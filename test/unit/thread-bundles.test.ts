@@ -19,6 +19,13 @@ import { decodeFromRemoteActor, decodeFromWriter, type ToRemoteActor } from "../
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
+/** The whole heap snapshot of `worker`, as text. */
+async function snapshotText(worker: Worker): Promise<string> {
+  let heap = "";
+  for await (const chunk of await worker.getHeapSnapshot()) heap += String(chunk);
+  return heap;
+}
+
 /** The first message of `worker` that `match` accepts; rejects if the thread exits first. */
 function nextMessage(worker: Worker, match: (m: { type?: unknown }) => boolean): Promise<unknown> {
   return new Promise((resolve, reject) => {
@@ -31,6 +38,22 @@ function nextMessage(worker: Worker, match: (m: { type?: unknown }) => boolean):
     worker.once("exit", (code) => reject(new Error(`thread exited (code ${code}) before the expected message`)));
     worker.once("error", reject);
   });
+}
+
+/** Each step of a thread's test is bounded: a hang fails that step, named, instead of the whole file's timeout. */
+const STEP_MS = 60_000;
+
+/** `promise`, or a rejection naming `step` once STEP_MS has passed without it settling. */
+async function within<T>(step: string, promise: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${step}: nothing after ${STEP_MS} ms`)), STEP_MS);
+  });
+  try {
+    return await Promise.race([promise, expired]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 describe("bundled thread entries", () => {
@@ -93,19 +116,28 @@ describe("bundled thread entries", () => {
       writerPort: port1,
     };
     worker.postMessage(init, [port1]);
-    const ready = decodeFromRemoteActor(await nextMessage(worker, (m) => m.type !== "actor.status"));
+    const ready = decodeFromRemoteActor(
+      await within(
+        "actor.ready",
+        nextMessage(worker, (m) => m.type !== "actor.status"),
+      ),
+    );
     assert.deepEqual(ready, { type: "actor.ready", cluster: "east", epoch: 1 });
     // Its TLS client did not build Node's root certificates as strings (src/kube/transport.ts).
-    let heap = "";
-    for await (const chunk of await worker.getHeapSnapshot()) heap += String(chunk);
+    const heap = await within("the thread's heap snapshot", snapshotText(worker));
     assert.ok(heap.includes("__fleetMirrorCreateRequire"), "the snapshot is the bundle's thread");
     assert.equal(heap.includes("-----BEGIN CERTIFICATE-----"), false, "no root certificate on the thread's heap");
     worker.postMessage({ type: "actor.stop", cluster: "east" });
-    const stopped = decodeFromRemoteActor(await nextMessage(worker, (m) => m.type === "actor.stopped"));
+    const stopped = decodeFromRemoteActor(
+      await within(
+        "actor.stopped",
+        nextMessage(worker, (m) => m.type === "actor.stopped"),
+      ),
+    );
     assert.deepEqual(stopped, { type: "actor.stopped", cluster: "east", epoch: 1 });
     port2.close();
     // The thread ends once its last actor stopped.
-    const [code] = await once(worker, "exit");
+    const [code] = await within("the thread's exit after its last actor stopped", once(worker, "exit"));
     assert.equal(code, 0);
   });
 
