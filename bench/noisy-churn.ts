@@ -11,10 +11,10 @@
  * 200 writes a second would load the store every other cluster's API server uses.
  */
 import { execFileSync } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync } from "node:fs";
 import { setPriority } from "node:os";
 import { ChildRpc } from "./child-rpc.ts";
-import { cpuSplit, descendants, pin } from "./cpu-affinity.ts";
+import { cpuSplit, pin } from "./cpu-affinity.ts";
 
 export type ChurnCommand =
   | { readonly id: number; readonly op: "connect"; readonly kubeconfig: string }
@@ -65,20 +65,6 @@ export class ChurnProcess {
   async stop(): Promise<void> {
     await this.#rpc.stop();
   }
-}
-
-/** The pid of the sandbox's API server for `cluster` (a descendant of this process started with its etcd prefix). */
-export function apiServerPid(cluster: string): number | undefined {
-  const flag = `--etcd-prefix=/clusters/${cluster}`;
-  return descendants(process.pid).find((pid) => {
-    try {
-      const args = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
-      return (args[0] ?? "").endsWith("kube-apiserver") && args.includes(flag);
-    } catch {
-      // Gone between the listing and the read: not the API server, which runs all along.
-      return false;
-    }
-  });
 }
 
 /**

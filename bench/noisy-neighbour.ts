@@ -57,7 +57,7 @@ import {
   waitWriterIdle,
   writeResult,
 } from "./harness.ts";
-import { apiServerPid, ChurnProcess, confineNoisySide, NOISY_CPU, NOISY_NICE } from "./noisy-churn.ts";
+import { ChurnProcess, confineNoisySide, NOISY_CPU, NOISY_NICE } from "./noisy-churn.ts";
 
 const QUIET_NAMESPACE = "quiet";
 const NOISY_NAMESPACE = "noisy";
@@ -150,9 +150,11 @@ export async function runNoisyNeighbour(opts: BenchOptions): Promise<ScenarioRes
     });
 
     churn = await ChurnProcess.start(fleet.plane.cluster("noisy").adminKubeconfig);
-    const noisyPids = [apiServerPid("noisy"), fleet.plane.ownEtcdPid("noisy"), churn.pid].filter(
-      (pid): pid is number => pid !== undefined,
-    );
+    const noisyPids = [
+      fleet.plane.apiServerProcess("noisy").pid,
+      fleet.plane.ownEtcdProcess("noisy")?.pid,
+      churn.pid,
+    ].filter((pid): pid is number => pid !== undefined);
     const confined = noisyPids.length === 3 && confineNoisySide(noisyPids);
     const noisySide = confined
       ? `its own processes (API server, etcd, client) on CPU ${NOISY_CPU} at nice ${NOISY_NICE}`

@@ -328,6 +328,11 @@ export class ControlPlane {
     return this.#runtime(name).process;
   }
 
+  /** The etcd process of its own that one cluster runs (`ownEtcd`), if it runs one (for its pid). */
+  ownEtcdProcess(name: string): ManagedProcess | undefined {
+    return this.#ownEtcds.get(name)?.process;
+  }
+
   /** The kube-controller-manager process of one cluster, if it runs one (for its pid and log). */
   controllerManagerProcess(name: string): ManagedProcess | undefined {
     return this.#controllerManagers.get(name)?.process;
@@ -354,11 +359,6 @@ export class ControlPlane {
   async restartApiServer(name: string, options: { kill?: boolean } = {}): Promise<void> {
     await this.stopApiServer(name, options);
     await this.startApiServer(name);
-  }
-
-  /** The pid of the etcd of its own that `cluster` runs (`ownEtcd`), if it runs one. */
-  ownEtcdPid(cluster: string): number | undefined {
-    return this.#ownEtcds.get(cluster)?.process.pid;
   }
 
   async stopEtcd(options: { kill?: boolean } = {}): Promise<void> {

@@ -101,9 +101,9 @@ describe("sandbox control plane", () => {
       namespace: "default",
       body: { metadata: { name: "in-easts-etcd" }, spec: { ports: [{ port: 80 }] } },
     });
-    const ownPid = plane.ownEtcdPid("east");
+    const ownPid = plane.ownEtcdProcess("east")?.pid;
     assert.ok(ownPid !== undefined && ownPid !== plane.etcd.pid, "east runs an etcd process of its own");
-    assert.equal(plane.ownEtcdPid("local"), undefined);
+    assert.equal(plane.ownEtcdProcess("local"), undefined);
     // The shared etcd's keys under each cluster's prefix (etcd's JSON gateway: base64 keys).
     const keysIn = async (prefix: string): Promise<number> => {
       const key = Buffer.from(prefix);
