@@ -5,10 +5,10 @@
  */
 import { sliceNames, sliceOwner } from "../core/endpoint-slices.ts";
 import { FEDERATED_LABEL, federatedName } from "../core/federated.ts";
+import { isFederatedObject } from "../core/federated-objects.ts";
 import { MIRRORED_SERVICE, ownerCluster } from "../core/labels.ts";
 import { mirrorName } from "../core/naming.ts";
 import { type KubeObject, objectKey, type Service } from "../core/objects.ts";
-import { isFederatedObject } from "../core/plan-federated.ts";
 import { parseRbacYaml } from "../kube/rbac-manifest.ts";
 import type { RegistryState } from "../supervisor/registry.ts";
 

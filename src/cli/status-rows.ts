@@ -5,10 +5,10 @@
  */
 import type { AdminStatus } from "../admin/source.ts";
 import { FEDERATED_LABEL } from "../core/federated.ts";
+import { annotatedClusters } from "../core/federated-objects.ts";
 import { CLUSTER_NAME, MIRRORED_SERVICE } from "../core/labels.ts";
 import { LEGACY_LAYOUT, parseLeaseName } from "../core/lease-names.ts";
 import type { Secret, Service } from "../core/objects.ts";
-import { annotatedClusters } from "../core/plan-federated.ts";
 import { shardOf } from "../core/shards.ts";
 import type { ShardingView } from "../leader/leadership.ts";
 import type { GatewayProbeStatus } from "../protocol/messages.ts";

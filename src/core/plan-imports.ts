@@ -18,12 +18,12 @@
 import { sortedLabels } from "./compare.ts";
 import type { MirrorServicePort } from "./desired.ts";
 import { portsSignature, type Reduction } from "./federated.ts";
+import type { SharedServiceFlavor } from "./federated-objects.ts";
 import { MANAGED_BY_FLEET_MIRROR, MANAGED_BY_LABEL, MIRRORED_SERVICE, SERVICE_IMPORT_LABEL } from "./labels.ts";
 import { MCS_SERVICE_NAME_LABEL, MCS_SOURCE_CLUSTER_LABEL, type McsExport } from "./mcs.ts";
 import type { ExportedSpec } from "./mcs-spec.ts";
 import { type Blocked, deleteAction, type MirrorObjectKind, type WriteAction } from "./mirror-kinds.ts";
 import type { KubeObject } from "./objects.ts";
-import type { SharedServiceFlavor } from "./plan-federated.ts";
 
 /** On fleet-mirror's ServiceImport: the name of its derived Service. */
 export const DERIVED_SERVICE_ANNOTATION = "mirror.linkerd.io/derived-service";

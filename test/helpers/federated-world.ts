@@ -8,10 +8,11 @@
 import assert from "node:assert/strict";
 import type { MirrorServicePort } from "../../src/core/desired.ts";
 import { type FederatedMember, type Reduction, reduceFederated } from "../../src/core/federated.ts";
+import { annotatedClusters } from "../../src/core/federated-objects.ts";
 import { shardedMembers } from "../../src/core/federated-shards.ts";
 import type { EndpointsApi, ObservedObject, WriteAction } from "../../src/core/mirror-kinds.ts";
 import type { EndpointSlice, KubeObject } from "../../src/core/objects.ts";
-import { annotatedClusters, type FederatedPlan, planFederated } from "../../src/core/plan-federated.ts";
+import { type FederatedPlan, planFederated } from "../../src/core/plan-federated.ts";
 import { type FollowedTiers, followTiers, hostedStanding, shardedTiers } from "../../src/core/sharded-tiers.ts";
 import {
   SERVING_PRIORITY_ANNOTATION,

@@ -5,8 +5,8 @@
  * (DesiredStore, fed by the desired channels), and reconciles local keys through one
  * work queue: desired ⊕ observed → planMirror (pure) → rate-limited writes.
  * This file wires the parts, each one job in a file of this folder: local-stores.ts,
- *   desired-channels.ts, desired-store.ts, reconcile.ts, write-path.ts, fence.ts,
- *   shard-handoff.ts, status.ts, link-status.ts (SPEC §15), tier-book.ts (SPEC §14).
+ *   desired-channels.ts, absorb-batch.ts, desired-store.ts, reconcile.ts, write-path.ts,
+ *   fence.ts, shard-handoff.ts, status.ts, link-status.ts (SPEC §15), tier-book.ts (SPEC §14).
  *
  * Guarantees:
  * - per-key ordering: the queue never hands out a key that is in flight, and a key
@@ -32,6 +32,7 @@ import { KubeClient } from "../../src/kube/client.ts";
 import type { WatchFailure } from "../../src/kube/watcher.ts";
 import type { Logger } from "../../src/log.ts";
 import type { EventRequest, FromWriter, WriterOptions, WriterStatus } from "../../src/protocol/messages.ts";
+import { absorbBatch } from "./absorb-batch.ts";
 import { type ActorPort, DesiredChannels } from "./desired-channels.ts";
 import { DesiredStore } from "./desired-store.ts";
 import { EventRecorder } from "./event-recorder.ts";
@@ -171,30 +172,15 @@ export class LocalWriterActor {
       hosts: (cluster) => hostsCluster(this.#fence.ownership, cluster),
       enqueue: (key) => this.#enqueue(key),
     });
+    const absorbing = {
+      desired: this.#desired,
+      stores: this.#stores,
+      sharedKeys: this.#sharedKeys,
+      hosts: (cluster: string) => hostsCluster(this.#fence.ownership, cluster),
+      enqueue: (key: string) => this.#enqueue(key),
+    };
     this.#channels = new DesiredChannels({
-      absorb: (batch) => {
-        // A late batch of a cluster whose shard was given up: refused, so no stale set is kept.
-        if (!hostsCluster(this.#fence.ownership, batch.cluster)) return false;
-        const wasKnown = this.#desired.known(batch.cluster);
-        const exportsWereKnown = this.#desired.exportsKnownOf(batch.cluster);
-        const keys = this.#desired.applyBatch(batch);
-        if (keys === undefined) return false;
-        // A headless mirror's per-host mirrors are kept or collected by its desired state (SPEC §12).
-        for (const key of keys) {
-          this.#enqueue(key);
-          for (const host of this.#stores.perHostIndex.of(key)) this.#enqueue(host);
-        }
-        // A complete batch allows GC: re-check local mirrors of this cluster it no longer wants (SPEC §6).
-        // It may also make the cluster known: the shared keys that depend on it (SPEC §11, §12).
-        if (batch.complete) {
-          for (const key of this.#stores.observedMirrorsOf(batch.cluster)) this.#enqueue(key);
-          // Exports turning known or unknown change how the cluster counts in every import
-          // it is seen in, held or only observed (reconcile-imports.ts): re-reduce those too.
-          const unchanged = wasKnown && exportsWereKnown === this.#desired.exportsKnownOf(batch.cluster);
-          this.#sharedKeys.afterComplete(batch.cluster, unchanged);
-        }
-        return true;
-      },
+      absorb: (batch) => absorbBatch(absorbing, batch),
       rejected: (_cluster, error) => {
         this.#stats.lastError = error;
       },

@@ -15,18 +15,14 @@ import {
   reduceFederated,
   summarizeReduction,
 } from "../../src/core/federated.ts";
+import { annotatedClusters, isFederatedObject } from "../../src/core/federated-objects.ts";
 import { shardedFederatedProblem, shardedMembers } from "../../src/core/federated-shards.ts";
 import { federatedTiers } from "../../src/core/federated-tiers.ts";
 import { CLUSTER_NAME } from "../../src/core/labels.ts";
 import type { Blocked, ObservedObject, WriteAction } from "../../src/core/mirror-kinds.ts";
 import type { EndpointSlice, Endpoints, KubeObject, Service } from "../../src/core/objects.ts";
 import { objectKey, splitKey } from "../../src/core/objects.ts";
-import {
-  annotatedClusters,
-  type FederatedPlan,
-  isFederatedObject,
-  planFederated,
-} from "../../src/core/plan-federated.ts";
+import { type FederatedPlan, planFederated } from "../../src/core/plan-federated.ts";
 import { hostedStanding, partReady, shardedTiers } from "../../src/core/sharded-tiers.ts";
 import { federatedShardOf, hostsCluster, ownsFederated, shardOf } from "../../src/core/shards.ts";
 import type { ReconcileResult } from "../../src/core/workqueue.ts";

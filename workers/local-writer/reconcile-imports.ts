@@ -19,6 +19,7 @@
 import { carryPorts } from "../../src/core/desired.ts";
 import { sliceNames } from "../../src/core/endpoint-slices.ts";
 import { type ReductionSummary, summarizeReduction } from "../../src/core/federated.ts";
+import { annotatedClusters } from "../../src/core/federated-objects.ts";
 import { CLUSTER_NAME, SERVICE_IMPORT_LABEL } from "../../src/core/labels.ts";
 import { conditionsUpdate, exportConditions } from "../../src/core/local-exports.ts";
 import { derivedServiceName, MCS_GROUP, MCS_VERSION, type McsExport } from "../../src/core/mcs.ts";
@@ -26,7 +27,7 @@ import { conflictsOf, type ImportConflict } from "../../src/core/mcs-spec.ts";
 import type { ObservedObject, WriteAction } from "../../src/core/mirror-kinds.ts";
 import type { EndpointSlice, Endpoints, KubeObject, Service } from "../../src/core/objects.ts";
 import { objectKey, splitKey } from "../../src/core/objects.ts";
-import { annotatedClusters, planFederated } from "../../src/core/plan-federated.ts";
+import { planFederated } from "../../src/core/plan-federated.ts";
 import { DERIVED_NAME, importFlavor, isImportObject, planServiceImport } from "../../src/core/plan-imports.ts";
 import { reduceImport } from "../../src/core/reduce-imports.ts";
 import type { ReconcileResult } from "../../src/core/workqueue.ts";

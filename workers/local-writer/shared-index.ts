@@ -11,9 +11,10 @@
  * Invariant: after every change event, `keysOf(c)` holds exactly the keys of the held
  * shared objects naming c, and `keys()` the keys of every held shared object.
  */
+
+import { annotatedClusters, isFederatedObject } from "../../src/core/federated-objects.ts";
 import { CLUSTER_NAME } from "../../src/core/labels.ts";
 import { type EndpointSlice, type KubeObject, objectKey, type Service } from "../../src/core/objects.ts";
-import { annotatedClusters, isFederatedObject } from "../../src/core/plan-federated.ts";
 import { isImportObject } from "../../src/core/plan-imports.ts";
 import { sliceServiceKey } from "./slice-index.ts";
 
