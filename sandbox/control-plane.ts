@@ -18,7 +18,7 @@
  * - `stop()` ends every process and removes the working directory; processes also die
  *   with the Node.js process that started them (see process.ts).
  */
-import { generateKeyPairSync, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -29,11 +29,12 @@ import {
   ensureControlPlaneBinaries,
   ensureKwok,
 } from "./binaries.ts";
-import { CONTROLLER_MANAGER_USER, ControllerManager } from "./controller-manager.ts";
+import { ControllerManager } from "./controller-manager.ts";
 import { etcdProcess, type SandboxEtcd, waitForEtcd } from "./etcd.ts";
 import { type KubeconfigAuth, renderKubeconfig } from "./kubeconfig.ts";
 import { Kwok } from "./kwok.ts";
 import { type CertificateFiles, createCa, issueCertificate } from "./pki.ts";
+import { planeCertificates } from "./plane-pki.ts";
 import { ManagedProcess, waitReady } from "./process.ts";
 
 export interface ControlPlaneOptions {
@@ -165,28 +166,9 @@ export class ControlPlane {
     await mkdir(join(dir, "logs"), { recursive: true });
 
     const [ca, shared] = await Promise.all([createCa(pki, "ca"), etcdProcess(binaries.etcd, dir, "etcd")]);
-    const saKeys = generateKeyPairSync("ec", { namedCurve: "prime256v1" });
-    const servingCert = await issueCertificate(ca, pki, "apiserver", {
-      commonName: "kube-apiserver",
-      usage: "server",
-      altNames: ["IP:127.0.0.1", "DNS:localhost"],
+    const { servingCert, admin, controllerManagerClient, saPrivate, saPublic } = await planeCertificates(ca, pki, {
+      controllerManager: managed.size > 0,
     });
-    const admin = await issueCertificate(ca, pki, "admin", {
-      commonName: "fleet-admin",
-      organizations: ["system:masters"],
-      usage: "client",
-    });
-    const controllerManagerClient =
-      managed.size > 0
-        ? await issueCertificate(ca, pki, "kube-controller-manager", {
-            commonName: CONTROLLER_MANAGER_USER,
-            usage: "client",
-          })
-        : undefined;
-    const saPrivate = join(pki, "sa.key");
-    const saPublic = join(pki, "sa.pub");
-    await writeFile(saPrivate, saKeys.privateKey.export({ type: "pkcs8", format: "pem" }));
-    await writeFile(saPublic, saKeys.publicKey.export({ type: "spki", format: "pem" }));
     const auditPolicyPath = join(dir, "audit-policy.yaml");
     if (audited.size > 0) await writeFile(auditPolicyPath, AUDIT_POLICY);
 
@@ -257,26 +239,14 @@ export class ControlPlane {
             await process.start();
             await plane.#waitForApiServer(name);
             if (controllerManagerBinary && controllerManagerClient && managed.has(name)) {
-              const kubeconfigPath = join(dir, `${name}-controller-manager.kubeconfig`);
-              const auth = {
-                clientCertPem: controllerManagerClient.certPem,
-                clientKeyPem: controllerManagerClient.keyPem,
-              };
-              await writeFile(
-                kubeconfigPath,
-                renderKubeconfig({ cluster: name, server, caPem: ca.certPem, user: CONTROLLER_MANAGER_USER, auth }),
-                { mode: 0o600 },
-              );
-              const controllerManager = new ControllerManager({
+              const controllerManager = await ControllerManager.forCluster({
                 cluster: name,
+                server,
+                dir,
                 binary: controllerManagerBinary,
-                kubeconfigPath,
-                // Its /healthz is read by this process only; the API server's loopback
-                // certificate (same CA, IP:127.0.0.1) serves it as well as a new one would.
+                client: controllerManagerClient,
                 serving: servingCert,
                 caPem: ca.certPem,
-                port: await freePort(),
-                logPath: join(dir, "logs", `kube-controller-manager-${name}.log`),
               });
               plane.#abort.throwIfAborted();
               plane.#controllerManagers.set(name, controllerManager);

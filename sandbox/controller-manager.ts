@@ -19,7 +19,10 @@
  *   authentication or authorization kubeconfig is given (its log warns so): /healthz is
  *   always allowed, and nothing else on that port is used.
  */
-import { httpsStatus } from "./api-server.ts";
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { freePort, httpsStatus } from "./api-server.ts";
+import { renderKubeconfig } from "./kubeconfig.ts";
 import type { CertificateFiles } from "./pki.ts";
 import { ManagedProcess, waitReady } from "./process.ts";
 
@@ -74,6 +77,43 @@ export class ControllerManager {
       ],
       options.logPath,
     );
+  }
+
+  /**
+   * The controller manager of the control plane's cluster `cluster` (API server at
+   * `server`), not started: its kubeconfig (client certificate `client`) written into
+   * `dir`, its log into `dir/logs`, its secure port a free one. Its /healthz is read by
+   * the sandbox only, so the API server's loopback serving certificate (`serving`, same
+   * CA) serves it as well as a new one would.
+   */
+  static async forCluster(o: {
+    readonly cluster: string;
+    readonly server: string;
+    readonly dir: string;
+    readonly binary: string;
+    readonly client: CertificateFiles;
+    readonly serving: CertificateFiles;
+    readonly caPem: string;
+  }): Promise<ControllerManager> {
+    const kubeconfigPath = join(o.dir, `${o.cluster}-controller-manager.kubeconfig`);
+    const auth = { clientCertPem: o.client.certPem, clientKeyPem: o.client.keyPem };
+    const kubeconfig = renderKubeconfig({
+      cluster: o.cluster,
+      server: o.server,
+      caPem: o.caPem,
+      user: CONTROLLER_MANAGER_USER,
+      auth,
+    });
+    await writeFile(kubeconfigPath, kubeconfig, { mode: 0o600 });
+    return new ControllerManager({
+      cluster: o.cluster,
+      binary: o.binary,
+      kubeconfigPath,
+      serving: o.serving,
+      caPem: o.caPem,
+      port: await freePort(),
+      logPath: join(o.dir, "logs", `kube-controller-manager-${o.cluster}.log`),
+    });
   }
 
   /**

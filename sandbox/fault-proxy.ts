@@ -20,45 +20,25 @@
  *   which also destroys every connection on both sides.
  *
  * Not supported: protocol upgrades (exec, port-forward); such requests are dropped.
+ * The rules, the counters and the injected bytes are fault-rules.ts; what is forwarded,
+ * proxy-http.ts.
  */
 import { randomBytes } from "node:crypto";
-import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import * as https from "node:https";
 import type { Socket } from "node:net";
 import { join } from "node:path";
 import type { ControlPlane } from "./control-plane.ts";
+import {
+  corruptLine,
+  type FaultProxyStats,
+  type FaultRules,
+  STATUS_REASONS,
+  statusBody,
+  validateRules,
+} from "./fault-rules.ts";
 import { issueCertificate } from "./pki.ts";
-
-export interface FaultRules {
-  /** Added before forwarding each request (ms). Watches included. */
-  latencyMs?: number;
-  /** Fraction 0..1 of NON-watch requests answered by the proxy itself with `errorStatus` (a proper Kubernetes Status JSON body). */
-  errorRate?: number;
-  /** The status of injected errors. Default 503. */
-  errorStatus?: 409 | 429 | 500 | 503;
-  /** With 429 (and 503): the Retry-After header (seconds), also put in Status.details.retryAfterSeconds. No header when omitted. */
-  retryAfterSeconds?: number;
-  /** New TCP connections are closed at once (connection refused-like: destroy the socket immediately). */
-  refuse?: boolean;
-  /**
-   * Silent hang: accept connections/requests and never answer nor close (for new
-   * requests); existing streams stop receiving bytes but stay open. When the stall is
-   * lifted, held requests are forwarded and held bytes delivered (a healed partition),
-   * unless their client gave up meanwhile.
-   */
-  stall?: boolean;
-  /** Inject one bad line into each NEW watch stream right after it opens: "invalid-json" → a line that is not JSON; "wrong-kind" → an ADDED event whose object has kind "Pod" and a metadata.name. */
-  corruptWatch?: "invalid-json" | "wrong-kind";
-  /**
-   * Each NEW watch stream, once its headers are out, becomes one line that never ends:
-   * bytes without a newline, written as fast as the client reads them (back-pressure
-   * honoured, so the proxy itself holds little), until the client goes away. The
-   * upstream watch is dropped.
-   */
-  endlessWatchLine?: boolean;
-  /** Only requests for which this returns true are subject to errorRate/latency (default: all). `path` excludes the query. */
-  match?: (method: string, path: string) => boolean;
-}
+import { endToEnd, isWatch } from "./proxy-http.ts";
 
 export interface FaultProxyOptions {
   /** `https://127.0.0.1:<port>[/prefix]` of the API server. */
@@ -67,30 +47,6 @@ export interface FaultProxyOptions {
   readonly serving: { readonly certPem: string; readonly keyPem: string };
   /** Source of randomness in [0, 1) for `errorRate`. Default `Math.random`. */
   readonly random?: () => number;
-}
-
-export interface FaultProxyStats {
-  /** HTTP requests received (watches included). */
-  readonly requests: number;
-  /** Watch requests received. */
-  readonly watches: number;
-  readonly injectedErrors: number;
-  /** Watch exchanges destroyed by `cutWatches()`. */
-  readonly watchesCut: number;
-  /** TCP connections destroyed at once because of `refuse`. */
-  readonly refused: number;
-  /** Client connections open now. */
-  readonly openConnections: number;
-  /**
-   * Requests received and not finished now: held by a stall, in flight upstream, or being
-   * answered. 0 once every request held by a stall was forwarded and answered, or dropped
-   * because its client gave up.
-   */
-  readonly openRequests: number;
-  /** Bytes written into endless watch lines (`endlessWatchLine`). */
-  readonly endlessLineBytes: number;
-  /** Endless watch lines the client ended (closed its side). */
-  readonly endlessLinesEnded: number;
 }
 
 /** One client request and what it became upstream. */
@@ -105,72 +61,6 @@ interface Exchange {
   timer: NodeJS.Timeout | undefined;
   waiter: (() => void) | undefined;
   closed: boolean;
-}
-
-/** Headers that describe one hop, never forwarded (RFC 9110 §7.6.1). */
-const HOP_BY_HOP: ReadonlySet<string> = new Set([
-  "connection",
-  "keep-alive",
-  "proxy-connection",
-  "proxy-authenticate",
-  "proxy-authorization",
-  "te",
-  "trailer",
-  "transfer-encoding",
-  "upgrade",
-]);
-
-const STATUS_REASONS: Readonly<Record<number, string>> = {
-  409: "Conflict",
-  429: "TooManyRequests",
-  500: "InternalError",
-  503: "ServiceUnavailable",
-};
-
-function endToEnd(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
-  const out: OutgoingHttpHeaders = {};
-  const named = new Set(
-    (typeof headers.connection === "string" ? headers.connection : "")
-      .split(",")
-      .map((h) => h.trim().toLowerCase())
-      .filter((h) => h !== ""),
-  );
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || HOP_BY_HOP.has(name) || named.has(name)) continue;
-    out[name] = value;
-  }
-  return out;
-}
-
-function isWatch(url: URL): boolean {
-  const watch = url.searchParams.get("watch");
-  return watch === "true" || watch === "1" || /\/watch\//.test(url.pathname);
-}
-
-function statusBody(code: number, reason: string, message: string, retryAfterSeconds?: number): string {
-  return JSON.stringify({
-    kind: "Status",
-    apiVersion: "v1",
-    metadata: {},
-    status: "Failure",
-    message,
-    reason,
-    ...(retryAfterSeconds !== undefined ? { details: { retryAfterSeconds } } : {}),
-    code,
-  });
-}
-
-function validateRules(rules: FaultRules): void {
-  const { latencyMs, errorRate, retryAfterSeconds } = rules;
-  if (latencyMs !== undefined && !(Number.isFinite(latencyMs) && latencyMs >= 0)) {
-    throw new Error(`fault rule latencyMs must be a number >= 0, got ${latencyMs}`);
-  }
-  if (errorRate !== undefined && !(errorRate >= 0 && errorRate <= 1)) {
-    throw new Error(`fault rule errorRate must be within 0..1, got ${errorRate}`);
-  }
-  if (retryAfterSeconds !== undefined && !(Number.isInteger(retryAfterSeconds) && retryAfterSeconds >= 0)) {
-    throw new Error(`fault rule retryAfterSeconds must be an integer >= 0, got ${retryAfterSeconds}`);
-  }
 }
 
 export class FaultProxy {
@@ -489,21 +379,6 @@ export class FaultProxy {
     exchange.res.destroy();
     exchange.req.socket.destroy();
   }
-}
-
-function corruptLine(kind: "invalid-json" | "wrong-kind", path: string): string {
-  if (kind === "invalid-json") return "this is not JSON {\n";
-  const namespace = /\/namespaces\/([^/]+)\//.exec(path)?.[1] ?? "default";
-  const pod = {
-    type: "ADDED",
-    object: {
-      kind: "Pod",
-      apiVersion: "v1",
-      // No resourceVersion: a watcher must not resume a watch from an invented one.
-      metadata: { name: "fault-proxy-wrong-kind", namespace },
-    },
-  };
-  return `${JSON.stringify(pod)}\n`;
 }
 
 /**

@@ -5,7 +5,8 @@
  * fault, `diff` asks the oracles, `stopAll` tears it down.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import type { FaultProxy, FaultRules } from "../../sandbox/fault-proxy.ts";
+import type { FaultProxy } from "../../sandbox/fault-proxy.ts";
+import type { FaultRules } from "../../sandbox/fault-rules.ts";
 import type { Fleet } from "../helpers/fleet.ts";
 import { type ChaosControllers, type ControllerStep, isControllerStep } from "./controller.ts";
 import { type Diff, diffWorld, type Registration } from "./observe.ts";
