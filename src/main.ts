@@ -1,4 +1,4 @@
-#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --no-node-snapshot --optimize-for-size --no-maglev
+#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --no-node-snapshot --optimize-for-size --no-maglev --invocation-count-for-turbofan=15000
 /** CLI entry (also kubectl's plugin, cli/program.ts): picks a command and runs it; every command returns an exit code. */
 // First, and alone among static imports: signals are recorded from here on, while
 // the commands' heavy modules load (see cli/signals.ts).

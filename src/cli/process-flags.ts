@@ -31,11 +31,21 @@
  * `--no-maglev`): packed 1 000 clusters on 8 threads −10 to −16 MB of RSS (V8's pages and the
  * binary's resident code), CPU-seconds to idle the same or lower. A process started
  * without it works the same with more memory.
+ *
+ * `--invocation-count-for-turbofan=15000`: a function is optimised by TurboFan after
+ * 15 000 calls instead of 3 000, the delay V8 itself uses in its efficiency mode (work
+ * with no latency requirement). A restart or a cold start is a burst of code that runs a
+ * few thousand times and then rests; TurboFan compiled much of it on V8's helper threads
+ * for nothing. Code that stays hot (the writer's path in a long convergence, a watch's
+ * decoding under churn) is optimised a little later. Measured (bench/HISTORY.md,
+ * TurboFan's threshold): a 50 × 50 restart −0.2 to −0.3 CPU-s (V8's helper threads
+ * 0.55 → 0.30 CPU-s), 40 000 no better. A process started without it works the same.
  */
 export const PROCESS_NODE_FLAGS: readonly string[] = Object.freeze([
   "--no-node-snapshot",
   "--optimize-for-size",
   "--no-maglev",
+  "--invocation-count-for-turbofan=15000",
 ]);
 
 /**
