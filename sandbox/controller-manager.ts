@@ -19,10 +19,9 @@
  *   authentication or authorization kubeconfig is given (its log warns so): /healthz is
  *   always allowed, and nothing else on that port is used.
  */
-import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { freePort, httpsStatus } from "./api-server.ts";
-import { renderKubeconfig } from "./kubeconfig.ts";
+import { writeClientKubeconfig } from "./kubeconfig.ts";
 import type { CertificateFiles } from "./pki.ts";
 import { ManagedProcess, waitReady } from "./process.ts";
 
@@ -95,16 +94,12 @@ export class ControllerManager {
     readonly serving: CertificateFiles;
     readonly caPem: string;
   }): Promise<ControllerManager> {
-    const kubeconfigPath = join(o.dir, `${o.cluster}-controller-manager.kubeconfig`);
-    const auth = { clientCertPem: o.client.certPem, clientKeyPem: o.client.keyPem };
-    const kubeconfig = renderKubeconfig({
-      cluster: o.cluster,
-      server: o.server,
-      caPem: o.caPem,
-      user: CONTROLLER_MANAGER_USER,
-      auth,
-    });
-    await writeFile(kubeconfigPath, kubeconfig, { mode: 0o600 });
+    const kubeconfigPath = await writeClientKubeconfig(
+      join(o.dir, `${o.cluster}-controller-manager.kubeconfig`),
+      { name: o.cluster, server: o.server, caPem: o.caPem },
+      CONTROLLER_MANAGER_USER,
+      o.client,
+    );
     return new ControllerManager({
       cluster: o.cluster,
       binary: o.binary,
