@@ -31,7 +31,9 @@
  * `--write-qps 100`: the quiet clusters alone need 49 writes/s, all but one of the
  * default 50, so at the default any scheduler keeps them waiting for tokens once a
  * neighbour takes the last one; at twice their load the fair bucket (core/fair-bucket.ts)
- * gives each busy cluster its turn and keeps the local API server's load bounded.
+ * gives each busy cluster its turn and keeps the local API server's load bounded, and
+ * the default busy share (`--busy-write-percent 25`) holds the noisy cluster to a
+ * quarter of the rate (25 writes/s) while the quiet ones write.
  * `--endpoints-api endpointslices` (the default) only: a touch rewrites the mirror
  * Service alone.
  */

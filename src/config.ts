@@ -42,6 +42,8 @@ export interface Config extends GatewayConfig, LimitsConfig, LeaderConfig, LinkC
   readonly writeConcurrency: number;
   readonly writeQps: number;
   readonly writeBurst: number;
+  /** Percent of the write rate that busy clusters take together while quiet ones write (core/fair-bucket.ts). */
+  readonly busyWritePercent: number;
   readonly logLevel: string;
   /** Append log lines to this file instead of stdout (every thread). */
   readonly logFile: string | undefined;
@@ -141,6 +143,11 @@ export const runFlags = {
   },
   "write-qps": { type: "string", default: "50", description: "client-side write rate limit (0: none)" },
   "write-burst": { type: "string", default: "100", description: "write burst above the rate limit" },
+  "busy-write-percent": {
+    type: "string",
+    default: "25",
+    description: "share of --write-qps that clusters with a backlog take while quiet ones write (100: no cap)",
+  },
   "log-level": { type: "string", default: "info", description: LOG_LEVELS.join("|") },
   "log-file": { type: "string", description: "append logs to this file instead of stdout" },
   "max-concurrent-starts": { type: "string", default: "4", description: "actor threads starting at the same time" },
@@ -324,6 +331,7 @@ export function parseRunConfig(argv: readonly string[], env: NodeJS.ProcessEnv =
     writeConcurrency: parseNumericFlag("write-concurrency", str("write-concurrency")),
     writeQps: parseNumericFlag("write-qps", str("write-qps")),
     writeBurst: parseNumericFlag("write-burst", str("write-burst")),
+    busyWritePercent: parseNumericFlag("busy-write-percent", str("busy-write-percent")),
     logLevel,
     logFile: typeof values["log-file"] === "string" ? values["log-file"] : undefined,
     maxConcurrentStarts: parseNumericFlag("max-concurrent-starts", str("max-concurrent-starts")),

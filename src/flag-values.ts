@@ -45,6 +45,7 @@ export const numericFlags = {
   "write-concurrency": { kind: "integer", min: 1, max: 256 },
   "write-qps": { kind: "decimal", min: 0, max: 100_000, note: "no limit" },
   "write-burst": { kind: "integer", min: 1, max: 100_000 },
+  "busy-write-percent": { kind: "integer", min: 1, max: 100 },
   "max-concurrent-starts": { kind: "integer", min: 1, max: 256 },
   "actor-max-old-space-mb": { kind: "integer", min: 16, max: 65_536 },
   "max-threads": { kind: "integer", min: 0, max: 1_024, note: "one per cluster" },

@@ -85,6 +85,15 @@ export function registerWriterMetrics(b: MetricBuilders): void {
       for (const [direction, n] of Object.entries(source.counters()?.writer.tierSwitches ?? {})) set({ direction }, n);
     },
   );
+  b.labelled(
+    "counter",
+    "fleet_mirror_writes_held_total",
+    "Writes of a cluster that waited for the busy share (--busy-write-percent) while quieter clusters wrote.",
+    ["cluster"],
+    (set) => {
+      for (const [cluster, n] of Object.entries(source.counters()?.writer.heldWrites ?? {})) set({ cluster }, n);
+    },
+  );
   b.scalar(
     "counter",
     "fleet_mirror_write_retries_total",

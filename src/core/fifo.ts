@@ -63,6 +63,11 @@ export class LanedFifo<T> {
     return this.#lanes.size;
   }
 
+  /** Whether `lane` holds items. */
+  has(lane: string): boolean {
+    return this.#lanes.has(lane);
+  }
+
   push(lane: string, item: T): void {
     let fifo = this.#lanes.get(lane);
     if (!fifo) {
@@ -76,19 +81,35 @@ export class LanedFifo<T> {
 
   /** The next item of the lane whose turn it is; undefined when every lane is empty. */
   shift(): T | undefined {
-    const lane = this.#turns.shift();
+    return this.next()?.item;
+  }
+
+  /**
+   * The next item and its lane, the lane whose turn it is; undefined when every lane is
+   * empty. With `allow`, lanes it refuses are passed over (each goes behind the lanes
+   * served before it, keeping its items): undefined when it refuses every lane holding
+   * items. Each lane is asked at most once per call.
+   */
+  next(allow?: (lane: string) => boolean): { readonly item: T; readonly lane: string } | undefined {
+    let lane = this.#turns.shift();
+    if (allow !== undefined) {
+      for (let asked = 1; lane !== undefined && !allow(lane); asked++) {
+        this.#turns.push(lane);
+        lane = asked < this.#turns.length ? this.#turns.shift() : undefined;
+      }
+    }
     if (lane === undefined) return undefined;
     const fifo = this.#lanes.get(lane);
     const item = fifo?.shift();
     if (fifo === undefined || item === undefined) {
       // Unreachable by the invariants; forget the lane rather than loop on it.
       this.#lanes.delete(lane);
-      return this.shift();
+      return this.next(allow);
     }
     this.#length--;
     if (fifo.length > 0) this.#turns.push(lane);
     else this.#lanes.delete(lane);
-    return item;
+    return { item, lane };
   }
 
   clear(): void {

@@ -28,6 +28,16 @@ export interface WorkQueueOptions<K extends PropertyKey = string> {
    * busy lane. Default: one lane (first in, first out).
    */
   readonly lane?: (key: K) => string;
+  /**
+   * Whether a key of `lane` may be handed out now, with `inFlight` of the lane's keys
+   * already handed out and not done (the local writer: a busy cluster holds at most half
+   * the workers while quiet ones write, so a worker is free for a quiet cluster's key
+   * instead of every one waiting for a busy cluster's write token). Asked only for a lane
+   * with keys in flight (a lane with none is never held back, so every lane refused has
+   * a `done` to come, and each `done` asks again); a refused lane keeps its keys and is
+   * passed over for the next lane in turn. Default: every lane, always.
+   */
+  readonly mayStart?: (lane: string, inFlight: number) => boolean;
 }
 
 /**
@@ -52,7 +62,11 @@ export class WorkQueue<K extends PropertyKey = string> {
   readonly #queue = new LanedFifo<K>();
   /** Keys that need processing: waiting in `#queue`, or in `#processing` and to be re-queued. */
   readonly #dirty = new Set<K>();
-  readonly #processing = new Set<K>();
+  /** Keys handed out and not done, with the lane each was handed out in. */
+  readonly #processing = new Map<K, string>();
+  /** Keys in flight by lane (lanes with none are forgotten). */
+  readonly #inFlight = new Map<string, number>();
+  readonly #allow: ((lane: string) => boolean) | undefined;
   readonly #getters: ((key: K | undefined) => void)[] = [];
 
   /** Earliest due time of each delayed key; heap entries that disagree with it are stale. */
@@ -68,6 +82,13 @@ export class WorkQueue<K extends PropertyKey = string> {
   constructor(options: WorkQueueOptions<K> = {}) {
     this.#clock = options.clock ?? systemClock;
     this.#laneOf = options.lane ?? (() => "");
+    const mayStart = options.mayStart;
+    this.#allow =
+      mayStart &&
+      ((lane) => {
+        const inFlight = this.#inFlight.get(lane) ?? 0;
+        return inFlight === 0 || mayStart(lane, inFlight);
+      });
     this.#backoff = new ItemBackoff<K>(options.itemBackoff ?? WRITER_BACKOFF, options.random ?? Math.random);
     this.#bucket = options.bucket ? new TokenBucket(options.bucket.qps, options.bucket.burst, this.#clock) : undefined;
   }
@@ -157,18 +178,24 @@ export class WorkQueue<K extends PropertyKey = string> {
    */
   get(): Promise<K | undefined> {
     if (this.#shuttingDown) return Promise.resolve(undefined);
-    const key = this.#queue.shift();
-    if (key !== undefined) return Promise.resolve(this.#handOut(key));
+    const next = this.#queue.next(this.#allow);
+    if (next !== undefined) return Promise.resolve(this.#handOut(next));
     return new Promise((resolve) => this.#getters.push(resolve));
   }
 
   /** Ends processing of the key; if it was added meanwhile it is queued again. A no-op for a key not in flight. */
   done(key: K): void {
-    if (!this.#processing.delete(key)) return;
+    const lane = this.#processing.get(key);
+    if (lane === undefined) return;
+    this.#processing.delete(key);
+    const inFlight = (this.#inFlight.get(lane) ?? 1) - 1;
+    if (inFlight > 0) this.#inFlight.set(lane, inFlight);
+    else this.#inFlight.delete(lane);
     this.#completed += 1;
-    if (this.#shuttingDown || !this.#dirty.has(key)) return;
-    this.#queue.push(this.#laneOf(key), key);
-    this.#dispatch();
+    if (this.#shuttingDown) return;
+    if (this.#dirty.has(key)) this.#queue.push(this.#laneOf(key), key);
+    // A lane held back by `mayStart` may start a key now.
+    if (this.#dirty.has(key) || this.#allow !== undefined) this.#dispatch();
   }
 
   /**
@@ -188,18 +215,18 @@ export class WorkQueue<K extends PropertyKey = string> {
     for (const resolve of this.#getters.splice(0)) resolve(undefined);
   }
 
-  #handOut(key: K): K {
+  #handOut({ item: key, lane }: { readonly item: K; readonly lane: string }): K {
     this.#dirty.delete(key);
-    this.#processing.add(key);
+    this.#processing.set(key, lane);
+    this.#inFlight.set(lane, (this.#inFlight.get(lane) ?? 0) + 1);
     return key;
   }
 
   #dispatch(): void {
     while (this.#getters.length > 0 && this.#queue.length > 0) {
-      const resolve = this.#getters.shift();
-      const key = this.#queue.shift();
-      if (resolve === undefined || key === undefined) return;
-      resolve(this.#handOut(key));
+      const next = this.#queue.next(this.#allow);
+      if (next === undefined) return;
+      this.#getters.shift()?.(this.#handOut(next));
     }
   }
 

@@ -97,6 +97,8 @@ export const WriterOptionsSchema = v.object({
   /** Client-side write rate limit; qps <= 0 disables it. */
   qps: finite,
   burst: count,
+  /** Percent of the rate that busy clusters take together while quiet ones write (1–100; 100: no cap). */
+  busyWritePercent: v.exactOptional(v.pipe(count, v.minValue(1, "must be >= 1"), v.maxValue(100, "must be <= 100"))),
   resyncPeriodMs: nonNegative,
   /** Re-check period of mirrors blocked by a conflict or a missing namespace. */
   blockedRecheckMs: nonNegative,

@@ -165,6 +165,8 @@ export const WriterClusterStatusSchema = v.object({
   mirrors: count,
   blocked: v.array(v.object({ key: v.string(), reason: v.string(), message: v.string() })),
   complete: v.boolean(),
+  /** Writes that waited for the busy share (`--busy-write-percent`) since the writer started; absent: none. */
+  heldWrites: v.exactOptional(count),
 });
 export type WriterClusterStatus = DeepReadonly<v.InferOutput<typeof WriterClusterStatusSchema>>;
 

@@ -139,6 +139,8 @@ export interface WriterCounters {
   readonly writeDuration: LatencyHistogram;
   /** `Warning` headers from the local API server. */
   readonly apiWarnings: number;
+  /** Writes held by the busy share, by cluster (`WriterClusterStatus.heldWrites`). */
+  readonly heldWrites: Counts;
 }
 
 export const EMPTY_WRITER_COUNTERS: WriterCounters = Object.freeze({
@@ -147,6 +149,7 @@ export const EMPTY_WRITER_COUNTERS: WriterCounters = Object.freeze({
   tierSwitches: Object.freeze({}),
   writeDuration: EMPTY_HISTOGRAM,
   apiWarnings: 0,
+  heldWrites: Object.freeze({}),
 });
 
 export function writerCountersOf(status: WriterStatus): WriterCounters {
@@ -156,6 +159,11 @@ export function writerCountersOf(status: WriterStatus): WriterCounters {
     tierSwitches: status.tierSwitches ?? {},
     writeDuration: status.writeDuration,
     apiWarnings: status.apiWarnings ?? 0,
+    heldWrites: Object.fromEntries(
+      Object.entries(status.clusters).flatMap(([cluster, c]) =>
+        c.heldWrites === undefined ? [] : [[cluster, c.heldWrites] as const],
+      ),
+    ),
   };
 }
 
@@ -166,5 +174,6 @@ export function addWriterCounters(a: WriterCounters, b: WriterCounters): WriterC
     tierSwitches: addCounts(a.tierSwitches, b.tierSwitches),
     writeDuration: addHistograms(a.writeDuration, b.writeDuration),
     apiWarnings: a.apiWarnings + b.apiWarnings,
+    heldWrites: addCounts(a.heldWrites, b.heldWrites),
   };
 }

@@ -218,6 +218,7 @@ export class WriterRunner {
         concurrency: config.writeConcurrency,
         qps: config.writeQps,
         burst: config.writeBurst,
+        busyWritePercent: config.busyWritePercent,
         resyncPeriodMs: config.resyncPeriodMs,
         blockedRecheckMs: config.blockedRecheckMs,
         endpointsApi: config.endpointsApi,

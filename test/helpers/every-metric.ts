@@ -143,6 +143,7 @@ const counters: FleetCounters = {
     tierSwitches: { failover: 2, failback: 1 },
     writeDuration: latency(6),
     apiWarnings: 1,
+    heldWrites: { east: 12 },
   },
 };
 

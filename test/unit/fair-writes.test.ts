@@ -144,6 +144,47 @@ describe("WorkQueue with lanes", () => {
   });
 });
 
+describe("WorkQueue with mayStart", () => {
+  it("holds back a lane that mayStart refuses, hands its keys out again at its next done, and never holds back a lane with nothing in flight", async () => {
+    const asked: [string, number][] = [];
+    const queue = new WorkQueue({
+      clock: new ManualClock(),
+      lane: laneOfKey,
+      mayStart: (lane, inFlight) => {
+        asked.push([lane, inFlight]);
+        return lane !== "busy" || inFlight < 2;
+      },
+    });
+    for (let i = 0; i < 5; i++) queue.add(`busy/${i}`);
+    assert.equal(await queue.get(), "busy/0");
+    assert.equal(await queue.get(), "busy/1");
+    assert.deepEqual(asked, [["busy", 1]], "a lane with nothing in flight is not asked");
+    let third: string | undefined;
+    void queue.get().then((key) => {
+      third = key;
+    });
+    await settle();
+    assert.equal(third, undefined, "the busy lane holds two workers: the third waits");
+    queue.add("quiet/x");
+    await settle();
+    assert.equal(third, "quiet/x", "the waiting worker took the quiet lane's key");
+    let fourth: string | undefined;
+    void queue.get().then((key) => {
+      fourth = key;
+    });
+    await settle();
+    assert.equal(fourth, undefined);
+    queue.done("quiet/x");
+    await settle();
+    assert.equal(fourth, undefined, "a done of another lane frees nothing for the busy lane");
+    queue.done("busy/0");
+    await settle();
+    assert.equal(fourth, "busy/2", "the busy lane's done gave its next key the free worker");
+    assert.equal(queue.len, 2);
+    assert.equal(queue.processing, 2);
+  });
+});
+
 describe("FairTokenBucket", () => {
   it("keeps the last half of the burst for light lanes: a busy lane waits, a quiet lane's token comes at once", async () => {
     const clock = new ManualClock();
@@ -160,19 +201,22 @@ describe("FairTokenBucket", () => {
     assert.equal(bucket.isHeavy("quiet-0"), false);
   });
 
-  it("gives a heavy lane alone the whole rate, above the reserve", async () => {
-    const clock = new ManualClock();
-    const bucket = new FairTokenBucket(100, 100, clock);
-    let served = 0;
-    for (let i = 0; i < 1_000; i++) void bucket.take("converging").then(() => served++);
-    await settle();
-    assert.equal(served, 50);
-    for (let t = 0; t < 100; t++) {
-      clock.advance(10);
+  for (const busyPercent of [100, 25])
+    it(`gives a heavy lane alone the whole rate, above the reserve (busy share ${busyPercent} %)`, async () => {
+      const clock = new ManualClock();
+      const bucket = new FairTokenBucket(100, 100, clock, busyPercent);
+      let served = 0;
+      for (let i = 0; i < 1_000; i++) void bucket.take("converging").then(() => served++);
       await settle();
-    }
-    assert.ok(served >= 149 && served <= 151, `100 tokens a second after the first 50 (got ${served})`);
-  });
+      assert.equal(served, 50);
+      // Its own first tokens, taken while it was still light, must not cap it.
+      assert.equal(bucket.capped, false);
+      for (let t = 0; t < 100; t++) {
+        clock.advance(10);
+        await settle();
+      }
+      assert.ok(served >= 149 && served <= 151, `100 tokens a second after the first 50 (got ${served})`);
+    });
 
   it("delays a heavy lane's caller behind light lanes that take every token, never past HEAVY_MAX_WAIT_MS", async () => {
     const clock = new ManualClock();
@@ -267,6 +311,77 @@ describe("FairTokenBucket", () => {
     clock.advance(100);
     await settle();
     assert.deepEqual(log, ["a0", "a1", "b0"]);
+  });
+
+  it("holds busy lanes to the busy share while light lanes write, and lifts it within two seconds of their last write", async () => {
+    const clock = new ManualClock();
+    const bucket = new FairTokenBucket(100, 100, clock, 25); // reserve 50; busy share 25 a second
+    let noisy = 0;
+    for (let i = 0; i < 5_000; i++) void bucket.take("noisy").then(() => noisy++);
+    await settle();
+    assert.equal(noisy, 50, "alone, the busy lane took the burst down to the reserve");
+    let quiet = 0;
+    const noisyBefore = noisy;
+    // Ten quiet clusters write once a second each, for ten seconds.
+    for (let ms = 0; ms < 10_000; ms += 100) {
+      void bucket.take(`quiet-${(ms / 100) % 10}`).then(() => quiet++);
+      clock.advance(100);
+      await settle();
+    }
+    assert.equal(quiet, 100, "every quiet write went out");
+    const capped = noisy - noisyBefore;
+    assert.ok(
+      capped >= 240 && capped <= 262,
+      `about 25 tokens a second while quiet lanes wrote (got ${capped} in 10 s)`,
+    );
+    assert.equal(bucket.capped, true);
+    assert.ok((bucket.held.get("noisy") ?? 0) >= capped, "every caller of the busy lane served meanwhile was held");
+    assert.deepEqual([...bucket.held.keys()], ["noisy"], "no quiet lane was held");
+    // No light lane writes any more: within two windows the busy lane has the whole rate.
+    for (let ms = 0; ms < 2_000; ms += 100) {
+      clock.advance(100);
+      await settle();
+    }
+    assert.equal(bucket.capped, false);
+    const lifted = noisy;
+    clock.advance(1_000);
+    await settle();
+    for (let ms = 0; ms < 1_000; ms += 10) {
+      clock.advance(10);
+      await settle();
+    }
+    assert.ok(noisy - lifted >= 190, `the whole rate again (got ${noisy - lifted} in 2 s)`);
+  });
+
+  it("lets a busy lane's exempt callers (writes that move traffic) pass the busy share, never the reserve", async () => {
+    const clock = new ManualClock();
+    const bucket = new FairTokenBucket(100, 100, clock, 25);
+    let held = 0;
+    for (let i = 0; i < 2_000; i++) void bucket.take("busy").then(() => held++);
+    await settle();
+    assert.equal(held, 50, "the burst down to the reserve");
+    let exempt = 0;
+    for (let i = 0; i < 2_000; i++) void bucket.take("busy", true).then(() => exempt++);
+    let quiet = 0;
+    for (let ms = 0; ms < 5_000; ms += 100) {
+      void bucket.take(`quiet-${(ms / 100) % 10}`).then(() => quiet++);
+      clock.advance(100);
+      await settle();
+    }
+    assert.equal(bucket.capped, true, "quiet lanes wrote: the busy share caps");
+    assert.equal(quiet, 50, "every quiet write went out");
+    // 100 tokens a second, the quiet lanes' 10 first: the exempt callers take the rest,
+    // where the busy share would allow 25 a second.
+    assert.ok(
+      exempt >= 400 && exempt <= 460,
+      `exempt callers took the rate the quiet lanes left (got ${exempt} in 5 s)`,
+    );
+    assert.ok(held - 50 <= 10, `callers held by the share waited behind the exempt ones (got ${held - 50})`);
+  });
+
+  it("refuses a busy share outside 1–100 percent", () => {
+    for (const bad of [0, 101, 2.5, Number.NaN])
+      assert.throws(() => new FairTokenBucket(10, 1, new ManualClock(), bad), RangeError, String(bad));
   });
 
   it("is unlimited at qps 0", async () => {

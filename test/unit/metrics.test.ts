@@ -111,6 +111,7 @@ describe("counters across restarts", () => {
       tierSwitches: { failover: 1 },
       writeDuration: histogram(2),
       apiWarnings: 2,
+      heldWrites: { east: 3 },
     };
     const b = {
       writes: { "create/Service/ok": 1, "update/Endpoints/409": 1 },
@@ -118,12 +119,14 @@ describe("counters across restarts", () => {
       tierSwitches: { failover: 1, failback: 1 },
       writeDuration: histogram(1),
       apiWarnings: 1,
+      heldWrites: { east: 1, west: 2 },
     };
     const sum = addWriterCounters(addWriterCounters(EMPTY_WRITER_COUNTERS, a), b);
     assert.deepEqual(sum.writes, { "create/Service/ok": 3, "update/Endpoints/409": 1 });
     assert.equal(sum.retries, 1);
     assert.deepEqual(sum.tierSwitches, { failover: 2, failback: 1 });
     assert.equal(sum.apiWarnings, 3);
+    assert.deepEqual(sum.heldWrites, { east: 4, west: 2 }, "held writes add up by cluster across writer restarts");
     assert.deepEqual(sum.writeDuration, histogram(3));
   });
 });

@@ -83,6 +83,7 @@ export class LocalWriterActor {
   readonly #cache: MutationCache;
   readonly #events: EventRecorder;
   readonly #executor: WritePath["executor"];
+  readonly #bucket: WritePath["bucket"];
   /** `run --dry-run`: the executor that plans instead of writing (also `#executor`). */
   readonly #dryRun: WritePath["dryRun"];
   readonly #reconciler: MirrorReconciler;
@@ -116,7 +117,10 @@ export class LocalWriterActor {
     });
     // Clusters take turns in the queue and at the rate limit: a churning one cannot starve the others.
     const lane = (key: string) => writeLane(key, this.#desired, this.#stores);
-    this.#queue = new WorkQueue<string>({ itemBackoff: { initialMs: 100, maxMs: 5 * 60_000 }, clock, lane });
+    // A busy cluster's keys hold at most half the workers while quiet ones write (FairTokenBucket.mayStart).
+    const mayStart = (cluster: string, inFlight: number): boolean =>
+      this.#bucket?.mayStart(cluster, inFlight, options.concurrency) ?? true;
+    this.#queue = new WorkQueue<string>({ itemBackoff: { initialMs: 100, maxMs: 5 * 60_000 }, clock, lane, mayStart });
     this.#fence = new WriteFence(options.fenced === true, clock, this.#log, options.shards ?? 1);
     this.#cache = new MutationCache(clock);
     // Said once here; each member it concerns is reported by the reconciler (status, Event).
@@ -144,6 +148,7 @@ export class LocalWriterActor {
       lane,
     });
     this.#executor = path.executor;
+    this.#bucket = path.bucket;
     this.#dryRun = path.dryRun;
     this.#reconciler = new MirrorReconciler({
       desired: this.#desired,
@@ -335,6 +340,7 @@ export class LocalWriterActor {
       queueDepth: this.#queue.len,
       desired: this.#desired.clusterSummary(),
       blocked: this.#reconciler.blockedByCluster(),
+      ...(this.#bucket ? { held: this.#bucket.held } : {}),
       federated: this.#reconciler.federatedStatus(),
       imports: this.#reconciler.importStatus(),
       mcs: this.#stores.serviceImports.availability,

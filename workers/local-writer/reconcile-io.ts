@@ -113,6 +113,8 @@ export async function applyActions(
 ): Promise<ReconcileResult | undefined> {
   // A throw is this write's failure (a retry, as runWorkers makes of one), never a stage
   // left with writes in flight.
+  // A plan that rewrites a mirror's addresses moves traffic: none of its writes waits for the busy share.
+  const steers = actions.some((a) => a.kind === "EndpointSlice" || a.kind === "Endpoints");
   const apply = async (action: WriteAction): Promise<ReconcileResult | undefined> => {
     const target =
       action.kind === "Namespace"
@@ -120,7 +122,7 @@ export async function applyActions(
         : observed.find((o) => o.kind === action.kind && o.object.metadata.name === action.name)?.object;
     try {
       const fence = typeof shard === "number" ? shard : shard(action);
-      return await deps.executor.apply(key, action, desired, target, fence);
+      return await deps.executor.apply(key, action, desired, target, fence, steers);
     } catch (error) {
       return { kind: "retry", error };
     }

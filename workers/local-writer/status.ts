@@ -52,6 +52,8 @@ export class WriterStats {
     queueDepth: number;
     desired: ReadonlyMap<string, { mirrors: number; complete: boolean }>;
     blocked: ReadonlyMap<string, WriterClusterStatus["blocked"]>;
+    /** Writes held by the busy share, by cluster (FairTokenBucket.held). */
+    held?: ReadonlyMap<string, number>;
     federated: readonly FederatedServiceStatus[];
     imports: readonly FederatedServiceStatus[];
     mcs: McsAvailability;
@@ -59,8 +61,14 @@ export class WriterStats {
     dryRun?: WriterStatus["dryRun"];
   }): WriterStatus {
     const clusters: Record<string, WriterClusterStatus> = {};
-    for (const [cluster, summary] of fields.desired)
-      clusters[cluster] = { ...summary, blocked: fields.blocked.get(cluster) ?? [] };
+    for (const [cluster, summary] of fields.desired) {
+      const heldWrites = fields.held?.get(cluster) ?? 0;
+      clusters[cluster] = {
+        ...summary,
+        blocked: fields.blocked.get(cluster) ?? [],
+        ...(heldWrites > 0 ? { heldWrites } : {}),
+      };
+    }
     const { state, message } = fields.mcs;
     return {
       ready: fields.ready,

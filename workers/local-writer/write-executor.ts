@@ -37,6 +37,7 @@ import type { EventRequest } from "../../src/protocol/messages.ts";
 import type { WriteFence } from "./fence.ts";
 import type { MutationCache } from "./mutation-cache.ts";
 import type { WriterStats } from "./status.ts";
+import { SHARED_LANE } from "./write-lanes.ts";
 
 export interface WriteExecutorDeps {
   readonly client: Pick<KubeClient, "request">;
@@ -155,12 +156,13 @@ export class WriteExecutor {
     desired: DesiredMirror | undefined,
     observed: KubeObject | undefined,
     shard = 0,
+    steers = false,
   ): Promise<WriteOutcome> {
     if (action.verb !== "create" || action.kind !== "Namespace")
-      return this.#write(key, action, desired, observed, shard);
+      return this.#write(key, action, desired, observed, shard, steers);
     const pending = this.#namespaceCreates.get(action.name);
     if (pending) return pending;
-    const created = this.#write(key, action, desired, observed, shard);
+    const created = this.#write(key, action, desired, observed, shard, steers);
     this.#namespaceCreates.set(action.name, created);
     const outcome = await created;
     if (outcome && this.#namespaceCreates.get(action.name) === created) this.#namespaceCreates.delete(action.name);
@@ -173,9 +175,13 @@ export class WriteExecutor {
     desired: DesiredMirror | undefined,
     observed: KubeObject | undefined,
     shard: number,
+    steers: boolean,
   ): Promise<WriteOutcome> {
     const { client, cache, stats, log } = this.#deps;
-    await this.#deps.bucket.take(this.#deps.lane?.(key) ?? "");
+    // The busy share (core/fair-bucket.ts) never holds back a plan that moves traffic,
+    // nor the objects all clusters share: a failover goes at the whole rate.
+    const lane = this.#deps.lane?.(key) ?? SHARED_LANE;
+    await this.#deps.bucket.take(lane, steers || lane === SHARED_LANE);
     // Checked after the rate-limit wait, right before sending: the wait may cross the fence.
     if (!this.#deps.fence.writableFor(shard)) return this.#deps.fence.held(`${action.verb} ${action.kind} ${key}`);
     stats.inFlight += 1;

@@ -18,6 +18,8 @@ export interface WritePath {
   readonly executor: Pick<WriteExecutor, "apply" | "namespaceSeen" | "whenDrained">;
   /** `run --dry-run`: the executor that plans instead of writing (also `executor`). */
   readonly dryRun: DryRunExecutor | undefined;
+  /** The write rate limit (none in a dry run): the work queue asks it whether a lane may start a key. */
+  readonly bucket: FairTokenBucket | undefined;
 }
 
 export function createWritePath(deps: {
@@ -36,16 +38,17 @@ export function createWritePath(deps: {
   const common = { client, log, block, blockedRecheckMs: options.blockedRecheckMs };
   if (options.dryRun) {
     const dryRun = new DryRunExecutor({ ...common, cache: deps.cache });
-    return { executor: dryRun, dryRun };
+    return { executor: dryRun, dryRun, bucket: undefined };
   }
+  const bucket = new FairTokenBucket(options.qps, options.burst, deps.clock, options.busyWritePercent);
   const executor = new WriteExecutor({
     ...common,
-    bucket: new FairTokenBucket(options.qps, options.burst, deps.clock),
+    bucket,
     lane: deps.lane,
     fence: deps.fence,
     cache: deps.cache,
     stats: deps.stats,
     requestTimeoutMs: client.requestTimeoutMs,
   });
-  return { executor, dryRun: undefined };
+  return { executor, dryRun: undefined, bucket };
 }
