@@ -91,7 +91,12 @@ export function registerWriterMetrics(b: MetricBuilders): void {
     "Writes of a cluster that waited for the busy share (--busy-write-percent) while quieter clusters wrote.",
     ["cluster"],
     (set) => {
-      for (const [cluster, n] of Object.entries(source.counters()?.writer.heldWrites ?? {})) set({ cluster }, n);
+      // Registered clusters only: a cluster that is gone has no series (its count stays in the sum).
+      const held = source.counters()?.writer.heldWrites ?? {};
+      for (const { cluster } of source.fleet()?.clusters ?? []) {
+        const n = held[cluster];
+        if (n !== undefined) set({ cluster }, n);
+      }
     },
   );
   b.scalar(

@@ -19,8 +19,8 @@ const WINDOW_MS = 1_000;
  *
  * Lanes are light or heavy. A lane is heavy while it took at least `heavyPerWindow`
  * tokens (a quarter of the rate's tokens per second, at least 2) in the current or the
- * previous second, or while callers of it wait among the heavy ones: a cluster
- * converging or churning. The bucket keeps a reserve of ⌊burst / 2⌋ tokens that only
+ * previous second, while callers of it wait among the heavy ones, or while the busy
+ * share held it in the current or the previous second: a cluster converging or churning. The bucket keeps a reserve of ⌊burst / 2⌋ tokens that only
  * light lanes may spend, so a quiet cluster's write goes out at once while a busy one
  * holds the rest of the rate, however long its backlog; a heavy lane alone still gets
  * the whole rate (it takes every token above the reserve as it falls due), and loses
@@ -74,6 +74,14 @@ export class FairTokenBucket {
    */
   #lightCurrent = new Set<string>();
   #lightPrevious = new Set<string>();
+  /**
+   * Lanes the busy share held in the current window and the one before: they stay heavy.
+   * A held lane takes fewer tokens than the heavy threshold when the share is below it
+   * (at the default 50 writes/s, 12.5 a second against 13); without this it would turn
+   * light between two of its writes and spend the quiet lanes' reserve.
+   */
+  #heldCurrent = new Set<string>();
+  #heldPrevious = new Set<string>();
   #windowStart: number;
   /** Since when heavy lanes have waited without a token (meaningful while some wait). */
   #heavyWaitingSince = 0;
@@ -111,7 +119,9 @@ export class FairTokenBucket {
       (this.#current.get(lane) ?? 0) >= this.#heavyPerWindow ||
       (this.#previous.get(lane) ?? 0) >= this.#heavyPerWindow ||
       this.#heavy.has(lane) ||
-      this.#heavyExempt.has(lane)
+      this.#heavyExempt.has(lane) ||
+      this.#heldCurrent.has(lane) ||
+      this.#heldPrevious.has(lane)
     );
   }
 
@@ -192,7 +202,10 @@ export class FairTokenBucket {
   #serveHeavy(queue: LanedFifo<() => void>): void {
     const next = queue.next();
     if (next === undefined) return;
-    if (queue === this.#heavy && this.capped) this.#held.set(next.lane, (this.#held.get(next.lane) ?? 0) + 1);
+    if (queue === this.#heavy && this.capped) {
+      this.#held.set(next.lane, (this.#held.get(next.lane) ?? 0) + 1);
+      this.#heldCurrent.add(next.lane);
+    }
     next.item();
     this.#heavyWaitingSince = this.#clock.now();
   }
@@ -214,8 +227,10 @@ export class FairTokenBucket {
     const adjacent = now - this.#windowStart < 2 * WINDOW_MS;
     this.#previous = adjacent ? this.#current : new Map();
     this.#lightPrevious = adjacent ? this.#lightCurrent : new Set();
+    this.#heldPrevious = adjacent ? this.#heldCurrent : new Set();
     this.#current = new Map();
     this.#lightCurrent = new Set();
+    this.#heldCurrent = new Set();
     this.#windowStart = now;
   }
 

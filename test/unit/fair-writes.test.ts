@@ -353,6 +353,36 @@ describe("FairTokenBucket", () => {
     assert.ok(noisy - lifted >= 190, `the whole rate again (got ${noisy - lifted} in 2 s)`);
   });
 
+  it("keeps a held lane heavy between its writes, where the share is below the heavy threshold", async () => {
+    const clock = new ManualClock();
+    const bucket = new FairTokenBucket(50, 10, clock, 25); // reserve 5; heavy from 13 a second; share 12.5 a second
+    let busy = 0;
+    let stop = false;
+    // One writer worker: the lane has no caller waiting between two of its writes.
+    const worker = async (): Promise<void> => {
+      while (!stop) {
+        await bucket.take("busy");
+        busy++;
+      }
+    };
+    void worker();
+    for (let ms = 0; ms < 1_000; ms += 20) {
+      clock.advance(20);
+      await settle();
+    }
+    assert.equal(bucket.isHeavy("busy"), true, "alone at the whole rate, it turned heavy");
+    const before = busy;
+    for (let ms = 0; ms < 10_000; ms += 20) {
+      if (ms % 200 === 0) void bucket.take(`quiet-${(ms / 200) % 5}`);
+      clock.advance(20);
+      await settle();
+    }
+    stop = true;
+    const got = busy - before;
+    assert.ok(got <= 135, `held to about 12.5 a second while five quiet lanes wrote (got ${got} in 10 s)`);
+    assert.equal(bucket.isHeavy("busy"), true);
+  });
+
   it("lets a busy lane's exempt callers (writes that move traffic) pass the busy share, never the reserve", async () => {
     const clock = new ManualClock();
     const bucket = new FairTokenBucket(100, 100, clock, 25);

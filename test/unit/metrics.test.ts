@@ -194,7 +194,8 @@ describe("the metrics registry", () => {
     };
     const counters: FleetCounters = {
       clusters: new Map(clusters.map((c) => [c, { ...EMPTY_CLUSTER_COUNTERS, lists: 1, restarts: 0, apiWarnings: 3 }])),
-      writer: { ...EMPTY_WRITER_COUNTERS, apiWarnings: 5 },
+      // The writer's sum keeps a held count of every cluster ever held, gone ones included.
+      writer: { ...EMPTY_WRITER_COUNTERS, apiWarnings: 5, heldWrites: { east: 4, west: 7 } },
     };
     return {
       fleet: () => (leading ? fleet : undefined),
@@ -217,10 +218,12 @@ describe("the metrics registry", () => {
     assert.match(first, /^fleet_mirror_cluster_lists_total\{cluster="west"\} 1$/m);
     assert.match(first, /^fleet_mirror_api_warnings_total\{api="local",cluster=""\} 5$/m);
     assert.match(first, /^fleet_mirror_api_warnings_total\{api="remote",cluster="west"\} 3$/m);
+    assert.match(first, /^fleet_mirror_writes_held_total\{cluster="west"\} 7$/m);
     current = source(["east"]);
     const second = await registry.metrics();
     assert.doesNotMatch(second, /cluster="west"/);
     assert.match(second, /^fleet_mirror_cluster_mirrored_services\{cluster="east"\} 2$/m);
+    assert.match(second, /^fleet_mirror_writes_held_total\{cluster="east"\} 4$/m);
     assert.match(second, /^fleet_mirror_thread_heap_used_bytes\{thread="main"\} 10$/m);
     assert.match(second, /^process_resident_memory_bytes \d+/m);
   });
