@@ -111,10 +111,10 @@ export async function applyActions(
   observed: readonly ObservedObject[],
   shard: number | ((action: WriteAction) => number),
 ): Promise<ReconcileResult | undefined> {
-  // A throw is this write's failure (a retry, as runWorkers makes of one), never a stage
-  // left with writes in flight.
   // A plan that rewrites a mirror's addresses moves traffic: none of its writes waits for the busy share.
   const steers = actions.some((a) => a.kind === "EndpointSlice" || a.kind === "Endpoints");
+  // A throw is this write's failure (a retry, as runWorkers makes of one), never a stage
+  // left with writes in flight.
   const apply = async (action: WriteAction): Promise<ReconcileResult | undefined> => {
     const target =
       action.kind === "Namespace"
