@@ -13,6 +13,28 @@ export const HEAVY_MAX_WAIT_MS = 1_000;
 /** The window over which a lane's tokens are counted to tell whether it is heavy. */
 const WINDOW_MS = 1_000;
 
+/** What one window of WINDOW_MS saw. */
+interface Window {
+  /** Tokens taken, by lane. */
+  readonly taken: Map<string, number>;
+  /**
+   * Lanes that took a token while light and have not turned heavy since (a cluster's
+   * first tokens, before it counts as heavy, must not cap it).
+   */
+  readonly light: Set<string>;
+  /**
+   * Lanes the busy share held: they stay heavy through this window and the next. A held
+   * lane takes fewer tokens than the heavy threshold when the share is below it (at the
+   * default 50 writes/s, 12.5 a second against 13); without this it would turn light
+   * between two of its writes and spend the quiet lanes' reserve.
+   */
+  readonly held: Set<string>;
+}
+
+function emptyWindow(): Window {
+  return { taken: new Map(), light: new Set(), held: new Set() };
+}
+
 /**
  * `qps` tokens per second, at most `burst` stored, the bucket starting full (TokenBucket's
  * rules; `qps <= 0`: unlimited).
@@ -64,24 +86,9 @@ export class FairTokenBucket {
   readonly #held = new Map<string, number>();
   /** Heavy lanes' callers that the busy share does not hold (`take`'s `exempt`). */
   readonly #heavyExempt = new LanedFifo<() => void>();
-  /** Tokens taken by lane in the current window and the one before. */
-  #current = new Map<string, number>();
-  #previous = new Map<string, number>();
-  /**
-   * Lanes that took a token while light in the current window and the one before, and
-   * have not turned heavy since (a cluster's first tokens, before it counts as heavy,
-   * must not cap it).
-   */
-  #lightCurrent = new Set<string>();
-  #lightPrevious = new Set<string>();
-  /**
-   * Lanes the busy share held in the current window and the one before: they stay heavy.
-   * A held lane takes fewer tokens than the heavy threshold when the share is below it
-   * (at the default 50 writes/s, 12.5 a second against 13); without this it would turn
-   * light between two of its writes and spend the quiet lanes' reserve.
-   */
-  #heldCurrent = new Set<string>();
-  #heldPrevious = new Set<string>();
+  /** What the current window saw, and the one before it. */
+  #current = emptyWindow();
+  #previous = emptyWindow();
   #windowStart: number;
   /** Since when heavy lanes have waited without a token (meaningful while some wait). */
   #heavyWaitingSince = 0;
@@ -116,12 +123,12 @@ export class FairTokenBucket {
   isHeavy(lane: string): boolean {
     this.#roll();
     return (
-      (this.#current.get(lane) ?? 0) >= this.#heavyPerWindow ||
-      (this.#previous.get(lane) ?? 0) >= this.#heavyPerWindow ||
+      (this.#current.taken.get(lane) ?? 0) >= this.#heavyPerWindow ||
+      (this.#previous.taken.get(lane) ?? 0) >= this.#heavyPerWindow ||
       this.#heavy.has(lane) ||
       this.#heavyExempt.has(lane) ||
-      this.#heldCurrent.has(lane) ||
-      this.#heldPrevious.has(lane)
+      this.#current.held.has(lane) ||
+      this.#previous.held.has(lane)
     );
   }
 
@@ -138,7 +145,7 @@ export class FairTokenBucket {
   get capped(): boolean {
     if (this.#busy === undefined) return false;
     this.#roll();
-    return this.#light.length > 0 || this.#lightCurrent.size > 0 || this.#lightPrevious.size > 0;
+    return this.#light.length > 0 || this.#current.light.size > 0 || this.#previous.light.size > 0;
   }
 
   /**
@@ -204,7 +211,7 @@ export class FairTokenBucket {
     if (next === undefined) return;
     if (queue === this.#heavy && this.capped) {
       this.#held.set(next.lane, (this.#held.get(next.lane) ?? 0) + 1);
-      this.#heldCurrent.add(next.lane);
+      this.#current.held.add(next.lane);
     }
     next.item();
     this.#heavyWaitingSince = this.#clock.now();
@@ -212,25 +219,20 @@ export class FairTokenBucket {
 
   #count(lane: string, light: boolean): void {
     this.#roll();
-    const taken = (this.#current.get(lane) ?? 0) + 1;
-    this.#current.set(lane, taken);
+    const taken = (this.#current.taken.get(lane) ?? 0) + 1;
+    this.#current.taken.set(lane, taken);
     if (taken >= this.#heavyPerWindow) {
-      this.#lightCurrent.delete(lane);
-      this.#lightPrevious.delete(lane);
-    } else if (light) this.#lightCurrent.add(lane);
+      this.#current.light.delete(lane);
+      this.#previous.light.delete(lane);
+    } else if (light) this.#current.light.add(lane);
   }
 
   /** Starts a new window when the current one is over (the one before it is forgotten). */
   #roll(): void {
     const now = this.#clock.now();
     if (now - this.#windowStart < WINDOW_MS) return;
-    const adjacent = now - this.#windowStart < 2 * WINDOW_MS;
-    this.#previous = adjacent ? this.#current : new Map();
-    this.#lightPrevious = adjacent ? this.#lightCurrent : new Set();
-    this.#heldPrevious = adjacent ? this.#heldCurrent : new Set();
-    this.#current = new Map();
-    this.#lightCurrent = new Set();
-    this.#heldCurrent = new Set();
+    this.#previous = now - this.#windowStart < 2 * WINDOW_MS ? this.#current : emptyWindow();
+    this.#current = emptyWindow();
     this.#windowStart = now;
   }
 
